@@ -1,0 +1,334 @@
+//! `agent.yaml`: the agents, their tools and hand-offs, the catalogue and rulebook it names, and
+//! the settings the tool check and the proof run under.
+
+use crate::diag::InputError;
+use crate::loc::Loc;
+use crate::yaml::{self, as_map, as_seq, Map};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// What a turn the router cannot read does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnUnread {
+    /// The turn ends with a refusal (default).
+    #[default]
+    Refuse,
+    /// The turn goes to the agent's model.
+    Model,
+    /// The person is asked whether the model may have the turn.
+    Ask,
+    /// The turn is answered from documents, or refused.
+    Answer,
+}
+
+/// An agent's privilege.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Privilege {
+    /// The default.
+    #[default]
+    Low,
+    /// Trusted with privileged writes.
+    High,
+}
+
+/// A network channel the agent is reachable over (QG107).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Channel {
+    /// Reachable over a network.
+    pub remote: bool,
+    /// The authentication scheme (`none` is unauthenticated).
+    pub auth: Option<String>,
+}
+
+/// A name with the line it was written on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Named {
+    /// The name.
+    pub name: String,
+    /// Where it was written.
+    pub at: Loc,
+}
+
+/// One agent of `agent.yaml`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSpec {
+    /// Its key.
+    pub name: String,
+    /// The model, when the agent has a model node.
+    pub model: Option<String>,
+    /// Its allowed tools, each at the line of the `tools:` list that names it.
+    pub tools: Vec<Named>,
+    /// The agents it may hand off to.
+    pub hands_off_to: Vec<Named>,
+    /// What an unread turn does.
+    pub on_unread: OnUnread,
+    /// Its privilege.
+    pub privilege: Privilege,
+    /// At most this many model steps per turn.
+    pub budget: Option<u32>,
+    /// A network channel, if declared.
+    pub channel: Option<Channel>,
+    /// The agent's key line.
+    pub at: Loc,
+}
+
+/// `write_policy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WritePolicy {
+    /// Every write needs a person or a token.
+    #[default]
+    Confirm,
+    /// Only writes with a reason are confirmed.
+    Declared,
+}
+
+/// `taint_policy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaintPolicy {
+    /// A tainted write is confirmed.
+    #[default]
+    Confirm,
+    /// A tainted write is refused.
+    Refuse,
+}
+
+/// `history`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryScope {
+    /// Order rules count over the whole session.
+    #[default]
+    Shared,
+    /// Order rules count per agent.
+    PerAgent,
+}
+
+/// The run's settings.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Settings {
+    /// Which writes need a person.
+    pub write_policy: WritePolicy,
+    /// What a tainted write does.
+    pub taint_policy: TaintPolicy,
+    /// How order rules count.
+    pub history: HistoryScope,
+    /// Whether untrusted marks survive a turn boundary.
+    pub memory_keeps_marks: bool,
+    /// The recursion limit per turn.
+    pub step_limit: u32,
+    /// Turns the proof covers.
+    pub session_steps: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            write_policy: WritePolicy::Confirm,
+            taint_policy: TaintPolicy::Confirm,
+            history: HistoryScope::Shared,
+            memory_keeps_marks: true,
+            step_limit: 60,
+            session_steps: 1,
+        }
+    }
+}
+
+/// One `tools:` source of `agent.yaml`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToolSourceRef {
+    /// A catalogue file, relative to `agent.yaml`.
+    Catalogue(String, Loc),
+    /// A Python module (recorded only).
+    Python(String, Loc),
+}
+
+/// `agent.yaml` as read, before its files are loaded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentFile {
+    /// The file name.
+    pub file: String,
+    /// The entry agent.
+    pub entry: String,
+    /// The agents in file order.
+    pub agents: IndexMap<String, AgentSpec>,
+    /// Where tools are declared.
+    pub tools: Vec<ToolSourceRef>,
+    /// The rulebook path, relative to `agent.yaml`, with its line.
+    pub rulebook: Option<(String, Loc)>,
+    /// Context variables the host sets.
+    pub context: Vec<Named>,
+    /// The settings.
+    pub settings: Settings,
+}
+
+const TOP_KEYS: &[&str] = &["entry", "agents", "tools", "rulebook", "context", "settings"];
+const AGENT_KEYS: &[&str] = &["model", "tools", "hands_off_to", "on_unread", "privilege", "budget", "channel"];
+const SETTINGS_KEYS: &[&str] = &["write_policy", "taint_policy", "history", "memory_keeps_marks", "step_limit", "session_steps"];
+
+/// Reads `agent.yaml` text. Cross-references to the catalogue are checked by [`crate::load`].
+pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> {
+    let root = yaml::load_yaml(file, text)?;
+    let top = as_map(file, &root, "agent.yaml")?;
+    top.check_keys(TOP_KEYS)?;
+    let agents_node = top.get("agents").ok_or_else(|| InputError::at(file, 1, "missing required key `agents`"))?;
+    let am = as_map(file, agents_node, "`agents`")?;
+    let mut agents = IndexMap::new();
+    for (name, line, node) in am.entries() {
+        agents.insert(name.to_string(), read_agent(file, name, line, node)?);
+    }
+    if agents.is_empty() {
+        return Err(InputError::at(file, top.key_line("agents"), "`agents` declares no agent"));
+    }
+    for a in agents.values() {
+        for h in &a.hands_off_to {
+            if !agents.contains_key(&h.name) {
+                let keys: Vec<&str> = agents.keys().map(|s| s.as_str()).collect();
+                let hint = crate::diag::did_you_mean(&h.name, &keys).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                return Err(InputError::at(file, h.at.line, format!("agent `{}` hands off to `{}`, which is not an agent{hint}", a.name, h.name)));
+            }
+        }
+    }
+    let entry = match top.opt_str("entry")? {
+        Some(e) if agents.contains_key(&e) => e,
+        Some(e) => return Err(InputError::at(file, top.key_line("entry"), format!("entry `{e}` is not an agent"))),
+        None => agents.keys().next().cloned().unwrap_or_default(),
+    };
+    let mut tools = Vec::new();
+    if let Some(n) = top.get("tools") {
+        for item in as_seq(file, n, "`tools`")?.iter() {
+            let m = as_map(file, item, "a `tools` entry")?;
+            m.check_keys(&["catalogue", "python"])?;
+            let at = Loc::new(file, m.line());
+            match (m.opt_str("catalogue")?, m.opt_str("python")?) {
+                (Some(c), None) => tools.push(ToolSourceRef::Catalogue(c, at)),
+                (None, Some(p)) => tools.push(ToolSourceRef::Python(p, at)),
+                _ => return Err(InputError::at(file, m.line(), "a `tools` entry is either `catalogue: FILE` or `python: MODULE`")),
+            }
+        }
+    }
+    let rulebook = top.opt_str("rulebook")?.map(|r| (r, Loc::new(file, top.key_line("rulebook"))));
+    let context = top.opt_str_list("context")?.unwrap_or_default().into_iter().map(|(name, line)| Named { name, at: Loc::new(file, line) }).collect();
+    let settings = match top.get("settings") {
+        Some(n) => read_settings(file, &as_map(file, n, "`settings`")?)?,
+        None => Settings::default(),
+    };
+    Ok(AgentFile { file: file.to_string(), entry, agents, tools, rulebook, context, settings })
+}
+
+fn read_agent(file: &str, name: &str, line: u32, node: &marked_yaml::Node) -> Result<AgentSpec, InputError> {
+    let m = as_map(file, node, &format!("agent `{name}`"))?;
+    m.check_keys(AGENT_KEYS)?;
+    let named = |key: &str| -> Result<Vec<Named>, InputError> {
+        Ok(m.opt_str_list(key)?.unwrap_or_default().into_iter().map(|(n, l)| Named { name: n, at: Loc::new(file, l) }).collect())
+    };
+    let on_unread = match m.opt_str("on_unread")?.as_deref() {
+        None | Some("refuse") => OnUnread::Refuse,
+        Some("model") => OnUnread::Model,
+        Some("ask") => OnUnread::Ask,
+        Some("answer") => OnUnread::Answer,
+        Some(o) => return Err(InputError::at(file, m.key_line("on_unread"), format!("on_unread `{o}` is not one of refuse, model, ask, answer"))),
+    };
+    let privilege = match m.opt_str("privilege")?.as_deref() {
+        None | Some("low") => Privilege::Low,
+        Some("high") => Privilege::High,
+        Some(o) => return Err(InputError::at(file, m.key_line("privilege"), format!("privilege `{o}` is not `low` or `high`"))),
+    };
+    let channel = match m.get("channel") {
+        None => None,
+        Some(n) => {
+            let cm = as_map(file, n, "`channel`")?;
+            cm.check_keys(&["remote", "auth"])?;
+            Some(Channel { remote: cm.opt_bool("remote")?.unwrap_or(false), auth: cm.opt_str("auth")? })
+        }
+    };
+    let budget = m.opt_u32("budget")?;
+    if budget == Some(0) {
+        return Err(InputError::at(file, m.key_line("budget"), "a budget of 0 model steps would never let the model run; expected at least 1"));
+    }
+    Ok(AgentSpec {
+        name: name.to_string(),
+        model: m.opt_str("model")?,
+        tools: named("tools")?,
+        hands_off_to: named("hands_off_to")?,
+        on_unread,
+        privilege,
+        budget,
+        channel,
+        at: Loc::new(file, line),
+    })
+}
+
+/// Reads a `settings:` mapping.
+pub fn read_settings(file: &str, m: &Map<'_>) -> Result<Settings, InputError> {
+    m.check_keys(SETTINGS_KEYS)?;
+    let mut s = Settings::default();
+    if let Some(v) = m.opt_str("write_policy")? {
+        s.write_policy = match v.as_str() {
+            "confirm" => WritePolicy::Confirm,
+            "declared" => WritePolicy::Declared,
+            o => return Err(InputError::at(file, m.key_line("write_policy"), format!("write_policy `{o}` is not `confirm` or `declared`"))),
+        };
+    }
+    if let Some(v) = m.opt_str("taint_policy")? {
+        s.taint_policy = match v.as_str() {
+            "confirm" => TaintPolicy::Confirm,
+            "refuse" => TaintPolicy::Refuse,
+            o => return Err(InputError::at(file, m.key_line("taint_policy"), format!("taint_policy `{o}` is not `confirm` or `refuse`"))),
+        };
+    }
+    if let Some(v) = m.opt_str("history")? {
+        s.history = match v.as_str() {
+            "shared" => HistoryScope::Shared,
+            "per_agent" => HistoryScope::PerAgent,
+            o => return Err(InputError::at(file, m.key_line("history"), format!("history `{o}` is not `shared` or `per_agent`"))),
+        };
+    }
+    if let Some(b) = m.opt_bool("memory_keeps_marks")? {
+        s.memory_keeps_marks = b;
+    }
+    if let Some(n) = m.opt_u32("step_limit")? {
+        if n == 0 {
+            return Err(InputError::at(file, m.key_line("step_limit"), "step_limit must be at least 1"));
+        }
+        s.step_limit = n;
+    }
+    if let Some(n) = m.opt_u32("session_steps")? {
+        if n == 0 {
+            return Err(InputError::at(file, m.key_line("session_steps"), "session_steps must be at least 1"));
+        }
+        s.session_steps = n;
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_off_to_missing_agent_is_refused_at_its_line() {
+        let e = read_agent_file("agent.yaml", "agents:\n  desk:\n    hands_off_to: [biling]\n  billing: {}\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("did you mean `billing`"), "{e}");
+    }
+
+    #[test]
+    fn entry_defaults_to_first_agent_and_settings_default() {
+        let a = read_agent_file("agent.yaml", "agents:\n  desk: {tools: [a]}\n  billing: {privilege: high}\n").unwrap();
+        assert_eq!(a.entry, "desk");
+        assert_eq!(a.settings, Settings::default());
+        assert_eq!(a.agents["billing"].privilege, Privilege::High);
+        assert_eq!(a.agents["desk"].tools[0].at.line, 2);
+    }
+
+    #[test]
+    fn unknown_setting_is_refused() {
+        let e = read_agent_file("agent.yaml", "agents:\n  desk: {}\nsettings:\n  step_limt: 3\n").unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.message.contains("step_limit"));
+    }
+}

@@ -1,0 +1,512 @@
+//! The tool catalogue: what each tool is (read or write), its argument schema, and every
+//! property the tool check and the obligations read. Read from `*.catalogue.yaml`, `.json`, or
+//! an MCP `tools/list` response.
+
+use crate::diag::InputError;
+use crate::loc::Loc;
+use crate::yaml::{self, as_map, as_seq, line_of, to_json, Map};
+use indexmap::IndexMap;
+use marked_yaml::Node;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Whether a tool changes the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Reads only; never needs a person by default.
+    Read,
+    /// Changes something; confirmed unless a token covers it.
+    Write,
+}
+
+/// The least trusted input a write accepts without a person.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// Accepts even external content.
+    External,
+    /// Accepts the agent's own context but not external content (the default).
+    #[default]
+    Agent,
+    /// Accepts neither external content nor an instruction handed from a lower-privilege agent.
+    Privileged,
+}
+
+/// What an argument's value is used as, for QG017/QG018.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgKind {
+    /// Source code that runs.
+    Code,
+    /// A shell command.
+    Shell,
+    /// An SQL statement.
+    Sql,
+    /// A query language string.
+    Query,
+    /// A file system path.
+    Path,
+    /// A URL.
+    Url,
+    /// A template that is rendered.
+    Template,
+    /// Where data is sent.
+    Destination,
+}
+
+impl ArgKind {
+    const NAMES: [&'static str; 8] = ["code", "shell", "sql", "query", "path", "url", "template", "destination"];
+
+    fn parse(s: &str) -> Option<ArgKind> {
+        Some(match s {
+            "code" => ArgKind::Code,
+            "shell" => ArgKind::Shell,
+            "sql" => ArgKind::Sql,
+            "query" => ArgKind::Query,
+            "path" => ArgKind::Path,
+            "url" => ArgKind::Url,
+            "template" => ArgKind::Template,
+            "destination" => ArgKind::Destination,
+            _ => return None,
+        })
+    }
+
+    /// Whether the model writing this argument means the model writes code that runs (QG017).
+    pub fn is_code(self) -> bool {
+        matches!(self, ArgKind::Code | ArgKind::Shell)
+    }
+}
+
+/// A data store a tool reads or writes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Store {
+    /// The store's name.
+    pub name: String,
+    /// Several tenants' data live in it (QG020).
+    pub multi_tenant: bool,
+    /// What is written survives the session (QG021).
+    pub persistent: bool,
+}
+
+/// Where a tool's code comes from (an MCP server), for QG106.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolSource {
+    /// The command or address of the server.
+    pub server: String,
+    /// The pinned version or digest, if any.
+    pub pin: Option<String>,
+}
+
+/// Order rules over the session's history.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderRule {
+    /// Each of these tools must have run before.
+    pub after: Vec<String>,
+    /// None of these tools may have run before.
+    pub not_after: Vec<String>,
+    /// The tool runs at most this many times in a session.
+    pub at_most: Option<u32>,
+}
+
+impl OrderRule {
+    /// Whether the rule constrains anything.
+    pub fn is_empty(&self) -> bool {
+        self.after.is_empty() && self.not_after.is_empty() && self.at_most.is_none()
+    }
+}
+
+/// A condition on a call's argument laid over the catalogue by a rule sheet's `check:`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArgCheck {
+    /// The argument the condition reads.
+    pub field: String,
+    /// The comparison: `at_most`, `at_least`, `is`, `in`, …
+    pub op: String,
+    /// The value compared with: a literal, a list, or `{"from": "tool.field"}`.
+    pub value: Value,
+}
+
+/// One tool of the catalogue with everything the check and the proof read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// The tool's name.
+    pub name: String,
+    /// Read or write.
+    pub effect: Effect,
+    /// The arguments' JSON Schema (an object schema), if declared.
+    pub args: Option<Value>,
+    /// The result's JSON Schema, if declared.
+    pub result: Option<Value>,
+    /// The compensation that undoes this write.
+    pub undo: Option<String>,
+    /// Undo argument name -> this call's argument it is bound from.
+    pub undo_args: IndexMap<String, String>,
+    /// Safe to retry.
+    pub idempotent: bool,
+    /// Cannot be undone.
+    pub irreversible: bool,
+    /// May send data to a destination outside.
+    pub sends_out: bool,
+    /// What some arguments are used as.
+    pub arg_kinds: IndexMap<String, ArgKind>,
+    /// Its result carries the `external` mark.
+    pub returns_untrusted: bool,
+    /// Its result carries the `confidential` mark.
+    pub confidential: bool,
+    /// The store it reads or writes.
+    pub store: Option<Store>,
+    /// Whether a store read is bound to the calling user (absent means not bound: the
+    /// dangerous reading is the safe default for a prover).
+    pub bound_to_user: bool,
+    /// Order rules.
+    pub order: OrderRule,
+    /// The words a person is asked, where declared.
+    pub confirmation: Option<String>,
+    /// Whether a rule sheet said `requires_confirmation: true`.
+    pub requires_confirmation: bool,
+    /// The least trusted input accepted without a person.
+    pub trust: Trust,
+    /// Where the tool's code comes from.
+    pub source: Option<ToolSource>,
+    /// Conditions laid over by a rule sheet.
+    pub checks: Vec<ArgCheck>,
+    /// Where the tool is declared.
+    pub at: Loc,
+}
+
+impl Tool {
+    /// Whether this tool writes.
+    pub fn is_write(&self) -> bool {
+        self.effect == Effect::Write
+    }
+
+    /// Whether the argument schema leaves undeclared arguments open (reason `schema_partial`).
+    pub fn schema_partial(&self) -> bool {
+        match &self.args {
+            None => true,
+            Some(s) => !matches!(s.get("additionalProperties"), Some(Value::Bool(false))),
+        }
+    }
+
+    /// The declared argument names, in schema order.
+    pub fn arg_names(&self) -> Vec<String> {
+        self.args
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(|p| p.as_object())
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// A minimal tool, used by builders in tests and by the MCP reader.
+    pub fn new(name: &str, effect: Effect, at: Loc) -> Tool {
+        Tool {
+            name: name.to_string(),
+            effect,
+            args: None,
+            result: None,
+            undo: None,
+            undo_args: IndexMap::new(),
+            idempotent: false,
+            irreversible: false,
+            sends_out: false,
+            arg_kinds: IndexMap::new(),
+            returns_untrusted: false,
+            confidential: false,
+            store: None,
+            bound_to_user: false,
+            order: OrderRule::default(),
+            confirmation: None,
+            requires_confirmation: false,
+            trust: Trust::Agent,
+            source: None,
+            checks: Vec::new(),
+            at,
+        }
+    }
+}
+
+/// The merged catalogue of every declared tool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Catalogue {
+    /// Tools by name, in declaration order.
+    pub tools: IndexMap<String, Tool>,
+    /// Python modules named by `tools: - python:` (recorded; they declare nothing).
+    pub modules: Vec<String>,
+    /// The catalogue files read, with their SHA-256.
+    pub files: Vec<(String, String)>,
+}
+
+impl Catalogue {
+    /// Looks a tool up by name.
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.get(name)
+    }
+
+    /// Adds every tool of another catalogue; a tool declared twice is refused at its second place.
+    pub fn merge(&mut self, other: Catalogue) -> Result<(), InputError> {
+        for (name, tool) in other.tools {
+            if let Some(prev) = self.tools.get(&name) {
+                return Err(InputError::at(&tool.at.file, tool.at.line, format!("tool `{name}` is declared twice (first at {})", prev.at)));
+            }
+            self.tools.insert(name, tool);
+        }
+        self.files.extend(other.files);
+        self.modules.extend(other.modules);
+        Ok(())
+    }
+}
+
+const TOOL_KEYS: &[&str] = &[
+    "effect", "args", "result", "undo", "undo_args", "idempotent", "irreversible", "sends_out", "arg_kinds", "returns", "confidential", "store",
+    "bound_to_user", "order", "confirmation", "requires_confirmation", "trust", "source", "description", "check",
+];
+
+/// Reads a catalogue file's text (YAML, JSON, or an MCP `tools/list` response).
+pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
+    let root = yaml::load_by_extension(file, text)?;
+    let top = as_map(file, &root, "the catalogue")?;
+    let mut cat = Catalogue { files: vec![(file.to_string(), crate::sha256_hex(text.as_bytes()))], ..Default::default() };
+    let tools_node = top.get("tools").ok_or_else(|| InputError::at(file, top.line().max(1), "missing key `tools`: a catalogue is `tools: {name: {...}}` or an MCP `tools/list` response"))?;
+    match tools_node {
+        Node::Sequence(_) => {
+            // MCP responses may carry a cursor or a JSON-RPC envelope around the list.
+            top.check_keys(&["tools", "nextCursor", "_meta"])?;
+            for item in as_seq(file, tools_node, "`tools`")?.iter() {
+                let t = read_mcp_tool(file, item)?;
+                if cat.tools.contains_key(&t.name) {
+                    return Err(InputError::at(file, t.at.line, format!("tool `{}` is listed twice", t.name)));
+                }
+                cat.tools.insert(t.name.clone(), t);
+            }
+        }
+        _ => {
+            top.check_keys(&["tools"])?;
+            let tools = as_map(file, tools_node, "`tools`")?;
+            for (name, line, node) in tools.entries() {
+                let t = read_tool(file, name, line, node)?;
+                cat.tools.insert(name.to_string(), t);
+            }
+        }
+    }
+    check_references(file, &cat)?;
+    Ok(cat)
+}
+
+fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, InputError> {
+    let m = as_map(file, node, &format!("tool `{name}`"))?;
+    m.check_keys(TOOL_KEYS)?;
+    let effect = match m.req_str("effect").map_err(|e| InputError { message: format!("tool `{name}`: {}; expected `read` or `write`", e.message), ..e })?.as_str() {
+        "read" => Effect::Read,
+        "write" => Effect::Write,
+        other => return Err(InputError::at(file, m.key_line("effect"), format!("tool `{name}`: effect `{other}` is not `read` or `write`"))),
+    };
+    let mut t = Tool::new(name, effect, Loc::new(file, line));
+    t.args = read_schema(file, &m, "args")?;
+    t.result = read_schema(file, &m, "result")?;
+    t.undo = m.opt_str("undo")?;
+    if let Some(n) = m.get("undo_args") {
+        let um = as_map(file, n, "`undo_args`")?;
+        for (k, _, v) in um.entries() {
+            t.undo_args.insert(k.to_string(), yaml::as_string(file, v, &format!("`undo_args.{k}`"))?);
+        }
+    }
+    t.idempotent = m.opt_bool("idempotent")?.unwrap_or(false);
+    t.irreversible = m.opt_bool("irreversible")?.unwrap_or(false);
+    t.sends_out = m.opt_bool("sends_out")?.unwrap_or(false);
+    t.confidential = m.opt_bool("confidential")?.unwrap_or(false);
+    t.bound_to_user = m.opt_bool("bound_to_user")?.unwrap_or(false);
+    t.requires_confirmation = m.opt_bool("requires_confirmation")?.unwrap_or(false);
+    t.confirmation = m.opt_str("confirmation")?;
+    if let Some(r) = m.opt_str("returns")? {
+        match r.as_str() {
+            "untrusted" => t.returns_untrusted = true,
+            "trusted" => {}
+            other => return Err(InputError::at(file, m.key_line("returns"), format!("tool `{name}`: `returns: {other}` is not `untrusted` or `trusted`"))),
+        }
+    }
+    if let Some(tr) = m.opt_str("trust")? {
+        t.trust = match tr.as_str() {
+            "external" => Trust::External,
+            "agent" => Trust::Agent,
+            "privileged" => Trust::Privileged,
+            other => return Err(InputError::at(file, m.key_line("trust"), format!("tool `{name}`: trust `{other}` is not one of external, agent, privileged"))),
+        };
+    }
+    if let Some(n) = m.get("arg_kinds") {
+        let km = as_map(file, n, "`arg_kinds`")?;
+        for (k, kl, v) in km.entries() {
+            let s = yaml::as_string(file, v, &format!("`arg_kinds.{k}`"))?;
+            let kind = ArgKind::parse(&s).ok_or_else(|| InputError::at(file, kl, format!("tool `{name}`: argument kind `{s}` is not one of {}", ArgKind::NAMES.join(", "))))?;
+            t.arg_kinds.insert(k.to_string(), kind);
+        }
+    }
+    if let Some(n) = m.get("store") {
+        let sm = as_map(file, n, "`store`")?;
+        sm.check_keys(&["name", "multi_tenant", "persistent"])?;
+        t.store = Some(Store { name: sm.req_str("name")?, multi_tenant: sm.opt_bool("multi_tenant")?.unwrap_or(false), persistent: sm.opt_bool("persistent")?.unwrap_or(false) });
+    }
+    if let Some(n) = m.get("order") {
+        let om = as_map(file, n, "`order`")?;
+        om.check_keys(&["after", "not_after", "at_most"])?;
+        t.order = OrderRule {
+            after: names(om.opt_str_list("after")?),
+            not_after: names(om.opt_str_list("not_after")?),
+            at_most: om.opt_u32("at_most")?,
+        };
+    }
+    if let Some(n) = m.get("source") {
+        let sm = as_map(file, n, "`source`")?;
+        sm.check_keys(&["server", "pin"])?;
+        t.source = Some(ToolSource { server: sm.req_str("server")?, pin: sm.opt_str("pin")? });
+    }
+    if let Some(n) = m.get("check") {
+        t.checks = read_checks(file, n)?;
+    }
+    if t.undo.is_some() && !t.is_write() {
+        return Err(InputError::at(file, m.key_line("undo"), format!("tool `{name}` is a read; only a write has an undo")));
+    }
+    Ok(t)
+}
+
+fn names(v: Option<Vec<(String, u32)>>) -> Vec<String> {
+    v.unwrap_or_default().into_iter().map(|(s, _)| s).collect()
+}
+
+/// Reads `check:` conditions (`[{field: f, at_most: {from: tool.field}}]`).
+pub fn read_checks(file: &str, n: &Node) -> Result<Vec<ArgCheck>, InputError> {
+    const OPS: &[&str] = &["at_most", "at_least", "is", "in", "not_in", "under", "over"];
+    let mut out = Vec::new();
+    for item in as_seq(file, n, "`check`")?.iter() {
+        let cm = as_map(file, item, "a check")?;
+        let mut known = vec!["field"];
+        known.extend_from_slice(OPS);
+        cm.check_keys(&known)?;
+        let field = cm.req_str("field")?;
+        let ops: Vec<_> = cm.entries().filter(|(k, _, _)| *k != "field").collect();
+        if ops.len() != 1 {
+            return Err(InputError::at(file, cm.line(), format!("a check on `{field}` needs exactly one comparison ({})", OPS.join(", "))));
+        }
+        let (op, _, v) = ops[0];
+        out.push(ArgCheck { field, op: op.to_string(), value: to_json(v) });
+    }
+    Ok(out)
+}
+
+fn read_schema(file: &str, m: &Map<'_>, key: &str) -> Result<Option<Value>, InputError> {
+    match m.get(key) {
+        None => Ok(None),
+        Some(n) => {
+            let v = to_json(n);
+            if !v.is_object() {
+                return Err(InputError::at(file, line_of(n), format!("expected `{key}` to be a JSON Schema (a mapping)")));
+            }
+            if key == "args" {
+                if let Some(t) = v.get("type") {
+                    if t != "object" {
+                        return Err(InputError::at(file, line_of(n), "the `args` schema must be of `type: object`"));
+                    }
+                }
+            }
+            Ok(Some(v))
+        }
+    }
+}
+
+/// Maps one MCP tool description, with the MCP defaults for absent hints (readOnlyHint false,
+/// destructiveHint true, idempotentHint false, openWorldHint true): assuming the best of an
+/// unannotated tool would be wrong in the dangerous direction.
+fn read_mcp_tool(file: &str, node: &Node) -> Result<Tool, InputError> {
+    let m = as_map(file, node, "an MCP tool")?;
+    m.check_keys(&["name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"])?;
+    let name = m.req_str("name")?;
+    let mut hints = (false, true, false, true);
+    if let Some(a) = m.get("annotations") {
+        let am = as_map(file, a, "`annotations`")?;
+        am.check_keys(&["title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"])?;
+        hints = (
+            am.opt_bool("readOnlyHint")?.unwrap_or(false),
+            am.opt_bool("destructiveHint")?.unwrap_or(true),
+            am.opt_bool("idempotentHint")?.unwrap_or(false),
+            am.opt_bool("openWorldHint")?.unwrap_or(true),
+        );
+    }
+    let (read_only, destructive, idempotent, open_world) = hints;
+    let mut t = Tool::new(&name, if read_only { Effect::Read } else { Effect::Write }, Loc::new(file, m.line()));
+    t.args = read_schema(file, &m, "inputSchema")?;
+    t.result = read_schema(file, &m, "outputSchema")?;
+    t.irreversible = !read_only && destructive;
+    t.idempotent = idempotent;
+    t.sends_out = open_world;
+    Ok(t)
+}
+
+/// Every tool a catalogue names (undo, order rules) must be declared in the same catalogue
+/// or a later merge; here only the undo's own shape is checked.
+fn check_references(file: &str, cat: &Catalogue) -> Result<(), InputError> {
+    for t in cat.tools.values() {
+        if let Some(u) = &t.undo {
+            let names = t.arg_names();
+            for (undo_arg, from) in &t.undo_args {
+                if !names.is_empty() && !names.contains(from) {
+                    return Err(InputError::at(file, t.at.line, format!("tool `{}`: `undo_args.{undo_arg}` binds from `{from}`, which is not an argument of `{}`", t.name, t.name)));
+                }
+            }
+            let _ = u;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the cross-references of a fully merged catalogue: every undo and order rule names a
+/// declared tool.
+pub fn check_merged(cat: &Catalogue) -> Result<(), InputError> {
+    for t in cat.tools.values() {
+        let mut refs: Vec<&String> = t.order.after.iter().chain(&t.order.not_after).collect();
+        refs.extend(t.undo.iter());
+        for r in refs {
+            if !cat.tools.contains_key(r) {
+                return Err(InputError::at(&t.at.file, t.at.line, format!("tool `{}` names `{r}`, which no catalogue declares", t.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_spec_catalogue_shapes() {
+        let text = "tools:\n  get_order:\n    effect: read\n    args: {type: object, properties: {order_id: {type: string}}, required: [order_id], additionalProperties: false}\n  charge_card:\n    effect: write\n    undo: refund_card\n    idempotent: true\n  refund_card:\n    effect: write\n    order: {after: [get_order], at_most: 1}\n    trust: privileged\n  read_inbox: {effect: read, returns: untrusted}\n";
+        let c = read_catalogue("shop.catalogue.yaml", text).unwrap();
+        assert_eq!(c.tools.len(), 4);
+        assert!(!c.get("get_order").unwrap().schema_partial());
+        assert!(c.get("charge_card").unwrap().schema_partial());
+        assert_eq!(c.get("refund_card").unwrap().order.after, vec!["get_order"]);
+        assert_eq!(c.get("refund_card").unwrap().at.line, 9);
+        assert!(c.get("read_inbox").unwrap().returns_untrusted);
+        check_merged(&c).unwrap();
+    }
+
+    #[test]
+    fn mcp_defaults_assume_the_worst() {
+        let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object"}}, {"name": "b", "annotations": {"readOnlyHint": true, "openWorldHint": false}}]}"#;
+        let c = read_catalogue("m.json", text).unwrap();
+        let a = c.get("a").unwrap();
+        assert!(a.is_write() && a.irreversible && a.sends_out && !a.idempotent);
+        let b = c.get("b").unwrap();
+        assert!(!b.is_write() && !b.sends_out);
+    }
+
+    #[test]
+    fn missing_effect_and_bad_key_are_refused_with_lines() {
+        let e = read_catalogue("c.yaml", "tools:\n  a:\n    args: {type: object}\n").unwrap_err();
+        assert!(e.message.contains("effect"), "{e}");
+        let e = read_catalogue("c.yaml", "tools:\n  a:\n    effect: read\n    sends_ot: true\n").unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.message.contains("sends_out"));
+    }
+}
