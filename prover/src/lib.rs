@@ -1,1 +1,5 @@
-//! placeholder
+//! The prover: the Z3 bounded model checker, the explicit-state BFS, their cross-check, the
+//! findings and reports. **Only `prover` names z3.**
+#![warn(missing_docs)]
+
+pub mod diagnostics;

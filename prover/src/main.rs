@@ -1,12 +1,58 @@
-fn main() {
-    use z3::ast::Bool;
-    let s = z3::Solver::new();
-    let a = Bool::new_const("a");
-    let b = Bool::new_const("b");
-    s.assert(&a.implies(&b));
-    s.assert(&a);
-    println!("{:?}", s.check());
-    let m = s.get_model().unwrap();
-    println!("{:?}", m.eval(&b, true));
-    println!("{:?}", s.check_assumptions(&[b.not()]));
+//! `qls`: the agent-graph prover's command line. Exit codes: 0 gate passed (or the command
+//! succeeded), 1 gate failed, 2 unreadable input or bad arguments.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd_check;
+mod cmd_rules;
+mod cmd_verify;
+
+/// The agent-graph prover.
+#[derive(Parser, Debug)]
+#[command(name = "qls", version, about = "Bounded model checking of LLM-agent graphs against their tool check and rulebook")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Prove an agent (or an exported graph) and print the findings; the exit code is the CI gate.
+    Verify(cmd_verify::VerifyArgs),
+    /// Write the qls-graph/1 graph an agent.yaml compiles to.
+    Export(cmd_verify::ExportArgs),
+    /// Rule sheets: compile and lint.
+    #[command(subcommand)]
+    Rules(cmd_rules::RulesCommand),
+    /// Decide one tool call with the reference tool check (JSON in, JSON out).
+    Check(cmd_check::CheckArgs),
+    /// Signed histories.
+    #[command(subcommand)]
+    History(cmd_check::HistoryCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Verify(a) => cmd_verify::verify(a),
+        Command::Export(a) => cmd_verify::export(a),
+        Command::Rules(c) => cmd_rules::run(c),
+        Command::Check(a) => cmd_check::check(a),
+        Command::History(c) => cmd_check::history(c),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            prover::diagnostics::print_error(&e);
+            ExitCode::from(2)
+        }
+    }
 }
