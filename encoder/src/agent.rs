@@ -23,7 +23,9 @@ pub enum OnUnread {
 }
 
 /// An agent's privilege.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Privilege {
     /// The default.
@@ -165,36 +167,74 @@ pub struct AgentFile {
     pub settings: Settings,
 }
 
-const TOP_KEYS: &[&str] = &["entry", "agents", "tools", "rulebook", "context", "settings"];
-const AGENT_KEYS: &[&str] = &["model", "tools", "hands_off_to", "on_unread", "privilege", "budget", "channel"];
-const SETTINGS_KEYS: &[&str] = &["write_policy", "taint_policy", "history", "memory_keeps_marks", "step_limit", "session_steps"];
+const TOP_KEYS: &[&str] = &[
+    "entry", "agents", "tools", "rulebook", "context", "settings",
+];
+const AGENT_KEYS: &[&str] = &[
+    "model",
+    "tools",
+    "hands_off_to",
+    "on_unread",
+    "privilege",
+    "budget",
+    "channel",
+];
+const SETTINGS_KEYS: &[&str] = &[
+    "write_policy",
+    "taint_policy",
+    "history",
+    "memory_keeps_marks",
+    "step_limit",
+    "session_steps",
+];
 
 /// Reads `agent.yaml` text. Cross-references to the catalogue are checked by [`crate::load`].
 pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> {
     let root = yaml::load_yaml(file, text)?;
     let top = as_map(file, &root, "agent.yaml")?;
     top.check_keys(TOP_KEYS)?;
-    let agents_node = top.get("agents").ok_or_else(|| InputError::at(file, 1, "missing required key `agents`"))?;
+    let agents_node = top
+        .get("agents")
+        .ok_or_else(|| InputError::at(file, 1, "missing required key `agents`"))?;
     let am = as_map(file, agents_node, "`agents`")?;
     let mut agents = IndexMap::new();
     for (name, line, node) in am.entries() {
         agents.insert(name.to_string(), read_agent(file, name, line, node)?);
     }
     if agents.is_empty() {
-        return Err(InputError::at(file, top.key_line("agents"), "`agents` declares no agent"));
+        return Err(InputError::at(
+            file,
+            top.key_line("agents"),
+            "`agents` declares no agent",
+        ));
     }
     for a in agents.values() {
         for h in &a.hands_off_to {
             if !agents.contains_key(&h.name) {
                 let keys: Vec<&str> = agents.keys().map(|s| s.as_str()).collect();
-                let hint = crate::diag::did_you_mean(&h.name, &keys).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
-                return Err(InputError::at(file, h.at.line, format!("agent `{}` hands off to `{}`, which is not an agent{hint}", a.name, h.name)));
+                let hint = crate::diag::did_you_mean(&h.name, &keys)
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                return Err(InputError::at(
+                    file,
+                    h.at.line,
+                    format!(
+                        "agent `{}` hands off to `{}`, which is not an agent{hint}",
+                        a.name, h.name
+                    ),
+                ));
             }
         }
     }
     let entry = match top.opt_str("entry")? {
         Some(e) if agents.contains_key(&e) => e,
-        Some(e) => return Err(InputError::at(file, top.key_line("entry"), format!("entry `{e}` is not an agent"))),
+        Some(e) => {
+            return Err(InputError::at(
+                file,
+                top.key_line("entry"),
+                format!("entry `{e}` is not an agent"),
+            ))
+        }
         None => agents.keys().next().cloned().unwrap_or_default(),
     };
     let mut tools = Vec::new();
@@ -206,48 +246,103 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
             match (m.opt_str("catalogue")?, m.opt_str("python")?) {
                 (Some(c), None) => tools.push(ToolSourceRef::Catalogue(c, at)),
                 (None, Some(p)) => tools.push(ToolSourceRef::Python(p, at)),
-                _ => return Err(InputError::at(file, m.line(), "a `tools` entry is either `catalogue: FILE` or `python: MODULE`")),
+                _ => {
+                    return Err(InputError::at(
+                        file,
+                        m.line(),
+                        "a `tools` entry is either `catalogue: FILE` or `python: MODULE`",
+                    ))
+                }
             }
         }
     }
-    let rulebook = top.opt_str("rulebook")?.map(|r| (r, Loc::new(file, top.key_line("rulebook"))));
-    let context = top.opt_str_list("context")?.unwrap_or_default().into_iter().map(|(name, line)| Named { name, at: Loc::new(file, line) }).collect();
+    let rulebook = top
+        .opt_str("rulebook")?
+        .map(|r| (r, Loc::new(file, top.key_line("rulebook"))));
+    let context = top
+        .opt_str_list("context")?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, line)| Named {
+            name,
+            at: Loc::new(file, line),
+        })
+        .collect();
     let settings = match top.get("settings") {
         Some(n) => read_settings(file, &as_map(file, n, "`settings`")?)?,
         None => Settings::default(),
     };
-    Ok(AgentFile { file: file.to_string(), entry, agents, tools, rulebook, context, settings })
+    Ok(AgentFile {
+        file: file.to_string(),
+        entry,
+        agents,
+        tools,
+        rulebook,
+        context,
+        settings,
+    })
 }
 
-fn read_agent(file: &str, name: &str, line: u32, node: &marked_yaml::Node) -> Result<AgentSpec, InputError> {
+fn read_agent(
+    file: &str,
+    name: &str,
+    line: u32,
+    node: &marked_yaml::Node,
+) -> Result<AgentSpec, InputError> {
     let m = as_map(file, node, &format!("agent `{name}`"))?;
     m.check_keys(AGENT_KEYS)?;
     let named = |key: &str| -> Result<Vec<Named>, InputError> {
-        Ok(m.opt_str_list(key)?.unwrap_or_default().into_iter().map(|(n, l)| Named { name: n, at: Loc::new(file, l) }).collect())
+        Ok(m.opt_str_list(key)?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, l)| Named {
+                name: n,
+                at: Loc::new(file, l),
+            })
+            .collect())
     };
     let on_unread = match m.opt_str("on_unread")?.as_deref() {
         None | Some("refuse") => OnUnread::Refuse,
         Some("model") => OnUnread::Model,
         Some("ask") => OnUnread::Ask,
         Some("answer") => OnUnread::Answer,
-        Some(o) => return Err(InputError::at(file, m.key_line("on_unread"), format!("on_unread `{o}` is not one of refuse, model, ask, answer"))),
+        Some(o) => {
+            return Err(InputError::at(
+                file,
+                m.key_line("on_unread"),
+                format!("on_unread `{o}` is not one of refuse, model, ask, answer"),
+            ))
+        }
     };
     let privilege = match m.opt_str("privilege")?.as_deref() {
         None | Some("low") => Privilege::Low,
         Some("high") => Privilege::High,
-        Some(o) => return Err(InputError::at(file, m.key_line("privilege"), format!("privilege `{o}` is not `low` or `high`"))),
+        Some(o) => {
+            return Err(InputError::at(
+                file,
+                m.key_line("privilege"),
+                format!("privilege `{o}` is not `low` or `high`"),
+            ))
+        }
     };
     let channel = match m.get("channel") {
         None => None,
         Some(n) => {
             let cm = as_map(file, n, "`channel`")?;
             cm.check_keys(&["remote", "auth"])?;
-            Some(Channel { remote: cm.opt_bool("remote")?.unwrap_or(false), auth: cm.opt_str("auth")? })
+            Some(Channel {
+                remote: cm.opt_bool("remote")?.unwrap_or(false),
+                auth: cm.opt_str("auth")?,
+            })
         }
     };
     let budget = m.opt_u32("budget")?;
     if budget == Some(0) {
-        return Err(InputError::at(file, m.key_line("budget"), "a budget of 0 model steps would never let the model run; expected at least 1"));
+        return Err(InputError::at(
+            file,
+            m.key_line("budget"),
+            "a budget of 0 model steps would never let the model run; expected at least 1",
+        ));
     }
     Ok(AgentSpec {
         name: name.to_string(),
@@ -270,21 +365,39 @@ pub fn read_settings(file: &str, m: &Map<'_>) -> Result<Settings, InputError> {
         s.write_policy = match v.as_str() {
             "confirm" => WritePolicy::Confirm,
             "declared" => WritePolicy::Declared,
-            o => return Err(InputError::at(file, m.key_line("write_policy"), format!("write_policy `{o}` is not `confirm` or `declared`"))),
+            o => {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("write_policy"),
+                    format!("write_policy `{o}` is not `confirm` or `declared`"),
+                ))
+            }
         };
     }
     if let Some(v) = m.opt_str("taint_policy")? {
         s.taint_policy = match v.as_str() {
             "confirm" => TaintPolicy::Confirm,
             "refuse" => TaintPolicy::Refuse,
-            o => return Err(InputError::at(file, m.key_line("taint_policy"), format!("taint_policy `{o}` is not `confirm` or `refuse`"))),
+            o => {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("taint_policy"),
+                    format!("taint_policy `{o}` is not `confirm` or `refuse`"),
+                ))
+            }
         };
     }
     if let Some(v) = m.opt_str("history")? {
         s.history = match v.as_str() {
             "shared" => HistoryScope::Shared,
             "per_agent" => HistoryScope::PerAgent,
-            o => return Err(InputError::at(file, m.key_line("history"), format!("history `{o}` is not `shared` or `per_agent`"))),
+            o => {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("history"),
+                    format!("history `{o}` is not `shared` or `per_agent`"),
+                ))
+            }
         };
     }
     if let Some(b) = m.opt_bool("memory_keeps_marks")? {
@@ -292,13 +405,21 @@ pub fn read_settings(file: &str, m: &Map<'_>) -> Result<Settings, InputError> {
     }
     if let Some(n) = m.opt_u32("step_limit")? {
         if n == 0 {
-            return Err(InputError::at(file, m.key_line("step_limit"), "step_limit must be at least 1"));
+            return Err(InputError::at(
+                file,
+                m.key_line("step_limit"),
+                "step_limit must be at least 1",
+            ));
         }
         s.step_limit = n;
     }
     if let Some(n) = m.opt_u32("session_steps")? {
         if n == 0 {
-            return Err(InputError::at(file, m.key_line("session_steps"), "session_steps must be at least 1"));
+            return Err(InputError::at(
+                file,
+                m.key_line("session_steps"),
+                "session_steps must be at least 1",
+            ));
         }
         s.session_steps = n;
     }
@@ -311,14 +432,22 @@ mod tests {
 
     #[test]
     fn hand_off_to_missing_agent_is_refused_at_its_line() {
-        let e = read_agent_file("agent.yaml", "agents:\n  desk:\n    hands_off_to: [biling]\n  billing: {}\n").unwrap_err();
+        let e = read_agent_file(
+            "agent.yaml",
+            "agents:\n  desk:\n    hands_off_to: [biling]\n  billing: {}\n",
+        )
+        .unwrap_err();
         assert_eq!(e.line, 3);
         assert!(e.message.contains("did you mean `billing`"), "{e}");
     }
 
     #[test]
     fn entry_defaults_to_first_agent_and_settings_default() {
-        let a = read_agent_file("agent.yaml", "agents:\n  desk: {tools: [a]}\n  billing: {privilege: high}\n").unwrap();
+        let a = read_agent_file(
+            "agent.yaml",
+            "agents:\n  desk: {tools: [a]}\n  billing: {privilege: high}\n",
+        )
+        .unwrap();
         assert_eq!(a.entry, "desk");
         assert_eq!(a.settings, Settings::default());
         assert_eq!(a.agents["billing"].privilege, Privilege::High);
@@ -327,7 +456,11 @@ mod tests {
 
     #[test]
     fn unknown_setting_is_refused() {
-        let e = read_agent_file("agent.yaml", "agents:\n  desk: {}\nsettings:\n  step_limt: 3\n").unwrap_err();
+        let e = read_agent_file(
+            "agent.yaml",
+            "agents:\n  desk: {}\nsettings:\n  step_limt: 3\n",
+        )
+        .unwrap_err();
         assert_eq!(e.line, 4);
         assert!(e.message.contains("step_limit"));
     }

@@ -21,7 +21,9 @@ pub enum Effect {
 }
 
 /// The least trusted input a write accepts without a person.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Trust {
     /// Accepts even external content.
@@ -56,7 +58,16 @@ pub enum ArgKind {
 }
 
 impl ArgKind {
-    const NAMES: [&'static str; 8] = ["code", "shell", "sql", "query", "path", "url", "template", "destination"];
+    const NAMES: [&'static str; 8] = [
+        "code",
+        "shell",
+        "sql",
+        "query",
+        "path",
+        "url",
+        "template",
+        "destination",
+    ];
 
     fn parse(s: &str) -> Option<ArgKind> {
         Some(match s {
@@ -248,7 +259,11 @@ impl Catalogue {
     pub fn merge(&mut self, other: Catalogue) -> Result<(), InputError> {
         for (name, tool) in other.tools {
             if let Some(prev) = self.tools.get(&name) {
-                return Err(InputError::at(&tool.at.file, tool.at.line, format!("tool `{name}` is declared twice (first at {})", prev.at)));
+                return Err(InputError::at(
+                    &tool.at.file,
+                    tool.at.line,
+                    format!("tool `{name}` is declared twice (first at {})", prev.at),
+                ));
             }
             self.tools.insert(name, tool);
         }
@@ -259,15 +274,36 @@ impl Catalogue {
 }
 
 const TOOL_KEYS: &[&str] = &[
-    "effect", "args", "result", "undo", "undo_args", "idempotent", "irreversible", "sends_out", "arg_kinds", "returns", "confidential", "store",
-    "bound_to_user", "order", "confirmation", "requires_confirmation", "trust", "source", "description", "check",
+    "effect",
+    "args",
+    "result",
+    "undo",
+    "undo_args",
+    "idempotent",
+    "irreversible",
+    "sends_out",
+    "arg_kinds",
+    "returns",
+    "confidential",
+    "store",
+    "bound_to_user",
+    "order",
+    "confirmation",
+    "requires_confirmation",
+    "trust",
+    "source",
+    "description",
+    "check",
 ];
 
 /// Reads a catalogue file's text (YAML, JSON, or an MCP `tools/list` response).
 pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
     let root = yaml::load_by_extension(file, text)?;
     let top = as_map(file, &root, "the catalogue")?;
-    let mut cat = Catalogue { files: vec![(file.to_string(), crate::sha256_hex(text.as_bytes()))], ..Default::default() };
+    let mut cat = Catalogue {
+        files: vec![(file.to_string(), crate::sha256_hex(text.as_bytes()))],
+        ..Default::default()
+    };
     let tools_node = top.get("tools").ok_or_else(|| InputError::at(file, top.line().max(1), "missing key `tools`: a catalogue is `tools: {name: {...}}` or an MCP `tools/list` response"))?;
     match tools_node {
         Node::Sequence(_) => {
@@ -276,7 +312,11 @@ pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
             for item in as_seq(file, tools_node, "`tools`")?.iter() {
                 let t = read_mcp_tool(file, item)?;
                 if cat.tools.contains_key(&t.name) {
-                    return Err(InputError::at(file, t.at.line, format!("tool `{}` is listed twice", t.name)));
+                    return Err(InputError::at(
+                        file,
+                        t.at.line,
+                        format!("tool `{}` is listed twice", t.name),
+                    ));
                 }
                 cat.tools.insert(t.name.clone(), t);
             }
@@ -297,10 +337,23 @@ pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
 fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, InputError> {
     let m = as_map(file, node, &format!("tool `{name}`"))?;
     m.check_keys(TOOL_KEYS)?;
-    let effect = match m.req_str("effect").map_err(|e| InputError { message: format!("tool `{name}`: {}; expected `read` or `write`", e.message), ..e })?.as_str() {
+    let effect = match m
+        .req_str("effect")
+        .map_err(|e| InputError {
+            message: format!("tool `{name}`: {}; expected `read` or `write`", e.message),
+            ..e
+        })?
+        .as_str()
+    {
         "read" => Effect::Read,
         "write" => Effect::Write,
-        other => return Err(InputError::at(file, m.key_line("effect"), format!("tool `{name}`: effect `{other}` is not `read` or `write`"))),
+        other => {
+            return Err(InputError::at(
+                file,
+                m.key_line("effect"),
+                format!("tool `{name}`: effect `{other}` is not `read` or `write`"),
+            ))
+        }
     };
     let mut t = Tool::new(name, effect, Loc::new(file, line));
     t.args = read_schema(file, &m, "args")?;
@@ -309,7 +362,10 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
     if let Some(n) = m.get("undo_args") {
         let um = as_map(file, n, "`undo_args`")?;
         for (k, _, v) in um.entries() {
-            t.undo_args.insert(k.to_string(), yaml::as_string(file, v, &format!("`undo_args.{k}`"))?);
+            t.undo_args.insert(
+                k.to_string(),
+                yaml::as_string(file, v, &format!("`undo_args.{k}`"))?,
+            );
         }
     }
     t.idempotent = m.opt_bool("idempotent")?.unwrap_or(false);
@@ -323,29 +379,55 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
         match r.as_str() {
             "untrusted" => t.returns_untrusted = true,
             "trusted" => {}
-            other => return Err(InputError::at(file, m.key_line("returns"), format!("tool `{name}`: `returns: {other}` is not `untrusted` or `trusted`"))),
+            other => {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("returns"),
+                    format!("tool `{name}`: `returns: {other}` is not `untrusted` or `trusted`"),
+                ))
+            }
         }
     }
     if let Some(tr) = m.opt_str("trust")? {
-        t.trust = match tr.as_str() {
-            "external" => Trust::External,
-            "agent" => Trust::Agent,
-            "privileged" => Trust::Privileged,
-            other => return Err(InputError::at(file, m.key_line("trust"), format!("tool `{name}`: trust `{other}` is not one of external, agent, privileged"))),
-        };
+        t.trust =
+            match tr.as_str() {
+                "external" => Trust::External,
+                "agent" => Trust::Agent,
+                "privileged" => Trust::Privileged,
+                other => return Err(InputError::at(
+                    file,
+                    m.key_line("trust"),
+                    format!(
+                        "tool `{name}`: trust `{other}` is not one of external, agent, privileged"
+                    ),
+                )),
+            };
     }
     if let Some(n) = m.get("arg_kinds") {
         let km = as_map(file, n, "`arg_kinds`")?;
         for (k, kl, v) in km.entries() {
             let s = yaml::as_string(file, v, &format!("`arg_kinds.{k}`"))?;
-            let kind = ArgKind::parse(&s).ok_or_else(|| InputError::at(file, kl, format!("tool `{name}`: argument kind `{s}` is not one of {}", ArgKind::NAMES.join(", "))))?;
+            let kind = ArgKind::parse(&s).ok_or_else(|| {
+                InputError::at(
+                    file,
+                    kl,
+                    format!(
+                        "tool `{name}`: argument kind `{s}` is not one of {}",
+                        ArgKind::NAMES.join(", ")
+                    ),
+                )
+            })?;
             t.arg_kinds.insert(k.to_string(), kind);
         }
     }
     if let Some(n) = m.get("store") {
         let sm = as_map(file, n, "`store`")?;
         sm.check_keys(&["name", "multi_tenant", "persistent"])?;
-        t.store = Some(Store { name: sm.req_str("name")?, multi_tenant: sm.opt_bool("multi_tenant")?.unwrap_or(false), persistent: sm.opt_bool("persistent")?.unwrap_or(false) });
+        t.store = Some(Store {
+            name: sm.req_str("name")?,
+            multi_tenant: sm.opt_bool("multi_tenant")?.unwrap_or(false),
+            persistent: sm.opt_bool("persistent")?.unwrap_or(false),
+        });
     }
     if let Some(n) = m.get("order") {
         let om = as_map(file, n, "`order`")?;
@@ -359,13 +441,20 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
     if let Some(n) = m.get("source") {
         let sm = as_map(file, n, "`source`")?;
         sm.check_keys(&["server", "pin"])?;
-        t.source = Some(ToolSource { server: sm.req_str("server")?, pin: sm.opt_str("pin")? });
+        t.source = Some(ToolSource {
+            server: sm.req_str("server")?,
+            pin: sm.opt_str("pin")?,
+        });
     }
     if let Some(n) = m.get("check") {
         t.checks = read_checks(file, n)?;
     }
     if t.undo.is_some() && !t.is_write() {
-        return Err(InputError::at(file, m.key_line("undo"), format!("tool `{name}` is a read; only a write has an undo")));
+        return Err(InputError::at(
+            file,
+            m.key_line("undo"),
+            format!("tool `{name}` is a read; only a write has an undo"),
+        ));
     }
     Ok(t)
 }
@@ -386,10 +475,21 @@ pub fn read_checks(file: &str, n: &Node) -> Result<Vec<ArgCheck>, InputError> {
         let field = cm.req_str("field")?;
         let ops: Vec<_> = cm.entries().filter(|(k, _, _)| *k != "field").collect();
         if ops.len() != 1 {
-            return Err(InputError::at(file, cm.line(), format!("a check on `{field}` needs exactly one comparison ({})", OPS.join(", "))));
+            return Err(InputError::at(
+                file,
+                cm.line(),
+                format!(
+                    "a check on `{field}` needs exactly one comparison ({})",
+                    OPS.join(", ")
+                ),
+            ));
         }
         let (op, _, v) = ops[0];
-        out.push(ArgCheck { field, op: op.to_string(), value: to_json(v) });
+        out.push(ArgCheck {
+            field,
+            op: op.to_string(),
+            value: to_json(v),
+        });
     }
     Ok(out)
 }
@@ -400,12 +500,20 @@ fn read_schema(file: &str, m: &Map<'_>, key: &str) -> Result<Option<Value>, Inpu
         Some(n) => {
             let v = to_json(n);
             if !v.is_object() {
-                return Err(InputError::at(file, line_of(n), format!("expected `{key}` to be a JSON Schema (a mapping)")));
+                return Err(InputError::at(
+                    file,
+                    line_of(n),
+                    format!("expected `{key}` to be a JSON Schema (a mapping)"),
+                ));
             }
             if key == "args" {
                 if let Some(t) = v.get("type") {
                     if t != "object" {
-                        return Err(InputError::at(file, line_of(n), "the `args` schema must be of `type: object`"));
+                        return Err(InputError::at(
+                            file,
+                            line_of(n),
+                            "the `args` schema must be of `type: object`",
+                        ));
                     }
                 }
             }
@@ -419,12 +527,26 @@ fn read_schema(file: &str, m: &Map<'_>, key: &str) -> Result<Option<Value>, Inpu
 /// unannotated tool would be wrong in the dangerous direction.
 fn read_mcp_tool(file: &str, node: &Node) -> Result<Tool, InputError> {
     let m = as_map(file, node, "an MCP tool")?;
-    m.check_keys(&["name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"])?;
+    m.check_keys(&[
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "_meta",
+    ])?;
     let name = m.req_str("name")?;
     let mut hints = (false, true, false, true);
     if let Some(a) = m.get("annotations") {
         let am = as_map(file, a, "`annotations`")?;
-        am.check_keys(&["title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"])?;
+        am.check_keys(&[
+            "title",
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+        ])?;
         hints = (
             am.opt_bool("readOnlyHint")?.unwrap_or(false),
             am.opt_bool("destructiveHint")?.unwrap_or(true),
@@ -433,7 +555,15 @@ fn read_mcp_tool(file: &str, node: &Node) -> Result<Tool, InputError> {
         );
     }
     let (read_only, destructive, idempotent, open_world) = hints;
-    let mut t = Tool::new(&name, if read_only { Effect::Read } else { Effect::Write }, Loc::new(file, m.line()));
+    let mut t = Tool::new(
+        &name,
+        if read_only {
+            Effect::Read
+        } else {
+            Effect::Write
+        },
+        Loc::new(file, m.line()),
+    );
     t.args = read_schema(file, &m, "inputSchema")?;
     t.result = read_schema(file, &m, "outputSchema")?;
     t.irreversible = !read_only && destructive;
@@ -467,7 +597,11 @@ pub fn check_merged(cat: &Catalogue) -> Result<(), InputError> {
         refs.extend(t.undo.iter());
         for r in refs {
             if !cat.tools.contains_key(r) {
-                return Err(InputError::at(&t.at.file, t.at.line, format!("tool `{}` names `{r}`, which no catalogue declares", t.name)));
+                return Err(InputError::at(
+                    &t.at.file,
+                    t.at.line,
+                    format!("tool `{}` names `{r}`, which no catalogue declares", t.name),
+                ));
             }
         }
     }
@@ -505,7 +639,11 @@ mod tests {
     fn missing_effect_and_bad_key_are_refused_with_lines() {
         let e = read_catalogue("c.yaml", "tools:\n  a:\n    args: {type: object}\n").unwrap_err();
         assert!(e.message.contains("effect"), "{e}");
-        let e = read_catalogue("c.yaml", "tools:\n  a:\n    effect: read\n    sends_ot: true\n").unwrap_err();
+        let e = read_catalogue(
+            "c.yaml",
+            "tools:\n  a:\n    effect: read\n    sends_ot: true\n",
+        )
+        .unwrap_err();
         assert_eq!(e.line, 4);
         assert!(e.message.contains("sends_out"));
     }

@@ -23,7 +23,13 @@ pub struct InputError {
 impl InputError {
     /// Creates an error at a line, without a column.
     pub fn at(file: impl Into<String>, line: u32, message: impl Into<String>) -> Self {
-        InputError { file: file.into(), line, col: None, code: None, message: message.into() }
+        InputError {
+            file: file.into(),
+            line,
+            col: None,
+            code: None,
+            message: message.into(),
+        }
     }
 
     /// Adds a column, for a caret under the offending text.
@@ -69,7 +75,10 @@ pub fn did_you_mean<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
 /// Formats the "unknown key" message with a suggestion where one is close.
 pub fn unknown_key_message(key: &str, known: &[&str]) -> String {
     match did_you_mean(key, known) {
-        Some(s) => format!("unknown key `{key}` (did you mean `{s}`?); expected one of: {}", known.join(", ")),
+        Some(s) => format!(
+            "unknown key `{key}` (did you mean `{s}`?); expected one of: {}",
+            known.join(", ")
+        ),
         None => format!("unknown key `{key}`; expected one of: {}", known.join(", ")),
     }
 }

@@ -174,11 +174,27 @@ pub fn export(af: &AgentFile) -> Graph {
     };
     for (name, a) in &af.agents {
         let at = a.at.clone();
-        agents.insert(name.clone(), GraphAgent { privilege: a.privilege, tools: a.tools.iter().map(|t| t.name.clone()).collect(), budget: a.budget, at: Some(at.clone()) });
+        agents.insert(
+            name.clone(),
+            GraphAgent {
+                privilege: a.privilege,
+                tools: a.tools.iter().map(|t| t.name.clone()).collect(),
+                budget: a.budget,
+                at: Some(at.clone()),
+            },
+        );
         let router = format!("{name}_router");
         let model = format!("{name}_model");
         let tools = format!("{name}_tools");
-        let mk = |id: &str, kind: NodeKind| GraphNode { id: id.to_string(), kind, agent: Some(name.clone()), guarded: None, tools: vec![], may_call: vec![], at: Some(at.clone()) };
+        let mk = |id: &str, kind: NodeKind| GraphNode {
+            id: id.to_string(),
+            kind,
+            agent: Some(name.clone()),
+            guarded: None,
+            tools: vec![],
+            may_call: vec![],
+            at: Some(at.clone()),
+        };
         nodes.push(mk(&router, NodeKind::Router));
         if a.model.is_some() {
             nodes.push(mk(&model, NodeKind::Model));
@@ -201,12 +217,31 @@ pub fn export(af: &AgentFile) -> Graph {
         }
         if a.model.is_some() {
             for h in &a.hands_off_to {
-                edges.push(edge(model.clone(), &model_or_router(&h.name), EdgeKind::Handoff, &h.at));
+                edges.push(edge(
+                    model.clone(),
+                    &model_or_router(&h.name),
+                    EdgeKind::Handoff,
+                    &h.at,
+                ));
             }
         }
     }
-    nodes.push(GraphNode { id: "end".into(), kind: NodeKind::End, agent: None, guarded: None, tools: vec![], may_call: vec![], at: None });
-    Graph { format: FORMAT.to_string(), entry: format!("{}_router", af.entry), agents, nodes, edges }
+    nodes.push(GraphNode {
+        id: "end".into(),
+        kind: NodeKind::End,
+        agent: None,
+        guarded: None,
+        tools: vec![],
+        may_call: vec![],
+        at: None,
+    });
+    Graph {
+        format: FORMAT.to_string(),
+        entry: format!("{}_router", af.entry),
+        agents,
+        nodes,
+        edges,
+    }
 }
 
 /// Reads a `qls-graph/1` JSON file, reporting JSON errors and dangling references at their line.
@@ -216,7 +251,11 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
     top.check_keys(&["format", "entry", "agents", "nodes", "edges"])?;
     let format = top.req_str("format")?;
     if format != FORMAT {
-        return Err(InputError::at(file, top.key_line("format"), format!("expected format `{FORMAT}`, found `{format}`")));
+        return Err(InputError::at(
+            file,
+            top.key_line("format"),
+            format!("expected format `{FORMAT}`, found `{format}`"),
+        ));
     }
     let entry = top.req_str("entry")?;
     let mut agents = IndexMap::new();
@@ -227,55 +266,125 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
             let privilege = match m.opt_str("privilege")?.as_deref() {
                 None | Some("low") => Privilege::Low,
                 Some("high") => Privilege::High,
-                Some(o) => return Err(InputError::at(file, m.key_line("privilege"), format!("privilege `{o}` is not `low` or `high`"))),
+                Some(o) => {
+                    return Err(InputError::at(
+                        file,
+                        m.key_line("privilege"),
+                        format!("privilege `{o}` is not `low` or `high`"),
+                    ))
+                }
             };
-            let tools = m.opt_str_list("tools")?.unwrap_or_default().into_iter().map(|(s, _)| s).collect();
-            agents.insert(name.to_string(), GraphAgent { privilege, tools, budget: m.opt_u32("budget")?, at: read_at(file, m.get("at"), line)? });
+            let tools = m
+                .opt_str_list("tools")?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect();
+            agents.insert(
+                name.to_string(),
+                GraphAgent {
+                    privilege,
+                    tools,
+                    budget: m.opt_u32("budget")?,
+                    at: read_at(file, m.get("at"), line)?,
+                },
+            );
         }
     }
     let mut nodes: Vec<GraphNode> = Vec::new();
     let mut node_lines = Vec::new();
-    let nodes_node = top.get("nodes").ok_or_else(|| InputError::at(file, top.line(), "missing required key `nodes`"))?;
+    let nodes_node = top
+        .get("nodes")
+        .ok_or_else(|| InputError::at(file, top.line(), "missing required key `nodes`"))?;
     for item in as_seq(file, nodes_node, "`nodes`")?.iter() {
         let m = as_map(file, item, "a node")?;
         m.check_keys(&["id", "kind", "agent", "guarded", "tools", "may_call", "at"])?;
         let line = line_of(item);
         let id = m.req_str("id")?;
         let kind_s = m.req_str("kind")?;
-        let kind = match kind_s.as_str() {
-            "router" => NodeKind::Router,
-            "model" => NodeKind::Model,
-            "tools" => NodeKind::Tools,
-            "custom" => NodeKind::Custom,
-            "human" => NodeKind::Human,
-            "end" => NodeKind::End,
-            o => return Err(InputError::at(file, m.key_line("kind"), format!("node kind `{o}` is not one of router, model, tools, custom, human, end"))),
-        };
+        let kind =
+            match kind_s.as_str() {
+                "router" => NodeKind::Router,
+                "model" => NodeKind::Model,
+                "tools" => NodeKind::Tools,
+                "custom" => NodeKind::Custom,
+                "human" => NodeKind::Human,
+                "end" => NodeKind::End,
+                o => return Err(InputError::at(
+                    file,
+                    m.key_line("kind"),
+                    format!(
+                        "node kind `{o}` is not one of router, model, tools, custom, human, end"
+                    ),
+                )),
+            };
         if nodes.iter().any(|n| n.id == id) {
-            return Err(InputError::at(file, line, format!("node `{id}` is declared twice")));
+            return Err(InputError::at(
+                file,
+                line,
+                format!("node `{id}` is declared twice"),
+            ));
         }
         let agent = m.opt_str("agent")?;
         if let Some(a) = &agent {
             if !agents.is_empty() && !agents.contains_key(a) {
-                return Err(InputError::at(file, m.key_line("agent"), format!("node `{id}` names agent `{a}`, which `agents` does not declare")));
+                return Err(InputError::at(
+                    file,
+                    m.key_line("agent"),
+                    format!("node `{id}` names agent `{a}`, which `agents` does not declare"),
+                ));
             }
         } else if kind != NodeKind::End {
-            return Err(InputError::at(file, line, format!("node `{id}` of kind `{kind_s}` needs an `agent`")));
+            return Err(InputError::at(
+                file,
+                line,
+                format!("node `{id}` of kind `{kind_s}` needs an `agent`"),
+            ));
         }
         let guarded = m.opt_bool("guarded")?;
         if kind == NodeKind::Tools && guarded.is_none() {
-            return Err(InputError::at(file, line, format!("tools node `{id}` must say `guarded: true` or `guarded: false`")));
+            return Err(InputError::at(
+                file,
+                line,
+                format!("tools node `{id}` must say `guarded: true` or `guarded: false`"),
+            ));
         }
-        let tools = m.opt_str_list("tools")?.unwrap_or_default().into_iter().map(|(s, _)| s).collect();
-        let may_call = m.opt_str_list("may_call")?.unwrap_or_default().into_iter().map(|(s, _)| s).collect();
-        nodes.push(GraphNode { id, kind, agent, guarded, tools, may_call, at: read_at(file, m.get("at"), line)? });
+        let tools = m
+            .opt_str_list("tools")?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+        let may_call = m
+            .opt_str_list("may_call")?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+        nodes.push(GraphNode {
+            id,
+            kind,
+            agent,
+            guarded,
+            tools,
+            may_call,
+            at: read_at(file, m.get("at"), line)?,
+        });
         node_lines.push(line);
     }
     let mut edges = Vec::new();
     if let Some(n) = top.get("edges") {
         for item in as_seq(file, n, "`edges`")?.iter() {
             let m = as_map(file, item, "an edge")?;
-            m.check_keys(&["from", "to", "kind", "exit_after", "carries_marks", "targets", "at"])?;
+            m.check_keys(&[
+                "from",
+                "to",
+                "kind",
+                "exit_after",
+                "carries_marks",
+                "targets",
+                "at",
+            ])?;
             let line = line_of(item);
             let kind = match m.req_str("kind")?.as_str() {
                 "route" => EdgeKind::Route,
@@ -288,35 +397,75 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
             };
             let from = m.req_str("from")?;
             let to = m.opt_str("to")?;
-            let targets = m.opt_str_list("targets")?.map(|v| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
+            let targets = m
+                .opt_str_list("targets")?
+                .map(|v| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
             if to.is_none() && kind != EdgeKind::Dynamic {
-                return Err(InputError::at(file, line, "an edge needs a `to` node unless it is `dynamic`"));
+                return Err(InputError::at(
+                    file,
+                    line,
+                    "an edge needs a `to` node unless it is `dynamic`",
+                ));
             }
             let mut refs = vec![(from.clone(), m.key_line("from"))];
             refs.extend(to.iter().map(|t| (t.clone(), m.key_line("to"))));
-            refs.extend(targets.iter().flatten().map(|t| (t.clone(), m.key_line("targets"))));
+            refs.extend(
+                targets
+                    .iter()
+                    .flatten()
+                    .map(|t| (t.clone(), m.key_line("targets"))),
+            );
             for (r, l) in refs {
                 if !nodes.iter().any(|n| n.id == r) {
-                    return Err(InputError::at(file, l, format!("edge names node `{r}`, which `nodes` does not declare")));
+                    return Err(InputError::at(
+                        file,
+                        l,
+                        format!("edge names node `{r}`, which `nodes` does not declare"),
+                    ));
                 }
             }
-            edges.push(GraphEdge { from, to, kind, exit_after: m.opt_u32("exit_after")?, carries_marks: m.opt_bool("carries_marks")?, targets, at: read_at(file, m.get("at"), line)? });
+            edges.push(GraphEdge {
+                from,
+                to,
+                kind,
+                exit_after: m.opt_u32("exit_after")?,
+                carries_marks: m.opt_bool("carries_marks")?,
+                targets,
+                at: read_at(file, m.get("at"), line)?,
+            });
         }
     }
     if !nodes.iter().any(|n| n.id == entry) {
-        return Err(InputError::at(file, top.key_line("entry"), format!("entry `{entry}` is not a node")));
+        return Err(InputError::at(
+            file,
+            top.key_line("entry"),
+            format!("entry `{entry}` is not a node"),
+        ));
     }
     let _ = node_lines;
-    Ok(Graph { format, entry, agents, nodes, edges })
+    Ok(Graph {
+        format,
+        entry,
+        agents,
+        nodes,
+        edges,
+    })
 }
 
-fn read_at(file: &str, n: Option<&marked_yaml::Node>, line: u32) -> Result<Option<Loc>, InputError> {
+fn read_at(
+    file: &str,
+    n: Option<&marked_yaml::Node>,
+    line: u32,
+) -> Result<Option<Loc>, InputError> {
     match n {
         None => Ok(Some(Loc::new(file, line))),
         Some(n) => {
             let m = as_map(file, n, "`at`")?;
             m.check_keys(&["file", "line"])?;
-            Ok(Some(Loc::new(m.req_str("file")?, m.opt_u32("line")?.unwrap_or(0))))
+            Ok(Some(Loc::new(
+                m.req_str("file")?,
+                m.opt_u32("line")?.unwrap_or(0),
+            )))
         }
     }
 }
@@ -341,6 +490,8 @@ mod tests {
         // `end` has no line in agent.yaml; read back, it points at its place in the graph file.
         back.nodes.last_mut().unwrap().at = None;
         assert_eq!(back, g);
-        assert!(g.edges.iter().any(|e| e.from == "desk_model" && e.to.as_deref() == Some("billing_router") && e.kind == EdgeKind::Handoff));
+        assert!(g.edges.iter().any(|e| e.from == "desk_model"
+            && e.to.as_deref() == Some("billing_router")
+            && e.kind == EdgeKind::Handoff));
     }
 }

@@ -11,6 +11,7 @@ pub mod diag;
 pub mod graph;
 pub mod loc;
 pub mod rulebook;
+pub mod ts;
 pub mod yaml;
 
 pub use diag::InputError;
@@ -51,8 +52,18 @@ pub struct Project {
 
 /// Reads a file for a reader, turning an I/O failure into an input error naming it.
 pub fn read_text(path: &Path, display: &str) -> Result<String, InputError> {
-    let bytes = std::fs::read(path).map_err(|e| InputError::at(display, 0, format!("cannot read the file: {e}")))?;
-    String::from_utf8(bytes).map_err(|e| InputError::at(display, 0, format!("the file is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())))
+    let bytes = std::fs::read(path)
+        .map_err(|e| InputError::at(display, 0, format!("cannot read the file: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        InputError::at(
+            display,
+            0,
+            format!(
+                "the file is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
 }
 
 /// The name a file is reported under: the path as written, without a leading `./`.
@@ -62,10 +73,16 @@ pub fn display_name(rel: &str) -> String {
 
 /// Loads `agent.yaml` and every file it names (paths relative to its folder).
 pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
-    let agent_display = agent_path.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| agent_path.display().to_string());
+    let agent_display = agent_path
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| agent_path.display().to_string());
     let text = read_text(agent_path, &agent_display)?;
     let af = agent::read_agent_file(&agent_display, &text)?;
-    let dir = agent_path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = agent_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let mut inputs = vec![(agent_display.clone(), sha256_hex(text.as_bytes()))];
     let mut catalogue = Catalogue::default();
     for src in &af.tools {
@@ -80,7 +97,13 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
         }
     }
     let (rulebook, rulebook_refusal) = match &af.rulebook {
-        Some((rel, at)) => load_rulebook(&dir.join(rel), &display_name(rel), Some(at), &mut catalogue, &mut inputs)?,
+        Some((rel, at)) => load_rulebook(
+            &dir.join(rel),
+            &display_name(rel),
+            Some(at),
+            &mut catalogue,
+            &mut inputs,
+        )?,
         None => (None, None),
     };
     catalogue::check_merged(&catalogue)?;
@@ -88,12 +111,26 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
     let graph = graph::export(&af);
     let settings = af.settings.clone();
     let context = af.context.iter().map(|n| n.name.clone()).collect();
-    Ok(Project { agent_file: Some(af), graph, catalogue, rulebook, rulebook_refusal, settings, context, inputs })
+    Ok(Project {
+        agent_file: Some(af),
+        graph,
+        catalogue,
+        rulebook,
+        rulebook_refusal,
+        settings,
+        context,
+        inputs,
+    })
 }
 
 /// Loads a graph exported elsewhere with its catalogue, optional rulebook and optional
 /// `agent.yaml` for settings.
-pub fn load_graph_project(graph_path: &Path, catalogue_path: &Path, rulebook_path: Option<&Path>, settings_path: Option<&Path>) -> Result<Project, InputError> {
+pub fn load_graph_project(
+    graph_path: &Path,
+    catalogue_path: &Path,
+    rulebook_path: Option<&Path>,
+    settings_path: Option<&Path>,
+) -> Result<Project, InputError> {
     let gname = display_name(&graph_path.display().to_string());
     let gt = read_text(graph_path, &gname)?;
     let graph = graph::read_graph(&gname, &gt)?;
@@ -103,13 +140,22 @@ pub fn load_graph_project(graph_path: &Path, catalogue_path: &Path, rulebook_pat
     inputs.push((cname.clone(), sha256_hex(ct.as_bytes())));
     let mut catalogue = catalogue::read_catalogue(&cname, &ct)?;
     let (rulebook, rulebook_refusal) = match rulebook_path {
-        Some(p) => load_rulebook(p, &display_name(&p.display().to_string()), None, &mut catalogue, &mut inputs)?,
+        Some(p) => load_rulebook(
+            p,
+            &display_name(&p.display().to_string()),
+            None,
+            &mut catalogue,
+            &mut inputs,
+        )?,
         None => (None, None),
     };
     catalogue::check_merged(&catalogue)?;
     let agent_file = match settings_path {
         Some(p) => {
-            let name = p.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_default();
             let t = read_text(p, &name)?;
             inputs.push((name.clone(), sha256_hex(t.as_bytes())));
             Some(agent::read_agent_file(&name, &t)?)
@@ -120,13 +166,35 @@ pub fn load_graph_project(graph_path: &Path, catalogue_path: &Path, rulebook_pat
         for t in n.tools.iter().chain(&n.may_call) {
             if catalogue.get(t).is_none() {
                 let at = n.at.clone().unwrap_or_else(|| Loc::new(&inputs[0].0, 0));
-                return Err(InputError::at(at.file, at.line, format!("node `{}` lists tool `{t}`, which no catalogue declares", n.id)));
+                return Err(InputError::at(
+                    at.file,
+                    at.line,
+                    format!(
+                        "node `{}` lists tool `{t}`, which no catalogue declares",
+                        n.id
+                    ),
+                ));
             }
         }
     }
-    let settings = agent_file.as_ref().map(|a| a.settings.clone()).unwrap_or_default();
-    let context = agent_file.as_ref().map(|a| a.context.iter().map(|n| n.name.clone()).collect()).unwrap_or_default();
-    Ok(Project { agent_file, graph, catalogue, rulebook, rulebook_refusal, settings, context, inputs })
+    let settings = agent_file
+        .as_ref()
+        .map(|a| a.settings.clone())
+        .unwrap_or_default();
+    let context = agent_file
+        .as_ref()
+        .map(|a| a.context.iter().map(|n| n.name.clone()).collect())
+        .unwrap_or_default();
+    Ok(Project {
+        agent_file,
+        graph,
+        catalogue,
+        rulebook,
+        rulebook_refusal,
+        settings,
+        context,
+        inputs,
+    })
 }
 
 type RulebookLoad = (Option<Rulebook>, Option<InputError>);
@@ -134,12 +202,22 @@ type RulebookLoad = (Option<Rulebook>, Option<InputError>);
 /// Loads a rulebook (a `.co`, a rule sheet, or a compiled folder). A file that cannot be read is
 /// an input error; a rulebook the compiler refuses is kept as the refusal (QG005), so `verify`
 /// can report it as a finding.
-fn load_rulebook(path: &Path, display: &str, at: Option<&Loc>, catalogue: &mut Catalogue, inputs: &mut Vec<(String, String)>) -> Result<RulebookLoad, InputError> {
+fn load_rulebook(
+    path: &Path,
+    display: &str,
+    at: Option<&Loc>,
+    catalogue: &mut Catalogue,
+    inputs: &mut Vec<(String, String)>,
+) -> Result<RulebookLoad, InputError> {
     let compiled = if path.is_dir() {
         rulebook::read_compiled_dir(path, display)
     } else {
         let text = read_text(path, display).map_err(|e| match at {
-            Some(at) => InputError::at(&at.file, at.line, format!("rulebook `{display}`: {}", e.message)),
+            Some(at) => InputError::at(
+                &at.file,
+                at.line,
+                format!("rulebook `{display}`: {}", e.message),
+            ),
             None => e,
         })?;
         inputs.push((display.to_string(), sha256_hex(text.as_bytes())));
@@ -159,8 +237,17 @@ fn check_agent_tools(af: &AgentFile, cat: &Catalogue) -> Result<(), InputError> 
     for a in af.agents.values() {
         for t in &a.tools {
             if cat.get(&t.name).is_none() {
-                let hint = diag::did_you_mean(&t.name, &known).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
-                return Err(InputError::at(&t.at.file, t.at.line, format!("agent `{}` lists tool `{}`, which no catalogue declares{hint}", a.name, t.name)));
+                let hint = diag::did_you_mean(&t.name, &known)
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                return Err(InputError::at(
+                    &t.at.file,
+                    t.at.line,
+                    format!(
+                        "agent `{}` lists tool `{}`, which no catalogue declares{hint}",
+                        a.name, t.name
+                    ),
+                ));
             }
         }
     }
@@ -169,5 +256,8 @@ fn check_agent_tools(af: &AgentFile, cat: &Catalogue) -> Result<(), InputError> 
 
 /// Where a project's files live, for tests and tools that resolve paths.
 pub fn project_dir(agent_path: &Path) -> PathBuf {
-    agent_path.parent().map(Path::to_path_buf).unwrap_or_default()
+    agent_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }

@@ -15,7 +15,10 @@ pub struct Loc {
 impl Loc {
     /// Builds a location; kept as a function so callers never swap the two fields.
     pub fn new(file: impl Into<String>, line: u32) -> Self {
-        Loc { file: file.into(), line }
+        Loc {
+            file: file.into(),
+            line,
+        }
     }
 }
 

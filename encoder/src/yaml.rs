@@ -45,7 +45,11 @@ pub fn load_yaml(file: &str, text: &str) -> Result<Node, InputError> {
 fn mark_quoted(node: &mut Node, chars: &[char]) {
     match node {
         Node::Scalar(s) => {
-            let quoted = s.span().start().and_then(|m| chars.get(m.character())).is_some_and(|c| *c == '"' || *c == '\'');
+            let quoted = s
+                .span()
+                .start()
+                .and_then(|m| chars.get(m.character()))
+                .is_some_and(|c| *c == '"' || *c == '\'');
             if quoted {
                 s.set_coerce(false);
             }
@@ -67,7 +71,14 @@ fn load_error(file: &str, e: marked_yaml::LoadError) -> InputError {
         DuplicateKey(inner) => {
             let k = &inner.key;
             let first = scalar_line(&inner.prev_key);
-            return InputError::at(file, scalar_line(k), format!("duplicate key `{}` (first given on line {first})", k.as_str()));
+            return InputError::at(
+                file,
+                scalar_line(k),
+                format!(
+                    "duplicate key `{}` (first given on line {first})",
+                    k.as_str()
+                ),
+            );
         }
     };
     InputError::at(file, m.line() as u32, msg).with_col(m.column() as u32)
@@ -77,10 +88,15 @@ fn load_error(file: &str, e: marked_yaml::LoadError) -> InputError {
 /// same text is read as a position-carrying tree for element locations.
 pub fn load_json(file: &str, text: &str) -> Result<Node, InputError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
-        InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}")).with_col(e.column() as u32)
+        InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
+            .with_col(e.column() as u32)
     })?;
     if !value.is_object() {
-        return Err(InputError::at(file, 1, "expected a JSON object at the top level"));
+        return Err(InputError::at(
+            file,
+            1,
+            "expected a JSON object at the top level",
+        ));
     }
     // Tabs are legal JSON whitespace but not YAML indentation; fall back to a position-less tree.
     match load_yaml(file, text) {
@@ -109,7 +125,10 @@ fn node_from_json(v: &Value) -> Node {
             }
             Node::Mapping(map)
         }
-        Value::Array(a) => Node::Sequence(MarkedSequenceNode::new(span, a.iter().map(node_from_json).collect())),
+        Value::Array(a) => Node::Sequence(MarkedSequenceNode::new(
+            span,
+            a.iter().map(node_from_json).collect(),
+        )),
         Value::String(s) => {
             let mut n = MarkedScalarNode::new(span, s.as_str());
             n.set_coerce(false);
@@ -123,7 +142,11 @@ fn node_from_json(v: &Value) -> Node {
 /// numbers) and quoted scalars as strings. Used for JSON Schemas and argument values.
 pub fn to_json(node: &Node) -> Value {
     match node {
-        Node::Mapping(m) => Value::Object(m.iter().map(|(k, v)| (k.as_str().to_string(), to_json(v))).collect()),
+        Node::Mapping(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.as_str().to_string(), to_json(v)))
+                .collect(),
+        ),
         Node::Sequence(s) => Value::Array(s.iter().map(to_json).collect()),
         Node::Scalar(s) => scalar_to_json(s),
     }
@@ -141,7 +164,12 @@ fn scalar_to_json(s: &MarkedScalarNode) -> Value {
         _ => {
             if let Ok(i) = t.parse::<i64>() {
                 Value::from(i)
-            } else if let Some(f) = t.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(serde_json::Number::from_f64) {
+            } else if let Some(f) = t
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .and_then(serde_json::Number::from_f64)
+            {
                 Value::Number(f)
             } else {
                 Value::String(t.to_string())
@@ -173,16 +201,32 @@ pub fn shape(node: &Node) -> &'static str {
 /// Requires a node to be a mapping.
 pub fn as_map<'a>(file: &'a str, node: &'a Node, what: &str) -> Result<Map<'a>, InputError> {
     match node {
-        Node::Mapping(m) => Ok(Map { file, node: m, line: line_of(node) }),
-        other => Err(InputError::at(file, line_of(other), format!("expected {what} to be a mapping, found {}", shape(other)))),
+        Node::Mapping(m) => Ok(Map {
+            file,
+            node: m,
+            line: line_of(node),
+        }),
+        other => Err(InputError::at(
+            file,
+            line_of(other),
+            format!("expected {what} to be a mapping, found {}", shape(other)),
+        )),
     }
 }
 
 /// Requires a node to be a list.
-pub fn as_seq<'a>(file: &str, node: &'a Node, what: &str) -> Result<&'a MarkedSequenceNode, InputError> {
+pub fn as_seq<'a>(
+    file: &str,
+    node: &'a Node,
+    what: &str,
+) -> Result<&'a MarkedSequenceNode, InputError> {
     match node {
         Node::Sequence(s) => Ok(s),
-        other => Err(InputError::at(file, line_of(other), format!("expected {what} to be a list, found {}", shape(other)))),
+        other => Err(InputError::at(
+            file,
+            line_of(other),
+            format!("expected {what} to be a list, found {}", shape(other)),
+        )),
     }
 }
 
@@ -190,7 +234,11 @@ pub fn as_seq<'a>(file: &str, node: &'a Node, what: &str) -> Result<&'a MarkedSe
 pub fn as_string(file: &str, node: &Node, what: &str) -> Result<String, InputError> {
     match node {
         Node::Scalar(s) if !(s.as_str().is_empty() && s.may_coerce()) => Ok(s.as_str().to_string()),
-        other => Err(InputError::at(file, line_of(other), format!("expected {what} to be a string, found {}", shape(other)))),
+        other => Err(InputError::at(
+            file,
+            line_of(other),
+            format!("expected {what} to be a string, found {}", shape(other)),
+        )),
     }
 }
 
@@ -204,7 +252,11 @@ impl<'a> Map<'a> {
     pub fn check_keys(&self, known: &[&str]) -> Result<(), InputError> {
         for (k, _) in self.node.iter() {
             if !known.contains(&k.as_str()) {
-                return Err(InputError::at(self.file, scalar_line(k), unknown_key_message(k.as_str(), known)));
+                return Err(InputError::at(
+                    self.file,
+                    scalar_line(k),
+                    unknown_key_message(k.as_str(), known),
+                ));
             }
         }
         Ok(())
@@ -212,7 +264,9 @@ impl<'a> Map<'a> {
 
     /// The entries in file order, with each key's line.
     pub fn entries(&self) -> impl Iterator<Item = (&'a str, u32, &'a Node)> {
-        self.node.iter().map(|(k, v)| (k.as_str(), scalar_line(k), v))
+        self.node
+            .iter()
+            .map(|(k, v)| (k.as_str(), scalar_line(k), v))
     }
 
     /// The value under a key, if present.
@@ -222,14 +276,22 @@ impl<'a> Map<'a> {
 
     /// The line of a key, or the mapping's line when the key is absent.
     pub fn key_line(&self, key: &str) -> u32 {
-        self.node.iter().find(|(k, _)| k.as_str() == key).map(|(k, _)| scalar_line(k)).unwrap_or(self.line)
+        self.node
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(k, _)| scalar_line(k))
+            .unwrap_or(self.line)
     }
 
     /// A required string.
     pub fn req_str(&self, key: &str) -> Result<String, InputError> {
         match self.get(key) {
             Some(n) => as_string(self.file, n, &format!("`{key}`")),
-            None => Err(InputError::at(self.file, self.line, format!("missing required key `{key}`"))),
+            None => Err(InputError::at(
+                self.file,
+                self.line,
+                format!("missing required key `{key}`"),
+            )),
         }
     }
 
@@ -249,7 +311,14 @@ impl<'a> Map<'a> {
             Some(n) => match to_json(n) {
                 Value::Bool(b) => Ok(Some(b)),
                 Value::Null => Ok(None),
-                _ => Err(InputError::at(self.file, line_of(n), format!("expected `{key}` to be true or false, found `{}`", scalar_text(n)))),
+                _ => Err(InputError::at(
+                    self.file,
+                    line_of(n),
+                    format!(
+                        "expected `{key}` to be true or false, found `{}`",
+                        scalar_text(n)
+                    ),
+                )),
             },
         }
     }
@@ -260,8 +329,17 @@ impl<'a> Map<'a> {
             None => Ok(None),
             Some(n) => match to_json(n) {
                 Value::Null => Ok(None),
-                Value::Number(x) if x.as_u64().is_some_and(|v| v <= u32::MAX as u64) => Ok(Some(x.as_u64().unwrap() as u32)),
-                _ => Err(InputError::at(self.file, line_of(n), format!("expected `{key}` to be a whole number, found `{}`", scalar_text(n)))),
+                Value::Number(x) if x.as_u64().is_some_and(|v| v <= u32::MAX as u64) => {
+                    Ok(Some(x.as_u64().unwrap() as u32))
+                }
+                _ => Err(InputError::at(
+                    self.file,
+                    line_of(n),
+                    format!(
+                        "expected `{key}` to be a whole number, found `{}`",
+                        scalar_text(n)
+                    ),
+                )),
             },
         }
     }
@@ -273,7 +351,15 @@ impl<'a> Map<'a> {
             Some(n) if is_null(n) => Ok(None),
             Some(n) => {
                 let seq = as_seq(self.file, n, &format!("`{key}`"))?;
-                seq.iter().map(|item| Ok((as_string(self.file, item, &format!("an item of `{key}`"))?, line_of(item)))).collect::<Result<Vec<_>, _>>().map(Some)
+                seq.iter()
+                    .map(|item| {
+                        Ok((
+                            as_string(self.file, item, &format!("an item of `{key}`"))?,
+                            line_of(item),
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
             }
         }
     }

@@ -1,7 +1,9 @@
 //! `qls verify` and `qls export`.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use prover::proof::{prove, Engines, Options};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Arguments of `qls export`.
 #[derive(Args, Debug)]
@@ -13,11 +15,67 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// Report formats.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    /// The text layout.
+    Text,
+    /// `qls-findings/1`.
+    Json,
+}
+
+/// Engine selection.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum EngineArg {
+    /// Both, cross-checked.
+    Both,
+    /// Z3 BMC only.
+    Bmc,
+    /// BFS only.
+    Bfs,
+}
+
 /// Arguments of `qls verify`.
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
-    /// The agent.yaml (or use --graph).
+    /// The agent.yaml (or use --graph with --catalogue).
     pub agent: Option<PathBuf>,
+    /// A qls-graph/1 file exported elsewhere.
+    #[arg(long)]
+    pub graph: Option<PathBuf>,
+    /// The catalogue for --graph.
+    #[arg(long)]
+    pub catalogue: Option<PathBuf>,
+    /// The rulebook for --graph.
+    #[arg(long)]
+    pub rulebook: Option<PathBuf>,
+    /// An agent.yaml whose settings apply to --graph.
+    #[arg(long)]
+    pub settings: Option<PathBuf>,
+    /// Turns to prove (default: the settings' session_steps).
+    #[arg(long)]
+    pub session_steps: Option<u32>,
+    /// Steps per turn (default: the settings' step_limit).
+    #[arg(long)]
+    pub step_limit: Option<u32>,
+    /// Which engines run.
+    #[arg(long, value_enum, default_value = "both")]
+    pub engine: EngineArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Worker threads (the output is identical whatever the count).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Per-obligation solver budget in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+    /// Replay every witness (not built yet: refused with exit 2).
+    #[arg(long)]
+    pub replay: bool,
+    /// Write one witness per finding into this folder.
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
 }
 
 /// Runs `qls export`.
@@ -25,7 +83,8 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     let project = encoder::load_project(&args.agent)?;
     let json = project.graph.to_json();
     match args.output {
-        Some(p) => std::fs::write(&p, json).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?,
+        Some(p) => std::fs::write(&p, json)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?,
         None => print!("{json}"),
     }
     Ok(0)
@@ -33,6 +92,82 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
 
 /// Runs `qls verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
-    let _ = args;
-    anyhow::bail!("`qls verify` is not built yet")
+    if args.replay {
+        anyhow::bail!("--replay is not available yet: witness replay has not been built");
+    }
+    let (project, subject) = match (&args.agent, &args.graph) {
+        (Some(a), None) => (
+            encoder::load_project(a)?,
+            a.file_name()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_default(),
+        ),
+        (None, Some(g)) => {
+            let cat = args
+                .catalogue
+                .as_ref()
+                .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
+            (
+                encoder::load_graph_project(
+                    g,
+                    cat,
+                    args.rulebook.as_deref(),
+                    args.settings.as_deref(),
+                )?,
+                g.display().to_string(),
+            )
+        }
+        _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
+    };
+    let mut o = Options::for_project(&project);
+    if let Some(n) = args.session_steps {
+        anyhow::ensure!(n >= 1, "--session-steps must be at least 1");
+        o.session_steps = n;
+    }
+    if let Some(n) = args.step_limit {
+        anyhow::ensure!(n >= 1, "--step-limit must be at least 1");
+        o.step_limit = n;
+    }
+    o.timeout = Duration::from_secs(args.timeout.max(1));
+    o.engines = match args.engine {
+        EngineArg::Both => Engines::Both,
+        EngineArg::Bmc => Engines::Bmc,
+        EngineArg::Bfs => Engines::Bfs,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()?;
+    let proof = pool.install(|| prove(&project, &o));
+    let report = prover::report::build(
+        &subject,
+        &project,
+        &proof,
+        o.engines,
+        (o.session_steps, o.step_limit),
+    );
+    if let Some(dir) = &args.keep {
+        std::fs::create_dir_all(dir)?;
+        for f in report.findings.iter().filter(|f| f.witness.is_some()) {
+            let w = prover::report::witness_json(
+                &proof.lowered.ts,
+                f.witness.as_ref().expect("filtered"),
+            );
+            std::fs::write(
+                dir.join(format!(
+                    "{}-{}.json",
+                    f.rule.id,
+                    f.subject.replace([':', '/'], "_")
+                )),
+                serde_json::to_string_pretty(&w)? + "\n",
+            )?;
+        }
+    }
+    match args.format {
+        Format::Text => print!(
+            "{}",
+            prover::report::text(&report, &project, &proof.lowered.ts)
+        ),
+        Format::Json => print!("{}", prover::report::json(&report, &project, &proof)),
+    }
+    Ok(if report.passed { 0 } else { 1 })
 }

@@ -15,11 +15,21 @@ pub fn print_error(e: &anyhow::Error) {
 pub fn render_input_error(e: &InputError) -> String {
     let mut out = format!("error: {e}\n");
     if e.line > 0 {
-        if let Some(src) = std::fs::read_to_string(&e.file).ok().and_then(|t| t.lines().nth(e.line as usize - 1).map(str::to_string)) {
+        if let Some(src) = std::fs::read_to_string(&e.file)
+            .ok()
+            .and_then(|t| t.lines().nth(e.line as usize - 1).map(str::to_string))
+        {
             let gutter = e.line.to_string();
-            out.push_str(&format!("{} |\n{gutter} | {src}\n", " ".repeat(gutter.len())));
+            out.push_str(&format!(
+                "{} |\n{gutter} | {src}\n",
+                " ".repeat(gutter.len())
+            ));
             if let Some(c) = e.col {
-                out.push_str(&format!("{} | {}^\n", " ".repeat(gutter.len()), " ".repeat(c.saturating_sub(1) as usize)));
+                out.push_str(&format!(
+                    "{} | {}^\n",
+                    " ".repeat(gutter.len()),
+                    " ".repeat(c.saturating_sub(1) as usize)
+                ));
             }
         }
     }

@@ -2,4 +2,9 @@
 //! findings and reports. **Only `prover` names z3.**
 #![warn(missing_docs)]
 
+pub mod bfs;
+pub mod bmc;
 pub mod diagnostics;
+pub mod proof;
+pub mod report;
+pub mod verdict;

@@ -10,7 +10,11 @@ mod cmd_verify;
 
 /// The agent-graph prover.
 #[derive(Parser, Debug)]
-#[command(name = "qls", version, about = "Bounded model checking of LLM-agent graphs against their tool check and rulebook")]
+#[command(
+    name = "qls",
+    version,
+    about = "Bounded model checking of LLM-agent graphs against their tool check and rulebook"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

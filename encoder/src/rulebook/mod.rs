@@ -295,10 +295,20 @@ pub struct Compiled {
 pub fn compile_text(file: &str, text: &str) -> Result<Compiled, InputError> {
     if file.ends_with(".yaml") || file.ends_with(".yml") {
         let s = sheet::compile_sheet(file, text)?;
-        return Ok(Compiled { rulebook: s.rulebook, overlay: s.overlay });
+        return Ok(Compiled {
+            rulebook: s.rulebook,
+            overlay: s.overlay,
+        });
     }
-    let rulebook = if colang::is_colang1(text) { colang::compile_colang1(file, text)? } else { colang::compile_colang2(file, text)? };
-    Ok(Compiled { rulebook, overlay: CatalogueOverlay::default() })
+    let rulebook = if colang::is_colang1(text) {
+        colang::compile_colang1(file, text)?
+    } else {
+        colang::compile_colang2(file, text)?
+    };
+    Ok(Compiled {
+        rulebook,
+        overlay: CatalogueOverlay::default(),
+    })
 }
 
 /// Reads a compiled folder (`rulebook.ir.json`, `catalogue_overlay.json`) as `qls rules compile`
@@ -306,16 +316,34 @@ pub fn compile_text(file: &str, text: &str) -> Result<Compiled, InputError> {
 pub fn read_compiled_dir(dir: &std::path::Path, display: &str) -> Result<Compiled, InputError> {
     let ir_path = dir.join("rulebook.ir.json");
     let ir_name = format!("{display}/rulebook.ir.json");
-    let text = std::fs::read_to_string(&ir_path).map_err(|e| InputError::at(&ir_name, 0, format!("cannot read: {e}")))?;
-    let rulebook: Rulebook = serde_json::from_str(&text).map_err(|e| InputError::at(&ir_name, e.line() as u32, format!("not a {FORMAT} file: {e}")))?;
+    let text = std::fs::read_to_string(&ir_path)
+        .map_err(|e| InputError::at(&ir_name, 0, format!("cannot read: {e}")))?;
+    let rulebook: Rulebook = serde_json::from_str(&text).map_err(|e| {
+        InputError::at(
+            &ir_name,
+            e.line() as u32,
+            format!("not a {FORMAT} file: {e}"),
+        )
+    })?;
     if rulebook.format != FORMAT {
-        return Err(InputError::at(&ir_name, 1, format!("expected format `{FORMAT}`, found `{}`", rulebook.format)));
+        return Err(InputError::at(
+            &ir_name,
+            1,
+            format!("expected format `{FORMAT}`, found `{}`", rulebook.format),
+        ));
     }
     let ov_path = dir.join("catalogue_overlay.json");
     let overlay = if ov_path.exists() {
         let ov_name = format!("{display}/catalogue_overlay.json");
-        let t = std::fs::read_to_string(&ov_path).map_err(|e| InputError::at(&ov_name, 0, format!("cannot read: {e}")))?;
-        serde_json::from_str(&t).map_err(|e| InputError::at(&ov_name, e.line() as u32, format!("not a catalogue overlay: {e}")))?
+        let t = std::fs::read_to_string(&ov_path)
+            .map_err(|e| InputError::at(&ov_name, 0, format!("cannot read: {e}")))?;
+        serde_json::from_str(&t).map_err(|e| {
+            InputError::at(
+                &ov_name,
+                e.line() as u32,
+                format!("not a catalogue overlay: {e}"),
+            )
+        })?
     } else {
         CatalogueOverlay::default()
     };

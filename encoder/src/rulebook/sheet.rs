@@ -15,5 +15,9 @@ pub struct CompiledSheet {
 
 /// Compiles a rule sheet.
 pub fn compile_sheet(file: &str, text: &str) -> Result<CompiledSheet, InputError> {
-    Ok(CompiledSheet { rulebook: Rulebook::empty(file, text, Language::Sheet), overlay: CatalogueOverlay::default(), colang: String::new() })
+    Ok(CompiledSheet {
+        rulebook: Rulebook::empty(file, text, Language::Sheet),
+        overlay: CatalogueOverlay::default(),
+        colang: String::new(),
+    })
 }

@@ -1,0 +1,337 @@
+//! The transition system: finite-domain state variables, per-step choice inputs, an initial
+//! state and guarded commands with labels. **Both engines read this one structure; neither
+//! re-derives semantics from the graph.**
+
+pub mod lower;
+pub mod regions;
+
+use crate::loc::Loc;
+use serde::{Deserialize, Serialize};
+
+/// Index of a state variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct VarId(pub u32);
+
+/// Index of a choice input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ChoiceId(pub u32);
+
+/// Index of a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CmdId(pub u32);
+
+/// A finite-domain variable (state or choice): values `0..domain`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decl {
+    /// A readable name (`node`, `count.refund_card`, `mark.external.desk`).
+    pub name: String,
+    /// The number of values.
+    pub domain: u32,
+    /// Names of the values, for enumerations (empty for numbers and booleans).
+    pub values: Vec<String>,
+}
+
+impl Decl {
+    /// The readable form of one value.
+    pub fn show(&self, v: u32) -> String {
+        self.values
+            .get(v as usize)
+            .cloned()
+            .unwrap_or_else(|| v.to_string())
+    }
+}
+
+/// An expression over the pre-state and the step's choices. Booleans are the variants that
+/// compare or combine; integers are the rest. Both engines interpret exactly these variants.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Expr {
+    /// Boolean constant.
+    Bool(bool),
+    /// Integer constant.
+    Const(u32),
+    /// A state variable's value in the pre-state.
+    Var(VarId),
+    /// A choice input's value.
+    Choice(ChoiceId),
+    /// Negation.
+    Not(Box<Expr>),
+    /// Conjunction (true when empty).
+    And(Vec<Expr>),
+    /// Disjunction (false when empty).
+    Or(Vec<Expr>),
+    /// Integer equality.
+    Eq(Box<Expr>, Box<Expr>),
+    /// Unsigned integer less-than.
+    Lt(Box<Expr>, Box<Expr>),
+    /// Integer plus a constant.
+    Add(Box<Expr>, u32),
+    /// Integer if-then-else.
+    Ite(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+/// Expression builders that keep the lowering readable and fold constants early, so the
+/// engines see small terms.
+pub mod ex {
+    use super::*;
+
+    /// `v == c` for a state variable.
+    pub fn var_is(v: VarId, c: u32) -> Expr {
+        Expr::Eq(Box::new(Expr::Var(v)), Box::new(Expr::Const(c)))
+    }
+    /// `ch == c` for a choice.
+    pub fn choice_is(ch: ChoiceId, c: u32) -> Expr {
+        Expr::Eq(Box::new(Expr::Choice(ch)), Box::new(Expr::Const(c)))
+    }
+    /// `a == b`.
+    pub fn eq(a: Expr, b: Expr) -> Expr {
+        Expr::Eq(Box::new(a), Box::new(b))
+    }
+    /// `a < b`.
+    pub fn lt(a: Expr, b: Expr) -> Expr {
+        Expr::Lt(Box::new(a), Box::new(b))
+    }
+    /// Negation with folding.
+    pub fn not(e: Expr) -> Expr {
+        match e {
+            Expr::Bool(b) => Expr::Bool(!b),
+            Expr::Not(inner) => *inner,
+            other => Expr::Not(Box::new(other)),
+        }
+    }
+    /// Conjunction with folding.
+    pub fn and(es: Vec<Expr>) -> Expr {
+        let mut out = Vec::new();
+        for e in es {
+            match e {
+                Expr::Bool(true) => {}
+                Expr::Bool(false) => return Expr::Bool(false),
+                Expr::And(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Expr::Bool(true),
+            1 => out.pop().unwrap_or(Expr::Bool(true)),
+            _ => Expr::And(out),
+        }
+    }
+    /// Disjunction with folding.
+    pub fn or(es: Vec<Expr>) -> Expr {
+        let mut out = Vec::new();
+        for e in es {
+            match e {
+                Expr::Bool(false) => {}
+                Expr::Bool(true) => return Expr::Bool(true),
+                Expr::Or(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Expr::Bool(false),
+            1 => out.pop().unwrap_or(Expr::Bool(false)),
+            _ => Expr::Or(out),
+        }
+    }
+    /// If-then-else on integers, folding constant conditions.
+    pub fn ite(c: Expr, a: Expr, b: Expr) -> Expr {
+        match c {
+            Expr::Bool(true) => a,
+            Expr::Bool(false) => b,
+            c if a == b => {
+                let _ = c;
+                a
+            }
+            c => Expr::Ite(Box::new(c), Box::new(a), Box::new(b)),
+        }
+    }
+    /// Saturating increment of a variable up to `cap`.
+    pub fn inc_sat(v: VarId, cap: u32) -> Expr {
+        ite(
+            lt(Expr::Var(v), Expr::Const(cap)),
+            Expr::Add(Box::new(Expr::Var(v)), 1),
+            Expr::Var(v),
+        )
+    }
+}
+
+/// What kind of thing a command does, for labels, witnesses and obligations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelKind {
+    /// A router, human or custom node moves on (or a model takes a non-call edge).
+    Route,
+    /// A model calls a tools or human node.
+    Call,
+    /// A guarded node decides a call (refuse or confirm: nothing runs).
+    Decision,
+    /// A tool runs (checked and allowed, or unchecked).
+    Execution,
+    /// A hand-off to another agent.
+    Handoff,
+    /// The turn ends without anything else happening (ask, declined, unread refused, budget).
+    TurnEnd,
+}
+
+/// The tool check's three answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The tool runs.
+    Allow,
+    /// A person is asked; the turn ends with the call held.
+    Confirm,
+    /// Nothing runs.
+    Refuse,
+}
+
+/// What happened in a step: static per command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Label {
+    /// The kind.
+    pub kind: LabelKind,
+    /// The node visited.
+    pub node: String,
+    /// The node's agent.
+    pub agent: Option<String>,
+    /// The tool called or run, if any.
+    pub tool: Option<String>,
+    /// The check's decision, at guarded nodes.
+    pub decision: Option<Verdict>,
+    /// The decision's reason (a refusal's rule, `confirmed`, `compensation`).
+    pub reasons: Vec<String>,
+    /// Whether the tool check ran (guarded node).
+    pub checked: bool,
+    /// Whether the execution was confirmed by a token.
+    pub by_token: bool,
+    /// Whether the call is an undo bound to a step.
+    pub as_undo: bool,
+    /// The graph edge taken after the step, if any (index into the graph's edges).
+    pub edge: Option<usize>,
+    /// Where the next node is (the edge's target), or none when the turn ends.
+    pub to: Option<String>,
+    /// Whether the step ends the turn by itself (reply, confirm, ask, budget…); the step limit
+    /// may also end it.
+    pub ends_turn: bool,
+    /// Source location of the node.
+    pub at: Option<Loc>,
+    /// Source location of the edge.
+    pub edge_at: Option<Loc>,
+}
+
+/// A guarded command: when `guard` holds for the pre-state and the choices, the state becomes
+/// the `updates` (unlisted variables keep their value).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    /// The node value the command applies at (also part of the guard), for indexing.
+    pub node: u32,
+    /// The guard.
+    pub guard: Expr,
+    /// Parallel assignments, all reading the pre-state.
+    pub updates: Vec<(VarId, Expr)>,
+    /// The choices the guard and updates read (engines enumerate only these).
+    pub choices: Vec<ChoiceId>,
+    /// What happened.
+    pub label: Label,
+}
+
+/// A bad transition: one of `commands` taken with `cond` true (over pre-state and choices).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Obligation {
+    /// A stable id: `QG001:charge_card`.
+    pub id: String,
+    /// The rule.
+    pub rule: String,
+    /// The subject (a tool, an agent, a cycle…).
+    pub subject: String,
+    /// The commands that may violate it.
+    pub commands: Vec<CmdId>,
+    /// The extra condition.
+    pub cond: Expr,
+    /// Inverted obligations (QG010) are findings when unreachable.
+    pub inverted: bool,
+}
+
+/// The whole transition system.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransitionSystem {
+    /// State variables.
+    pub vars: Vec<Decl>,
+    /// Choice inputs.
+    pub choices: Vec<Decl>,
+    /// The initial state.
+    pub init: Vec<u32>,
+    /// Commands.
+    pub commands: Vec<Command>,
+    /// Commands by the node value they apply at.
+    pub by_node: Vec<Vec<CmdId>>,
+    /// The `node` variable.
+    pub node_var: VarId,
+    /// The `turn` variable.
+    pub turn_var: VarId,
+    /// The `step` variable.
+    pub step_var: VarId,
+    /// The depth the proof covers (session_steps × step_limit).
+    pub depth: u32,
+}
+
+impl TransitionSystem {
+    /// A command by id.
+    pub fn command(&self, c: CmdId) -> &Command {
+        &self.commands[c.0 as usize]
+    }
+
+    /// Evaluates an integer expression concretely.
+    pub fn eval_int(&self, e: &Expr, state: &[u32], choice: &[u32]) -> u32 {
+        match e {
+            Expr::Const(c) => *c,
+            Expr::Var(v) => state[v.0 as usize],
+            Expr::Choice(c) => choice[c.0 as usize],
+            Expr::Add(a, k) => self.eval_int(a, state, choice) + k,
+            Expr::Ite(c, a, b) => {
+                if self.eval_bool(c, state, choice) {
+                    self.eval_int(a, state, choice)
+                } else {
+                    self.eval_int(b, state, choice)
+                }
+            }
+            Expr::Bool(b) => *b as u32,
+            other => self.eval_bool(other, state, choice) as u32,
+        }
+    }
+
+    /// Evaluates a boolean expression concretely.
+    pub fn eval_bool(&self, e: &Expr, state: &[u32], choice: &[u32]) -> bool {
+        match e {
+            Expr::Bool(b) => *b,
+            Expr::Not(a) => !self.eval_bool(a, state, choice),
+            Expr::And(es) => es.iter().all(|x| self.eval_bool(x, state, choice)),
+            Expr::Or(es) => es.iter().any(|x| self.eval_bool(x, state, choice)),
+            Expr::Eq(a, b) => self.eval_int(a, state, choice) == self.eval_int(b, state, choice),
+            Expr::Lt(a, b) => self.eval_int(a, state, choice) < self.eval_int(b, state, choice),
+            other => self.eval_int(other, state, choice) != 0,
+        }
+    }
+
+    /// The successor state of taking a command with some choices.
+    pub fn apply(&self, c: &Command, state: &[u32], choice: &[u32]) -> Vec<u32> {
+        let mut next = state.to_vec();
+        for (v, e) in &c.updates {
+            next[v.0 as usize] = self.eval_int(e, state, choice);
+        }
+        next
+    }
+
+    /// Bits needed to store a value of a domain.
+    pub fn bits(domain: u32) -> u32 {
+        32 - domain.saturating_sub(1).leading_zeros()
+    }
+
+    /// A state shown as `name=value` pairs, for witnesses.
+    pub fn show_state(&self, state: &[u32]) -> Vec<(String, String)> {
+        self.vars
+            .iter()
+            .zip(state)
+            .map(|(d, v)| (d.name.clone(), d.show(*v)))
+            .collect()
+    }
+}

@@ -1,0 +1,153 @@
+//! Finite abstractions of values the rulebook compares: a context variable or a call argument
+//! is split into **regions**, the classes of values on which every literal that reads it gives
+//! the same answer. Each region keeps a representative value, so the abstract check evaluates a
+//! literal with the same function the concrete check uses.
+
+use crate::rulebook::{CmpOp, Literal};
+use serde_json::Value;
+
+/// JSON truthiness as Colang reads a condition: null, false, 0, "" and empty containers are false.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Evaluates one literal on a known value. Ordered comparisons hold only between two numbers;
+/// equality compares numbers numerically and everything else structurally.
+pub fn eval_literal(lit: &Literal, v: &Value) -> bool {
+    let c = lit.value.as_ref().unwrap_or(&Value::Null);
+    let num = |x: &Value| x.as_f64();
+    match lit.op {
+        CmpOp::Truthy => truthy(v),
+        CmpOp::Falsy => !truthy(v),
+        CmpOp::Eq => values_equal(v, c),
+        CmpOp::Ne => !values_equal(v, c),
+        CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge => match (num(v), num(c)) {
+            (Some(a), Some(b)) => match lit.op {
+                CmpOp::Lt => a < b,
+                CmpOp::Le => a <= b,
+                CmpOp::Gt => a > b,
+                _ => a >= b,
+            },
+            _ => false,
+        },
+    }
+}
+
+fn values_equal(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Candidate values that separate every literal: each constant, the numbers around and between
+/// numeric constants, both booleans, zero, the empty string and a non-empty string.
+fn candidates(lits: &[&Literal]) -> Vec<Value> {
+    let mut nums: Vec<f64> = lits
+        .iter()
+        .filter_map(|l| l.value.as_ref().and_then(|v| v.as_f64()))
+        .collect();
+    nums.sort_by(|a, b| a.total_cmp(b));
+    nums.dedup();
+    let mut out = vec![
+        Value::Bool(true),
+        Value::Bool(false),
+        Value::from(0),
+        Value::from(""),
+        Value::from("some text"),
+    ];
+    for l in lits {
+        if let Some(v) = &l.value {
+            out.push(v.clone());
+        }
+    }
+    for (i, n) in nums.iter().enumerate() {
+        out.push(num(n - 1.0));
+        out.push(num(n + 1.0));
+        if let Some(next) = nums.get(i + 1) {
+            out.push(num((n + next) / 2.0));
+        }
+    }
+    out
+}
+
+fn num(f: f64) -> Value {
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        Value::from(f as i64)
+    } else {
+        serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// The regions of one operand given every literal that reads it: representatives of the
+/// distinct truth vectors, in a deterministic order. `None` stands for "not set" and comes first
+/// when the host may leave the value unset.
+pub fn regions(lits: &[&Literal], include_unset: bool, only_unset: bool) -> Vec<Option<Value>> {
+    if only_unset {
+        return vec![None];
+    }
+    let mut out: Vec<Option<Value>> = Vec::new();
+    if include_unset {
+        out.push(None);
+    }
+    let mut seen: Vec<Vec<bool>> = Vec::new();
+    for c in candidates(lits) {
+        let vec: Vec<bool> = lits.iter().map(|l| eval_literal(l, &c)).collect();
+        if !seen.contains(&vec) {
+            seen.push(vec);
+            out.push(Some(c));
+        }
+    }
+    out
+}
+
+/// Whether some value satisfies all of these literals at once (used for unset variables: the
+/// gate refuses only when no value of an unknown variable would allow the call).
+pub fn satisfiable(lits: &[&Literal]) -> bool {
+    candidates(lits)
+        .iter()
+        .any(|c| lits.iter().all(|l| eval_literal(l, c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rulebook::Operand;
+
+    fn lit(op: CmpOp, v: Option<Value>) -> Literal {
+        Literal {
+            operand: Operand::Arg("amount".into()),
+            op,
+            value: v,
+        }
+    }
+
+    #[test]
+    fn threshold_splits_into_two_numeric_regions_and_non_numbers() {
+        let l = lit(CmpOp::Gt, Some(Value::from(200)));
+        let r = regions(&[&l], false, false);
+        let truths: Vec<bool> = r
+            .iter()
+            .map(|v| eval_literal(&l, v.as_ref().unwrap()))
+            .collect();
+        assert!(truths.contains(&true) && truths.contains(&false));
+        assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn contradictory_literals_are_unsatisfiable() {
+        let a = lit(CmpOp::Gt, Some(Value::from(5)));
+        let b = lit(CmpOp::Lt, Some(Value::from(3)));
+        assert!(!satisfiable(&[&a, &b]));
+        assert!(satisfiable(&[&a]));
+    }
+}

@@ -1,0 +1,150 @@
+//! The one rule catalog: every QG rule with its title, type, severity, gate, `Agent(...)` stop,
+//! OWASP tags and fix. The docs' rule table is generated from [`RULES`] (a test keeps them equal).
+
+use serde::Serialize;
+
+/// A rule's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum RuleType {
+    /// A way to do harm.
+    Vulnerability,
+    /// A defect.
+    Bug,
+    /// Something a person should review.
+    #[serde(rename = "Security hotspot")]
+    Hotspot,
+}
+
+impl RuleType {
+    /// The default severity: High for a vulnerability, Medium for a bug, Review for a hotspot.
+    pub fn severity(self) -> &'static str {
+        match self {
+            RuleType::Vulnerability => "High",
+            RuleType::Bug => "Medium",
+            RuleType::Hotspot => "Review",
+        }
+    }
+
+    /// The type as the rule sheet writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleType::Vulnerability => "Vulnerability",
+            RuleType::Bug => "Bug",
+            RuleType::Hotspot => "Security hotspot",
+        }
+    }
+}
+
+/// One rule.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Rule {
+    /// `QG001`.
+    pub id: &'static str,
+    /// The title.
+    pub title: &'static str,
+    /// The type.
+    pub kind: RuleType,
+    /// Whether a finding fails the CI gate.
+    pub fails_gate: bool,
+    /// Whether the automatic proof refuses to run the agent.
+    pub stops_agent: bool,
+    /// Whether both engines decide it over the transition system.
+    pub reachability: bool,
+    /// OWASP tags.
+    pub owasp: &'static [&'static str],
+    /// How to fix it.
+    pub fix: &'static str,
+}
+
+macro_rules! rule {
+    ($id:literal, $title:literal, $kind:ident, $gate:literal, $stop:literal, $reach:literal, [$($o:literal),*], $fix:literal) => {
+        Rule { id: $id, title: $title, kind: RuleType::$kind, fails_gate: $gate, stops_agent: $stop, reachability: $reach, owasp: &[$($o),*], fix: $fix }
+    };
+}
+
+/// Every rule, in id order.
+pub const RULES: &[Rule] = &[
+    rule!("QG001", "Missing check", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Move the tool into a guarded tool node, so the tool check decides every call of it."),
+    rule!("QG002", "Escapable guard", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Remove the unguarded route to the tool: every node that runs it must be the guarded tool node."),
+    rule!("QG003", "Multi-turn escape", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Keep the marks across turns (memory_keeps_marks: true) or count order rules over the whole session (history: shared)."),
+    rule!("QG004", "Permissive by default", Bug, false, false, false, ["LLM06:2026"], "Execute the write only under a condition that states when it may run; refuse on the else branch."),
+    rule!("QG005", "Unshippable policy", Bug, true, false, false, ["LLM06:2026"], "Rewrite the refused statement in the supported subset, or move the rule to a rule sheet."),
+    rule!("QG006", "Unverified region", Bug, false, false, false, ["ASI08:2026"], "Declare the tools the custom node may call (may_call) and keep its own logic small; it is read as able to do anything it declares."),
+    rule!("QG007", "Read before written", Vulnerability, false, true, false, ["LLM06:2026"], "Assign the variable before the flow reads it, or declare it in context: so the host sets it."),
+    rule!("QG008", "Call without execute", Vulnerability, false, true, false, ["LLM06:2026"], "Write `execute <tool>` where the flow means to run the tool; a bot line only says something."),
+    rule!("QG009", "Undefined bot message", Vulnerability, false, true, false, ["LLM09:2026"], "Define the bot message with `define bot …`, or use a built-in one."),
+    rule!("QG010", "Dead action", Vulnerability, false, true, true, ["LLM06:2026"], "Make the flow's condition satisfiable by some context the host sets, or remove the execute."),
+    rule!("QG011", "Confused deputy", Vulnerability, true, true, true, ["LLM06:2026", "ASI03:2026"], "Require trust: privileged on the tool, so a call carrying a hand-off label from a lower-privilege agent is confirmed or refused."),
+    rule!("QG012", "Cascading injection", Vulnerability, true, true, true, ["LLM01:2026", "ASI07:2026", "ASI08:2026"], "Bind the tool to the guarded tool node in the acting agent, so a call carrying a label from the handing agent is confirmed or refused; or route the hand-off through a confirmation."),
+    rule!("QG013", "Irreversible before undoable", Bug, false, false, true, ["ASI08:2026"], "Order the irreversible write last, after every write that can still be undone."),
+    rule!("QG014", "Order rule escapable", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Run the tool only through the guarded tool node and count its order rules over the session (history: shared)."),
+    rule!("QG015", "Undeclared route", Bug, false, false, false, ["ASI08:2026"], "Declare the route in agent.yaml (hands_off_to, tools) or remove the edge."),
+    rule!("QG016", "Unmodelled path", Vulnerability, true, true, false, ["ASI08:2026"], "List the possible targets of the dynamic edge (targets: [...])."),
+    rule!("QG017", "Model writes code that runs", Vulnerability, true, true, true, ["LLM05:2026", "ASI05:2026"], "Have a person confirm the call, or stop the model from writing the argument (type it, or take it from a tool result)."),
+    rule!("QG018", "Model writes a query or a destination", Vulnerability, true, true, true, ["LLM05:2026", "ASI02:2026"], "Have a person confirm the call, or bind the argument to a value the person typed."),
+    rule!("QG019", "Confidential data leaves", Vulnerability, true, true, true, ["LLM02:2026", "ASI08:2026"], "Confirm every call of a sends_out tool in an agent that reads confidential data, or split the agents."),
+    rule!("QG020", "Retrieval not bound to the user", Vulnerability, true, true, true, ["LLM08:2026", "ASI03:2026"], "Bind the retrieval to the calling user (bound_to_user: true) so one tenant never reads another's data."),
+    rule!("QG021", "Untrusted content persisted", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Confirm writes to the persistent store after untrusted content was read, or refuse them (taint_policy: refuse)."),
+    rule!("QG022", "Rail with a published advisory", Vulnerability, true, true, false, ["LLM03:2026"], "Upgrade or replace the rail named in the advisory."),
+    rule!("QG023", "Unbounded loop", Bug, false, false, false, ["LLM06:2026", "ASI08:2026"], "Declare a budget for the agent or the run, or add an exit the model cannot avoid -- a counter in the state, declared on the edge as exit_after."),
+    rule!("QG101", "Unchecked action", Hotspot, false, false, true, ["LLM06:2026"], "Move the read into the guarded tool node."),
+    rule!("QG104", "Check missing against its peers", Hotspot, false, false, false, ["LLM06:2026"], "Give the write a confirmation wording, a rule or an order rule, as its peers have."),
+    rule!("QG105", "Unrecoverable write", Hotspot, false, false, false, ["LLM03:2026", "ASI08:2026"], "Declare a compensation for '{tool}' in the catalogue, or mark it irreversible."),
+    rule!("QG106", "Unpinned tool source", Hotspot, false, false, false, ["LLM03:2026", "ASI04:2026"], "Pin the tool server to a version or digest."),
+    rule!("QG107", "Unauthenticated agent channel", Hotspot, false, false, false, ["ASI07:2026"], "Require authentication on the agent's remote channel."),
+    rule!("QG312", "Engine disagreement", Bug, true, false, false, ["ASI08:2026"], "Report the inputs: the two engines (or the replay) disagree, which is an encoding bug in qls."),
+];
+
+/// Looks a rule up by id.
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+/// The rule table as Markdown, for the docs.
+pub fn markdown_table() -> String {
+    let mut s = String::from("| Rule | Title | Type | Fails the gate | Stops `Agent(...)` | Engines | OWASP |\n|---|---|---|---|---|---|---|\n");
+    for r in RULES {
+        let yn = |b: bool| if b { "yes" } else { "no" };
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            r.id,
+            r.title,
+            r.kind.name(),
+            yn(r.fails_gate),
+            yn(r.stops_agent),
+            if r.reachability {
+                "BMC + BFS"
+            } else {
+                "structural"
+            },
+            r.owasp.join(", ")
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_rule_table_is_generated_from_the_catalog() {
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/rules.md"))
+                .expect("docs/rules.md exists");
+        assert!(
+            docs.contains(&markdown_table()),
+            "docs/rules.md is out of date: regenerate it with `qls rules table`"
+        );
+    }
+
+    #[test]
+    fn seed_tags_are_exact() {
+        assert_eq!(rule("QG023").unwrap().owasp, &["LLM06:2026", "ASI08:2026"]);
+        assert_eq!(rule("QG105").unwrap().owasp, &["LLM03:2026", "ASI08:2026"]);
+        assert_eq!(
+            rule("QG012").unwrap().owasp,
+            &["LLM01:2026", "ASI07:2026", "ASI08:2026"]
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! Reachability obligations: each QG rule of SPEC §4 as a bad transition over the lowered
+//! system (a set of commands plus a condition over the pre-state and the choices). One
+//! obligation per rule and subject tool; both engines decide every one.
+
+use encoder::catalogue::Tool;
+use encoder::ts::ex::*;
+use encoder::ts::lower::Lowered;
+use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation, Verdict};
+use encoder::Project;
+use indexmap::IndexMap;
+
+/// Whether a command runs a tool.
+fn is_execution(c: &Command) -> bool {
+    c.label.kind == LabelKind::Execution
+}
+
+/// Whether a command's execution is confirmed: by a token, or by a person at a human node (the
+/// `approved` flag, read as a condition).
+fn unconfirmed(l: &Lowered, c: &Command) -> Expr {
+    if c.label.by_token {
+        return Expr::Bool(false);
+    }
+    match l.sv.approved {
+        Some(a) => var_is(a, 0),
+        None => Expr::Bool(true),
+    }
+}
+
+fn flag(map: &IndexMap<String, encoder::ts::VarId>, agent: &str) -> Expr {
+    map.get(agent)
+        .map(|v| var_is(*v, 1))
+        .unwrap_or(Expr::Bool(false))
+}
+
+/// The choice "the model wrote an argument of this kind", where the tool has one.
+fn model_wrote(l: &Lowered, name: &str) -> Expr {
+    l.choice_ids
+        .get(name)
+        .map(|c| choice_is(*c, 1))
+        .unwrap_or(Expr::Bool(false))
+}
+
+struct Acc {
+    by_id: IndexMap<String, (String, String, Vec<(CmdId, Expr)>, bool)>,
+}
+
+impl Acc {
+    fn add(&mut self, rule: &str, subject: &str, cmd: CmdId, cond: Expr, inverted: bool) {
+        if cond == Expr::Bool(false) {
+            return;
+        }
+        let id = format!("{rule}:{subject}");
+        self.by_id
+            .entry(id)
+            .or_insert_with(|| (rule.to_string(), subject.to_string(), vec![], inverted))
+            .2
+            .push((cmd, cond));
+    }
+
+    fn declare(&mut self, rule: &str, subject: &str, inverted: bool) {
+        let id = format!("{rule}:{subject}");
+        self.by_id
+            .entry(id)
+            .or_insert_with(|| (rule.to_string(), subject.to_string(), vec![], inverted));
+    }
+}
+
+/// Builds every reachability obligation for a project's lowered system, in a stable order.
+/// Commands sharing an obligation but needing different conditions are split by condition into
+/// one obligation whose condition is the disjunction over commands (a command contributes its
+/// condition only when it is the one taken).
+pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
+    let mut acc = Acc {
+        by_id: IndexMap::new(),
+    };
+    let guarded_lists = |tool: &str| {
+        p.graph
+            .nodes
+            .iter()
+            .any(|n| n.guarded == Some(true) && n.tools.iter().any(|t| t == tool))
+    };
+    // QG010 subjects: governed tools the rulebook executes.
+    if let Some(rb) = &p.rulebook {
+        for (action, _) in &rb.gates {
+            if p.catalogue.get(action).is_some() {
+                acc.declare("QG010", action, true);
+            }
+        }
+    }
+    for (i, c) in l.ts.commands.iter().enumerate() {
+        let cid = CmdId(i as u32);
+        let Some(tname) = c.label.tool.clone() else {
+            continue;
+        };
+        let Some(t) = p.catalogue.get(&tname) else {
+            continue;
+        };
+        let agent = c.label.agent.clone().unwrap_or_default();
+        if c.label.checked && p.rulebook.as_ref().and_then(|r| r.gate(&tname)).is_some() {
+            let gate_passed = c.label.decision != Some(Verdict::Refuse)
+                || c.label.reasons.iter().any(|r| r == "tainted_call");
+            if gate_passed && c.label.kind != LabelKind::Route {
+                acc.add("QG010", &tname, cid, Expr::Bool(true), true);
+            }
+        }
+        if !is_execution(c) {
+            continue;
+        }
+        let unconf = unconfirmed(l, c);
+        if !c.label.checked {
+            let rule = if !t.is_write() {
+                "QG101"
+            } else if guarded_lists(&tname) {
+                "QG002"
+            } else {
+                "QG001"
+            };
+            acc.add(rule, &tname, cid, Expr::Bool(true), false);
+        }
+        if t.is_write() {
+            let high = p
+                .graph
+                .agents
+                .get(&agent)
+                .map(|a| a.privilege == encoder::agent::Privilege::High)
+                .unwrap_or(false);
+            if high {
+                acc.add(
+                    "QG011",
+                    &tname,
+                    cid,
+                    and(vec![unconf.clone(), flag(&l.sv.steered, &agent)]),
+                    false,
+                );
+            }
+            acc.add(
+                "QG012",
+                &tname,
+                cid,
+                and(vec![unconf.clone(), flag(&l.sv.prov_ext_handed, &agent)]),
+                false,
+            );
+            if t.store.as_ref().is_some_and(|s| s.persistent) {
+                acc.add(
+                    "QG021",
+                    &tname,
+                    cid,
+                    and(vec![unconf.clone(), flag(&l.sv.prov_ext, &agent)]),
+                    false,
+                );
+            }
+            if t.undo.is_some() {
+                if let Some(w) = l.sv.wrote_irrev {
+                    acc.add("QG013", &tname, cid, var_is(w, 1), false);
+                }
+            }
+        }
+        acc.add("QG014", &tname, cid, order_violated(p, l, t), false);
+        acc.add(
+            "QG017",
+            &tname,
+            cid,
+            and(vec![unconf.clone(), model_wrote(l, "origin.code_args")]),
+            false,
+        );
+        acc.add(
+            "QG018",
+            &tname,
+            cid,
+            and(vec![unconf.clone(), model_wrote(l, "origin.query_args")]),
+            false,
+        );
+        if t.sends_out {
+            acc.add(
+                "QG019",
+                &tname,
+                cid,
+                and(vec![unconf.clone(), flag(&l.sv.prov_conf, &agent)]),
+                false,
+            );
+        }
+        if !t.is_write() && t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
+            acc.add("QG020", &tname, cid, Expr::Bool(true), false);
+        }
+    }
+    acc.by_id
+        .into_iter()
+        .map(|(id, (rule, subject, cmds, inverted))| {
+            let mut commands: Vec<CmdId> = Vec::new();
+            let mut conds = Vec::new();
+            let all_true = cmds.iter().all(|(_, e)| *e == Expr::Bool(true));
+            for (c, e) in &cmds {
+                commands.push(*c);
+                if !all_true {
+                    conds.push(and(vec![command_taken(l, *c), e.clone()]));
+                }
+            }
+            let cond = if all_true {
+                Expr::Bool(true)
+            } else {
+                or(conds)
+            };
+            Obligation {
+                id,
+                rule,
+                subject,
+                commands,
+                cond,
+                inverted,
+            }
+        })
+        .collect()
+}
+
+/// A condition that holds exactly when a given command is the one being taken: its guard.
+fn command_taken(l: &Lowered, c: CmdId) -> Expr {
+    l.ts.command(c).guard.clone()
+}
+
+/// Whether the session's runs violate a tool's order rules at this step (QG014 reads the
+/// session's counts even under `history: per_agent`).
+fn order_violated(p: &Project, l: &Lowered, t: &Tool) -> Expr {
+    let count_ge = |tool: &str, n: u32| match l.sv.count.get(tool) {
+        Some((v, _)) => not(lt(Expr::Var(*v), Expr::Const(n))),
+        None => Expr::Bool(n == 0),
+    };
+    let _ = p;
+    let mut v = vec![];
+    for a in &t.order.after {
+        v.push(not(count_ge(a, 1)));
+    }
+    for a in &t.order.not_after {
+        v.push(count_ge(a, 1));
+    }
+    if let Some(n) = t.order.at_most {
+        v.push(count_ge(&t.name, n));
+    }
+    or(v)
+}

@@ -1,0 +1,229 @@
+//! Scheduling and cross-checking: lowers a project, builds its obligations, runs the engines
+//! (in parallel with each other), compares their verdicts (QG312) and folds multi-turn findings
+//! into QG003. **Engines never print**; this module returns data.
+
+use crate::verdict::{disagree, EngineRun, RawWitness, Verdict};
+use crate::{bfs, bmc};
+use encoder::ts::lower::{lower, Lowered};
+use encoder::ts::Obligation;
+use encoder::Project;
+use std::time::Duration;
+
+/// Which engines to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engines {
+    /// Both, cross-checked.
+    Both,
+    /// Z3 bounded model checking only.
+    Bmc,
+    /// Explicit-state BFS only.
+    Bfs,
+}
+
+/// How to prove.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Turns.
+    pub session_steps: u32,
+    /// Steps per turn.
+    pub step_limit: u32,
+    /// Engines.
+    pub engines: Engines,
+    /// Per-obligation solver budget.
+    pub timeout: Duration,
+    /// BFS state budget.
+    pub max_states: usize,
+    /// Test-only fault: the BFS engine reports every reachable verdict as unreachable, so the
+    /// cross-check's QG312 can be seen to fire.
+    pub fault_bfs_blind: bool,
+}
+
+impl Options {
+    /// The project's own depth with default budgets.
+    pub fn for_project(p: &Project) -> Options {
+        Options {
+            session_steps: p.settings.session_steps,
+            step_limit: p.settings.step_limit,
+            engines: Engines::Both,
+            timeout: Duration::from_secs(60),
+            max_states: 20_000_000,
+            fault_bfs_blind: false,
+        }
+    }
+}
+
+/// One obligation's outcome.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The obligation.
+    pub obligation: Obligation,
+    /// The BFS verdict, when it ran.
+    pub bfs: Option<Verdict>,
+    /// The BMC verdict, when it ran.
+    pub bmc: Option<Verdict>,
+    /// The combined verdict.
+    pub verdict: Verdict,
+    /// The engines disagree (QG312).
+    pub disagreement: bool,
+    /// Reachable only with two or more turns, and not in one (QG003).
+    pub multi_turn: bool,
+}
+
+/// The proof of a project.
+#[derive(Clone, Debug)]
+pub struct Proof {
+    /// The lowered system.
+    pub lowered: Lowered,
+    /// Per obligation.
+    pub outcomes: Vec<Outcome>,
+    /// BFS cost.
+    pub bfs: Option<EngineRun>,
+    /// BMC cost.
+    pub bmc: Option<EngineRun>,
+}
+
+/// Combines two verdicts: a reachable one (BFS's witness first, for determinism) wins, then an
+/// unreachable one; undecided only when no engine decided.
+fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
+    let all: Vec<&Verdict> = bfs.into_iter().chain(bmc).collect();
+    if let Some(v) = all.iter().find(|v| matches!(v, Verdict::Reachable(_))) {
+        return (*v).clone();
+    }
+    if let Some(v) = all
+        .iter()
+        .find(|v| matches!(v, Verdict::Unreachable { .. }))
+    {
+        return (*v).clone();
+    }
+    all.first()
+        .map(|v| (*v).clone())
+        .unwrap_or(Verdict::Undecided("no engine ran".into()))
+}
+
+fn run_engines(
+    l: &Lowered,
+    obls: &[Obligation],
+    o: &Options,
+) -> (Option<EngineRun>, Option<EngineRun>) {
+    let want_bfs = o.engines != Engines::Bmc;
+    let want_bmc = o.engines != Engines::Bfs;
+    let (mut b, m) = rayon::join(
+        || {
+            want_bfs.then(|| {
+                bfs::run(
+                    &l.ts,
+                    obls,
+                    bfs::BfsBudget {
+                        max_states: o.max_states,
+                    },
+                )
+            })
+        },
+        || {
+            want_bmc.then(|| {
+                bmc::run(
+                    &l.ts,
+                    obls,
+                    bmc::BmcBudget {
+                        per_obligation: o.timeout,
+                    },
+                )
+            })
+        },
+    );
+    if o.fault_bfs_blind {
+        if let Some(run) = b.as_mut() {
+            for v in run.verdicts.iter_mut() {
+                if matches!(v, Verdict::Reachable(_)) {
+                    *v = Verdict::Unreachable { depth: l.ts.depth };
+                }
+            }
+        }
+    }
+    (b, m)
+}
+
+/// Proves a project.
+pub fn prove(p: &Project, o: &Options) -> Proof {
+    let lowered = lower(p, o.session_steps, o.step_limit);
+    let obls = obligations::reach::obligations(p, &lowered);
+    let (b, m) = run_engines(&lowered, &obls, o);
+    let mut outcomes: Vec<Outcome> = obls
+        .iter()
+        .enumerate()
+        .map(|(i, ob)| {
+            let bv = b.as_ref().map(|r| r.verdicts[i].clone());
+            let mv = m.as_ref().map(|r| r.verdicts[i].clone());
+            let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
+            let verdict = combine(bv.as_ref(), mv.as_ref());
+            Outcome {
+                obligation: ob.clone(),
+                bfs: bv,
+                bmc: mv,
+                verdict,
+                disagreement,
+                multi_turn: false,
+            }
+        })
+        .collect();
+    if o.session_steps > 1 {
+        mark_multi_turn(p, o, &mut outcomes);
+    }
+    Proof {
+        lowered,
+        outcomes,
+        bfs: b,
+        bmc: m,
+    }
+}
+
+/// QG003: a reachable finding whose shortest witness spans two or more turns and which is
+/// unreachable in one turn (checked by a one-turn BFS over the same obligations).
+fn mark_multi_turn(p: &Project, o: &Options, outcomes: &mut [Outcome]) {
+    let candidates: Vec<usize> = outcomes
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| !x.obligation.inverted && turns_of(&x.verdict) >= 2)
+        .map(|(i, _)| i)
+        .collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let one = lower(p, 1, o.step_limit);
+    let obls1 = obligations::reach::obligations(p, &one);
+    let run = bfs::run(
+        &one.ts,
+        &obls1,
+        bfs::BfsBudget {
+            max_states: o.max_states,
+        },
+    );
+    for i in candidates {
+        let id = &outcomes[i].obligation.id;
+        let in_one = obls1
+            .iter()
+            .position(|x| &x.id == id)
+            .map(|k| &run.verdicts[k]);
+        if matches!(in_one, None | Some(Verdict::Unreachable { .. })) {
+            outcomes[i].multi_turn = true;
+        }
+    }
+}
+
+fn turns_of(v: &Verdict) -> usize {
+    match v {
+        Verdict::Reachable(w) => distinct_turns(w),
+        _ => 0,
+    }
+}
+
+fn distinct_turns(w: &RawWitness) -> usize {
+    // The turn variable is the third state variable (node, agent, turn, …).
+    let mut t: Vec<u32> = w
+        .steps
+        .iter()
+        .map(|s| s.state.get(2).copied().unwrap_or(0))
+        .collect();
+    t.dedup();
+    t.len()
+}

@@ -1,0 +1,404 @@
+//! Findings and reports: the text layout of SPEC §7, `qls-findings/1` JSON and SARIF 2.1.0.
+//! Output is deterministic: ordered maps only, no clocks unless `--timings`.
+
+use crate::proof::{Engines, Proof};
+use crate::verdict::{RawWitness, Verdict};
+use encoder::ts::TransitionSystem;
+use encoder::{Loc, Project};
+use obligations::catalog::{rule, Rule};
+use obligations::lints::Lint;
+use serde_json::{json, Value};
+
+/// One finding, at one location.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    /// The rule.
+    pub rule: &'static Rule,
+    /// The subject (a tool, `cycle:node`, …).
+    pub subject: String,
+    /// Where.
+    pub at: Option<Loc>,
+    /// What was found.
+    pub message: String,
+    /// The witness, for reachability findings.
+    pub witness: Option<RawWitness>,
+    /// The obligation id and each engine's verdict word.
+    pub engines: Option<(String, String, String)>,
+}
+
+/// The whole report's data.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The command line's subject (the agent.yaml or graph path as given).
+    pub subject: String,
+    /// Findings, ordered by severity, rule, location.
+    pub findings: Vec<Finding>,
+    /// Registration lints.
+    pub lints: Vec<Lint>,
+    /// Quiet rules with reasons.
+    pub quiet: Vec<(String, String)>,
+    /// Counts: hold, reachable, undecided.
+    pub counts: (usize, usize, usize),
+    /// Whether the engines agree everywhere.
+    pub agree: bool,
+    /// Undecided gate-failing obligations.
+    pub undecided_gate: Vec<String>,
+    /// Whether the gate passed.
+    pub passed: bool,
+    /// Turns and step limit proved.
+    pub depth: (u32, u32),
+    /// The engines that ran.
+    pub engines: Engines,
+}
+
+fn severity_rank(r: &Rule) -> u8 {
+    match r.kind.severity() {
+        "High" => 0,
+        "Medium" => 1,
+        _ => 2,
+    }
+}
+
+/// The location of a tool for an acting agent: the agent.yaml line that lists it, else the node's.
+fn tool_loc(p: &Project, agent: Option<&str>, tool: &str, node_at: Option<Loc>) -> Option<Loc> {
+    if let (Some(af), Some(a)) = (&p.agent_file, agent) {
+        if let Some(t) = af
+            .agents
+            .get(a)
+            .and_then(|s| s.tools.iter().find(|t| t.name == tool))
+        {
+            return Some(t.at.clone());
+        }
+    }
+    node_at
+}
+
+fn reach_message(rule_id: &str, tool: &str, node: &str, agent: &str) -> String {
+    match rule_id {
+        "QG001" => format!("the write '{tool}' runs at '{node}' without the tool check, and no guarded node lists it"),
+        "QG002" => format!("the write '{tool}' runs at '{node}' without the tool check, although a guarded tool node lists it"),
+        "QG101" => format!("the read '{tool}' runs at '{node}' without the tool check"),
+        "QG011" => format!("the high-privilege agent '{agent}' runs the write '{tool}' unconfirmed while it carries an instruction handed from a lower-privilege agent"),
+        "QG012" => "The instruction entered one agent and the privileged call is made by another, after a hand-off: each agent did what it was asked, and the less trusted one steered the more trusted one.".to_string(),
+        "QG013" => format!("the compensable write '{tool}' runs after an irreversible write in the same turn, so a failure can no longer be undone"),
+        "QG014" => format!("'{tool}' runs at '{node}' although the session's runs violate its order rule"),
+        "QG017" => format!("'{tool}' runs unconfirmed with a code or shell argument the model wrote"),
+        "QG018" => format!("'{tool}' runs unconfirmed with a query, path, URL, template or destination the model wrote"),
+        "QG019" => format!("'{tool}' sends data out, unconfirmed, while agent '{agent}' holds confidential content"),
+        "QG020" => format!("'{tool}' reads a multi-tenant store and the call is not bound to the user"),
+        "QG021" => format!("'{tool}' writes a persistent store, unconfirmed, while agent '{agent}' holds untrusted content"),
+        _ => format!("'{tool}' at '{node}'"),
+    }
+}
+
+/// Builds the report from a proof.
+pub fn build(
+    subject: &str,
+    p: &Project,
+    proof: &Proof,
+    engines: Engines,
+    depth: (u32, u32),
+) -> Report {
+    let mut findings = Vec::new();
+    for s in obligations::structural::structural(p) {
+        if let Some(r) = rule(&s.rule) {
+            findings.push(Finding {
+                rule: r,
+                subject: s.subject,
+                at: s.at,
+                message: s.message,
+                witness: None,
+                engines: None,
+            });
+        }
+    }
+    let (mut hold, mut reach, mut und) = (0, 0, 0);
+    let mut undecided_gate = Vec::new();
+    let mut agree = true;
+    for o in &proof.outcomes {
+        let ob = &o.obligation;
+        let r = rule(&ob.rule).expect("obligation rules are in the catalog");
+        let words = (
+            ob.id.clone(),
+            o.bfs
+                .as_ref()
+                .map(|v| v.word())
+                .unwrap_or("not run")
+                .to_string(),
+            o.bmc
+                .as_ref()
+                .map(|v| v.word())
+                .unwrap_or("not run")
+                .to_string(),
+        );
+        if o.disagreement {
+            agree = false;
+            let q = rule("QG312").expect("QG312 is in the catalog");
+            findings.push(Finding {
+                rule: q,
+                subject: ob.id.clone(),
+                at: None,
+                message: format!(
+                    "the engines disagree on {}: BFS says {}, BMC says {}",
+                    ob.id,
+                    describe(o.bfs.as_ref()),
+                    describe(o.bmc.as_ref())
+                ),
+                witness: None,
+                engines: Some(words.clone()),
+            });
+        }
+        match (&o.verdict, ob.inverted) {
+            (Verdict::Undecided(_), _) => {
+                und += 1;
+                if r.fails_gate {
+                    undecided_gate.push(ob.id.clone());
+                }
+            }
+            (Verdict::Reachable(_), true) | (Verdict::Unreachable { .. }, false) => hold += 1,
+            (Verdict::Unreachable { depth }, true) => {
+                reach += 1;
+                let at = p
+                    .rulebook
+                    .as_ref()
+                    .and_then(|rb| rb.executes.iter().find(|e| e.action == ob.subject))
+                    .map(|e| e.at.clone());
+                findings.push(Finding { rule: r, subject: ob.subject.clone(), at, message: format!("no reachable step within {depth} steps has the rulebook allow '{}': the execute is dead", ob.subject), witness: None, engines: Some(words) });
+            }
+            (Verdict::Reachable(w), false) => {
+                reach += 1;
+                let last = proof.lowered.ts.command(
+                    w.steps
+                        .last()
+                        .map(|s| s.cmd)
+                        .unwrap_or(encoder::ts::CmdId(0)),
+                );
+                let agent = last.label.agent.clone().unwrap_or_default();
+                let at = tool_loc(p, Some(&agent), &ob.subject, last.label.at.clone());
+                let mut message = reach_message(&ob.rule, &ob.subject, &last.label.node, &agent);
+                let r = if o.multi_turn {
+                    message = format!(
+                        "{} ({}: its shortest witness needs {} turns and it is unreachable in one)",
+                        message,
+                        ob.rule,
+                        count_turns(&proof.lowered.ts, w)
+                    );
+                    rule("QG003").expect("QG003 is in the catalog")
+                } else {
+                    r
+                };
+                findings.push(Finding {
+                    rule: r,
+                    subject: ob.subject.clone(),
+                    at,
+                    message,
+                    witness: Some(w.clone()),
+                    engines: Some(words),
+                });
+            }
+        }
+    }
+    findings.sort_by(|a, b| {
+        (severity_rank(a.rule), a.rule.id, &a.at, &a.subject).cmp(&(
+            severity_rank(b.rule),
+            b.rule.id,
+            &b.at,
+            &b.subject,
+        ))
+    });
+    let passed = !findings.iter().any(|f| f.rule.fails_gate) && undecided_gate.is_empty();
+    Report {
+        subject: subject.to_string(),
+        findings,
+        lints: obligations::lints::lints(p),
+        quiet: obligations::structural::quiet_rules(p),
+        counts: (hold, reach, und),
+        agree,
+        undecided_gate,
+        passed,
+        depth,
+        engines,
+    }
+}
+
+fn count_turns(ts: &TransitionSystem, w: &RawWitness) -> usize {
+    let mut t: Vec<u32> = w
+        .steps
+        .iter()
+        .map(|s| s.state[ts.turn_var.0 as usize])
+        .collect();
+    t.dedup();
+    t.len()
+}
+
+fn describe(v: Option<&Verdict>) -> String {
+    match v {
+        Some(Verdict::Reachable(w)) => format!("reachable at depth {}", w.depth()),
+        Some(Verdict::Unreachable { depth }) => format!("unreachable to depth {depth}"),
+        Some(Verdict::Undecided(r)) => format!("undecided ({r})"),
+        None => "not run".into(),
+    }
+}
+
+fn loc_text(at: &Option<Loc>) -> String {
+    at.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
+}
+
+/// The text report (SPEC §7).
+pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
+    let mut s = format!("qls verify {}\n\n", r.subject);
+    let writes = p.catalogue.tools.values().filter(|t| t.is_write()).count();
+    s.push_str(&format!(
+        "Catalogue: {} tools ({} writes)",
+        p.catalogue.tools.len(),
+        writes
+    ));
+    match (&p.rulebook, &p.rulebook_refusal) {
+        (Some(rb), _) => s.push_str(&format!(
+            "; rulebook {} (sha256 {}…)\n",
+            rb.source,
+            &rb.sha256[..12.min(rb.sha256.len())]
+        )),
+        (None, Some(e)) => s.push_str(&format!("; rulebook {} refused\n", e.file)),
+        _ => s.push_str("; no rulebook\n"),
+    }
+    if r.lints.is_empty() {
+        s.push_str("Lints at registration: none\n");
+    } else {
+        s.push_str("Lints at registration (nothing fails on a lint):\n");
+        for l in &r.lints {
+            s.push_str(&format!(
+                "  {} (warning) on {}: {}\n",
+                l.code, l.subject, l.message
+            ));
+        }
+    }
+    let (h, re, u) = r.counts;
+    let turns = if r.depth.0 == 1 {
+        "1 turn".to_string()
+    } else {
+        format!("{} turns", r.depth.0)
+    };
+    let agree = match r.engines {
+        Engines::Both if r.agree => "engines agree",
+        Engines::Both => "ENGINES DISAGREE",
+        Engines::Bmc => "BMC only",
+        Engines::Bfs => "BFS only",
+    };
+    s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1));
+    for f in &r.findings {
+        s.push_str(&format!(
+            "\n{} {} on {}{}\n",
+            f.rule.id,
+            f.rule.kind.severity(),
+            f.subject,
+            loc_text(&f.at)
+        ));
+        s.push_str(&format!("  {}\n", f.message));
+        s.push_str(&format!("  OWASP {}\n", f.rule.owasp.join(", ")));
+        s.push_str(&format!(
+            "  Fix: {}\n",
+            f.rule.fix.replace("{tool}", &f.subject)
+        ));
+        if let Some(w) = &f.witness {
+            s.push_str(&format!(
+                "  Witness: {} steps: {}\n",
+                w.depth(),
+                witness_path(ts, w)
+            ));
+        }
+    }
+    if !r.undecided_gate.is_empty() {
+        s.push_str(&format!(
+            "\nUndecided (a budget ran out; never clean): {}\n",
+            r.undecided_gate.join(", ")
+        ));
+    }
+    if !r.quiet.is_empty() {
+        s.push_str("\nRules with nothing to read, so nothing raised:\n");
+        for (id, why) in &r.quiet {
+            s.push_str(&format!("  {id}: {why}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "\nGate: {}\n",
+        if r.passed { "passed" } else { "failed" }
+    ));
+    s
+}
+
+/// The path a witness takes, as node names.
+pub fn witness_path(ts: &TransitionSystem, w: &RawWitness) -> String {
+    w.steps
+        .iter()
+        .map(|st| ts.command(st.cmd).label.node.clone())
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+/// One witness step as JSON (`qls-witness/1` step).
+pub fn witness_json(ts: &TransitionSystem, w: &RawWitness) -> Value {
+    let steps: Vec<Value> = w
+        .steps
+        .iter()
+        .map(|st| {
+            let c = ts.command(st.cmd);
+            let choices: serde_json::Map<String, Value> = c
+                .choices
+                .iter()
+                .map(|ch| {
+                    (
+                        ts.choices[ch.0 as usize].name.clone(),
+                        json!(ts.choices[ch.0 as usize].show(st.choices[ch.0 as usize])),
+                    )
+                })
+                .collect();
+            json!({
+                "turn": st.state[ts.turn_var.0 as usize],
+                "step": st.state[ts.step_var.0 as usize],
+                "node": c.label.node,
+                "label": c.label,
+                "choices": choices,
+            })
+        })
+        .collect();
+    json!({"format": "qls-witness/1", "depth": w.depth(), "steps": steps})
+}
+
+/// `qls-findings/1` JSON.
+pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
+    let findings: Vec<Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            json!({
+                "rule": f.rule.id, "title": f.rule.title, "type": f.rule.kind.name(), "severity": f.rule.kind.severity(),
+                "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().collect::<Vec<_>>(),
+                "message": f.message, "owasp": f.rule.owasp, "fix": f.rule.fix.replace("{tool}", &f.subject),
+                "witness": f.witness.as_ref().map(|w| witness_json(&proof.lowered.ts, w)),
+                "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
+            })
+        })
+        .collect();
+    let obls: Vec<Value> = proof
+        .outcomes
+        .iter()
+        .map(|o| {
+            json!({"id": o.obligation.id, "rule": o.obligation.rule, "subject": o.obligation.subject, "inverted": o.obligation.inverted,
+                   "verdict": o.verdict.word(), "depth": o.verdict.depth(),
+                   "bfs": o.bfs.as_ref().map(|v| v.word()), "bmc": o.bmc.as_ref().map(|v| v.word())})
+        })
+        .collect();
+    let v = json!({
+        "format": "qls-findings/1",
+        "inputs": p.inputs.iter().map(|(f, h)| json!({"file": f, "sha256": h})).collect::<Vec<_>>(),
+        "depth": {"session_steps": r.depth.0, "step_limit": r.depth.1},
+        "gate": if r.passed { "passed" } else { "failed" },
+        "lints": r.lints,
+        "findings": findings,
+        "obligations": obls,
+        "quiet_rules": r.quiet.iter().map(|(a, b)| json!({"rule": a, "reason": b})).collect::<Vec<_>>(),
+        "states": proof.bfs.as_ref().map(|b| b.cost.states),
+    });
+    serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
+}
