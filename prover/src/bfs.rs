@@ -218,7 +218,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
         }
         level_start = level_end;
         level += 1;
-        if found.iter().all(|f| f.is_some()) || exhausted_budget {
+        if (!found.is_empty() && found.iter().all(|f| f.is_some())) || exhausted_budget {
             break;
         }
     }

@@ -1,0 +1,107 @@
+//! A tiny project builder for tests and benchmarks: graphs, catalogues and settings from a
+//! few calls, without files.
+
+use crate::agent::{Privilege, Settings};
+use crate::catalogue::{Catalogue, Effect, OrderRule, Tool};
+use crate::graph::{EdgeKind, Graph, GraphAgent, GraphEdge, GraphNode, NodeKind};
+use crate::{Loc, Project};
+use indexmap::IndexMap;
+
+/// Builds a [`Project`] step by step.
+#[derive(Clone, Debug, Default)]
+pub struct Builder {
+    nodes: Vec<GraphNode>,
+    edges: Vec<GraphEdge>,
+    agents: IndexMap<String, GraphAgent>,
+    tools: IndexMap<String, Tool>,
+    settings: Settings,
+    entry: Option<String>,
+}
+
+impl Builder {
+    /// An empty builder with default settings.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Adds an agent.
+    pub fn agent(mut self, name: &str, privilege: Privilege, budget: Option<u32>) -> Self {
+        self.agents.insert(name.into(), GraphAgent { privilege, tools: vec![], budget, at: Some(Loc::new("t.yaml", 1)) });
+        self
+    }
+
+    /// Adds a tool to the catalogue.
+    pub fn tool(mut self, t: Tool) -> Self {
+        self.tools.insert(t.name.clone(), t);
+        self
+    }
+
+    /// A plain tool.
+    pub fn mk_tool(name: &str, effect: Effect) -> Tool {
+        Tool::new(name, effect, Loc::new("t.catalogue.yaml", 1))
+    }
+
+    /// A tool with order rules.
+    pub fn ordered(mut t: Tool, after: &[&str], not_after: &[&str], at_most: Option<u32>) -> Tool {
+        t.order = OrderRule { after: after.iter().map(|s| s.to_string()).collect(), not_after: not_after.iter().map(|s| s.to_string()).collect(), at_most };
+        t
+    }
+
+    /// Adds a node; tools nodes list `tools` (and the agent may reach them).
+    pub fn node(mut self, id: &str, kind: NodeKind, agent: Option<&str>, guarded: Option<bool>, tools: &[&str]) -> Self {
+        let tools: Vec<String> = tools.iter().map(|s| s.to_string()).collect();
+        if let Some(a) = agent.and_then(|a| self.agents.get_mut(a)) {
+            for t in &tools {
+                if !a.tools.contains(t) {
+                    a.tools.push(t.clone());
+                }
+            }
+        }
+        let (tools, may_call) = if kind == NodeKind::Custom { (vec![], tools) } else { (tools, vec![]) };
+        self.nodes.push(GraphNode { id: id.into(), kind, agent: agent.map(str::to_string), guarded, tools, may_call, at: Some(Loc::new("t.yaml", self.nodes.len() as u32 + 1)) });
+        self
+    }
+
+    /// Adds an edge.
+    pub fn edge(mut self, from: &str, to: &str, kind: EdgeKind) -> Self {
+        self.edges.push(GraphEdge { from: from.into(), to: Some(to.into()), kind, exit_after: None, carries_marks: None, targets: None, at: None });
+        self
+    }
+
+    /// Adds an edge taken at most `n` times per turn.
+    pub fn edge_exit(mut self, from: &str, to: &str, kind: EdgeKind, n: u32) -> Self {
+        self.edges.push(GraphEdge { from: from.into(), to: Some(to.into()), kind, exit_after: Some(n), carries_marks: None, targets: None, at: None });
+        self
+    }
+
+    /// Sets the settings.
+    pub fn settings(mut self, s: Settings) -> Self {
+        self.settings = s;
+        self
+    }
+
+    /// Sets the entry node (default: the first node).
+    pub fn entry(mut self, id: &str) -> Self {
+        self.entry = Some(id.into());
+        self
+    }
+
+    /// The project.
+    pub fn build(self) -> Project {
+        let mut nodes = self.nodes;
+        if !nodes.iter().any(|n| n.kind == NodeKind::End) {
+            nodes.push(GraphNode { id: "end".into(), kind: NodeKind::End, agent: None, guarded: None, tools: vec![], may_call: vec![], at: None });
+        }
+        let entry = self.entry.unwrap_or_else(|| nodes[0].id.clone());
+        Project {
+            agent_file: None,
+            graph: Graph { format: crate::graph::FORMAT.into(), entry, agents: self.agents, nodes, edges: self.edges },
+            catalogue: Catalogue { tools: self.tools, modules: vec![], files: vec![] },
+            rulebook: None,
+            rulebook_refusal: None,
+            settings: self.settings,
+            context: vec![],
+            inputs: vec![],
+        }
+    }
+}
