@@ -389,19 +389,20 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
         }
     }
     if let Some(tr) = m.opt_str("trust")? {
-        t.trust =
-            match tr.as_str() {
-                "external" => Trust::External,
-                "agent" => Trust::Agent,
-                "privileged" => Trust::Privileged,
-                other => return Err(InputError::at(
+        t.trust = match tr.as_str() {
+            "external" => Trust::External,
+            "agent" => Trust::Agent,
+            "privileged" => Trust::Privileged,
+            other => {
+                return Err(InputError::at(
                     file,
                     m.key_line("trust"),
                     format!(
                         "tool `{name}`: trust `{other}` is not one of external, agent, privileged"
                     ),
-                )),
-            };
+                ))
+            }
+        };
     }
     if let Some(n) = m.get("arg_kinds") {
         let km = as_map(file, n, "`arg_kinds`")?;

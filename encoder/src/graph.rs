@@ -302,22 +302,23 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
         let line = line_of(item);
         let id = m.req_str("id")?;
         let kind_s = m.req_str("kind")?;
-        let kind =
-            match kind_s.as_str() {
-                "router" => NodeKind::Router,
-                "model" => NodeKind::Model,
-                "tools" => NodeKind::Tools,
-                "custom" => NodeKind::Custom,
-                "human" => NodeKind::Human,
-                "end" => NodeKind::End,
-                o => return Err(InputError::at(
+        let kind = match kind_s.as_str() {
+            "router" => NodeKind::Router,
+            "model" => NodeKind::Model,
+            "tools" => NodeKind::Tools,
+            "custom" => NodeKind::Custom,
+            "human" => NodeKind::Human,
+            "end" => NodeKind::End,
+            o => {
+                return Err(InputError::at(
                     file,
                     m.key_line("kind"),
                     format!(
                         "node kind `{o}` is not one of router, model, tools, custom, human, end"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         if nodes.iter().any(|n| n.id == id) {
             return Err(InputError::at(
                 file,

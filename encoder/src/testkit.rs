@@ -26,7 +26,15 @@ impl Builder {
 
     /// Adds an agent.
     pub fn agent(mut self, name: &str, privilege: Privilege, budget: Option<u32>) -> Self {
-        self.agents.insert(name.into(), GraphAgent { privilege, tools: vec![], budget, at: Some(Loc::new("t.yaml", 1)) });
+        self.agents.insert(
+            name.into(),
+            GraphAgent {
+                privilege,
+                tools: vec![],
+                budget,
+                at: Some(Loc::new("t.yaml", 1)),
+            },
+        );
         self
     }
 
@@ -43,12 +51,23 @@ impl Builder {
 
     /// A tool with order rules.
     pub fn ordered(mut t: Tool, after: &[&str], not_after: &[&str], at_most: Option<u32>) -> Tool {
-        t.order = OrderRule { after: after.iter().map(|s| s.to_string()).collect(), not_after: not_after.iter().map(|s| s.to_string()).collect(), at_most };
+        t.order = OrderRule {
+            after: after.iter().map(|s| s.to_string()).collect(),
+            not_after: not_after.iter().map(|s| s.to_string()).collect(),
+            at_most,
+        };
         t
     }
 
     /// Adds a node; tools nodes list `tools` (and the agent may reach them).
-    pub fn node(mut self, id: &str, kind: NodeKind, agent: Option<&str>, guarded: Option<bool>, tools: &[&str]) -> Self {
+    pub fn node(
+        mut self,
+        id: &str,
+        kind: NodeKind,
+        agent: Option<&str>,
+        guarded: Option<bool>,
+        tools: &[&str],
+    ) -> Self {
         let tools: Vec<String> = tools.iter().map(|s| s.to_string()).collect();
         if let Some(a) = agent.and_then(|a| self.agents.get_mut(a)) {
             for t in &tools {
@@ -57,20 +76,48 @@ impl Builder {
                 }
             }
         }
-        let (tools, may_call) = if kind == NodeKind::Custom { (vec![], tools) } else { (tools, vec![]) };
-        self.nodes.push(GraphNode { id: id.into(), kind, agent: agent.map(str::to_string), guarded, tools, may_call, at: Some(Loc::new("t.yaml", self.nodes.len() as u32 + 1)) });
+        let (tools, may_call) = if kind == NodeKind::Custom {
+            (vec![], tools)
+        } else {
+            (tools, vec![])
+        };
+        self.nodes.push(GraphNode {
+            id: id.into(),
+            kind,
+            agent: agent.map(str::to_string),
+            guarded,
+            tools,
+            may_call,
+            at: Some(Loc::new("t.yaml", self.nodes.len() as u32 + 1)),
+        });
         self
     }
 
     /// Adds an edge.
     pub fn edge(mut self, from: &str, to: &str, kind: EdgeKind) -> Self {
-        self.edges.push(GraphEdge { from: from.into(), to: Some(to.into()), kind, exit_after: None, carries_marks: None, targets: None, at: None });
+        self.edges.push(GraphEdge {
+            from: from.into(),
+            to: Some(to.into()),
+            kind,
+            exit_after: None,
+            carries_marks: None,
+            targets: None,
+            at: None,
+        });
         self
     }
 
     /// Adds an edge taken at most `n` times per turn.
     pub fn edge_exit(mut self, from: &str, to: &str, kind: EdgeKind, n: u32) -> Self {
-        self.edges.push(GraphEdge { from: from.into(), to: Some(to.into()), kind, exit_after: Some(n), carries_marks: None, targets: None, at: None });
+        self.edges.push(GraphEdge {
+            from: from.into(),
+            to: Some(to.into()),
+            kind,
+            exit_after: Some(n),
+            carries_marks: None,
+            targets: None,
+            at: None,
+        });
         self
     }
 
@@ -90,13 +137,31 @@ impl Builder {
     pub fn build(self) -> Project {
         let mut nodes = self.nodes;
         if !nodes.iter().any(|n| n.kind == NodeKind::End) {
-            nodes.push(GraphNode { id: "end".into(), kind: NodeKind::End, agent: None, guarded: None, tools: vec![], may_call: vec![], at: None });
+            nodes.push(GraphNode {
+                id: "end".into(),
+                kind: NodeKind::End,
+                agent: None,
+                guarded: None,
+                tools: vec![],
+                may_call: vec![],
+                at: None,
+            });
         }
         let entry = self.entry.unwrap_or_else(|| nodes[0].id.clone());
         Project {
             agent_file: None,
-            graph: Graph { format: crate::graph::FORMAT.into(), entry, agents: self.agents, nodes, edges: self.edges },
-            catalogue: Catalogue { tools: self.tools, modules: vec![], files: vec![] },
+            graph: Graph {
+                format: crate::graph::FORMAT.into(),
+                entry,
+                agents: self.agents,
+                nodes,
+                edges: self.edges,
+            },
+            catalogue: Catalogue {
+                tools: self.tools,
+                modules: vec![],
+                files: vec![],
+            },
             rulebook: None,
             rulebook_refusal: None,
             settings: self.settings,

@@ -152,6 +152,10 @@ mod tests {
     #[ignore = "writes docs/rules.md; run it after changing the catalog"]
     fn regenerate_rule_docs() {
         let text = format!("# The QG rules\n\nGenerated from `obligations/src/catalog.rs` (a test keeps the two equal). Severity follows the type: High for a vulnerability, Medium for a bug, Review for a security hotspot.\n\n{}", markdown_table());
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/rules.md"), text).unwrap();
+        std::fs::write(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/rules.md"),
+            text,
+        )
+        .unwrap();
     }
 }

@@ -248,10 +248,17 @@ fn loc_text(at: &Option<Loc>) -> String {
 pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
     let mut s = format!("qls verify {}\n\n", r.subject);
     let writes = p.catalogue.tools.values().filter(|t| t.is_write()).count();
+    let plural = |n: usize, w: &str| {
+        if n == 1 {
+            format!("1 {w}")
+        } else {
+            format!("{n} {w}s")
+        }
+    };
     s.push_str(&format!(
-        "Catalogue: {} tools ({} writes)",
-        p.catalogue.tools.len(),
-        writes
+        "Catalogue: {} ({})",
+        plural(p.catalogue.tools.len(), "tool"),
+        plural(writes, "write")
     ));
     match (&p.rulebook, &p.rulebook_refusal) {
         (Some(rb), _) => s.push_str(&format!(

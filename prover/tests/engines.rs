@@ -38,12 +38,24 @@ fn random_project(seed: u64) -> Project {
     let n_agents = 1 + r.below(2) as usize;
     let agents = ["a", "b"];
     for a in agents.iter().take(n_agents) {
-        let privilege = if r.coin() { Privilege::Low } else { Privilege::High };
-        let budget = if r.below(3) == 0 { Some(1 + r.below(2) as u32) } else { None };
+        let privilege = if r.coin() {
+            Privilege::Low
+        } else {
+            Privilege::High
+        };
+        let budget = if r.below(3) == 0 {
+            Some(1 + r.below(2) as u32)
+        } else {
+            None
+        };
         b = b.agent(a, privilege, budget);
     }
     for (i, name) in tool_names.iter().take(n_tools).enumerate() {
-        let effect = if r.coin() { Effect::Write } else { Effect::Read };
+        let effect = if r.coin() {
+            Effect::Write
+        } else {
+            Effect::Read
+        };
         let mut t = Builder::mk_tool(name, effect);
         t.returns_untrusted = r.below(3) == 0;
         t.confidential = r.below(4) == 0;
@@ -67,16 +79,37 @@ fn random_project(seed: u64) -> Project {
     }
     let mut ids: Vec<(String, NodeKind)> = Vec::new();
     for a in agents.iter().take(n_agents) {
-        let pick: Vec<&str> = tool_names.iter().take(n_tools).copied().filter(|_| r.coin()).collect();
-        let pick = if pick.is_empty() { vec![tool_names[0]] } else { pick };
+        let pick: Vec<&str> = tool_names
+            .iter()
+            .take(n_tools)
+            .copied()
+            .filter(|_| r.coin())
+            .collect();
+        let pick = if pick.is_empty() {
+            vec![tool_names[0]]
+        } else {
+            pick
+        };
         b = b.node(&format!("{a}_router"), NodeKind::Router, Some(a), None, &[]);
         ids.push((format!("{a}_router"), NodeKind::Router));
         b = b.node(&format!("{a}_model"), NodeKind::Model, Some(a), None, &[]);
         ids.push((format!("{a}_model"), NodeKind::Model));
-        b = b.node(&format!("{a}_tools"), NodeKind::Tools, Some(a), Some(r.below(3) != 0), &pick);
+        b = b.node(
+            &format!("{a}_tools"),
+            NodeKind::Tools,
+            Some(a),
+            Some(r.below(3) != 0),
+            &pick,
+        );
         ids.push((format!("{a}_tools"), NodeKind::Tools));
         if r.below(4) == 0 {
-            b = b.node(&format!("{a}_custom"), NodeKind::Custom, Some(a), None, &pick[..1]);
+            b = b.node(
+                &format!("{a}_custom"),
+                NodeKind::Custom,
+                Some(a),
+                None,
+                &pick[..1],
+            );
             ids.push((format!("{a}_custom"), NodeKind::Custom));
         }
         if r.below(4) == 0 {
@@ -98,16 +131,36 @@ fn random_project(seed: u64) -> Project {
                 (_, NodeKind::End) => EdgeKind::Reply,
                 (NodeKind::Model, NodeKind::Tools | NodeKind::Human) => EdgeKind::Call,
                 (NodeKind::Tools, NodeKind::Model) => EdgeKind::Return,
-                (NodeKind::Model, NodeKind::Router | NodeKind::Model) if from.chars().next() != to.chars().next() => EdgeKind::Handoff,
+                (NodeKind::Model, NodeKind::Router | NodeKind::Model)
+                    if from.chars().next() != to.chars().next() =>
+                {
+                    EdgeKind::Handoff
+                }
                 _ => EdgeKind::Route,
             };
-            b = if r.below(5) == 0 { b.edge_exit(&from, &to, kind, 1) } else { b.edge(&from, &to, kind) };
+            b = if r.below(5) == 0 {
+                b.edge_exit(&from, &to, kind, 1)
+            } else {
+                b.edge(&from, &to, kind)
+            };
         }
     }
     let settings = Settings {
-        write_policy: if r.coin() { WritePolicy::Confirm } else { WritePolicy::Declared },
-        taint_policy: if r.coin() { TaintPolicy::Confirm } else { TaintPolicy::Refuse },
-        history: if r.coin() { HistoryScope::Shared } else { HistoryScope::PerAgent },
+        write_policy: if r.coin() {
+            WritePolicy::Confirm
+        } else {
+            WritePolicy::Declared
+        },
+        taint_policy: if r.coin() {
+            TaintPolicy::Confirm
+        } else {
+            TaintPolicy::Refuse
+        },
+        history: if r.coin() {
+            HistoryScope::Shared
+        } else {
+            HistoryScope::PerAgent
+        },
         memory_keeps_marks: r.coin(),
         step_limit: 2 + r.below(3) as u32,
         session_steps: 1 + r.below(2) as u32,
@@ -128,7 +181,14 @@ fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {
 /// Shortest depth per obligation by enumerating every path (no state merging).
 fn brute_force(ts: &TransitionSystem, obls: &[Obligation], max_depth: u32) -> Vec<Option<u32>> {
     let mut best: Vec<Option<u32>> = vec![None; obls.len()];
-    fn go(ts: &TransitionSystem, obls: &[Obligation], s: Vec<u32>, d: u32, max: u32, best: &mut Vec<Option<u32>>) {
+    fn go(
+        ts: &TransitionSystem,
+        obls: &[Obligation],
+        s: Vec<u32>,
+        d: u32,
+        max: u32,
+        best: &mut Vec<Option<u32>>,
+    ) {
         if d >= max {
             return;
         }
@@ -148,7 +208,10 @@ fn brute_force(ts: &TransitionSystem, obls: &[Obligation], max_depth: u32) -> Ve
                     continue;
                 }
                 for (oi, o) in obls.iter().enumerate() {
-                    if o.commands.contains(&cid) && ts.eval_bool(&o.cond, &s, &ch) && best[oi].is_none_or(|b| d + 1 < b) {
+                    if o.commands.contains(&cid)
+                        && ts.eval_bool(&o.cond, &s, &ch)
+                        && best[oi].is_none_or(|b| d + 1 < b)
+                    {
                         best[oi] = Some(d + 1);
                     }
                 }
@@ -204,7 +267,10 @@ fn random_graphs_produce_reachable_and_unreachable_obligations() {
             }
         }
     }
-    assert!(reach > 50 && unreach > 50, "reach {reach}, unreach {unreach}");
+    assert!(
+        reach > 50 && unreach > 50,
+        "reach {reach}, unreach {unreach}"
+    );
 }
 
 #[test]

@@ -6,7 +6,10 @@ use prover::verdict::Verdict;
 use std::path::Path;
 
 fn shop() -> encoder::Project {
-    encoder::load_project(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml")).expect("the shop loads")
+    encoder::load_project(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml"),
+    )
+    .expect("the shop loads")
 }
 
 fn run(turns: u32) -> prover::proof::Proof {
@@ -20,7 +23,10 @@ fn run(turns: u32) -> prover::proof::Proof {
 fn shop_one_turn_state_count_is_pinned_and_engines_agree() {
     let proof = run(1);
     assert!(proof.outcomes.iter().all(|o| !o.disagreement));
-    assert!(proof.outcomes.iter().all(|o| !matches!(o.verdict, Verdict::Undecided(_))));
+    assert!(proof
+        .outcomes
+        .iter()
+        .all(|o| !matches!(o.verdict, Verdict::Undecided(_))));
     insta::assert_snapshot!(format!("states {}; obligations {}", proof.bfs.as_ref().unwrap().cost.states, proof.outcomes.len()), @"states 242; obligations 5");
 }
 
@@ -36,21 +42,39 @@ fn a_blind_bfs_makes_qg312_fire() {
     // A graph where an unchecked write is reachable, so the blinded BFS contradicts the BMC.
     let p = encoder::testkit::Builder::new()
         .agent("a", encoder::agent::Privilege::Low, None)
-        .tool(encoder::testkit::Builder::mk_tool("w", encoder::catalogue::Effect::Write))
+        .tool(encoder::testkit::Builder::mk_tool(
+            "w",
+            encoder::catalogue::Effect::Write,
+        ))
         .node("r", encoder::graph::NodeKind::Router, Some("a"), None, &[])
-        .node("raw", encoder::graph::NodeKind::Tools, Some("a"), Some(false), &["w"])
+        .node(
+            "raw",
+            encoder::graph::NodeKind::Tools,
+            Some("a"),
+            Some(false),
+            &["w"],
+        )
         .edge("r", "raw", encoder::graph::EdgeKind::Route)
         .edge("raw", "end", encoder::graph::EdgeKind::Reply)
         .build();
     let mut o = Options::for_project(&p);
     o.step_limit = 4;
     let honest = prove(&p, &o);
-    assert!(honest.outcomes.iter().any(|x| x.obligation.id == "QG001:w" && matches!(x.verdict, Verdict::Reachable(_)) && !x.disagreement));
+    assert!(honest.outcomes.iter().any(|x| x.obligation.id == "QG001:w"
+        && matches!(x.verdict, Verdict::Reachable(_))
+        && !x.disagreement));
     o.fault_bfs_blind = true;
     o.engines = Engines::Both;
     let faulty = prove(&p, &o);
-    let qg001 = faulty.outcomes.iter().find(|x| x.obligation.id == "QG001:w").unwrap();
-    assert!(qg001.disagreement, "the cross-check must flag the blinded engine");
+    let qg001 = faulty
+        .outcomes
+        .iter()
+        .find(|x| x.obligation.id == "QG001:w")
+        .unwrap();
+    assert!(
+        qg001.disagreement,
+        "the cross-check must flag the blinded engine"
+    );
     let report = prover::report::build("t", &p, &faulty, Engines::Both, (1, 4));
     assert!(report.findings.iter().any(|f| f.rule.id == "QG312"));
     assert!(!report.passed);
