@@ -4,7 +4,7 @@
 use encoder::rulebook::{CmpOp, Gate, GatePath, Language, Literal, Operand, Rulebook};
 use encoder::Loc;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

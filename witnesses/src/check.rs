@@ -464,12 +464,9 @@ fn rulebook_rule(rulebook: Option<&Rulebook>, call: &Call) -> Result<Vec<String>
 /// Rule 7 (sheet checks): every condition a rule sheet laid over the tool holds; a value that
 /// cannot be read refuses.
 fn sheet_check_rule(tool: &Tool, history: &History, call: &Call) -> Option<Decision> {
-    tool.checks
-        .iter()
-        .find_map(|c| match sheet_check_fails(c, history, call) {
-            None => None,
-            Some(detail) => Some(Decision::refuse("check", detail)),
-        })
+    tool.checks.iter().find_map(|c| {
+        sheet_check_fails(c, history, call).map(|detail| Decision::refuse("check", detail))
+    })
 }
 
 /// Why one sheet check fails, as the refusal's detail, or `None` when it holds.
