@@ -452,3 +452,35 @@ fn idempotency_key_ignores_argument_order() {
     let db = check(&w2.ctx(), &h, &b);
     assert_eq!(da.detail, db.detail);
 }
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<f64>().prop_map(|f| json!(f)),
+            ".{0,12}".prop_map(Value::String)
+        ];
+        leaf.prop_recursive(2, 12, 3, |inner| {
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect()))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_call_gets_a_decision(tool in prop::sample::select(vec!["get_order", "refund_card", "charge_card", "wire_funds", "ship_order", "note_it", "nope"]),
+                                    args in prop::collection::btree_map("[a-z_]{1,8}", arb_value(), 0..4),
+                                    undoes in prop::option::of(0usize..3), paid in arb_value()) {
+            let mut w = World::new();
+            w.rulebook = Some(refunds_rulebook());
+            let h = w.history(json!([charged(), {"tool": "read_inbox", "ran": true}]));
+            let call = json!({"tool": tool, "args": args, "undoes": undoes, "context": {"order_paid": paid}});
+            let d = w.decide(&h, call);
+            prop_assert!(!d.reasons.is_empty() || d.decision == Verdict::Allow);
+        }
+    }
+}
