@@ -88,3 +88,11 @@ fn rail_actions_are_governed() {
         rb.bot_uses
     );
 }
+
+#[test]
+fn the_shop_policy_compiles() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/shop/policy.co");
+    let text = std::fs::read_to_string(path).expect("examples/shop/policy.co");
+    let c = compile_text("policy.co", &text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(c.rulebook.gate("refund_card").is_some());
+}
