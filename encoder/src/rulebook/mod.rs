@@ -7,6 +7,8 @@
 //! action is a tool is decided later against the catalogue (`rule_action_unknown`).
 
 pub mod colang;
+mod expr;
+mod paths;
 pub mod sheet;
 
 use crate::diag::InputError;
@@ -280,6 +282,10 @@ impl CatalogueOverlay {
         }
     }
 }
+
+/// Bot messages every rulebook may use without defining them (`bot refuse`, `bot refuse to
+/// respond`).
+pub const BUILTIN_BOT_MESSAGES: &[&str] = &["refuse", "refuse to respond"];
 
 /// A rulebook with what a sheet lays over the catalogue.
 #[derive(Clone, Debug, PartialEq)]
