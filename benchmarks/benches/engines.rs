@@ -6,7 +6,10 @@ use prover::{bfs, bmc};
 use std::path::Path;
 
 fn shop() -> encoder::Project {
-    encoder::load_project(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml")).expect("shop loads")
+    encoder::load_project(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml"),
+    )
+    .expect("shop loads")
 }
 
 fn engines(c: &mut Criterion) {
@@ -16,8 +19,12 @@ fn engines(c: &mut Criterion) {
         let p = shop();
         let l = lower(&p, turns, 60);
         let o = obligations::reach::obligations(&p, &l);
-        g.bench_with_input(BenchmarkId::new("bfs", turns), &turns, |b, _| b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default())));
-        g.bench_with_input(BenchmarkId::new("bmc", turns), &turns, |b, _| b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default())));
+        g.bench_with_input(BenchmarkId::new("bfs", turns), &turns, |b, _| {
+            b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default()))
+        });
+        g.bench_with_input(BenchmarkId::new("bmc", turns), &turns, |b, _| {
+            b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default()))
+        });
     }
     g.finish();
     let mut g = c.benchmark_group("synthetic");
@@ -26,8 +33,12 @@ fn engines(c: &mut Criterion) {
         let p = encoder::testkit::synthetic(agents, 4, 7);
         let l = lower(&p, 1, 12);
         let o = obligations::reach::obligations(&p, &l);
-        g.bench_with_input(BenchmarkId::new("bfs", agents), &agents, |b, _| b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default())));
-        g.bench_with_input(BenchmarkId::new("bmc", agents), &agents, |b, _| b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default())));
+        g.bench_with_input(BenchmarkId::new("bfs", agents), &agents, |b, _| {
+            b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default()))
+        });
+        g.bench_with_input(BenchmarkId::new("bmc", agents), &agents, |b, _| {
+            b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default()))
+        });
     }
     g.finish();
 }

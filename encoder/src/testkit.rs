@@ -186,33 +186,96 @@ pub fn synthetic(agents: usize, tools_per_agent: usize, seed: u64) -> Project {
     };
     for a in 0..agents {
         let name = format!("a{a}");
-        let privilege = if rnd() % 3 == 0 { Privilege::High } else { Privilege::Low };
+        let privilege = if rnd() % 3 == 0 {
+            Privilege::High
+        } else {
+            Privilege::Low
+        };
         b = b.agent(&name, privilege, None);
         let mut names = Vec::new();
         for t in 0..tools_per_agent {
             let tn = format!("a{a}_t{t}");
-            let mut tool = Builder::mk_tool(&tn, if t % 3 == 2 { Effect::Write } else { Effect::Read });
+            let mut tool = Builder::mk_tool(
+                &tn,
+                if t % 3 == 2 {
+                    Effect::Write
+                } else {
+                    Effect::Read
+                },
+            );
             tool.returns_untrusted = t % 5 == 4;
             b = b.tool(tool);
             names.push(tn);
         }
         let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-        b = b.node(&format!("{name}_router"), NodeKind::Router, Some(&name), None, &[]);
-        b = b.node(&format!("{name}_model"), NodeKind::Model, Some(&name), None, &[]);
-        b = b.node(&format!("{name}_tools"), NodeKind::Tools, Some(&name), Some(true), &refs);
-        b = b.edge(&format!("{name}_router"), &format!("{name}_tools"), EdgeKind::Route);
+        b = b.node(
+            &format!("{name}_router"),
+            NodeKind::Router,
+            Some(&name),
+            None,
+            &[],
+        );
+        b = b.node(
+            &format!("{name}_model"),
+            NodeKind::Model,
+            Some(&name),
+            None,
+            &[],
+        );
+        b = b.node(
+            &format!("{name}_tools"),
+            NodeKind::Tools,
+            Some(&name),
+            Some(true),
+            &refs,
+        );
+        b = b.edge(
+            &format!("{name}_router"),
+            &format!("{name}_tools"),
+            EdgeKind::Route,
+        );
         b = b.edge(&format!("{name}_router"), "end", EdgeKind::Route);
-        b = b.edge(&format!("{name}_router"), &format!("{name}_model"), EdgeKind::Route);
-        b = b.edge(&format!("{name}_model"), &format!("{name}_tools"), EdgeKind::Call);
-        b = b.edge(&format!("{name}_tools"), &format!("{name}_model"), EdgeKind::Return);
+        b = b.edge(
+            &format!("{name}_router"),
+            &format!("{name}_model"),
+            EdgeKind::Route,
+        );
+        b = b.edge(
+            &format!("{name}_model"),
+            &format!("{name}_tools"),
+            EdgeKind::Call,
+        );
+        b = b.edge(
+            &format!("{name}_tools"),
+            &format!("{name}_model"),
+            EdgeKind::Return,
+        );
         b = b.edge(&format!("{name}_model"), "end", EdgeKind::Reply);
         if a % 4 == 3 {
-            b = b.node(&format!("{name}_raw"), NodeKind::Tools, Some(&name), Some(false), &refs[..1.min(refs.len())]);
-            b = b.edge(&format!("{name}_model"), &format!("{name}_raw"), EdgeKind::Call);
-            b = b.edge(&format!("{name}_raw"), &format!("{name}_model"), EdgeKind::Return);
+            b = b.node(
+                &format!("{name}_raw"),
+                NodeKind::Tools,
+                Some(&name),
+                Some(false),
+                &refs[..1.min(refs.len())],
+            );
+            b = b.edge(
+                &format!("{name}_model"),
+                &format!("{name}_raw"),
+                EdgeKind::Call,
+            );
+            b = b.edge(
+                &format!("{name}_raw"),
+                &format!("{name}_model"),
+                EdgeKind::Return,
+            );
         }
         if a + 1 < agents {
-            b = b.edge(&format!("{name}_model"), &format!("a{}_model", a + 1), EdgeKind::Handoff);
+            b = b.edge(
+                &format!("{name}_model"),
+                &format!("a{}_model", a + 1),
+                EdgeKind::Handoff,
+            );
         }
     }
     b = b.node("end", NodeKind::End, None, None, &[]);

@@ -70,7 +70,7 @@ pub struct VerifyArgs {
     /// Per-obligation solver budget in seconds.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
-    /// Replay every witness (not built yet: refused with exit 2).
+    /// Replay every witness through the concrete runtime (a witness that does not reproduce is QG312).
     #[arg(long)]
     pub replay: bool,
     /// Write one witness per finding into this folder.
@@ -92,9 +92,6 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
 
 /// Runs `qls verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
-    if args.replay {
-        anyhow::bail!("--replay is not available yet: witness replay has not been built");
-    }
     let (project, subject) = match (&args.agent, &args.graph) {
         (Some(a), None) => (
             encoder::load_project(a)?,
@@ -138,7 +135,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         .num_threads(args.jobs.unwrap_or(0))
         .build()?;
     let proof = pool.install(|| prove(&project, &o));
-    let report = prover::report::build(
+    let mut report = prover::report::build(
         &subject,
         &project,
         &proof,
@@ -146,22 +143,16 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         (o.session_steps, o.step_limit),
     );
     if let Some(dir) = &args.keep {
-        std::fs::create_dir_all(dir)?;
-        for f in report.findings.iter().filter(|f| f.witness.is_some()) {
-            let w = prover::report::witness_json(
-                &proof.lowered.ts,
-                f.witness.as_ref().expect("filtered"),
-            );
-            std::fs::write(
-                dir.join(format!(
-                    "{}-{}.json",
-                    f.rule.id,
-                    f.subject.replace([':', '/'], "_")
-                )),
-                serde_json::to_string_pretty(&w)? + "\n",
-            )?;
-        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
     }
+    prover::report::attach_witnesses(
+        &mut report,
+        &project,
+        &proof,
+        args.keep.as_deref(),
+        args.replay,
+    )?;
     match args.format {
         Format::Text => print!(
             "{}",
@@ -170,4 +161,76 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         Format::Json => print!("{}", prover::report::json(&report, &project, &proof)),
     }
     Ok(if report.passed { 0 } else { 1 })
+}
+
+/// Arguments of `qls replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The witness (`qls-witness/1`), as `verify --keep` writes it.
+    pub witness: PathBuf,
+    /// The agent.yaml the witness was found on (or use --graph with --catalogue).
+    pub agent: Option<PathBuf>,
+    /// A qls-graph/1 file exported elsewhere.
+    #[arg(long)]
+    pub graph: Option<PathBuf>,
+    /// The catalogue for --graph.
+    #[arg(long)]
+    pub catalogue: Option<PathBuf>,
+    /// The rulebook for --graph.
+    #[arg(long)]
+    pub rulebook: Option<PathBuf>,
+    /// An agent.yaml whose settings apply to --graph.
+    #[arg(long)]
+    pub settings: Option<PathBuf>,
+}
+
+/// Runs `qls replay`: exit 0 when the witness reproduces, 1 when it does not.
+pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
+    let name = args.witness.display().to_string();
+    let text = encoder::read_text(&args.witness, &name)?;
+    let w: witnesses::witness::Witness = serde_json::from_str(&text).map_err(|e| {
+        encoder::InputError::at(
+            &name,
+            e.line() as u32,
+            format!("not a qls-witness/1 file: {e}"),
+        )
+        .with_col(e.column() as u32)
+    })?;
+    if w.format != witnesses::witness::FORMAT {
+        return Err(encoder::InputError::at(
+            &name,
+            1,
+            format!(
+                "expected format `{}`, found `{}`",
+                witnesses::witness::FORMAT,
+                w.format
+            ),
+        )
+        .into());
+    }
+    let project = match (&args.agent, &args.graph) {
+        (Some(a), None) => encoder::load_project(a)?,
+        (None, Some(g)) => {
+            let cat = args
+                .catalogue
+                .as_ref()
+                .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
+            encoder::load_graph_project(g, cat, args.rulebook.as_deref(), args.settings.as_deref())?
+        }
+        _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
+    };
+    for (file, sha) in &project.inputs {
+        if let Some(recorded) = w.inputs.get(file) {
+            if recorded != sha {
+                eprintln!("warning: {file} changed since the witness was found (sha256 {}… then, {}… now)", &recorded[..12.min(recorded.len())], &sha[..12]);
+            }
+        }
+    }
+    let out = witnesses::replay::replay(&project, &w);
+    println!("{} {}: {}", w.obligation, w.engine, out.text());
+    Ok(if out == witnesses::replay::ReplayOutcome::Reproduced {
+        0
+    } else {
+        1
+    })
 }

@@ -31,6 +31,8 @@ enum Command {
     Rules(cmd_rules::RulesCommand),
     /// Decide one tool call with the reference tool check (JSON in, JSON out).
     Check(cmd_check::CheckArgs),
+    /// Replay a witness through the concrete runtime against stubbed tools.
+    Replay(cmd_verify::ReplayArgs),
     /// Signed histories.
     #[command(subcommand)]
     History(cmd_check::HistoryCommand),
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         Command::Rules(c) => cmd_rules::run(c),
         Command::Check(a) => cmd_check::check(a),
         Command::History(c) => cmd_check::history(c),
+        Command::Replay(a) => cmd_verify::replay(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

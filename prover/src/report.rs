@@ -24,6 +24,12 @@ pub struct Finding {
     pub witness: Option<RawWitness>,
     /// The obligation id and each engine's verdict word.
     pub engines: Option<(String, String, String)>,
+    /// The index of the obligation in the proof, for reachability findings.
+    pub obligation: Option<usize>,
+    /// Where `--keep` wrote the witness.
+    pub witness_file: Option<String>,
+    /// What `--replay` found.
+    pub replay: Option<witnesses::replay::ReplayOutcome>,
 }
 
 /// The whole report's data.
@@ -109,13 +115,16 @@ pub fn build(
                 message: s.message,
                 witness: None,
                 engines: None,
+                obligation: None,
+                witness_file: None,
+                replay: None,
             });
         }
     }
     let (mut hold, mut reach, mut und) = (0, 0, 0);
     let mut undecided_gate = Vec::new();
     let mut agree = true;
-    for o in &proof.outcomes {
+    for (oi, o) in proof.outcomes.iter().enumerate() {
         let ob = &o.obligation;
         let r = rule(&ob.rule).expect("obligation rules are in the catalog");
         let words = (
@@ -146,6 +155,9 @@ pub fn build(
                 ),
                 witness: None,
                 engines: Some(words.clone()),
+                obligation: None,
+                witness_file: None,
+                replay: None,
             });
         }
         match (&o.verdict, ob.inverted) {
@@ -163,7 +175,7 @@ pub fn build(
                     .as_ref()
                     .and_then(|rb| rb.executes.iter().find(|e| e.action == ob.subject))
                     .map(|e| e.at.clone());
-                findings.push(Finding { rule: r, subject: ob.subject.clone(), at, message: format!("no reachable step within {depth} steps has the rulebook allow '{}': the execute is dead", ob.subject), witness: None, engines: Some(words) });
+                findings.push(Finding { rule: r, subject: ob.subject.clone(), at, message: format!("no reachable step within {depth} steps has the rulebook allow '{}': the execute is dead", ob.subject), witness: None, engines: Some(words), obligation: None, witness_file: None, replay: None });
             }
             (Verdict::Reachable(w), false) => {
                 reach += 1;
@@ -194,6 +206,9 @@ pub fn build(
                     message,
                     witness: Some(w.clone()),
                     engines: Some(words),
+                    obligation: Some(oi),
+                    witness_file: None,
+                    replay: None,
                 });
             }
         }
@@ -308,11 +323,21 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
             f.rule.fix.replace("{tool}", &f.subject)
         ));
         if let Some(w) = &f.witness {
-            s.push_str(&format!(
-                "  Witness: {} steps: {}\n",
-                w.depth(),
-                witness_path(ts, w)
-            ));
+            match &f.witness_file {
+                Some(file) => s.push_str(&format!(
+                    "  Witness: {file} ({} steps: {})\n",
+                    w.depth(),
+                    witness_path(ts, w)
+                )),
+                None => s.push_str(&format!(
+                    "  Witness: {} steps: {}\n",
+                    w.depth(),
+                    witness_path(ts, w)
+                )),
+            }
+        }
+        if let Some(r) = &f.replay {
+            s.push_str(&format!("  Replay: {}\n", r.text()));
         }
     }
     if !r.undecided_gate.is_empty() {
@@ -382,7 +407,9 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
                 "rule": f.rule.id, "title": f.rule.title, "type": f.rule.kind.name(), "severity": f.rule.kind.severity(),
                 "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().collect::<Vec<_>>(),
                 "message": f.message, "owasp": f.rule.owasp, "fix": f.rule.fix.replace("{tool}", &f.subject),
-                "witness": f.witness.as_ref().map(|w| witness_json(&proof.lowered.ts, w)),
+                "witness": f.witness.as_ref().zip(f.obligation).map(|(w, oi)| witness_doc(p, &proof.lowered.ts, w, &proof.outcomes[oi].obligation, witness_engine(proof, oi), r.depth)),
+                "witness_file": f.witness_file,
+                "replay": f.replay.as_ref().map(|x| x.text()),
                 "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
             })
         })
@@ -408,4 +435,142 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         "states": proof.bfs.as_ref().map(|b| b.cost.states),
     });
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
+}
+
+/// Dresses a raw witness as `qls-witness/1`: per step the node, label, the choices the command
+/// read (by name, with their values) and the state after the step.
+pub fn witness_doc(
+    p: &Project,
+    ts: &TransitionSystem,
+    raw: &RawWitness,
+    obligation: &encoder::ts::Obligation,
+    engine: &str,
+    depth: (u32, u32),
+) -> witnesses::witness::Witness {
+    use witnesses::witness::{Witness, WitnessStep, FORMAT};
+    let steps = raw
+        .steps
+        .iter()
+        .map(|st| {
+            let c = ts.command(st.cmd);
+            let choices = c
+                .choices
+                .iter()
+                .map(|ch| {
+                    (
+                        ts.choices[ch.0 as usize].name.clone(),
+                        ts.choices[ch.0 as usize].show(st.choices[ch.0 as usize]),
+                    )
+                })
+                .collect();
+            let after = ts.apply(c, &st.state, &st.choices);
+            WitnessStep {
+                turn: st.state[ts.turn_var.0 as usize],
+                step: st.state[ts.step_var.0 as usize],
+                node: c.label.node.clone(),
+                label: c.label.clone(),
+                choices,
+                state: ts.show_state(&after).into_iter().collect(),
+            }
+        })
+        .collect();
+    Witness {
+        format: FORMAT.into(),
+        obligation: obligation.id.clone(),
+        rule: obligation.rule.clone(),
+        subject: obligation.subject.clone(),
+        engine: engine.into(),
+        depth: raw.depth(),
+        session_steps: depth.0,
+        step_limit: depth.1,
+        inputs: p.inputs.iter().cloned().collect(),
+        steps,
+    }
+}
+
+/// The engine whose witness a finding shows: BFS when it found one (deterministic), else BMC.
+pub fn witness_engine(proof: &Proof, oi: usize) -> &'static str {
+    if proof.outcomes[oi]
+        .bfs
+        .as_ref()
+        .is_some_and(|v| matches!(v, Verdict::Reachable(_)))
+    {
+        "bfs"
+    } else {
+        "bmc"
+    }
+}
+
+/// Writes each reachable finding's witness into `keep` (one file per finding) and, with
+/// `replay`, runs it through the concrete runtime; a witness that does not reproduce is an
+/// encoding bug and becomes a QG312 finding.
+pub fn attach_witnesses(
+    r: &mut Report,
+    p: &Project,
+    proof: &Proof,
+    keep: Option<&std::path::Path>,
+    replay: bool,
+) -> std::io::Result<()> {
+    let mut extra = Vec::new();
+    for f in r.findings.iter_mut() {
+        let (Some(w), Some(oi)) = (&f.witness, f.obligation) else {
+            continue;
+        };
+        let ob = &proof.outcomes[oi].obligation;
+        let doc = witness_doc(
+            p,
+            &proof.lowered.ts,
+            w,
+            ob,
+            witness_engine(proof, oi),
+            r.depth,
+        );
+        if let Some(dir) = keep {
+            let name = format!(
+                "{}-{}.json",
+                f.rule.id,
+                f.subject.replace([':', '/', '\\'], "_")
+            );
+            std::fs::write(
+                dir.join(&name),
+                serde_json::to_string_pretty(&doc).expect("witness serialises") + "\n",
+            )?;
+            f.witness_file = Some(format!("{}/{name}", dir.display()));
+        }
+        if replay {
+            let out = witnesses::replay::replay(p, &doc);
+            if out != witnesses::replay::ReplayOutcome::Reproduced {
+                let q = rule("QG312").expect("QG312 is in the catalog");
+                extra.push(Finding {
+                    rule: q,
+                    subject: ob.id.clone(),
+                    at: f.at.clone(),
+                    message: format!(
+                        "the witness of {} does not replay on the concrete runtime: {}",
+                        ob.id,
+                        out.text()
+                    ),
+                    witness: None,
+                    engines: f.engines.clone(),
+                    obligation: None,
+                    witness_file: None,
+                    replay: None,
+                });
+            }
+            f.replay = Some(out);
+        }
+    }
+    if !extra.is_empty() {
+        r.findings.extend(extra);
+        r.findings.sort_by(|a, b| {
+            (severity_rank(a.rule), a.rule.id, &a.at, &a.subject).cmp(&(
+                severity_rank(b.rule),
+                b.rule.id,
+                &b.at,
+                &b.subject,
+            ))
+        });
+        r.passed = !r.findings.iter().any(|f| f.rule.fails_gate) && r.undecided_gate.is_empty();
+    }
+    Ok(())
 }

@@ -13,6 +13,8 @@ pub mod check;
 pub mod destinations;
 pub mod gate;
 pub mod history;
+pub mod replay;
+pub mod witness;
 
 pub use call::{Call, Origin};
 pub use check::{check, AgentInfo, CheckContext, Decision, Verdict};

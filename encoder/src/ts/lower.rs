@@ -2,7 +2,7 @@
 //! node semantics of SPEC §3. The state holds only what some check step or obligation reads.
 
 use super::ex::*;
-use super::regions::{regions, satisfiable};
+use super::regions::satisfiable;
 use super::*;
 use crate::agent::{HistoryScope, Privilege, TaintPolicy, WritePolicy};
 use crate::catalogue::{Tool, Trust};
@@ -762,6 +762,15 @@ impl<'a> B<'a> {
         if let Some(&(v, cap)) = sv.count.get(&t.name) {
             upd.insert(v, inc_sat(v, cap));
         }
+        // Every run appends to the history, so a held call's token (bound to the history head)
+        // no longer covers it.
+        if let Some(h) = sv.held {
+            upd.insert(h, Expr::Const(0));
+        }
+        // A fresh run of a compensable write has an undo still to spend.
+        if let Some(&sp) = sv.spent.get(&t.name) {
+            upd.insert(sp, Expr::Const(0));
+        }
         if let Some(&(v, cap)) = sv.count_agent.get(&(t.name.clone(), agent.to_string())) {
             upd.insert(v, inc_sat(v, cap));
         }
@@ -886,7 +895,16 @@ impl<'a> B<'a> {
             Operand::Context(v) => (false, !self.p.context.contains(v)),
             Operand::Arg(_) => (false, false),
         };
-        let reps = regions(&lits, include_unset, only_unset);
+        let ty: Option<String> = match op {
+            Operand::Arg(a) => t
+                .args
+                .as_ref()
+                .and_then(|s| s.pointer(&format!("/properties/{a}/type")))
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            Operand::Context(_) => None,
+        };
+        let reps = super::regions::regions_of_type(&lits, include_unset, only_unset, ty.as_deref());
         let names = reps
             .iter()
             .map(|r| {
@@ -1032,6 +1050,9 @@ impl<'a> B<'a> {
         if !reachable {
             refusals.push(("unknown_tool", Expr::Bool(true)));
         }
+        // Choices the held call fixes when its token comes back (its arguments were checked and
+        // seen by the person).
+        let mut token_fixed: Vec<Expr> = vec![];
         // Step 3: the model (or a person) may send arguments the schema refuses.
         if !t.schema_partial() || (!t.sends_out && !t.arg_names().is_empty()) {
             let bad = self.choice("args.invalid", 2, vec!["valid".into(), "invalid".into()]);
@@ -1042,6 +1063,7 @@ impl<'a> B<'a> {
                 "undeclared_destination"
             };
             refusals.push((reason, choice_is(bad, 1)));
+            token_fixed.push(choice_is(bad, 0));
         }
         // Step 5: order rules.
         let mut order = vec![];
@@ -1076,7 +1098,11 @@ impl<'a> B<'a> {
         if let Some(uc) = undo_choice {
             let mut bad = vec![];
             for (k, w) in undone.iter().enumerate() {
-                let ran = self.count_at_least(w, &agent, 1);
+                // The undo names the latest run of the write, whoever ran it.
+                let ran = match self.sv.count.get(w) {
+                    Some((v, _)) => not(lt(Expr::Var(*v), Expr::Const(1))),
+                    None => Expr::Bool(false),
+                };
                 let spent = self
                     .sv
                     .spent
@@ -1092,14 +1118,37 @@ impl<'a> B<'a> {
         }
         // Step 7: the rulebook's gate.
         let mut clarify = Expr::Bool(false);
+        let mut held_args: Vec<(ChoiceId, VarId)> = vec![];
         if let Some((pass, cl, used)) = self.gate_exprs(t) {
+            let prefix = format!("arg.{}.", t.name);
+            if pair.is_some() {
+                for c in &used {
+                    let d = self.choices[c.0 as usize].clone();
+                    if d.name.starts_with(&prefix) {
+                        let v = self.var(format!("held_{}", d.name), d.domain, 0, d.values.clone());
+                        held_args.push((*c, v));
+                        token_fixed.push(eq(Expr::Choice(*c), Expr::Var(v)));
+                    }
+                }
+            }
             choices.extend(used);
             refusals.push(("refuse", not(pass)));
             clarify = cl;
         }
-        // Step 8: taint.
+        // The rule sheet's own conditions on the call (`check:`), after the gate: the arguments
+        // (or an earlier result) may fail them.
+        if !t.checks.is_empty() {
+            let c = self.choice("check.fails", 2, vec!["holds".into(), "fails".into()]);
+            choices.push(c);
+            refusals.push(("check", choice_is(c, 1)));
+        }
+        // Step 8: taint. An undo bound to its step carries that step's arguments, so its marks
+        // are not held against it.
+        let bound_undo = undo_choice
+            .map(|c| not(choice_is(c, 0)))
+            .unwrap_or(Expr::Bool(false));
         let tainted = if t.is_write() {
-            self.taint_expr(t, &agent)
+            and(vec![self.taint_expr(t, &agent), not(bound_undo)])
         } else {
             Expr::Bool(false)
         };
@@ -1108,7 +1157,8 @@ impl<'a> B<'a> {
         }
         choices.sort();
         choices.dedup();
-        let mut passed_so_far: Vec<Expr> = vec![base.clone()];
+        let held_call = or(vec![not(via_is(VIA_TOKEN)), and(token_fixed.clone())]);
+        let mut passed_so_far: Vec<Expr> = vec![base.clone(), held_call];
         for (reason, cond) in &refusals {
             if *cond == Expr::Bool(false) {
                 continue;
@@ -1217,6 +1267,9 @@ impl<'a> B<'a> {
             let mut upd = IndexMap::new();
             if let (Some(k), Some(h)) = (pair, self.sv.held) {
                 upd.insert(h, Expr::Const(k as u32 + 1));
+            }
+            for (c, v) in &held_args {
+                upd.insert(*v, Expr::Choice(*c));
             }
             self.finish(
                 i,

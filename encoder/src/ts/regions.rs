@@ -92,6 +92,32 @@ fn num(f: f64) -> Value {
 /// distinct truth vectors, in a deterministic order. `None` stands for "not set" and comes first
 /// when the host may leave the value unset.
 pub fn regions(lits: &[&Literal], include_unset: bool, only_unset: bool) -> Vec<Option<Value>> {
+    regions_of_type(lits, include_unset, only_unset, None)
+}
+
+/// Whether a value is an instance of a JSON Schema `type` (none: any value).
+pub fn has_type(v: &Value, ty: Option<&str>) -> bool {
+    match ty {
+        None => true,
+        Some("number") => v.is_number(),
+        Some("integer") => v.as_i64().is_some() || v.as_u64().is_some(),
+        Some("string") => v.is_string(),
+        Some("boolean") => v.is_boolean(),
+        Some("null") => v.is_null(),
+        Some("array") => v.is_array(),
+        Some("object") => v.is_object(),
+        Some(_) => true,
+    }
+}
+
+/// [`regions`] restricted to values of a JSON Schema type, so an argument's regions hold only
+/// values its schema accepts (a wrongly typed argument is the separate `args.invalid` choice).
+pub fn regions_of_type(
+    lits: &[&Literal],
+    include_unset: bool,
+    only_unset: bool,
+    ty: Option<&str>,
+) -> Vec<Option<Value>> {
     if only_unset {
         return vec![None];
     }
@@ -100,7 +126,7 @@ pub fn regions(lits: &[&Literal], include_unset: bool, only_unset: bool) -> Vec<
         out.push(None);
     }
     let mut seen: Vec<Vec<bool>> = Vec::new();
-    for c in candidates(lits) {
+    for c in candidates(lits).into_iter().filter(|c| has_type(c, ty)) {
         let vec: Vec<bool> = lits.iter().map(|l| eval_literal(l, &c)).collect();
         if !seen.contains(&vec) {
             seen.push(vec);
