@@ -66,9 +66,6 @@ impl Acc {
 }
 
 /// Builds every reachability obligation for a project's lowered system, in a stable order.
-/// Commands sharing an obligation but needing different conditions are split by condition into
-/// one obligation whose condition is the disjunction over commands (a command contributes its
-/// condition only when it is the one taken).
 pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     let mut acc = Acc {
         by_id: IndexMap::new(),
@@ -156,20 +153,26 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             }
         }
         acc.add("QG014", &tname, cid, order_violated(p, l, t), false);
-        acc.add(
-            "QG017",
-            &tname,
-            cid,
-            and(vec![unconf.clone(), model_wrote(l, "origin.code_args")]),
-            false,
-        );
-        acc.add(
-            "QG018",
-            &tname,
-            cid,
-            and(vec![unconf.clone(), model_wrote(l, "origin.query_args")]),
-            false,
-        );
+        // The origin choices are shared by every tool, so a rule reads one only for a tool that
+        // declares an argument of that kind.
+        if t.arg_kinds.values().any(|k| k.is_code()) {
+            acc.add(
+                "QG017",
+                &tname,
+                cid,
+                and(vec![unconf.clone(), model_wrote(l, "origin.code_args")]),
+                false,
+            );
+        }
+        if t.arg_kinds.values().any(|k| !k.is_code()) {
+            acc.add(
+                "QG018",
+                &tname,
+                cid,
+                and(vec![unconf.clone(), model_wrote(l, "origin.query_args")]),
+                false,
+            );
+        }
         if t.sends_out {
             acc.add(
                 "QG019",
@@ -186,35 +189,17 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     acc.by_id
         .into_iter()
         .map(|(id, (rule, subject, cmds, inverted))| {
-            let mut commands: Vec<CmdId> = Vec::new();
-            let mut conds = Vec::new();
-            let all_true = cmds.iter().all(|(_, e)| *e == Expr::Bool(true));
-            for (c, e) in &cmds {
-                commands.push(*c);
-                if !all_true {
-                    conds.push(and(vec![command_taken(l, *c), e.clone()]));
-                }
-            }
-            let cond = if all_true {
-                Expr::Bool(true)
-            } else {
-                or(conds)
-            };
+            let (commands, conds) = cmds.into_iter().unzip();
             Obligation {
                 id,
                 rule,
                 subject,
                 commands,
-                cond,
+                conds,
                 inverted,
             }
         })
         .collect()
-}
-
-/// A condition that holds exactly when a given command is the one being taken: its guard.
-fn command_taken(l: &Lowered, c: CmdId) -> Expr {
-    l.ts.command(c).guard.clone()
 }
 
 /// Whether the session's runs violate a tool's order rules at this step (QG014 reads the

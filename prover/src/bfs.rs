@@ -3,7 +3,7 @@
 //! pointers and every obligation monitored in one exploration. **Engines never print.**
 
 use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, Verdict};
-use encoder::ts::{CmdId, Command, Obligation, TransitionSystem};
+use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -136,10 +136,10 @@ struct Succ {
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
     let start = Instant::now();
     let packer = Packer::new(ts);
-    let mut by_cmd: HashMap<CmdId, Vec<usize>> = HashMap::new();
+    let mut by_cmd: HashMap<CmdId, Vec<(usize, &Expr)>> = HashMap::new();
     for (i, o) in obligations.iter().enumerate() {
-        for c in &o.commands {
-            by_cmd.entry(*c).or_default().push(i);
+        for (c, cond) in o.commands.iter().zip(&o.conds) {
+            by_cmd.entry(*c).or_default().push((i, cond));
         }
     }
     let mut found: Vec<Option<(u32, CmdId, Vec<u32>)>> = vec![None; obligations.len()];
@@ -174,10 +174,8 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                             return;
                         }
                         if let Some(os) = obls {
-                            for &o in os {
-                                if found[o].is_none()
-                                    && ts.eval_bool(&obligations[o].cond, &state, ch)
-                                {
+                            for &(o, cond) in os {
+                                if found[o].is_none() && ts.eval_bool(cond, &state, ch) {
                                     hits.push((o, cid, ch.to_vec()));
                                 }
                             }

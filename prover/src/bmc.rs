@@ -105,11 +105,13 @@ impl<'a> Unroller<'a> {
 
     /// The bad transition of an obligation at step `k`.
     fn bad(&self, o: &Obligation, k: usize) -> Bool {
-        let cond = self.bool(&o.cond, k);
         let alts: Vec<Bool> = o
             .commands
             .iter()
-            .map(|c| Bool::and(&[self.bool(&self.ts.command(*c).guard, k), cond.clone()]))
+            .zip(&o.conds)
+            .map(|(c, cond)| {
+                Bool::and(&[self.bool(&self.ts.command(*c).guard, k), self.bool(cond, k)])
+            })
             .collect();
         Bool::or(&alts)
     }
@@ -151,12 +153,13 @@ impl<'a> Unroller<'a> {
         let last = o
             .commands
             .iter()
-            .copied()
-            .find(|c| {
+            .zip(&o.conds)
+            .find(|(c, cond)| {
                 self.ts
-                    .eval_bool(&self.ts.command(*c).guard, &states[k], &choices[k])
-                    && self.ts.eval_bool(&o.cond, &states[k], &choices[k])
+                    .eval_bool(&self.ts.command(**c).guard, &states[k], &choices[k])
+                    && self.ts.eval_bool(cond, &states[k], &choices[k])
             })
+            .map(|(c, _)| *c)
             .unwrap_or(CmdId(0));
         steps.push(RawStep {
             state: states[k].clone(),

@@ -7,7 +7,7 @@ mod common;
 
 use common::{random_project, Rng};
 use encoder::ts::lower::lower;
-use encoder::ts::{CmdId, Expr, Obligation, TransitionSystem};
+use encoder::ts::{CmdId, Obligation, TransitionSystem};
 use proptest::prelude::*;
 use prover::verdict::{RawStep, RawWitness, Verdict};
 use witnesses::replay::{replay, replay_steps, ReplayOutcome};
@@ -61,20 +61,23 @@ fn walk_obligation() -> Obligation {
         rule: "walk".into(),
         subject: "walk".into(),
         commands: vec![],
-        cond: Expr::Bool(true),
+        conds: vec![],
         inverted: false,
     }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
 
     #[test]
     fn random_walks_replay_through_the_concrete_tool_check(seed in any::<u64>()) {
-        let p = random_project(seed);
+        let mut p = random_project(seed);
+        // Longer sessions than the engine tests use: walks are cheap.
+        p.settings.step_limit = 3 + (seed % 5) as u32;
+        p.settings.session_steps = 1 + (seed / 5 % 3) as u32;
         let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
         let mut r = Rng(seed.rotate_left(17) | 1);
-        for _ in 0..4 {
+        for _ in 0..12 {
             let w = random_walk(&l.ts, &mut r);
             if w.steps.is_empty() {
                 continue;

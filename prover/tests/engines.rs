@@ -52,10 +52,12 @@ fn brute_force(ts: &TransitionSystem, obls: &[Obligation], max_depth: u32) -> Ve
                     continue;
                 }
                 for (oi, o) in obls.iter().enumerate() {
-                    if o.commands.contains(&cid)
-                        && ts.eval_bool(&o.cond, &s, &ch)
-                        && best[oi].is_none_or(|b| d + 1 < b)
-                    {
+                    let hit = o
+                        .commands
+                        .iter()
+                        .zip(&o.conds)
+                        .any(|(c, cond)| *c == cid && ts.eval_bool(cond, &s, &ch));
+                    if hit && best[oi].is_none_or(|b| d + 1 < b) {
                         best[oi] = Some(d + 1);
                     }
                 }
@@ -74,6 +76,7 @@ proptest! {
     fn bfs_and_bmc_agree_on_random_graphs(seed in any::<u64>()) {
         let p = random_project(seed);
         let (ts, obls) = system(&p);
+        prop_assert_eq!(ts.check_well_formed(&obls), Ok(()), "seed {}", seed);
         let b = bfs::run(&ts, &obls, bfs::BfsBudget::default());
         let m = bmc::run(&ts, &obls, bmc::BmcBudget::default());
         for (i, o) in obls.iter().enumerate() {

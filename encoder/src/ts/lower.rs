@@ -1096,6 +1096,9 @@ impl<'a> B<'a> {
             Some(c)
         };
         if let Some(uc) = undo_choice {
+            // A held call is never an undo (an undo is not confirmed), so its token comes back
+            // as a plain call.
+            token_fixed.push(choice_is(uc, 0));
             let mut bad = vec![];
             for (k, w) in undone.iter().enumerate() {
                 // The undo names the latest run of the write, whoever ran it.
@@ -1296,12 +1299,15 @@ impl<'a> B<'a> {
             .get(agent)
             .map(|v| var_is(*v, 1))
             .unwrap_or(Expr::Bool(false));
+        // External content is less trusted than anything but `trust: external`; an instruction
+        // handed from a lower-privilege agent counts for a privileged requirement, and whenever
+        // the acting agent is high-privilege (the confused-deputy case).
         let high = self.privilege(agent) == Privilege::High;
-        match t.trust {
-            Trust::External => Expr::Bool(false),
-            Trust::Agent if high => or(vec![ext, steered]),
-            Trust::Agent => ext,
-            Trust::Privileged => or(vec![ext, steered]),
-        }
+        let ext_counts = t.trust != Trust::External;
+        let steered_counts = t.trust == Trust::Privileged || high;
+        or(vec![
+            and(vec![Expr::Bool(ext_counts), ext]),
+            and(vec![Expr::Bool(steered_counts), steered]),
+        ])
     }
 }

@@ -245,8 +245,9 @@ pub struct Obligation {
     pub subject: String,
     /// The commands that may violate it.
     pub commands: Vec<CmdId>,
-    /// The extra condition.
-    pub cond: Expr,
+    /// Per command (parallel to `commands`), the extra condition over the pre-state and the
+    /// choices that command reads.
+    pub conds: Vec<Expr>,
     /// Inverted obligations (QG010) are findings when unreachable.
     pub inverted: bool,
 }
@@ -333,5 +334,68 @@ impl TransitionSystem {
             .zip(state)
             .map(|(d, v)| (d.name.clone(), d.show(*v)))
             .collect()
+    }
+}
+
+impl Expr {
+    /// Every choice the expression reads.
+    pub fn choices_read(&self, out: &mut Vec<ChoiceId>) {
+        match self {
+            Expr::Choice(c) => out.push(*c),
+            Expr::Not(a) | Expr::Add(a, _) => a.choices_read(out),
+            Expr::And(es) | Expr::Or(es) => es.iter().for_each(|e| e.choices_read(out)),
+            Expr::Eq(a, b) | Expr::Lt(a, b) => {
+                a.choices_read(out);
+                b.choices_read(out);
+            }
+            Expr::Ite(c, a, b) => {
+                c.choices_read(out);
+                a.choices_read(out);
+                b.choices_read(out);
+            }
+            Expr::Bool(_) | Expr::Const(_) | Expr::Var(_) => {}
+        }
+    }
+}
+
+impl TransitionSystem {
+    /// Checks what the explicit engine relies on: every choice a command's guard or updates read
+    /// is among the command's declared choices, and an obligation's condition reads only choices
+    /// its commands declare. Returns the first violation found.
+    pub fn check_well_formed(&self, obligations: &[Obligation]) -> Result<(), String> {
+        for (i, c) in self.commands.iter().enumerate() {
+            let mut read = vec![];
+            c.guard.choices_read(&mut read);
+            c.updates
+                .iter()
+                .for_each(|(_, e)| e.choices_read(&mut read));
+            if let Some(x) = read.iter().find(|x| !c.choices.contains(x)) {
+                return Err(format!(
+                    "command {i} at {} reads choice {} without declaring it",
+                    c.label.node, self.choices[x.0 as usize].name
+                ));
+            }
+        }
+        for o in obligations {
+            if o.commands.len() != o.conds.len() {
+                return Err(format!(
+                    "obligation {} has {} commands but {} conditions",
+                    o.id,
+                    o.commands.len(),
+                    o.conds.len()
+                ));
+            }
+            for (c, cond) in o.commands.iter().zip(&o.conds) {
+                let mut read = vec![];
+                cond.choices_read(&mut read);
+                if let Some(x) = read.iter().find(|x| !self.command(*c).choices.contains(x)) {
+                    return Err(format!(
+                        "obligation {} reads choice {} that its command does not declare",
+                        o.id, self.choices[x.0 as usize].name
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
