@@ -22,6 +22,8 @@ pub enum Format {
     Text,
     /// `qls-findings/1`.
     Json,
+    /// SARIF 2.1.0.
+    Sarif,
 }
 
 /// Engine selection.
@@ -159,6 +161,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
             prover::report::text(&report, &project, &proof.lowered.ts)
         ),
         Format::Json => print!("{}", prover::report::json(&report, &project, &proof)),
+        Format::Sarif => print!("{}", prover::report::sarif(&report, &proof)),
     }
     Ok(if report.passed { 0 } else { 1 })
 }
