@@ -17,7 +17,9 @@ fn is_execution(c: &Command) -> bool {
 /// Whether a command's execution is confirmed: by a token, or by a person at a human node (the
 /// `approved` flag, read as a condition).
 fn unconfirmed(l: &Lowered, c: &Command) -> Expr {
-    if c.label.by_token {
+    // An undo bound to its step runs with that (approved) step's arguments: it cannot be
+    // steered, so it counts as confirmed.
+    if c.label.by_token || c.label.as_undo {
         return Expr::Bool(false);
     }
     match l.sv.approved {
@@ -78,8 +80,9 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     };
     // QG010 subjects: governed tools the rulebook executes.
     if let Some(rb) = &p.rulebook {
-        for (action, _) in &rb.gates {
-            if p.catalogue.get(action).is_some() {
+        // A gate with no path is a deliberate `never`, not a dead action.
+        for (action, gate) in &rb.gates {
+            if p.catalogue.get(action).is_some() && !gate.paths.is_empty() {
                 acc.declare("QG010", action, true);
             }
         }

@@ -672,7 +672,7 @@ impl<'a> Run<'a> {
         let l = &st.label;
         let t = self.tool(l.tool.as_deref())?;
         let exec = l.kind == LabelKind::Execution;
-        let unconfirmed = !l.by_token && !before.approved;
+        let unconfirmed = !l.by_token && !l.as_undo && !before.approved;
         let agent = l.agent.clone().unwrap_or_default();
         let guarded_lists = self
             .p
