@@ -4,6 +4,7 @@
 
 pub mod bfs;
 pub mod bmc;
+pub mod corpus;
 pub mod diagnostics;
 pub mod proof;
 pub mod report;

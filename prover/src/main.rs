@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd_check;
+mod cmd_corpus;
 mod cmd_rules;
 mod cmd_verify;
 
@@ -36,6 +37,8 @@ enum Command {
     /// Signed histories.
     #[command(subcommand)]
     History(cmd_check::HistoryCommand),
+    /// Run the corpus and compare every case with its expected.json (exit 1 on a mismatch).
+    Corpus(cmd_corpus::CorpusArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd_check::check(a),
         Command::History(c) => cmd_check::history(c),
         Command::Replay(a) => cmd_verify::replay(a),
+        Command::Corpus(a) => cmd_corpus::corpus(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,447 @@
+//! The corpus (SPEC §9): `corpus/<case>/` folders, each an agent (an `agent.yaml`, or a
+//! `graph.json` with a `case.json` saying how to call `verify`) and its `expected.json` — the exact
+//! set of (rule, subject) findings, the verdict of every reachability obligation and the gate.
+//! [`run_case`] proves one case and compares; [`run_all`] runs every case of a folder.
+//!
+//! The text and JSON reports a case produces are normalised for snapshots: the case folder's
+//! path is removed from every file name, and neither report holds a clock. Only
+//! [`CaseResult::ms`] is a wall-clock figure, and only `qls corpus` prints it.
+
+use crate::proof::{prove, Options};
+use crate::report;
+use indexmap::IndexMap;
+use rayon::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How a case calls `verify`: `case.json` (optional for an `agent.yaml` case).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaseSpec {
+    /// A `qls-graph/1` file, relative to the case folder (else the case is `agent.yaml`).
+    pub graph: Option<String>,
+    /// The catalogue for a graph case.
+    pub catalogue: Option<String>,
+    /// The rulebook for a graph case.
+    pub rulebook: Option<String>,
+    /// An `agent.yaml` whose settings apply to a graph case.
+    pub settings: Option<String>,
+    /// Turns to prove (default: the settings' `session_steps`).
+    pub session_steps: Option<u32>,
+    /// Steps per turn (default: the settings' `step_limit`).
+    pub step_limit: Option<u32>,
+}
+
+impl CaseSpec {
+    /// Reads `case.json`; a missing file is the default (an `agent.yaml` case).
+    pub fn read(dir: &Path) -> Result<CaseSpec, String> {
+        let path = dir.join("case.json");
+        if !path.exists() {
+            return Ok(CaseSpec::default());
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("case.json: {e}"))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| format!("case.json: {e}"))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| "case.json: expected an object".to_string())?;
+        let mut spec = CaseSpec::default();
+        for (k, val) in obj {
+            let s = || -> Result<Option<String>, String> {
+                match val {
+                    Value::Null => Ok(None),
+                    Value::String(s) => Ok(Some(s.clone())),
+                    _ => Err(format!("case.json: `{k}` must be a string or null")),
+                }
+            };
+            let n = || -> Result<Option<u32>, String> {
+                match val {
+                    Value::Null => Ok(None),
+                    Value::Number(n) => n
+                        .as_u64()
+                        .filter(|n| (1..=u32::MAX as u64).contains(n))
+                        .map(|n| Some(n as u32))
+                        .ok_or_else(|| format!("case.json: `{k}` must be a positive integer")),
+                    _ => Err(format!(
+                        "case.json: `{k}` must be a positive integer or null"
+                    )),
+                }
+            };
+            match k.as_str() {
+                "graph" => spec.graph = s()?,
+                "catalogue" => spec.catalogue = s()?,
+                "rulebook" => spec.rulebook = s()?,
+                "settings" => spec.settings = s()?,
+                "session_steps" => spec.session_steps = n()?,
+                "step_limit" => spec.step_limit = n()?,
+                other => return Err(format!("case.json: unknown key `{other}`")),
+            }
+        }
+        if spec.graph.is_some() && spec.catalogue.is_none() {
+            return Err("case.json: a graph case needs `catalogue`".into());
+        }
+        Ok(spec)
+    }
+}
+
+/// What a case proves to: `expected.json`, or what the tool said, in the same shape.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// The exact set of (rule, subject) findings, sorted.
+    pub findings: BTreeSet<(String, String)>,
+    /// Every reachability obligation's verdict word, by obligation id, sorted by id.
+    pub obligations: std::collections::BTreeMap<String, String>,
+    /// `passed` or `failed`.
+    pub gate: String,
+}
+
+impl Expected {
+    /// Reads `expected.json`.
+    pub fn read(path: &Path) -> Result<Expected, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("expected.json: {e}"))?;
+        Expected::parse(&text)
+    }
+
+    /// Parses the text of `expected.json`.
+    pub fn parse(text: &str) -> Result<Expected, String> {
+        let bad = |what: &str| format!("expected.json: {what}");
+        let v: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
+        let obj = v.as_object().ok_or_else(|| bad("expected an object"))?;
+        let mut out = Expected::default();
+        for k in obj.keys() {
+            if !matches!(k.as_str(), "findings" | "obligations" | "gate") {
+                return Err(bad(&format!("unknown key `{k}`")));
+            }
+        }
+        for f in obj
+            .get("findings")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("`findings` must be a list"))?
+        {
+            match f.as_array().map(Vec::as_slice) {
+                Some([Value::String(r), Value::String(s)]) => {
+                    out.findings.insert((r.clone(), s.clone()));
+                }
+                _ => return Err(bad("each finding is [rule, subject]")),
+            }
+        }
+        for (id, w) in obj
+            .get("obligations")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("`obligations` must be an object"))?
+        {
+            let w = w
+                .as_str()
+                .filter(|w| matches!(*w, "reachable" | "unreachable" | "undecided"))
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "`{id}`: a verdict is reachable, unreachable or undecided"
+                    ))
+                })?;
+            out.obligations.insert(id.clone(), w.to_string());
+        }
+        out.gate = obj
+            .get("gate")
+            .and_then(Value::as_str)
+            .filter(|g| matches!(*g, "passed" | "failed"))
+            .ok_or_else(|| bad("`gate` must be passed or failed"))?
+            .to_string();
+        Ok(out)
+    }
+
+    /// The canonical text of `expected.json`: one finding and one obligation a line, sorted.
+    pub fn to_json(&self) -> String {
+        let q = |s: &str| serde_json::to_string(s).expect("a string serialises");
+        let mut s = String::from("{\n  \"findings\": [");
+        let f: Vec<String> = self
+            .findings
+            .iter()
+            .map(|(r, x)| format!("\n    [{}, {}]", q(r), q(x)))
+            .collect();
+        s.push_str(&f.join(","));
+        s.push_str(if f.is_empty() { "],\n" } else { "\n  ],\n" });
+        s.push_str("  \"obligations\": {");
+        let o: Vec<String> = self
+            .obligations
+            .iter()
+            .map(|(id, w)| format!("\n    {}: {}", q(id), q(w)))
+            .collect();
+        s.push_str(&o.join(","));
+        s.push_str(if o.is_empty() { "},\n" } else { "\n  },\n" });
+        let _ = writeln!(s, "  \"gate\": {}\n}}", q(&self.gate));
+        s
+    }
+
+    /// The differences between what was expected (`self`) and what the tool said, one a line.
+    pub fn diff(&self, actual: &Expected) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in self.findings.difference(&actual.findings) {
+            out.push(format!("missing finding {} on {}", f.0, f.1));
+        }
+        for f in actual.findings.difference(&self.findings) {
+            out.push(format!("unexpected finding {} on {}", f.0, f.1));
+        }
+        for (id, w) in &self.obligations {
+            match actual.obligations.get(id) {
+                None => out.push(format!(
+                    "obligation {id} expected {w}, but it was not asked"
+                )),
+                Some(a) if a != w => out.push(format!("obligation {id}: expected {w}, got {a}")),
+                _ => {}
+            }
+        }
+        for (id, a) in &actual.obligations {
+            if !self.obligations.contains_key(id) {
+                out.push(format!("obligation {id} ({a}) is not in expected.json"));
+            }
+        }
+        if self.gate != actual.gate {
+            out.push(format!("gate: expected {}, got {}", self.gate, actual.gate));
+        }
+        out
+    }
+}
+
+/// The outcome of one case.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// The case's folder name.
+    pub name: String,
+    /// The case's folder.
+    pub dir: PathBuf,
+    /// What the tool said (`None` when the case could not be proved).
+    pub actual: Option<Expected>,
+    /// `expected.json` (`None` when it is missing or unreadable).
+    pub expected: Option<Expected>,
+    /// Every difference, and any error reading or proving the case; empty when it passes.
+    pub mismatches: Vec<String>,
+    /// The text report, with the case folder removed from file names.
+    pub text: String,
+    /// The `qls-findings/1` JSON report, normalised the same way.
+    pub json: String,
+    /// States the BFS visited.
+    pub states: u64,
+    /// Wall-clock milliseconds of the proof (only `qls corpus` prints it).
+    pub ms: u64,
+}
+
+impl CaseResult {
+    /// Whether the case matches its `expected.json`.
+    pub fn passed(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+
+    /// Rewrites `expected.json` from what the tool said (`qls corpus --update`).
+    pub fn bless(&self) -> std::io::Result<bool> {
+        match &self.actual {
+            Some(a) => {
+                std::fs::write(self.dir.join("expected.json"), a.to_json())?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// The case folders under `dir` (those holding an `agent.yaml` or a `case.json`), sorted by name.
+pub fn case_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir() && (p.join("agent.yaml").is_file() || p.join("case.json").is_file()))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Proves one case folder and compares the result with its `expected.json`.
+pub fn run_case(dir: &Path) -> CaseResult {
+    let name = dir
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| dir.display().to_string());
+    let mut r = CaseResult {
+        name,
+        dir: dir.to_path_buf(),
+        actual: None,
+        expected: None,
+        mismatches: Vec::new(),
+        text: String::new(),
+        json: String::new(),
+        states: 0,
+        ms: 0,
+    };
+    match Expected::read(&dir.join("expected.json")) {
+        Ok(e) => r.expected = Some(e),
+        Err(e) => r.mismatches.push(e),
+    }
+    let start = Instant::now();
+    match prove_case(dir) {
+        Ok((actual, text, json, states)) => {
+            r.actual = Some(actual);
+            r.text = text;
+            r.json = json;
+            r.states = states;
+        }
+        Err(e) => r.mismatches.push(e),
+    }
+    r.ms = start.elapsed().as_millis() as u64;
+    if let (Some(e), Some(a)) = (&r.expected, &r.actual) {
+        r.mismatches.extend(e.diff(a));
+    }
+    r
+}
+
+/// Every case under `dir`, in name order (run in parallel; the order of the results is fixed).
+pub fn run_all(dir: &Path) -> Vec<CaseResult> {
+    run_all_with(dir, |_| {})
+}
+
+/// [`run_all`], calling `done` as each case finishes (for a progress bar). A folder that cannot
+/// be listed gives one failing result naming it.
+pub fn run_all_with(dir: &Path, done: impl Fn(&CaseResult) + Sync) -> Vec<CaseResult> {
+    match case_dirs(dir) {
+        Ok(dirs) => dirs
+            .par_iter()
+            .map(|d| {
+                let r = run_case(d);
+                done(&r);
+                r
+            })
+            .collect(),
+        Err(e) => vec![CaseResult {
+            name: dir.display().to_string(),
+            dir: dir.to_path_buf(),
+            actual: None,
+            expected: None,
+            mismatches: vec![format!("cannot list the corpus folder: {e}")],
+            text: String::new(),
+            json: String::new(),
+            states: 0,
+            ms: 0,
+        }],
+    }
+}
+
+type Proved = (Expected, String, String, u64);
+
+fn prove_case(dir: &Path) -> Result<Proved, String> {
+    let spec = CaseSpec::read(dir)?;
+    let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
+    let (project, subject) = match &spec.graph {
+        Some(g) => (
+            encoder::load_graph_project(
+                &dir.join(g),
+                &dir.join(spec.catalogue.as_deref().unwrap_or_default()),
+                at(&spec.rulebook).as_deref(),
+                at(&spec.settings).as_deref(),
+            ),
+            g.clone(),
+        ),
+        None => (
+            encoder::load_project(&dir.join("agent.yaml")),
+            "agent.yaml".to_string(),
+        ),
+    };
+    let project = project.map_err(|e| format!("the case does not load: {e}"))?;
+    let mut o = Options::for_project(&project);
+    if let Some(n) = spec.session_steps {
+        o.session_steps = n;
+    }
+    if let Some(n) = spec.step_limit {
+        o.step_limit = n;
+    }
+    let proof = prove(&project, &o);
+    let rep = report::build(
+        &subject,
+        &project,
+        &proof,
+        o.engines,
+        (o.session_steps, o.step_limit),
+    );
+    let actual = Expected {
+        findings: rep
+            .findings
+            .iter()
+            .map(|f| (f.rule.id.to_string(), f.subject.clone()))
+            .collect(),
+        obligations: proof
+            .outcomes
+            .iter()
+            .map(|o| (o.obligation.id.clone(), o.verdict.word().to_string()))
+            .collect(),
+        gate: if rep.passed { "passed" } else { "failed" }.to_string(),
+    };
+    let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
+    let text = report::text(&rep, &project, &proof.lowered.ts).replace(&prefix, "");
+    let json = report::json(&rep, &project, &proof).replace(&prefix, "");
+    let states = proof.bfs.as_ref().map(|b| b.cost.states).unwrap_or(0);
+    Ok((actual, text, json, states))
+}
+
+/// Counts of findings by rule over a set of results (what the corpus covers).
+pub fn findings_by_rule(results: &[CaseResult]) -> IndexMap<String, usize> {
+    let mut m: IndexMap<String, usize> = IndexMap::new();
+    for r in results {
+        for (rule, _) in r.actual.iter().flat_map(|a| &a.findings) {
+            *m.entry(rule.clone()).or_default() += 1;
+        }
+    }
+    m.sort_keys();
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_round_trips_and_diffs() {
+        let text = r#"{"findings": [["QG023", "cycle:a_model"], ["QG001", "w"]],
+                       "obligations": {"QG001:w": "reachable"}, "gate": "failed"}"#;
+        let e = Expected::parse(text).unwrap();
+        assert_eq!(Expected::parse(&e.to_json()).unwrap(), e);
+        let mut a = e.clone();
+        a.findings.remove(&("QG001".into(), "w".into()));
+        a.obligations.insert("QG001:w".into(), "unreachable".into());
+        a.gate = "passed".into();
+        let d = e.diff(&a);
+        assert_eq!(
+            d,
+            vec![
+                "missing finding QG001 on w".to_string(),
+                "obligation QG001:w: expected reachable, got unreachable".into(),
+                "gate: expected failed, got passed".into()
+            ]
+        );
+        assert!(
+            Expected::parse(r#"{"findings": [], "obligations": {}, "gate": "maybe"}"#).is_err()
+        );
+        assert!(Expected::parse(
+            r#"{"findings": [], "obligations": {}, "gate": "passed", "x": 1}"#
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn case_json_rejects_unknown_keys() {
+        let d = std::env::temp_dir().join(format!("qls-case-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("case.json"),
+            r#"{"graph": "g.json", "catalog": "c.yaml"}"#,
+        )
+        .unwrap();
+        assert!(CaseSpec::read(&d)
+            .unwrap_err()
+            .contains("unknown key `catalog`"));
+        std::fs::write(
+            d.join("case.json"),
+            r#"{"graph": "g.json", "catalogue": "c.yaml", "step_limit": 8}"#,
+        )
+        .unwrap();
+        let s = CaseSpec::read(&d).unwrap();
+        assert_eq!(s.step_limit, Some(8));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
