@@ -80,9 +80,8 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     };
     // QG010 subjects: governed tools the rulebook executes.
     if let Some(rb) = &p.rulebook {
-        // A gate with no path is a deliberate `never`, not a dead action.
         for (action, gate) in &rb.gates {
-            if p.catalogue.get(action).is_some() && !gate.paths.is_empty() {
+            if p.catalogue.get(action).is_some() && !deliberate_never(rb, gate) {
                 acc.declare("QG010", action, true);
             }
         }
@@ -96,7 +95,12 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             continue;
         };
         let agent = c.label.agent.clone().unwrap_or_default();
-        if c.label.checked && p.rulebook.as_ref().and_then(|r| r.gate(&tname)).is_some() {
+        if c.label.checked
+            && p.rulebook
+                .as_ref()
+                .and_then(|r| r.gate(&tname).map(|g| (r, g)))
+                .is_some_and(|(r, g)| !deliberate_never(r, g))
+        {
             let gate_passed = c.label.decision != Some(Verdict::Refuse)
                 || c.label.reasons.iter().any(|r| r == "tainted_call");
             if gate_passed && c.label.kind != LabelKind::Route {
@@ -203,6 +207,12 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             }
         })
         .collect()
+}
+
+/// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is
+/// not a dead action. (A Colang execute whose conditions contradict each other is one.)
+fn deliberate_never(rb: &encoder::rulebook::Rulebook, gate: &encoder::rulebook::Gate) -> bool {
+    rb.language == encoder::rulebook::Language::Sheet && gate.paths.is_empty()
 }
 
 /// Whether the session's runs violate a tool's order rules at this step (QG014 reads the

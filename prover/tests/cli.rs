@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn qls(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qls")).args(args).current_dir(root()).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
 }
 
 fn root() -> PathBuf {
@@ -27,13 +31,24 @@ fn shop_report_matches_the_seed() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let t = text(&o);
     // The seed's nine lints in its order and words, QG023 and the two QG105 places, the quiet rules.
-    let seed = std::fs::read_to_string(root().join("../shared/seeds/000_bf06ed4199c03cff.txt")).ok();
+    let seed =
+        std::fs::read_to_string(root().join("../shared/seeds/000_bf06ed4199c03cff.txt")).ok();
     if let Some(seed) = seed {
-        for line in seed.lines().filter(|l| l.starts_with("  write_") || l.starts_with("  compensation_") || l.starts_with("  QG1") || l.starts_with("  QG0")) {
+        for line in seed.lines().filter(|l| {
+            l.starts_with("  write_")
+                || l.starts_with("  compensation_")
+                || l.starts_with("  QG1")
+                || l.starts_with("  QG0")
+        }) {
             assert!(t.contains(line), "missing seed line {line:?} in\n{t}");
         }
     }
-    for want in ["QG023 Medium on cycle:desk_model (agent.yaml:3)", "QG105 Review on refund_card (agent.yaml:10)", "QG105 Review on refund_card (policy.co:19)", "Gate: passed"] {
+    for want in [
+        "QG023 Medium on cycle:desk_model (agent.yaml:3)",
+        "QG105 Review on refund_card (agent.yaml:10)",
+        "QG105 Review on refund_card (policy.co:19)",
+        "Gate: passed",
+    ] {
         assert!(t.contains(want), "missing {want:?}");
     }
     insta::assert_snapshot!("shop_text_report", t);
@@ -41,21 +56,70 @@ fn shop_report_matches_the_seed() {
 
 #[test]
 fn handoff_fails_the_gate_with_qg012_at_its_line() {
-    let o = qls(&["verify", "--graph", "examples/handoff/graph.json", "--catalogue", "examples/handoff/tools.catalogue.yaml", "--settings", "examples/handoff/agent.yaml"]);
+    let o = qls(&[
+        "verify",
+        "--graph",
+        "examples/handoff/graph.json",
+        "--catalogue",
+        "examples/handoff/tools.catalogue.yaml",
+        "--settings",
+        "examples/handoff/agent.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let t = text(&o);
-    assert!(t.contains("QG012 High on issue_refund (agent.yaml:7)"), "{t}");
+    assert!(
+        t.contains("QG012 High on issue_refund (agent.yaml:7)"),
+        "{t}"
+    );
     assert!(t.ends_with("Gate: failed\n"));
 }
 
 #[test]
 fn output_is_byte_identical_whatever_the_jobs() {
     for fmt in ["text", "json", "sarif"] {
-        let a = qls(&["verify", "examples/shop/agent.yaml", "--format", fmt, "--jobs", "1", "--session-steps", "2"]);
-        let b = qls(&["verify", "examples/shop/agent.yaml", "--format", fmt, "--jobs", "2", "--session-steps", "2"]);
+        let a = qls(&[
+            "verify",
+            "examples/shop/agent.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "1",
+            "--session-steps",
+            "2",
+        ]);
+        let b = qls(&[
+            "verify",
+            "examples/shop/agent.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "2",
+            "--session-steps",
+            "2",
+        ]);
         assert_eq!(a.stdout, b.stdout, "{fmt}");
-        let c = qls(&["verify", "--graph", "examples/handoff/graph.json", "--catalogue", "examples/handoff/tools.catalogue.yaml", "--format", fmt, "--jobs", "1"]);
-        let d = qls(&["verify", "--graph", "examples/handoff/graph.json", "--catalogue", "examples/handoff/tools.catalogue.yaml", "--format", fmt, "--jobs", "2"]);
+        let c = qls(&[
+            "verify",
+            "--graph",
+            "examples/handoff/graph.json",
+            "--catalogue",
+            "examples/handoff/tools.catalogue.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "1",
+        ]);
+        let d = qls(&[
+            "verify",
+            "--graph",
+            "examples/handoff/graph.json",
+            "--catalogue",
+            "examples/handoff/tools.catalogue.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "2",
+        ]);
         assert_eq!(c.stdout, d.stdout, "{fmt}");
     }
 }
@@ -78,28 +142,58 @@ const CAT: &str = "tools:\n  get_order: {effect: read}\n  refund: {effect: write
 fn bad(name: &str, agent: &str, catalogue: &str, want_file_line: &str, want_words: &str) {
     let a = case(name, agent, catalogue, None);
     let keep = a.parent().unwrap().join("kept");
-    let o = Command::new(env!("CARGO_BIN_EXE_qls")).arg("verify").arg(&a).arg("--keep").arg(&keep).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .arg("--keep")
+        .arg(&keep)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{name}: {}", err(&o));
     let e = err(&o);
-    assert!(e.contains(want_file_line), "{name}: expected {want_file_line:?} in {e:?}");
-    assert!(e.contains(want_words), "{name}: expected {want_words:?} in {e:?}");
+    assert!(
+        e.contains(want_file_line),
+        "{name}: expected {want_file_line:?} in {e:?}"
+    );
+    assert!(
+        e.contains(want_words),
+        "{name}: expected {want_words:?} in {e:?}"
+    );
     assert!(text(&o).is_empty(), "{name}: nothing on stdout");
     assert!(!keep.exists(), "{name}: nothing written");
 }
 
 #[test]
 fn yaml_syntax_error_names_file_and_line() {
-    bad("syntax", "agents:\n  desk:\n    tools: [get_order\n", CAT, "agent.yaml:", "YAML syntax error");
+    bad(
+        "syntax",
+        "agents:\n  desk:\n    tools: [get_order\n",
+        CAT,
+        "agent.yaml:",
+        "YAML syntax error",
+    );
 }
 
 #[test]
 fn unknown_key_suggests_the_right_one() {
-    bad("unknown", "agents:\n  desk:\n    tols: [get_order]\ntools:\n  - catalogue: tools.catalogue.yaml\n", CAT, "agent.yaml:3", "did you mean `tools`");
+    bad(
+        "unknown",
+        "agents:\n  desk:\n    tols: [get_order]\ntools:\n  - catalogue: tools.catalogue.yaml\n",
+        CAT,
+        "agent.yaml:3",
+        "did you mean `tools`",
+    );
 }
 
 #[test]
 fn wrong_type_is_refused() {
-    bad("type", "agents:\n  desk:\n    budget: lots\ntools:\n  - catalogue: tools.catalogue.yaml\n", CAT, "agent.yaml:3", "whole number");
+    bad(
+        "type",
+        "agents:\n  desk:\n    budget: lots\ntools:\n  - catalogue: tools.catalogue.yaml\n",
+        CAT,
+        "agent.yaml:3",
+        "whole number",
+    );
 }
 
 #[test]
@@ -114,12 +208,24 @@ fn hand_off_to_a_missing_agent_is_refused() {
 
 #[test]
 fn catalogue_error_names_the_catalogue() {
-    bad("catalogue", "agents:\n  desk:\n    tools: [get_order]\ntools:\n  - catalogue: tools.catalogue.yaml\n", "tools:\n  get_order: {effect: reed}\n", "tools.catalogue.yaml:2", "`read` or `write`");
+    bad(
+        "catalogue",
+        "agents:\n  desk:\n    tools: [get_order]\ntools:\n  - catalogue: tools.catalogue.yaml\n",
+        "tools:\n  get_order: {effect: reed}\n",
+        "tools.catalogue.yaml:2",
+        "`read` or `write`",
+    );
 }
 
 #[test]
 fn missing_catalogue_file_is_a_clear_error() {
-    bad("missing", "agents:\n  desk: {}\ntools:\n  - catalogue: nowhere.yaml\n", CAT, "nowhere.yaml", "cannot read");
+    bad(
+        "missing",
+        "agents:\n  desk: {}\ntools:\n  - catalogue: nowhere.yaml\n",
+        CAT,
+        "nowhere.yaml",
+        "cannot read",
+    );
 }
 
 #[test]
@@ -128,11 +234,27 @@ fn graph_json_errors_have_lines() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("c.catalogue.yaml"), CAT).unwrap();
     std::fs::write(dir.join("g.json"), "{\"format\": \"qls-graph/1\",\n \"entry\": \"r\",\n \"nodes\": [{\"id\": \"r\", \"kind\": \"router\", \"agent\": \"a\"}],\n \"edges\": [{\"from\": \"r\", \"to\": \"nowhere\", \"kind\": \"route\"}]}\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_qls")).args(["verify", "--graph"]).arg(dir.join("g.json")).arg("--catalogue").arg(dir.join("c.catalogue.yaml")).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(["verify", "--graph"])
+        .arg(dir.join("g.json"))
+        .arg("--catalogue")
+        .arg(dir.join("c.catalogue.yaml"))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("g.json:4"), "{}", err(&o));
-    std::fs::write(dir.join("g.json"), "{\"format\": \"qls-graph/1\",\n \"entry\": \"r\",,\n}").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_qls")).args(["verify", "--graph"]).arg(dir.join("g.json")).arg("--catalogue").arg(dir.join("c.catalogue.yaml")).output().unwrap();
+    std::fs::write(
+        dir.join("g.json"),
+        "{\"format\": \"qls-graph/1\",\n \"entry\": \"r\",,\n}",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(["verify", "--graph"])
+        .arg(dir.join("g.json"))
+        .arg("--catalogue")
+        .arg(dir.join("c.catalogue.yaml"))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("g.json:2"), "{}", err(&o));
 }
@@ -140,9 +262,17 @@ fn graph_json_errors_have_lines() {
 #[test]
 fn a_refused_rulebook_is_qg005_and_fails_the_gate() {
     let a = case("qg005", "agents:\n  desk:\n    tools: [refund]\ntools:\n  - catalogue: tools.catalogue.yaml\nrulebook: policy.co\n", CAT, Some("define flow refunds\n  user ask refund\n  while $x\n    execute refund\n"));
-    let o = Command::new(env!("CARGO_BIN_EXE_qls")).arg("verify").arg(&a).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-    assert!(text(&o).contains("QG005 Medium on policy.co (policy.co:3)"), "{}", text(&o));
+    assert!(
+        text(&o).contains("QG005 Medium on policy.co (policy.co:3)"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -160,9 +290,29 @@ fn export_prints_the_seed_graph() {
     let o = qls(&["export", "examples/shop/agent.yaml"]);
     assert_eq!(o.status.code(), Some(0));
     let g: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let ids: Vec<&str> = g["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["desk_router", "desk_model", "desk_tools", "billing_router", "billing_tools", "end"]);
-    let desk = g["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "desk_model").unwrap();
+    let ids: Vec<&str> = g["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "desk_router",
+            "desk_model",
+            "desk_tools",
+            "billing_router",
+            "billing_tools",
+            "end"
+        ]
+    );
+    let desk = g["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "desk_model")
+        .unwrap();
     assert_eq!(desk["at"]["line"], 3);
 }
 
@@ -173,13 +323,22 @@ fn multi_turn_escape_is_qg003() {
     let agent = "agents:\n  desk:\n    model: m\n    tools: [read_mail, save_note]\n    on_unread: model\ntools:\n  - catalogue: tools.catalogue.yaml\nsettings:\n  memory_keeps_marks: false\n  session_steps: 2\n  step_limit: 4\n  taint_policy: refuse\n  write_policy: declared\n";
     let cat = "tools:\n  read_mail: {effect: read, returns: untrusted}\n  save_note: {effect: write, store: {name: notes, persistent: true}, args: {type: object, properties: {}, additionalProperties: false}}\n";
     let a = case("qg003", agent, cat, None);
-    let o = Command::new(env!("CARGO_BIN_EXE_qls")).arg("verify").arg(&a).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .output()
+        .unwrap();
     let t = text(&o);
     assert!(t.contains("QG003 High on save_note"), "{t}");
     assert!(t.contains("QG021"), "the base rule is named: {t}");
     assert_eq!(o.status.code(), Some(1));
     // One turn only: the same graph is clean of it.
-    let o = Command::new(env!("CARGO_BIN_EXE_qls")).arg("verify").arg(&a).args(["--session-steps", "1"]).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .args(["--session-steps", "1"])
+        .output()
+        .unwrap();
     assert!(!text(&o).contains("QG003"), "{}", text(&o));
     assert!(!text(&o).contains("QG021"), "{}", text(&o));
 }
