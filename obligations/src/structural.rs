@@ -58,6 +58,7 @@ pub fn structural(p: &Project) -> Vec<Raw> {
     unbounded_loops(p, &g, &mut out);
     unrecoverable_writes(p, &g, &mut out);
     rulebook_rules(p, &mut out);
+    out.extend(advised_rails(p));
     for n in &p.graph.nodes {
         if n.kind == NodeKind::Custom {
             out.push(raw("QG006", &n.id, n.at.clone(), format!("the custom node '{}' is team-written and opaque: the proof reads it as able to run {} and take any edge it declares", n.id, if n.may_call.is_empty() { "nothing".to_string() } else { n.may_call.join(", ") })));
@@ -395,4 +396,47 @@ pub fn quiet_rules(p: &Project) -> Vec<(String, String)> {
     q.into_iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
+}
+
+/// The advisory list QG022 reads, shipped as data in the repository.
+pub const ADVISORIES: &str = include_str!("../data/advisories.json");
+
+#[derive(serde::Deserialize)]
+struct AdvisoryList {
+    advisories: Vec<Advisory>,
+}
+
+#[derive(serde::Deserialize)]
+struct Advisory {
+    id: String,
+    rail: String,
+    #[serde(default)]
+    flows: Vec<String>,
+    #[serde(default)]
+    actions: Vec<String>,
+    summary: String,
+}
+
+/// QG022: every flow of the rulebook, and every action it executes, that a published advisory
+/// names.
+pub fn advised_rails(p: &Project) -> Vec<Raw> {
+    let Some(rb) = &p.rulebook else { return vec![] };
+    let list: AdvisoryList = match serde_json::from_str(ADVISORIES) {
+        Ok(l) => l,
+        Err(_) => return vec![],
+    };
+    let mut out = Vec::new();
+    for a in &list.advisories {
+        for f in rb.flows.iter().filter(|f| a.flows.contains(&f.name)) {
+            out.push(raw("QG022", &f.name, Some(f.at.clone()), format!("the flow '{}' is the rail '{}', which advisory {} names: {}", f.name, a.rail, a.id, a.summary)));
+        }
+        let mut seen = Vec::new();
+        for e in rb.executes.iter().filter(|e| a.actions.contains(&e.action)) {
+            if !seen.contains(&e.action) {
+                seen.push(e.action.clone());
+                out.push(raw("QG022", &e.action, Some(e.at.clone()), format!("the action '{}' belongs to the rail '{}', which advisory {} names: {}", e.action, a.rail, a.id, a.summary)));
+            }
+        }
+    }
+    out
 }
