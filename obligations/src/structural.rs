@@ -428,13 +428,29 @@ pub fn advised_rails(p: &Project) -> Vec<Raw> {
     let mut out = Vec::new();
     for a in &list.advisories {
         for f in rb.flows.iter().filter(|f| a.flows.contains(&f.name)) {
-            out.push(raw("QG022", &f.name, Some(f.at.clone()), format!("the flow '{}' is the rail '{}', which advisory {} names: {}", f.name, a.rail, a.id, a.summary)));
+            out.push(raw(
+                "QG022",
+                &f.name,
+                Some(f.at.clone()),
+                format!(
+                    "the flow '{}' is the rail '{}', which advisory {} names: {}",
+                    f.name, a.rail, a.id, a.summary
+                ),
+            ));
         }
         let mut seen = Vec::new();
         for e in rb.executes.iter().filter(|e| a.actions.contains(&e.action)) {
             if !seen.contains(&e.action) {
                 seen.push(e.action.clone());
-                out.push(raw("QG022", &e.action, Some(e.at.clone()), format!("the action '{}' belongs to the rail '{}', which advisory {} names: {}", e.action, a.rail, a.id, a.summary)));
+                out.push(raw(
+                    "QG022",
+                    &e.action,
+                    Some(e.at.clone()),
+                    format!(
+                        "the action '{}' belongs to the rail '{}', which advisory {} names: {}",
+                        e.action, a.rail, a.id, a.summary
+                    ),
+                ));
             }
         }
     }
