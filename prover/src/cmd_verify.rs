@@ -78,6 +78,10 @@ pub struct VerifyArgs {
     /// Write one witness per finding into this folder.
     #[arg(long)]
     pub keep: Option<PathBuf>,
+    /// Write each reproduced witness as a regression case (inputs, case.json, expected.json,
+    /// witness.json) into this folder, for the corpus runner (implies --replay).
+    #[arg(long)]
+    pub emit_case: Option<PathBuf>,
 }
 
 /// Runs `qls export`.
@@ -153,8 +157,18 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         &project,
         &proof,
         args.keep.as_deref(),
-        args.replay,
+        args.replay || args.emit_case.is_some(),
     )?;
+    if let Some(dir) = &args.emit_case {
+        emit_cases(
+            dir,
+            &args,
+            &project,
+            &proof,
+            &report,
+            (o.session_steps, o.step_limit),
+        )?;
+    }
     match args.format {
         Format::Text => print!(
             "{}",
@@ -236,4 +250,96 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
     } else {
         1
     })
+}
+
+/// Writes one corpus case per reproduced witness: the inputs copied beside a `case.json`, the
+/// `expected.json` of this run (every finding and obligation verdict), and the witness.
+fn emit_cases(
+    dir: &std::path::Path,
+    args: &VerifyArgs,
+    project: &encoder::Project,
+    proof: &prover::proof::Proof,
+    report: &prover::report::Report,
+    depth: (u32, u32),
+) -> anyhow::Result<()> {
+    use serde_json::json;
+    let expected = json!({
+        "findings": report.findings.iter().map(|f| (f.rule.id.to_string(), f.subject.clone())).collect::<std::collections::BTreeSet<_>>().into_iter().map(|(r, s)| json!([r, s])).collect::<Vec<_>>(),
+        "obligations": proof.outcomes.iter().map(|o| (o.obligation.id.clone(), json!(o.verdict.word()))).collect::<std::collections::BTreeMap<_, _>>(),
+        "gate": if report.passed { "passed" } else { "failed" },
+    });
+    // The files to copy, each with the name it gets in the case folder.
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let mut spec = json!({"session_steps": depth.0, "step_limit": depth.1});
+    match (&args.agent, &args.graph) {
+        (Some(a), _) => {
+            let base = encoder::project_dir(a);
+            for (name, _) in &project.inputs {
+                anyhow::ensure!(!name.contains(".."), "--emit-case copies the inputs beside agent.yaml; `{name}` lies outside its folder");
+                files.push((base.join(name), name.clone()));
+            }
+        }
+        (None, Some(g)) => {
+            let mut add = |key: &str, p: &Option<PathBuf>| {
+                if let Some(p) = p {
+                    let n = p
+                        .file_name()
+                        .map(|s| s.to_string_lossy().to_string())
+                        .unwrap_or_default();
+                    files.push((p.clone(), n.clone()));
+                    spec[key] = json!(n);
+                }
+            };
+            add("graph", &Some(g.clone()));
+            add("catalogue", &args.catalogue);
+            add("rulebook", &args.rulebook);
+            add("settings", &args.settings);
+        }
+        _ => {}
+    }
+    for f in report
+        .findings
+        .iter()
+        .filter(|f| f.replay == Some(witnesses::replay::ReplayOutcome::Reproduced))
+    {
+        let (Some(w), Some(oi)) = (&f.witness, f.obligation) else {
+            continue;
+        };
+        let case = dir.join(format!(
+            "{}-{}",
+            f.rule.id.to_lowercase(),
+            f.subject.replace([':', '/', '\\', ' '], "_")
+        ));
+        std::fs::create_dir_all(&case)?;
+        for (src, name) in &files {
+            let to = case.join(name);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::copy(src, &to)
+                .map_err(|e| anyhow::anyhow!("{}: cannot copy: {e}", src.display()))?;
+        }
+        std::fs::write(
+            case.join("case.json"),
+            serde_json::to_string_pretty(&spec)? + "\n",
+        )?;
+        std::fs::write(
+            case.join("expected.json"),
+            serde_json::to_string_pretty(&expected)? + "\n",
+        )?;
+        let doc = prover::report::witness_doc(
+            project,
+            &proof.lowered.ts,
+            w,
+            &proof.outcomes[oi].obligation,
+            prover::report::witness_engine(proof, oi),
+            depth,
+        );
+        std::fs::write(
+            case.join("witness.json"),
+            serde_json::to_string_pretty(&doc)? + "\n",
+        )?;
+        eprintln!("wrote {}", case.display());
+    }
+    Ok(())
 }

@@ -352,13 +352,15 @@ fn prove_case(dir: &Path) -> Result<Proved, String> {
         o.step_limit = n;
     }
     let proof = prove(&project, &o);
-    let rep = report::build(
+    let mut rep = report::build(
         &subject,
         &project,
         &proof,
         o.engines,
         (o.session_steps, o.step_limit),
     );
+    // Every witness is replayed: one that does not reproduce becomes QG312 and a mismatch.
+    report::attach_witnesses(&mut rep, &project, &proof, None, true).map_err(|e| e.to_string())?;
     let actual = Expected {
         findings: rep
             .findings

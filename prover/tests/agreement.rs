@@ -188,3 +188,45 @@ fn the_walks_exercise_every_kind_of_decision() {
         );
     }
 }
+
+#[test]
+fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
+    for seed in 1..2000u64 {
+        let p = random_project(seed * 7777);
+        let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
+        let obls = obligations::reach::obligations(&p, &l);
+        let run = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
+        for (o, v) in obls.iter().zip(&run.verdicts) {
+            let Verdict::Reachable(w) = v else { continue };
+            if o.inverted {
+                continue;
+            }
+            let doc = prover::report::witness_doc(
+                &p,
+                &l.ts,
+                w,
+                o,
+                "bfs",
+                (p.settings.session_steps, p.settings.step_limit),
+            );
+            // A guarded step that ran a tool with valid arguments: claim the arguments were invalid.
+            let Some(i) = doc.steps.iter().position(|s| {
+                s.label.checked
+                    && s.label.decision == Some(encoder::ts::Verdict::Allow)
+                    && s.choices.get("args.invalid").map(String::as_str) == Some("valid")
+            }) else {
+                continue;
+            };
+            let mut bad = doc.clone();
+            bad.steps[i]
+                .choices
+                .insert("args.invalid".into(), "invalid".into());
+            match replay(&p, &bad) {
+                ReplayOutcome::NotReproduced { step, .. } => assert_eq!(step, i + 1),
+                other => panic!("a changed choice replayed as {other:?}"),
+            }
+            return;
+        }
+    }
+    panic!("no witness with a valid-argument guarded step found");
+}

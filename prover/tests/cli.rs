@@ -342,3 +342,51 @@ fn multi_turn_escape_is_qg003() {
     assert!(!text(&o).contains("QG003"), "{}", text(&o));
     assert!(!text(&o).contains("QG021"), "{}", text(&o));
 }
+
+#[test]
+fn emit_case_writes_cases_the_corpus_runner_accepts() {
+    let dir = std::env::temp_dir().join(format!("qls-cli-{}-emit", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = qls(&[
+        "verify",
+        "--graph",
+        "examples/handoff/graph.json",
+        "--catalogue",
+        "examples/handoff/tools.catalogue.yaml",
+        "--settings",
+        "examples/handoff/agent.yaml",
+        "--emit-case",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(dir.join("qg012-issue_refund/witness.json").is_file());
+    let c = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("corpus")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        c.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&c.stdout)
+    );
+    let r = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("replay")
+        .arg(dir.join("qg012-issue_refund/witness.json"))
+        .args(["--graph"])
+        .arg(dir.join("qg012-issue_refund/graph.json"))
+        .arg("--catalogue")
+        .arg(dir.join("qg012-issue_refund/tools.catalogue.yaml"))
+        .arg("--settings")
+        .arg(dir.join("qg012-issue_refund/agent.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    assert!(String::from_utf8_lossy(&r.stdout).contains("reproduced"));
+}

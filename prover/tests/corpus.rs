@@ -29,6 +29,22 @@ fn every_case_matches_its_expected_json() {
         report.is_empty(),
         "corpus mismatches (bless with `qls corpus --update` after review):\n{report}"
     );
+    // Every reachable finding of the corpus replays on the concrete runtime as `reproduced`
+    // (a witness that does not would also be a QG312 finding, hence a mismatch above).
+    let replays: usize = results
+        .iter()
+        .map(|r| r.text.matches("  Replay: reproduced").count())
+        .sum();
+    let failed: Vec<&str> = results
+        .iter()
+        .filter(|r| r.text.contains("Replay: not reproduced"))
+        .map(|r| r.name.as_str())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "witnesses that do not replay: {failed:?}"
+    );
+    assert!(replays >= 40, "only {replays} witnesses replayed");
     // Every rule has a firing case and a clean twin, but QG312, which needs a broken engine
     // (prover/tests/shop.rs injects one).
     let rules = [
