@@ -72,6 +72,9 @@ pub struct VerifyArgs {
     /// Per-obligation solver budget in seconds.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
+    /// Print each engine's cost (states, solver calls, wall-clock ms) to stderr after the report.
+    #[arg(long)]
+    pub timings: bool,
     /// Replay every witness through the concrete runtime (a witness that does not reproduce is QG312).
     #[arg(long)]
     pub replay: bool,
@@ -140,7 +143,11 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
         .build()?;
+    let spinner = progress(&format!("proving to {} turn(s) of {} steps", o.session_steps, o.step_limit));
     let proof = pool.install(|| prove(&project, &o));
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
     let mut report = prover::report::build(
         &subject,
         &project,
@@ -176,6 +183,15 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         ),
         Format::Json => print!("{}", prover::report::json(&report, &project, &proof)),
         Format::Sarif => print!("{}", prover::report::sarif(&report, &proof)),
+    }
+    if args.timings {
+        if let Some(b) = &proof.bfs {
+            let rate = if b.cost.ms > 0 { b.cost.states * 1000 / b.cost.ms } else { b.cost.states * 1000 };
+            eprintln!("timings: BFS {} states in {} ms ({rate} states/s)", b.cost.states, b.cost.ms);
+        }
+        if let Some(m) = &proof.bmc {
+            eprintln!("timings: BMC {} solver calls in {} ms", m.cost.solver_calls, m.cost.ms);
+        }
     }
     Ok(if report.passed { 0 } else { 1 })
 }
@@ -342,4 +358,17 @@ fn emit_cases(
         eprintln!("wrote {}", case.display());
     }
     Ok(())
+}
+
+/// A spinner on stderr while the engines run, only when stderr is a terminal (CI logs and
+/// redirected output stay clean and deterministic).
+fn progress(msg: &str) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let s = indicatif::ProgressBar::new_spinner();
+    s.set_message(msg.to_string());
+    s.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(s)
 }
