@@ -58,7 +58,11 @@ fn lint(sheet: &Path, catalogue: &Path) -> anyhow::Result<u8> {
     let cname = display_name(&catalogue.display().to_string());
     let ctext = read_text(catalogue, &cname)?;
     let cat = read_catalogue(&cname, &ctext)?;
-    for l in lint_sheet(&compiled.rulebook, &compiled.overlay, &cat) {
+    let lints = lint_sheet(&compiled.rulebook, &compiled.overlay, &cat);
+    if lints.is_empty() {
+        println!("no lints: every rule names a tool of the catalogue, and every write has a rule");
+    }
+    for l in lints {
         println!("{l}");
     }
     Ok(0)

@@ -143,7 +143,10 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
         .build()?;
-    let spinner = progress(&format!("proving to {} turn(s) of {} steps", o.session_steps, o.step_limit));
+    let spinner = progress(&format!(
+        "proving to {} turn(s) of {} steps",
+        o.session_steps, o.step_limit
+    ));
     let proof = pool.install(|| prove(&project, &o));
     if let Some(s) = spinner {
         s.finish_and_clear();
@@ -186,11 +189,21 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     }
     if args.timings {
         if let Some(b) = &proof.bfs {
-            let rate = if b.cost.ms > 0 { b.cost.states * 1000 / b.cost.ms } else { b.cost.states * 1000 };
-            eprintln!("timings: BFS {} states in {} ms ({rate} states/s)", b.cost.states, b.cost.ms);
+            let rate = if b.cost.ms > 0 {
+                b.cost.states * 1000 / b.cost.ms
+            } else {
+                b.cost.states * 1000
+            };
+            eprintln!(
+                "timings: BFS {} states in {} ms ({rate} states/s)",
+                b.cost.states, b.cost.ms
+            );
         }
         if let Some(m) = &proof.bmc {
-            eprintln!("timings: BMC {} solver calls in {} ms", m.cost.solver_calls, m.cost.ms);
+            eprintln!(
+                "timings: BMC {} solver calls in {} ms",
+                m.cost.solver_calls, m.cost.ms
+            );
         }
     }
     Ok(if report.passed { 0 } else { 1 })
@@ -371,4 +384,119 @@ fn progress(msg: &str) -> Option<indicatif::ProgressBar> {
     s.set_message(msg.to_string());
     s.enable_steady_tick(std::time::Duration::from_millis(120));
     Some(s)
+}
+
+/// Arguments of `qls solve`.
+#[derive(Args, Debug)]
+pub struct SolveArgs {
+    /// The job: `{"mode": "graph", "inputs": {"export": "graph.json", "catalogue": "c.json",
+    /// "rulebook": "policy.co", "settings": "agent.yaml"}, "operands": {"session_steps": 2,
+    /// "step_limit": 60}}`; input paths are relative to the job file.
+    pub job: PathBuf,
+}
+
+/// Runs `qls solve`: the findings JSON of a graph job on stdout; exit 0/1 as the gate.
+pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
+    use encoder::InputError;
+    let name = args.job.display().to_string();
+    let text = encoder::read_text(&args.job, &name)?;
+    let job: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| InputError::at(&name, e.line() as u32, format!("JSON syntax error: {e}")))?;
+    let obj = job
+        .as_object()
+        .ok_or_else(|| InputError::at(&name, 1, "expected a JSON object"))?;
+    for k in obj.keys() {
+        if !["mode", "inputs", "operands"].contains(&k.as_str()) {
+            return Err(InputError::at(
+                &name,
+                1,
+                encoder::diag::unknown_key_message(k, &["mode", "inputs", "operands"]),
+            )
+            .into());
+        }
+    }
+    if obj.get("mode").and_then(|m| m.as_str()) != Some("graph") {
+        return Err(InputError::at(
+            &name,
+            1,
+            "expected `\"mode\": \"graph\"` (the only mode qls solves)",
+        )
+        .into());
+    }
+    let dir = encoder::project_dir(&args.job);
+    let inputs = obj
+        .get("inputs")
+        .and_then(|i| i.as_object())
+        .ok_or_else(|| InputError::at(&name, 1, "missing `inputs` object"))?;
+    for k in inputs.keys() {
+        if !["export", "graph", "catalogue", "rulebook", "settings"].contains(&k.as_str()) {
+            return Err(InputError::at(
+                &name,
+                1,
+                encoder::diag::unknown_key_message(
+                    k,
+                    &["export", "catalogue", "rulebook", "settings"],
+                ),
+            )
+            .into());
+        }
+    }
+    let path = |k: &str| -> Result<Option<PathBuf>, InputError> {
+        match inputs.get(k) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(dir.join(s))),
+            Some(_) => Err(InputError::at(&name, 1, format!("`inputs.{k}` must be a file path (uploads are the hosted service's; locally name the file)"))),
+        }
+    };
+    let graph = path("export")?.or(path("graph")?).ok_or_else(|| {
+        InputError::at(&name, 1, "missing `inputs.export` (the qls-graph/1 file)")
+    })?;
+    let catalogue =
+        path("catalogue")?.ok_or_else(|| InputError::at(&name, 1, "missing `inputs.catalogue`"))?;
+    let project = encoder::load_graph_project(
+        &graph,
+        &catalogue,
+        path("rulebook")?.as_deref(),
+        path("settings")?.as_deref(),
+    )?;
+    let mut o = Options::for_project(&project);
+    if let Some(ops) = obj.get("operands") {
+        let ops = ops
+            .as_object()
+            .ok_or_else(|| InputError::at(&name, 1, "`operands` must be an object"))?;
+        for (k, v) in ops {
+            let n = v
+                .as_u64()
+                .filter(|n| *n >= 1 && *n <= u32::MAX as u64)
+                .ok_or_else(|| {
+                    InputError::at(
+                        &name,
+                        1,
+                        format!("`operands.{k}` must be a whole number of at least 1"),
+                    )
+                })? as u32;
+            match k.as_str() {
+                "session_steps" => o.session_steps = n,
+                "step_limit" => o.step_limit = n,
+                other => {
+                    return Err(InputError::at(
+                        &name,
+                        1,
+                        encoder::diag::unknown_key_message(other, &["session_steps", "step_limit"]),
+                    )
+                    .into())
+                }
+            }
+        }
+    }
+    let proof = prove(&project, &o);
+    let report = prover::report::build(
+        &graph.display().to_string(),
+        &project,
+        &proof,
+        o.engines,
+        (o.session_steps, o.step_limit),
+    );
+    print!("{}", prover::report::json(&report, &project, &proof));
+    Ok(if report.passed { 0 } else { 1 })
 }

@@ -32,6 +32,8 @@ enum Command {
     Rules(cmd_rules::RulesCommand),
     /// Decide one tool call with the reference tool check (JSON in, JSON out).
     Check(cmd_check::CheckArgs),
+    /// Run a graph job (`{"mode": "graph", "inputs": {...}, "operands": {...}}`) and print the findings JSON.
+    Solve(cmd_verify::SolveArgs),
     /// Replay a witness through the concrete runtime against stubbed tools.
     Replay(cmd_verify::ReplayArgs),
     /// Signed histories.
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd_check::check(a),
         Command::History(c) => cmd_check::history(c),
         Command::Replay(a) => cmd_verify::replay(a),
+        Command::Solve(a) => cmd_verify::solve(a),
         Command::Corpus(a) => cmd_corpus::corpus(a),
     };
     match result {

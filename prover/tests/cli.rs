@@ -390,3 +390,17 @@ fn emit_case_writes_cases_the_corpus_runner_accepts() {
     );
     assert!(String::from_utf8_lossy(&r.stdout).contains("reproduced"));
 }
+
+#[test]
+fn solve_runs_a_graph_job() {
+    let o = qls(&["solve", "examples/handoff/job.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "qls-findings/1");
+    assert_eq!(v["depth"]["session_steps"], 2);
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["rule"] == "QG012"));
+}

@@ -20,10 +20,24 @@ fn synthetic(agents: usize, turns: u32, step_limit: u32, bmc: bool) {
     let obls = obligations::reach::obligations(&p, &l);
     let lowering = t.elapsed();
     let t = Instant::now();
-    let b = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget { max_states: 50_000_000 });
+    let b = prover::bfs::run(
+        &l.ts,
+        &obls,
+        prover::bfs::BfsBudget {
+            max_states: 50_000_000,
+        },
+    );
     let bfs = t.elapsed();
-    let reach = b.verdicts.iter().filter(|v| matches!(v, prover::verdict::Verdict::Reachable(_))).count();
-    let und = b.verdicts.iter().filter(|v| matches!(v, prover::verdict::Verdict::Undecided(_))).count();
+    let reach = b
+        .verdicts
+        .iter()
+        .filter(|v| matches!(v, prover::verdict::Verdict::Reachable(_)))
+        .count();
+    let und = b
+        .verdicts
+        .iter()
+        .filter(|v| matches!(v, prover::verdict::Verdict::Undecided(_)))
+        .count();
     println!(
         "synthetic agents={agents} nodes={nodes} commands={} vars={} obligations={} structural_findings={} structural_ms={} lower_ms={} bfs_ms={} bfs_states={} reachable={reach} undecided={und}",
         l.ts.commands.len(),
@@ -37,14 +51,32 @@ fn synthetic(agents: usize, turns: u32, step_limit: u32, bmc: bool) {
     );
     if bmc {
         let t = Instant::now();
-        let m = prover::bmc::run(&l.ts, &obls, prover::bmc::BmcBudget { per_obligation: Duration::from_secs(120) });
-        let reach_m = m.verdicts.iter().filter(|v| matches!(v, prover::verdict::Verdict::Reachable(_))).count();
-        println!("  bmc_ms={} solver_calls={} reachable={reach_m}", ms(t.elapsed()), m.cost.solver_calls);
+        let m = prover::bmc::run(
+            &l.ts,
+            &obls,
+            prover::bmc::BmcBudget {
+                per_obligation: Duration::from_secs(120),
+            },
+        );
+        let reach_m = m
+            .verdicts
+            .iter()
+            .filter(|v| matches!(v, prover::verdict::Verdict::Reachable(_)))
+            .count();
+        println!(
+            "  bmc_ms={} solver_calls={} reachable={reach_m}",
+            ms(t.elapsed()),
+            m.cost.solver_calls
+        );
     }
 }
 
 fn turns() {
-    let p = encoder::load_project(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/shop/agent.yaml"))).expect("shop");
+    let p = encoder::load_project(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/shop/agent.yaml"
+    )))
+    .expect("shop");
     for turns in 1..=4u32 {
         let l = encoder::ts::lower::lower(&p, turns, 60);
         let obls = obligations::reach::obligations(&p, &l);
@@ -54,7 +86,14 @@ fn turns() {
         let t = Instant::now();
         let b = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
         let bfs = t.elapsed();
-        println!("shop turns={turns} depth={} bmc_ms={} solver_calls={} bfs_ms={} bfs_states={}", l.ts.depth, ms(bmc), m.cost.solver_calls, ms(bfs), b.cost.states);
+        println!(
+            "shop turns={turns} depth={} bmc_ms={} solver_calls={} bfs_ms={} bfs_states={}",
+            l.ts.depth,
+            ms(bmc),
+            m.cost.solver_calls,
+            ms(bfs),
+            b.cost.states
+        );
     }
 }
 
