@@ -37,9 +37,9 @@ pub enum EngineArg {
     Bfs,
 }
 
-/// Arguments of `qls verify`.
+/// The inputs of a proof: an agent.yaml, or a graph exported elsewhere with its catalogue.
 #[derive(Args, Debug)]
-pub struct VerifyArgs {
+pub struct Inputs {
     /// The agent.yaml (or use --graph with --catalogue).
     pub agent: Option<PathBuf>,
     /// A qls-graph/1 file exported elsewhere.
@@ -54,6 +54,44 @@ pub struct VerifyArgs {
     /// An agent.yaml whose settings apply to --graph.
     #[arg(long)]
     pub settings: Option<PathBuf>,
+}
+
+impl Inputs {
+    /// Loads the project, with the name the report's first line gives it.
+    pub fn load(&self) -> anyhow::Result<(encoder::Project, String)> {
+        match (&self.agent, &self.graph) {
+            (Some(a), None) => Ok((
+                encoder::load_project(a)?,
+                a.file_name()
+                    .map(|s| s.to_string_lossy().to_string())
+                    .unwrap_or_default(),
+            )),
+            (None, Some(g)) => {
+                let cat = self
+                    .catalogue
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
+                Ok((
+                    encoder::load_graph_project(
+                        g,
+                        cat,
+                        self.rulebook.as_deref(),
+                        self.settings.as_deref(),
+                    )?,
+                    g.display().to_string(),
+                ))
+            }
+            _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
+        }
+    }
+}
+
+/// Arguments of `qls verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// What to prove.
+    #[command(flatten)]
+    pub inputs: Inputs,
     /// Turns to prove (default: the settings' session_steps).
     #[arg(long)]
     pub session_steps: Option<u32>,
@@ -101,30 +139,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
 
 /// Runs `qls verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
-    let (project, subject) = match (&args.agent, &args.graph) {
-        (Some(a), None) => (
-            encoder::load_project(a)?,
-            a.file_name()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_default(),
-        ),
-        (None, Some(g)) => {
-            let cat = args
-                .catalogue
-                .as_ref()
-                .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
-            (
-                encoder::load_graph_project(
-                    g,
-                    cat,
-                    args.rulebook.as_deref(),
-                    args.settings.as_deref(),
-                )?,
-                g.display().to_string(),
-            )
-        }
-        _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
-    };
+    let (project, subject) = args.inputs.load()?;
     let mut o = Options::for_project(&project);
     if let Some(n) = args.session_steps {
         anyhow::ensure!(n >= 1, "--session-steps must be at least 1");
@@ -214,20 +229,9 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
 pub struct ReplayArgs {
     /// The witness (`qls-witness/1`), as `verify --keep` writes it.
     pub witness: PathBuf,
-    /// The agent.yaml the witness was found on (or use --graph with --catalogue).
-    pub agent: Option<PathBuf>,
-    /// A qls-graph/1 file exported elsewhere.
-    #[arg(long)]
-    pub graph: Option<PathBuf>,
-    /// The catalogue for --graph.
-    #[arg(long)]
-    pub catalogue: Option<PathBuf>,
-    /// The rulebook for --graph.
-    #[arg(long)]
-    pub rulebook: Option<PathBuf>,
-    /// An agent.yaml whose settings apply to --graph.
-    #[arg(long)]
-    pub settings: Option<PathBuf>,
+    /// What the witness was found on.
+    #[command(flatten)]
+    pub inputs: Inputs,
 }
 
 /// Runs `qls replay`: exit 0 when the witness reproduces, 1 when it does not.
@@ -254,17 +258,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
         )
         .into());
     }
-    let project = match (&args.agent, &args.graph) {
-        (Some(a), None) => encoder::load_project(a)?,
-        (None, Some(g)) => {
-            let cat = args
-                .catalogue
-                .as_ref()
-                .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
-            encoder::load_graph_project(g, cat, args.rulebook.as_deref(), args.settings.as_deref())?
-        }
-        _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
-    };
+    let (project, _) = args.inputs.load()?;
     for (file, sha) in &project.inputs {
         if let Some(recorded) = w.inputs.get(file) {
             if recorded != sha {
@@ -300,7 +294,7 @@ fn emit_cases(
     // The files to copy, each with the name it gets in the case folder.
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     let mut spec = json!({"session_steps": depth.0, "step_limit": depth.1});
-    match (&args.agent, &args.graph) {
+    match (&args.inputs.agent, &args.inputs.graph) {
         (Some(a), _) => {
             let base = encoder::project_dir(a);
             for (name, _) in &project.inputs {
@@ -320,9 +314,9 @@ fn emit_cases(
                 }
             };
             add("graph", &Some(g.clone()));
-            add("catalogue", &args.catalogue);
-            add("rulebook", &args.rulebook);
-            add("settings", &args.settings);
+            add("catalogue", &args.inputs.catalogue);
+            add("rulebook", &args.inputs.rulebook);
+            add("settings", &args.inputs.settings);
         }
         _ => {}
     }

@@ -22,47 +22,11 @@ pub enum GateOutcome {
     Refuses,
 }
 
-/// JSON truthiness: everything but `null`, `false`, `0`, `""`, `[]` and `{}`.
-pub fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
+pub use encoder::rulebook::{truthy, values_equal as json_equal};
 
-/// Equality with numbers compared by value (`40` equals `40.0`).
-pub fn json_equal(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
-        _ => a == b,
-    }
-}
-
-/// Whether `actual op value` holds: ordering comparisons hold only between numbers.
+/// Whether `actual op value` holds (the IR's one definition of a comparison).
 pub fn compare(op: CmpOp, actual: &Value, value: Option<&Value>) -> bool {
-    let null = Value::Null;
-    let v = value.unwrap_or(&null);
-    let ordered = |f: fn(f64, f64) -> bool| match (actual, v) {
-        (Value::Number(a), Value::Number(b)) => match (a.as_f64(), b.as_f64()) {
-            (Some(a), Some(b)) => f(a, b),
-            _ => false,
-        },
-        _ => false,
-    };
-    match op {
-        CmpOp::Truthy => truthy(actual),
-        CmpOp::Falsy => !truthy(actual),
-        CmpOp::Eq => json_equal(actual, v),
-        CmpOp::Ne => !json_equal(actual, v),
-        CmpOp::Lt => ordered(|a, b| a < b),
-        CmpOp::Le => ordered(|a, b| a <= b),
-        CmpOp::Gt => ordered(|a, b| a > b),
-        CmpOp::Ge => ordered(|a, b| a >= b),
-    }
+    encoder::rulebook::holds(op, actual, value)
 }
 
 /// Evaluates a gate against the call's context and arguments.

@@ -15,7 +15,7 @@ use super::expr::{
 };
 use super::paths::{conj_add, conj_join, simplify};
 use super::{
-    BotUse, CmpOp, ExecuteSite, FlowDef, GatePath, Language, Literal, Operand, Rulebook, VarEvent,
+    BotUse, ExecuteSite, FlowDef, GatePath, Language, Literal, Operand, Rulebook, VarEvent,
     VarEventKind,
 };
 use crate::diag::InputError;
@@ -878,40 +878,7 @@ fn fold(l: &Literal, env: &BTreeMap<String, Value>) -> Option<bool> {
         return None;
     };
     let v = env.get(name)?;
-    let rhs = l.value.as_ref();
-    match l.op {
-        CmpOp::Truthy => Some(truthy(v)),
-        CmpOp::Falsy => Some(!truthy(v)),
-        CmpOp::Eq => Some(json_eq(v, rhs?)),
-        CmpOp::Ne => Some(!json_eq(v, rhs?)),
-        op => {
-            let (a, b) = (v.as_f64()?, rhs?.as_f64()?);
-            Some(match op {
-                CmpOp::Lt => a < b,
-                CmpOp::Le => a <= b,
-                CmpOp::Gt => a > b,
-                _ => a >= b,
-            })
-        }
-    }
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
-
-fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => x == y,
-        _ => a == b,
-    }
+    Some(super::holds(l.op, v, l.value.as_ref()))
 }
 
 /// `bot <message>` / `bot ...` / (2.x) `bot say "…"`.

@@ -355,3 +355,44 @@ pub fn read_compiled_dir(dir: &std::path::Path, display: &str) -> Result<Compile
     };
     Ok(Compiled { rulebook, overlay })
 }
+
+/// JSON truthiness as Colang reads a condition: `null`, `false`, `0`, `""`, `[]` and `{}` are
+/// false. The one definition every evaluator of the IR uses.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Equality with numbers compared by value (`40` equals `40.0`), everything else structurally.
+pub fn values_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+/// Whether `actual op value` holds: ordered comparisons hold only between two numbers.
+pub fn holds(op: CmpOp, actual: &Value, value: Option<&Value>) -> bool {
+    let null = Value::Null;
+    let v = value.unwrap_or(&null);
+    let ordered = |f: fn(f64, f64) -> bool| match (actual.as_f64(), v.as_f64()) {
+        (Some(a), Some(b)) if actual.is_number() && v.is_number() => f(a, b),
+        _ => false,
+    };
+    match op {
+        CmpOp::Truthy => truthy(actual),
+        CmpOp::Falsy => !truthy(actual),
+        CmpOp::Eq => values_equal(actual, v),
+        CmpOp::Ne => !values_equal(actual, v),
+        CmpOp::Lt => ordered(|a, b| a < b),
+        CmpOp::Le => ordered(|a, b| a <= b),
+        CmpOp::Gt => ordered(|a, b| a > b),
+        CmpOp::Ge => ordered(|a, b| a >= b),
+    }
+}

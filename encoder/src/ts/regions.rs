@@ -3,48 +3,14 @@
 //! the same answer. Each region keeps a representative value, so the abstract check evaluates a
 //! literal with the same function the concrete check uses.
 
-use crate::rulebook::{CmpOp, Literal};
+use crate::rulebook::Literal;
 use serde_json::Value;
 
-/// JSON truthiness as Colang reads a condition: null, false, 0, "" and empty containers are false.
-pub fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
+pub use crate::rulebook::truthy;
 
-/// Evaluates one literal on a known value. Ordered comparisons hold only between two numbers;
-/// equality compares numbers numerically and everything else structurally.
+/// Evaluates one literal on a known value, with the IR's one definition of a comparison.
 pub fn eval_literal(lit: &Literal, v: &Value) -> bool {
-    let c = lit.value.as_ref().unwrap_or(&Value::Null);
-    let num = |x: &Value| x.as_f64();
-    match lit.op {
-        CmpOp::Truthy => truthy(v),
-        CmpOp::Falsy => !truthy(v),
-        CmpOp::Eq => values_equal(v, c),
-        CmpOp::Ne => !values_equal(v, c),
-        CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge => match (num(v), num(c)) {
-            (Some(a), Some(b)) => match lit.op {
-                CmpOp::Lt => a < b,
-                CmpOp::Le => a <= b,
-                CmpOp::Gt => a > b,
-                _ => a >= b,
-            },
-            _ => false,
-        },
-    }
-}
-
-fn values_equal(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => x == y,
-        _ => a == b,
-    }
+    crate::rulebook::holds(lit.op, v, lit.value.as_ref())
 }
 
 /// Candidate values that separate every literal: each constant, the numbers around and between
