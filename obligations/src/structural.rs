@@ -4,7 +4,7 @@ use encoder::graph::{EdgeKind, NodeKind};
 use encoder::rulebook::{Language, VarEventKind};
 use encoder::{Loc, Project};
 use indexmap::IndexMap;
-use petgraph::algo::{has_path_connecting, tarjan_scc};
+use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
@@ -184,37 +184,69 @@ fn tool_places(p: &Project, tool: &str) -> Vec<Loc> {
     v
 }
 
+/// The writes each node lists (its tools, or a custom node's `may_call`).
+fn writes_listed(p: &Project) -> Vec<Vec<&str>> {
+    p.graph
+        .nodes
+        .iter()
+        .map(|n| {
+            n.tools
+                .iter()
+                .chain(&n.may_call)
+                .filter(|t| p.catalogue.get(t).is_some_and(|x| x.is_write()))
+                .map(String::as_str)
+                .collect()
+        })
+        .collect()
+}
+
+/// Every node a node reaches, or is reached from (one search each way, so the rule stays linear
+/// per write-listing node on large graphs).
+fn connected(g: &G, from: NodeIndex) -> Vec<NodeIndex> {
+    use petgraph::visit::{Bfs, Reversed};
+    let mut seen = Vec::new();
+    let mut fwd = Bfs::new(&g.g, from);
+    while let Some(n) = fwd.next(&g.g) {
+        seen.push(n);
+    }
+    let rev = Reversed(&g.g);
+    let mut back = Bfs::new(rev, from);
+    while let Some(n) = back.next(rev) {
+        seen.push(n);
+    }
+    seen
+}
+
 fn unrecoverable_writes(p: &Project, g: &G, out: &mut Vec<Raw>) {
-    let listing = |tool: &str| -> Vec<NodeIndex> {
-        p.graph
-            .nodes
+    let writes = writes_listed(p);
+    let mut flagged: indexmap::IndexSet<&str> = indexmap::IndexSet::new();
+    for (i, listed) in writes.iter().enumerate() {
+        let candidates: Vec<&str> = listed
             .iter()
-            .filter(|n| n.tools.iter().chain(&n.may_call).any(|t| t == tool))
-            .map(|n| g.idx[&n.id])
-            .collect()
-    };
-    for t in p.catalogue.tools.values() {
-        if !t.is_write() || t.undo.is_some() || t.irreversible {
-            continue;
-        }
-        let mine = listing(&t.name);
-        let others: Vec<NodeIndex> = p
-            .catalogue
-            .tools
-            .values()
-            .filter(|w| w.is_write() && w.name != t.name)
-            .flat_map(|w| listing(&w.name))
-            .collect();
-        let on_path = mine.iter().any(|a| {
-            others.iter().any(|b| {
-                a == b
-                    || has_path_connecting(&g.g, *a, *b, None)
-                    || has_path_connecting(&g.g, *b, *a, None)
+            .copied()
+            .filter(|t| {
+                p.catalogue
+                    .get(t)
+                    .is_some_and(|x| x.undo.is_none() && !x.irreversible)
+                    && !flagged.contains(t)
             })
-        });
-        if !on_path {
+            .collect();
+        if candidates.is_empty() {
             continue;
         }
+        let near = connected(g, g.idx[&p.graph.nodes[i].id]);
+        for t in candidates {
+            if near.iter().any(|n| writes[g.g[*n]].iter().any(|w| *w != t)) {
+                flagged.insert(t);
+            }
+        }
+    }
+    for t in p
+        .catalogue
+        .tools
+        .values()
+        .filter(|t| flagged.contains(t.name.as_str()))
+    {
         for at in tool_places(p, &t.name) {
             out.push(raw("QG105", &t.name, Some(at), format!("the write '{}' has no compensation, is not irreversible, and runs on a path with another write", t.name)));
         }
