@@ -5,7 +5,7 @@
 use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, Verdict};
 use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::time::Instant;
 
 /// Budgets for the search.
@@ -136,14 +136,14 @@ struct Succ {
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
     let start = Instant::now();
     let packer = Packer::new(ts);
-    let mut by_cmd: HashMap<CmdId, Vec<(usize, &Expr)>> = HashMap::new();
+    let mut by_cmd: HashMap<CmdId, Vec<(usize, &Expr)>> = HashMap::default();
     for (i, o) in obligations.iter().enumerate() {
         for (c, cond) in o.commands.iter().zip(&o.conds) {
             by_cmd.entry(*c).or_default().push((i, cond));
         }
     }
     let mut found: Vec<Option<(u32, CmdId, Vec<u32>)>> = vec![None; obligations.len()];
-    let mut index: HashMap<Box<[u64]>, u32> = HashMap::new();
+    let mut index: HashMap<Box<[u64]>, u32> = HashMap::default();
     let mut packed: Vec<Box<[u64]>> = Vec::new();
     let mut entries: Vec<Entry> = Vec::new();
     let init = packer.pack(&ts.init);
