@@ -8,7 +8,8 @@ use prover::{bfs, bmc};
 use std::path::Path;
 
 fn load(rel: &str) -> Project {
-    encoder::load_project(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)).expect("the case loads")
+    encoder::load_project(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel))
+        .expect("the case loads")
 }
 
 fn shop_by_turns(c: &mut Criterion) {
@@ -18,8 +19,12 @@ fn shop_by_turns(c: &mut Criterion) {
     for turns in 1u32..=4 {
         let l = lower(&p, turns, 60);
         let o = obligations::reach::obligations(&p, &l);
-        g.bench_with_input(BenchmarkId::new("bfs", turns), &turns, |b, _| b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default())));
-        g.bench_with_input(BenchmarkId::new("bmc", turns), &turns, |b, _| b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default())));
+        g.bench_with_input(BenchmarkId::new("bfs", turns), &turns, |b, _| {
+            b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default()))
+        });
+        g.bench_with_input(BenchmarkId::new("bmc", turns), &turns, |b, _| {
+            b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default()))
+        });
     }
     g.finish();
 }
@@ -27,12 +32,22 @@ fn shop_by_turns(c: &mut Criterion) {
 fn corpus_cases(c: &mut Criterion) {
     let mut g = c.benchmark_group("corpus");
     g.sample_size(10);
-    for case in ["shop", "agentdojo-banking", "agentdojo-workspace", "taubench-retail", "langgraph-customer-support"] {
+    for case in [
+        "shop",
+        "agentdojo-banking",
+        "agentdojo-workspace",
+        "taubench-retail",
+        "langgraph-customer-support",
+    ] {
         let p = load(&format!("corpus/{case}/agent.yaml"));
         let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
         let o = obligations::reach::obligations(&p, &l);
-        g.bench_with_input(BenchmarkId::new("bfs", case), &case, |b, _| b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default())));
-        g.bench_with_input(BenchmarkId::new("bmc", case), &case, |b, _| b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default())));
+        g.bench_with_input(BenchmarkId::new("bfs", case), &case, |b, _| {
+            b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default()))
+        });
+        g.bench_with_input(BenchmarkId::new("bmc", case), &case, |b, _| {
+            b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default()))
+        });
     }
     g.finish();
 }
@@ -44,11 +59,17 @@ fn synthetic_by_size(c: &mut Criterion) {
         let p = encoder::testkit::synthetic(agents, 4, 7);
         let l = lower(&p, 1, 12);
         let o = obligations::reach::obligations(&p, &l);
-        g.bench_with_input(BenchmarkId::new("bfs", agents), &agents, |b, _| b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default())));
-        g.bench_with_input(BenchmarkId::new("bmc", agents), &agents, |b, _| b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default())));
+        g.bench_with_input(BenchmarkId::new("bfs", agents), &agents, |b, _| {
+            b.iter(|| bfs::run(&l.ts, &o, bfs::BfsBudget::default()))
+        });
+        g.bench_with_input(BenchmarkId::new("bmc", agents), &agents, |b, _| {
+            b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default()))
+        });
     }
     let big = encoder::testkit::synthetic(1250, 4, 7);
-    g.bench_function("structural_5000_nodes", |b| b.iter(|| obligations::structural::structural(&big)));
+    g.bench_function("structural_5000_nodes", |b| {
+        b.iter(|| obligations::structural::structural(&big))
+    });
     g.finish();
 }
 

@@ -92,6 +92,10 @@ struct B<'a> {
     done: u32,
     session_steps: u32,
     step_limit: u32,
+    /// Each agent's router node (by agent index), where its next turn starts.
+    routers: Vec<Option<u32>>,
+    /// Per node, the agents that can be active when the run is there (sorted).
+    active_at: Vec<Vec<u32>>,
 }
 
 /// Lowers a project at a depth of `session_steps` turns of `step_limit` steps.
@@ -115,6 +119,19 @@ pub fn lower(p: &Project, session_steps: u32, step_limit: u32) -> Lowered {
         done: p.graph.nodes.len() as u32,
         session_steps: session_steps.max(1),
         step_limit: step_limit.max(1),
+        routers: p
+            .graph
+            .agents
+            .keys()
+            .map(|name| {
+                p.graph
+                    .nodes
+                    .iter()
+                    .position(|n| n.kind == NodeKind::Router && n.agent.as_deref() == Some(name))
+                    .map(|r| r as u32)
+            })
+            .collect(),
+        active_at: active_agents(p),
     };
     b.declare_state();
     for i in 0..p.graph.nodes.len() {
@@ -380,19 +397,29 @@ impl<'a> B<'a> {
     }
 
     /// The node a new turn starts at for each possible active agent (its router, or the entry).
-    fn next_start(&self, agent_expr: &Expr) -> Expr {
-        let g = &self.p.graph;
-        let entry = self.node_index.get(&g.entry).copied().unwrap_or(0);
+    fn next_start(&self, agent_expr: &Expr, node: usize) -> Expr {
+        let entry = self
+            .node_index
+            .get(&self.p.graph.entry)
+            .copied()
+            .unwrap_or(0);
+        let start_of = |i: usize| self.routers.get(i).copied().flatten().unwrap_or(entry);
+        // Most commands set the active agent to a constant: then the start is a constant too.
+        if let Expr::Const(a) = agent_expr {
+            return Expr::Const(start_of(*a as usize));
+        }
+        // Otherwise the active agent is one of those that can be active at this node, so the
+        // term stays small on graphs with many agents.
+        let possible = &self.active_at[node];
+        if let [only] = possible.as_slice() {
+            return Expr::Const(start_of(*only as usize));
+        }
         let mut e = Expr::Const(entry);
-        for (i, name) in g.agents.keys().enumerate().rev() {
-            let router = g
-                .nodes
-                .iter()
-                .position(|n| n.kind == NodeKind::Router && n.agent.as_deref() == Some(name));
-            if let Some(r) = router {
+        for i in possible.iter().rev().map(|i| *i as usize) {
+            if let Some(r) = self.routers.get(i).copied().flatten() {
                 e = ite(
                     eq(agent_expr.clone(), Expr::Const(i as u32)),
-                    Expr::Const(r as u32),
+                    Expr::Const(r),
                     e,
                 );
             }
@@ -429,7 +456,7 @@ impl<'a> B<'a> {
         let start = ite(
             last_turn.clone(),
             Expr::Const(self.done),
-            self.next_start(&post_agent),
+            self.next_start(&post_agent, node),
         );
         upd.insert(nodev, ite(ends.clone(), start, normal_node));
         upd.insert(
@@ -1310,4 +1337,63 @@ impl<'a> B<'a> {
             and(vec![Expr::Bool(steered_counts), steered]),
         ])
     }
+}
+
+/// Which agents can be active at each node: a router or model makes its own agent active; a
+/// hand-off makes the target's agent active; other nodes keep the agent the run came with; a
+/// session starts at the entry with its agent, and a turn at the active agent's router. A
+/// fixpoint over the edges, so the lowering folds the next turn's start to a constant where only
+/// one agent can be active.
+fn active_agents(p: &Project) -> Vec<Vec<u32>> {
+    use std::collections::BTreeSet;
+    let g = &p.graph;
+    let agent_of = |i: usize| {
+        g.nodes[i]
+            .agent
+            .as_ref()
+            .and_then(|a| g.agents.get_index_of(a))
+            .map(|x| x as u32)
+    };
+    let index: std::collections::HashMap<&str, usize> = g
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x.id.as_str(), i))
+        .collect();
+    let mut sets: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); g.nodes.len()];
+    let entry = index.get(g.entry.as_str()).copied().unwrap_or(0);
+    if let Some(s) = sets.get_mut(entry) {
+        s.insert(agent_of(entry).unwrap_or(0));
+    }
+    for i in 0..g.nodes.len() {
+        if g.nodes[i].kind == NodeKind::Router {
+            if let Some(a) = agent_of(i) {
+                sets[i].insert(a);
+            }
+        }
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for e in &g.edges {
+            let Some(&u) = index.get(e.from.as_str()) else {
+                continue;
+            };
+            let post: BTreeSet<u32> = match g.nodes[u].kind {
+                NodeKind::Router | NodeKind::Model => agent_of(u).into_iter().collect(),
+                _ => sets[u].clone(),
+            };
+            for t in e.target_ids() {
+                let Some(&v) = index.get(t) else { continue };
+                let add: BTreeSet<u32> = match (e.kind, agent_of(v)) {
+                    (EdgeKind::Handoff, Some(b)) => [b].into_iter().collect(),
+                    _ => post.clone(),
+                };
+                for a in add {
+                    changed |= sets[v].insert(a);
+                }
+            }
+        }
+    }
+    sets.into_iter().map(|s| s.into_iter().collect()).collect()
 }
