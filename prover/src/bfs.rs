@@ -125,6 +125,34 @@ fn for_each_choice(ts: &TransitionSystem, c: &Command, mut f: impl FnMut(&[u32])
     }
 }
 
+/// A command's guard split into the conjuncts that read only the state (checked once per
+/// state, before any choice is enumerated) and the rest (checked per valuation of the choices).
+struct SplitGuard<'a> {
+    state_part: Vec<&'a Expr>,
+    choice_part: Vec<&'a Expr>,
+}
+
+fn split_guard(c: &Command) -> SplitGuard<'_> {
+    let conjuncts: Vec<&Expr> = match &c.guard {
+        Expr::And(es) => es.iter().collect(),
+        other => vec![other],
+    };
+    let mut g = SplitGuard {
+        state_part: vec![],
+        choice_part: vec![],
+    };
+    for e in conjuncts {
+        let mut read = vec![];
+        e.choices_read(&mut read);
+        if read.is_empty() {
+            g.state_part.push(e);
+        } else {
+            g.choice_part.push(e);
+        }
+    }
+    g
+}
+
 /// A successor found while expanding one state.
 struct Succ {
     packed: Box<[u64]>,
@@ -132,10 +160,18 @@ struct Succ {
     choices: Vec<u32>,
 }
 
+/// The successors and obligation hits found while expanding one state.
+type Expansion = (Vec<Succ>, Vec<(usize, CmdId, Vec<u32>)>);
+
+/// Levels at least this wide are expanded in parallel.
+const PARALLEL_LEVEL: usize = 256;
+
 /// Explores the system breadth-first to its depth and decides every obligation.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
     let start = Instant::now();
     let packer = Packer::new(ts);
+    let guards: Vec<SplitGuard<'_>> = ts.commands.iter().map(split_guard).collect();
+    let no_choices = vec![0u32; ts.choices.len()];
     let mut by_cmd: HashMap<CmdId, Vec<(usize, &Expr)>> = HashMap::default();
     for (i, o) in obligations.iter().enumerate() {
         for (c, cond) in o.commands.iter().zip(&o.conds) {
@@ -159,38 +195,54 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
     let mut exhausted_budget = false;
     while level < ts.depth && level_start < packed.len() {
         let level_end = packed.len();
-        let results: Vec<(Vec<Succ>, Vec<(usize, CmdId, Vec<u32>)>)> = (level_start..level_end)
-            .into_par_iter()
-            .map(|si| {
-                let state = packer.unpack(&packed[si]);
-                let mut succs = Vec::new();
-                let mut hits = Vec::new();
-                let node = state[ts.node_var.0 as usize] as usize;
-                for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
-                    let c = ts.command(cid);
-                    let obls = by_cmd.get(&cid);
-                    for_each_choice(ts, c, |ch| {
-                        if !ts.eval_bool(&c.guard, &state, ch) {
-                            return;
-                        }
-                        if let Some(os) = obls {
-                            for &(o, cond) in os {
-                                if found[o].is_none() && ts.eval_bool(cond, &state, ch) {
-                                    hits.push((o, cid, ch.to_vec()));
-                                }
+        let expand = |si: usize| -> Expansion {
+            let state = packer.unpack(&packed[si]);
+            let mut succs = Vec::new();
+            let mut hits = Vec::new();
+            let node = state[ts.node_var.0 as usize] as usize;
+            for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+                let c = ts.command(cid);
+                let g = &guards[cid.0 as usize];
+                if !g
+                    .state_part
+                    .iter()
+                    .all(|e| ts.eval_bool(e, &state, &no_choices))
+                {
+                    continue;
+                }
+                let obls = by_cmd.get(&cid);
+                for_each_choice(ts, c, |ch| {
+                    if !g.choice_part.iter().all(|e| ts.eval_bool(e, &state, ch)) {
+                        return;
+                    }
+                    if let Some(os) = obls {
+                        for &(o, cond) in os {
+                            if found[o].is_none() && ts.eval_bool(cond, &state, ch) {
+                                hits.push((o, cid, ch.to_vec()));
                             }
                         }
-                        let next = ts.apply(c, &state, ch);
-                        succs.push(Succ {
-                            packed: packer.pack(&next),
-                            cmd: cid,
-                            choices: ch.to_vec(),
-                        });
+                    }
+                    let next = ts.apply(c, &state, ch);
+                    succs.push(Succ {
+                        packed: packer.pack(&next),
+                        cmd: cid,
+                        choices: ch.to_vec(),
                     });
-                }
-                (succs, hits)
-            })
-            .collect();
+                });
+            }
+            (succs, hits)
+        };
+        // Small levels are expanded in order on this thread (rayon's dispatch would cost more
+        // than the work); large ones in parallel. Either way the results come back in frontier
+        // order, so the search is the same whatever the thread count.
+        let results: Vec<Expansion> = if level_end - level_start >= PARALLEL_LEVEL {
+            (level_start..level_end)
+                .into_par_iter()
+                .map(expand)
+                .collect()
+        } else {
+            (level_start..level_end).map(expand).collect()
+        };
         for (offset, (succs, hits)) in results.into_iter().enumerate() {
             let si = (level_start + offset) as u32;
             for (o, cid, ch) in hits {
