@@ -42,8 +42,11 @@ fn model_wrote(l: &Lowered, name: &str) -> Expr {
         .unwrap_or(Expr::Bool(false))
 }
 
+/// An obligation being collected: rule, subject, (command, condition) pairs, inverted.
+type Pending = (String, String, Vec<(CmdId, Expr)>, bool);
+
 struct Acc {
-    by_id: IndexMap<String, (String, String, Vec<(CmdId, Expr)>, bool)>,
+    by_id: IndexMap<String, Pending>,
 }
 
 impl Acc {

@@ -204,11 +204,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     }
     if args.timings {
         if let Some(b) = &proof.bfs {
-            let rate = if b.cost.ms > 0 {
-                b.cost.states * 1000 / b.cost.ms
-            } else {
-                b.cost.states * 1000
-            };
+            let rate = b.cost.states * 1000 / b.cost.ms.max(1);
             eprintln!(
                 "timings: BFS {} states in {} ms ({rate} states/s)",
                 b.cost.states, b.cost.ms

@@ -643,20 +643,24 @@ impl<'a> Run<'a> {
                         .map(|(c, _, a)| format!("{}@{a}", c.tool))
                         .unwrap_or_else(|| "none".into()),
                 )
-            } else if let Some(a) = name.strip_prefix("mark.external.") {
-                Some(flag(self.marks.get(a), "external").into())
-            } else if let Some(a) = name.strip_prefix("mark.confidential.") {
-                Some(flag(self.marks.get(a), "confidential").into())
-            } else if let Some(a) = name.strip_prefix("mark.steered_from_lower.") {
-                Some(flag(self.marks.get(a), "steered_from_lower").into())
-            } else if let Some(a) = name.strip_prefix("prov.external_handed.") {
-                Some(flag(self.prov.get(a), "external_handed").into())
-            } else if let Some(a) = name.strip_prefix("prov.external.") {
-                Some(flag(self.prov.get(a), "external").into())
-            } else if let Some(a) = name.strip_prefix("prov.confidential.") {
-                Some(flag(self.prov.get(a), "confidential").into())
             } else {
-                None
+                // Marks and provenance flags, by their variable's prefix.
+                let flags = [
+                    ("mark.external.", &self.marks, "external"),
+                    ("mark.confidential.", &self.marks, "confidential"),
+                    (
+                        "mark.steered_from_lower.",
+                        &self.marks,
+                        "steered_from_lower",
+                    ),
+                    ("prov.external_handed.", &self.prov, "external_handed"),
+                    ("prov.external.", &self.prov, "external"),
+                    ("prov.confidential.", &self.prov, "confidential"),
+                ];
+                flags.iter().find_map(|(prefix, map, m)| {
+                    name.strip_prefix(prefix)
+                        .map(|a| flag(map.get(a), m).to_string())
+                })
             };
             if let Some(mine) = mine {
                 if &mine != value {

@@ -1042,7 +1042,7 @@ fn flow_params(c: &mut Cursor<'_>) -> Result<(), InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rulebook::Gate;
+    use crate::rulebook::{CmpOp, Gate};
 
     fn ctx(n: &str, op: CmpOp) -> Literal {
         Literal {

@@ -1382,7 +1382,9 @@ mod tests {
     const SEED: &str = "rules:\n- action: refund_card\n  requires: [supervisor_approved]\n  when: { amount_over: 200 }\n- action: charge_card\n  requires_confirmation: true\n- action: send_receipt\n  after: [charge_card]\n  at_most: 1\n";
 
     /// The gates without their lines: what must agree between a sheet and its Colang.
-    fn shape(rb: &Rulebook) -> Vec<(String, Vec<String>, Vec<(String, Vec<Literal>)>)> {
+    type Shape = Vec<(String, Vec<String>, Vec<(String, Vec<Literal>)>)>;
+
+    fn shape(rb: &Rulebook) -> Shape {
         rb.gates
             .iter()
             .map(|(a, g)| {

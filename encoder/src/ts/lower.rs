@@ -1365,11 +1365,9 @@ fn active_agents(p: &Project) -> Vec<Vec<u32>> {
     if let Some(s) = sets.get_mut(entry) {
         s.insert(agent_of(entry).unwrap_or(0));
     }
-    for i in 0..g.nodes.len() {
+    for (i, set) in sets.iter_mut().enumerate() {
         if g.nodes[i].kind == NodeKind::Router {
-            if let Some(a) = agent_of(i) {
-                sets[i].insert(a);
-            }
+            set.extend(agent_of(i));
         }
     }
     let mut changed = true;

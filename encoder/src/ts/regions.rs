@@ -113,7 +113,7 @@ pub fn satisfiable(lits: &[&Literal]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rulebook::Operand;
+    use crate::rulebook::{CmpOp, Operand};
 
     fn lit(op: CmpOp, v: Option<Value>) -> Literal {
         Literal {
