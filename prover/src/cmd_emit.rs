@@ -80,18 +80,14 @@ fn load(a: &PromelaArgs) -> anyhow::Result<(encoder::Project, Option<u32>, Optio
                 .as_ref()
                 .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
             Ok((
-                encoder::load_graph_project(
-                    g,
-                    cat,
-                    a.rulebook.as_deref(),
-                    a.settings.as_deref(),
-                )?,
+                encoder::load_graph_project(g, cat, a.rulebook.as_deref(), a.settings.as_deref())?,
                 None,
                 None,
             ))
         }
         (None, None, Some(dir)) => {
-            let spec = CaseSpec::read(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+            let spec =
+                CaseSpec::read(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
             let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
             let project = match &spec.graph {
                 Some(g) => encoder::load_graph_project(

@@ -288,11 +288,7 @@ pub fn emit(ts: &TransitionSystem, obls: &[Obligation]) -> String {
                 if let Some(to) = &c.label.to {
                     let _ = write!(what, " -> {to}");
                 }
-                let _ = writeln!(
-                    body,
-                    "\t/* command {ci}: {} */",
-                    what.replace("*/", "* /")
-                );
+                let _ = writeln!(body, "\t/* command {ci}: {} */", what.replace("*/", "* /"));
                 header_done = true;
             }
             let mut stmts = vec![expr(ts, &guard)];
@@ -412,10 +408,7 @@ mod tests {
             init: vec![0, 1, 2],
             commands: vec![Command {
                 node: 0,
-                guard: ex::and(vec![
-                    ex::var_is(node, 0),
-                    ex::not(ex::choice_is(c, 2)),
-                ]),
+                guard: ex::and(vec![ex::var_is(node, 0), ex::not(ex::choice_is(c, 2))]),
                 updates: vec![
                     (x, Expr::Var(y)),
                     (y, Expr::Var(x)),
@@ -454,7 +447,10 @@ mod tests {
         // The swap needs one hidden temporary.
         assert!(m.contains("int tmp0 = 0;"), "{m}");
         assert!(m.contains("tmp0 = 0; }"), "{m}");
-        assert!(m.contains("tmp0 = v1_count_x"), "{m}");
+        assert!(
+            m.contains("tmp0 = v2_y; v2_y = v1_count_x; v1_count_x = tmp0; tmp0 = 0;"),
+            "{m}"
+        );
         // The obligation's assertion only where c = 1 (folded to true there).
         assert_eq!(m.matches("assert(").count(), 1, "{m}");
         assert!(m.contains("assert(!(true) || obligation == 1)"), "{m}");
@@ -495,13 +491,17 @@ mod tests {
     /// have SPIN).
     #[test]
     fn spin_accepts_the_shop_model() {
-        if std::process::Command::new("spin").arg("-V").output().is_err() {
+        if std::process::Command::new("spin")
+            .arg("-V")
+            .output()
+            .is_err()
+        {
             eprintln!("skipped: spin is not on PATH");
             return;
         }
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let project = encoder::load_project(&root.join("examples/shop/agent.yaml"))
-            .expect("the shop loads");
+        let project =
+            encoder::load_project(&root.join("examples/shop/agent.yaml")).expect("the shop loads");
         let lowered = encoder::ts::lower::lower(&project, 1, 8);
         let obls = obligations::reach::obligations(&project, &lowered);
         let model = emit(&lowered.ts, &obls);
