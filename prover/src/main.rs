@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 mod cmd_check;
 mod cmd_corpus;
+mod cmd_emit;
 mod cmd_rules;
 mod cmd_verify;
 
@@ -41,6 +42,9 @@ enum Command {
     History(cmd_check::HistoryCommand),
     /// Run the corpus and compare every case with its expected.json (exit 1 on a mismatch).
     Corpus(cmd_corpus::CorpusArgs),
+    /// Write the transition system in another checker's language (Promela for SPIN).
+    #[command(subcommand)]
+    Emit(cmd_emit::EmitCommand),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd_verify::replay(a),
         Command::Solve(a) => cmd_verify::solve(a),
         Command::Corpus(a) => cmd_corpus::corpus(a),
+        Command::Emit(c) => cmd_emit::run(c),
     };
     match result {
         Ok(code) => ExitCode::from(code),
