@@ -14,12 +14,16 @@ use z3::{Params, SatResult, Solver};
 pub struct BmcBudget {
     /// Time one obligation may spend in the solver, over all depths.
     pub per_obligation: Duration,
+    /// Time the whole unrolling may take; past it, every open obligation is undecided (by this
+    /// engine: the BFS may still decide it).
+    pub total: Duration,
 }
 
 impl Default for BmcBudget {
     fn default() -> Self {
         BmcBudget {
             per_obligation: Duration::from_secs(60),
+            total: Duration::from_secs(600),
         }
     }
 }
@@ -208,6 +212,14 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         }
         for (oi, o) in obligations.iter().enumerate() {
             if verdicts[oi].is_some() || o.commands.is_empty() {
+                continue;
+            }
+            if start.elapsed() >= budget.total {
+                verdicts[oi] = Some(Verdict::Undecided(format!(
+                    "the unrolling's time budget of {}s ran out at depth {}",
+                    budget.total.as_secs(),
+                    k + 1
+                )));
                 continue;
             }
             let left = budget.per_obligation.saturating_sub(spent[oi]);

@@ -126,6 +126,7 @@ fn run_engines(
                     obls,
                     bmc::BmcBudget {
                         per_obligation: o.timeout,
+                        ..Default::default()
                     },
                 )
             })

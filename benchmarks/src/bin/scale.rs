@@ -56,6 +56,7 @@ fn synthetic(agents: usize, turns: u32, step_limit: u32, bmc: bool) {
             &obls,
             prover::bmc::BmcBudget {
                 per_obligation: Duration::from_secs(120),
+                total: Duration::from_secs(900),
             },
         );
         let reach_m = m
