@@ -3,7 +3,6 @@
 //! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`.
 
 use clap::{Args, Subcommand};
-use encoder::ts::lower::lower;
 use prover::bfs;
 use prover::corpus::CaseSpec;
 use prover::proof::Options;
@@ -117,9 +116,8 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
         anyhow::ensure!(n >= 1, "--step-limit must be at least 1");
         o.step_limit = n;
     }
-    let lowered = lower(&project, o.session_steps, o.step_limit);
-    let obls = obligations::reach::obligations(&project, &lowered);
-    let ts = &lowered.ts;
+    let (reduced, obls) = prover::proof::system(&project, o.session_steps, o.step_limit);
+    let ts = &reduced;
     let model = prover::promela::emit(ts, if a.no_assertions { &[] } else { &obls });
     match &a.output {
         Some(p) => std::fs::write(p, &model)

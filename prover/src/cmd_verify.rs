@@ -195,10 +195,7 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         )?;
     }
     match args.format {
-        Format::Text => print!(
-            "{}",
-            prover::report::text(&report, &project, &proof.lowered.ts)
-        ),
+        Format::Text => print!("{}", prover::report::text(&report, &project, &proof.ts)),
         Format::Json => print!("{}", prover::report::json(&report, &project, &proof)),
         Format::Sarif => print!("{}", prover::report::sarif(&report, &proof)),
     }
@@ -348,7 +345,7 @@ fn emit_cases(
         )?;
         let doc = prover::report::witness_doc(
             project,
-            &proof.lowered.ts,
+            &proof.ts,
             w,
             &proof.outcomes[oi].obligation,
             prover::report::witness_engine(proof, oi),

@@ -375,7 +375,7 @@ fn prove_case(dir: &Path) -> Result<Proved, String> {
         gate: if rep.passed { "passed" } else { "failed" }.to_string(),
     };
     let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
-    let text = report::text(&rep, &project, &proof.lowered.ts).replace(&prefix, "");
+    let text = report::text(&rep, &project, &proof.ts).replace(&prefix, "");
     let json = report::json(&rep, &project, &proof).replace(&prefix, "");
     let states = proof.bfs.as_ref().map(|b| b.cost.states).unwrap_or(0);
     Ok((actual, text, json, states))

@@ -2,10 +2,11 @@
 //! (in parallel with each other), compares their verdicts (QG312) and folds multi-turn findings
 //! into QG003. **Engines never print**; this module returns data.
 
-use crate::verdict::{disagree, EngineRun, RawWitness, Verdict};
+use crate::verdict::{disagree, EngineRun, Verdict};
 use crate::{bfs, bmc};
-use encoder::ts::lower::{lower, Lowered};
+use encoder::ts::lower::lower;
 use encoder::ts::Obligation;
+use encoder::ts::TransitionSystem;
 use encoder::Project;
 use std::time::Duration;
 
@@ -72,8 +73,9 @@ pub struct Outcome {
 /// The proof of a project.
 #[derive(Clone, Debug)]
 pub struct Proof {
-    /// The lowered system.
-    pub lowered: Lowered,
+    /// The system both engines searched: the lowered system reduced to its cone of influence
+    /// (state variables nothing reads are dropped; see `TransitionSystem::without_unread`).
+    pub ts: TransitionSystem,
     /// Per obligation.
     pub outcomes: Vec<Outcome>,
     /// BFS cost.
@@ -101,7 +103,7 @@ fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
 }
 
 fn run_engines(
-    l: &Lowered,
+    ts: &TransitionSystem,
     obls: &[Obligation],
     o: &Options,
 ) -> (Option<EngineRun>, Option<EngineRun>) {
@@ -111,7 +113,7 @@ fn run_engines(
         || {
             want_bfs.then(|| {
                 bfs::run(
-                    &l.ts,
+                    ts,
                     obls,
                     bfs::BfsBudget {
                         max_states: o.max_states,
@@ -122,7 +124,7 @@ fn run_engines(
         || {
             want_bmc.then(|| {
                 bmc::run(
-                    &l.ts,
+                    ts,
                     obls,
                     bmc::BmcBudget {
                         per_obligation: o.timeout,
@@ -136,7 +138,7 @@ fn run_engines(
         if let Some(run) = b.as_mut() {
             for v in run.verdicts.iter_mut() {
                 if matches!(v, Verdict::Reachable(_)) {
-                    *v = Verdict::Unreachable { depth: l.ts.depth };
+                    *v = Verdict::Unreachable { depth: ts.depth };
                 }
             }
         }
@@ -146,9 +148,8 @@ fn run_engines(
 
 /// Proves a project.
 pub fn prove(p: &Project, o: &Options) -> Proof {
-    let lowered = lower(p, o.session_steps, o.step_limit);
-    let obls = obligations::reach::obligations(p, &lowered);
-    let (b, m) = run_engines(&lowered, &obls, o);
+    let (ts, obls) = system(p, o.session_steps, o.step_limit);
+    let (b, m) = run_engines(&ts, &obls, o);
     let mut outcomes: Vec<Outcome> = obls
         .iter()
         .enumerate()
@@ -168,10 +169,10 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         })
         .collect();
     if o.session_steps > 1 {
-        mark_multi_turn(p, o, &mut outcomes);
+        mark_multi_turn(p, o, &ts, &mut outcomes);
     }
     Proof {
-        lowered,
+        ts,
         outcomes,
         bfs: b,
         bmc: m,
@@ -180,20 +181,19 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
 
 /// QG003: a reachable finding whose shortest witness spans two or more turns and which is
 /// unreachable in one turn (checked by a one-turn BFS over the same obligations).
-fn mark_multi_turn(p: &Project, o: &Options, outcomes: &mut [Outcome]) {
+fn mark_multi_turn(p: &Project, o: &Options, ts: &TransitionSystem, outcomes: &mut [Outcome]) {
     let candidates: Vec<usize> = outcomes
         .iter()
         .enumerate()
-        .filter(|(_, x)| !x.obligation.inverted && turns_of(&x.verdict) >= 2)
+        .filter(|(_, x)| !x.obligation.inverted && turns_of(ts, &x.verdict) >= 2)
         .map(|(i, _)| i)
         .collect();
     if candidates.is_empty() {
         return;
     }
-    let one = lower(p, 1, o.step_limit);
-    let obls1 = obligations::reach::obligations(p, &one);
+    let (one, obls1) = system(p, 1, o.step_limit);
     let run = bfs::run(
-        &one.ts,
+        &one,
         &obls1,
         bfs::BfsBudget {
             max_states: o.max_states,
@@ -211,20 +211,29 @@ fn mark_multi_turn(p: &Project, o: &Options, outcomes: &mut [Outcome]) {
     }
 }
 
-fn turns_of(v: &Verdict) -> usize {
+fn turns_of(ts: &TransitionSystem, v: &Verdict) -> usize {
     match v {
-        Verdict::Reachable(w) => distinct_turns(w),
+        Verdict::Reachable(w) => {
+            let mut t: Vec<u32> = w
+                .steps
+                .iter()
+                .map(|s| s.state[ts.turn_var.0 as usize])
+                .collect();
+            t.dedup();
+            t.len()
+        }
         _ => 0,
     }
 }
 
-fn distinct_turns(w: &RawWitness) -> usize {
-    // The turn variable is the third state variable (node, agent, turn, …).
-    let mut t: Vec<u32> = w
-        .steps
-        .iter()
-        .map(|s| s.state.get(2).copied().unwrap_or(0))
-        .collect();
-    t.dedup();
-    t.len()
+/// The system the engines search for a project at a depth, with its obligations: lowered, then
+/// reduced to its cone of influence.
+pub fn system(
+    p: &Project,
+    session_steps: u32,
+    step_limit: u32,
+) -> (TransitionSystem, Vec<Obligation>) {
+    let lowered = lower(p, session_steps, step_limit);
+    let obls = obligations::reach::obligations(p, &lowered);
+    lowered.ts.without_unread(&obls)
 }

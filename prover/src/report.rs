@@ -179,7 +179,7 @@ pub fn build(
             }
             (Verdict::Reachable(w), false) => {
                 reach += 1;
-                let last = proof.lowered.ts.command(
+                let last = proof.ts.command(
                     w.steps
                         .last()
                         .map(|s| s.cmd)
@@ -193,7 +193,7 @@ pub fn build(
                         "{} ({}: its shortest witness needs {} turns and it is unreachable in one)",
                         message,
                         ob.rule,
-                        count_turns(&proof.lowered.ts, w)
+                        count_turns(&proof.ts, w)
                     );
                     rule("QG003").expect("QG003 is in the catalog")
                 } else {
@@ -407,7 +407,7 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
                 "rule": f.rule.id, "title": f.rule.title, "type": f.rule.kind.name(), "severity": f.rule.kind.severity(),
                 "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().collect::<Vec<_>>(),
                 "message": f.message, "owasp": f.rule.owasp, "fix": f.rule.fix.replace("{tool}", &f.subject),
-                "witness": f.witness.as_ref().zip(f.obligation).map(|(w, oi)| witness_doc(p, &proof.lowered.ts, w, &proof.outcomes[oi].obligation, witness_engine(proof, oi), r.depth)),
+                "witness": f.witness.as_ref().zip(f.obligation).map(|(w, oi)| witness_doc(p, &proof.ts, w, &proof.outcomes[oi].obligation, witness_engine(proof, oi), r.depth)),
                 "witness_file": f.witness_file,
                 "replay": f.replay.as_ref().map(|x| x.text()),
                 "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
@@ -517,14 +517,7 @@ pub fn attach_witnesses(
             continue;
         };
         let ob = &proof.outcomes[oi].obligation;
-        let doc = witness_doc(
-            p,
-            &proof.lowered.ts,
-            w,
-            ob,
-            witness_engine(proof, oi),
-            r.depth,
-        );
+        let doc = witness_doc(p, &proof.ts, w, ob, witness_engine(proof, oi), r.depth);
         if let Some(dir) = keep {
             let name = format!(
                 "{}-{}.json",
@@ -620,7 +613,7 @@ pub fn sarif(r: &Report, proof: &Proof) -> String {
                 "properties": {"subject": f.subject},
             });
             if let Some(w) = &f.witness {
-                let ts = &proof.lowered.ts;
+                let ts = &proof.ts;
                 let steps: Vec<Value> = w
                     .steps
                     .iter()

@@ -399,3 +399,136 @@ impl TransitionSystem {
         Ok(())
     }
 }
+
+impl Expr {
+    /// Every state variable the expression reads.
+    pub fn vars_read(&self, out: &mut Vec<VarId>) {
+        match self {
+            Expr::Var(v) => out.push(*v),
+            Expr::Not(a) | Expr::Add(a, _) => a.vars_read(out),
+            Expr::And(es) | Expr::Or(es) => es.iter().for_each(|e| e.vars_read(out)),
+            Expr::Eq(a, b) | Expr::Lt(a, b) => {
+                a.vars_read(out);
+                b.vars_read(out);
+            }
+            Expr::Ite(c, a, b) => {
+                c.vars_read(out);
+                a.vars_read(out);
+                b.vars_read(out);
+            }
+            Expr::Bool(_) | Expr::Const(_) | Expr::Choice(_) => {}
+        }
+    }
+
+    /// The expression with every variable renumbered.
+    fn remap(&self, map: &[Option<VarId>]) -> Expr {
+        let r = |e: &Expr| Box::new(e.remap(map));
+        match self {
+            Expr::Var(v) => Expr::Var(map[v.0 as usize].unwrap_or(*v)),
+            Expr::Not(a) => Expr::Not(r(a)),
+            Expr::Add(a, k) => Expr::Add(r(a), *k),
+            Expr::And(es) => Expr::And(es.iter().map(|e| e.remap(map)).collect()),
+            Expr::Or(es) => Expr::Or(es.iter().map(|e| e.remap(map)).collect()),
+            Expr::Eq(a, b) => Expr::Eq(r(a), r(b)),
+            Expr::Lt(a, b) => Expr::Lt(r(a), r(b)),
+            Expr::Ite(c, a, b) => Expr::Ite(r(c), r(a), r(b)),
+            other => other.clone(),
+        }
+    }
+}
+
+impl TransitionSystem {
+    /// The cone of influence: the system without the state variables that nothing reads — no
+    /// guard, no obligation condition, and no update of a variable that is itself read. Such a
+    /// variable (the active agent where every turn's start is known, a provenance flag no rule
+    /// asks about) only splits states that behave the same, so dropping it keeps every verdict
+    /// and every shortest depth while shrinking the state space. Returns the reduced system and
+    /// the obligations renumbered to it.
+    pub fn without_unread(
+        &self,
+        obligations: &[Obligation],
+    ) -> (TransitionSystem, Vec<Obligation>) {
+        let n = self.vars.len();
+        let mut keep = vec![false; n];
+        let mut read = vec![];
+        for c in &self.commands {
+            c.guard.vars_read(&mut read);
+        }
+        for o in obligations {
+            o.conds.iter().for_each(|e| e.vars_read(&mut read));
+        }
+        for v in [self.node_var, self.turn_var, self.step_var] {
+            read.push(v);
+        }
+        let mut work: Vec<VarId> = read;
+        while let Some(v) = work.pop() {
+            if keep[v.0 as usize] {
+                continue;
+            }
+            keep[v.0 as usize] = true;
+            for c in &self.commands {
+                for (w, e) in &c.updates {
+                    if *w == v {
+                        e.vars_read(&mut work);
+                    }
+                }
+            }
+        }
+        let mut map: Vec<Option<VarId>> = vec![None; n];
+        let mut next = 0u32;
+        for (i, k) in keep.iter().enumerate() {
+            if *k {
+                map[i] = Some(VarId(next));
+                next += 1;
+            }
+        }
+        let id = |v: VarId| map[v.0 as usize].unwrap_or(v);
+        let commands = self
+            .commands
+            .iter()
+            .map(|c| Command {
+                node: c.node,
+                guard: c.guard.remap(&map),
+                updates: c
+                    .updates
+                    .iter()
+                    .filter(|(v, _)| keep[v.0 as usize])
+                    .map(|(v, e)| (id(*v), e.remap(&map)))
+                    .collect(),
+                choices: c.choices.clone(),
+                label: c.label.clone(),
+            })
+            .collect();
+        let ts = TransitionSystem {
+            vars: self
+                .vars
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(d, _)| d.clone())
+                .collect(),
+            choices: self.choices.clone(),
+            init: self
+                .init
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(v, _)| *v)
+                .collect(),
+            commands,
+            by_node: self.by_node.clone(),
+            node_var: id(self.node_var),
+            turn_var: id(self.turn_var),
+            step_var: id(self.step_var),
+            depth: self.depth,
+        };
+        let obls = obligations
+            .iter()
+            .map(|o| Obligation {
+                conds: o.conds.iter().map(|e| e.remap(&map)).collect(),
+                ..o.clone()
+            })
+            .collect();
+        (ts, obls)
+    }
+}
