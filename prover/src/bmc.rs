@@ -210,6 +210,29 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         if k > 0 {
             u.add_transition(&solver, k - 1);
         }
+        // One question first: can any open obligation be violated at this depth? Most depths
+        // answer no for every obligation at once; only a yes (or an unknown) asks them one by one.
+        let open: Vec<usize> = (0..obligations.len())
+            .filter(|oi| verdicts[*oi].is_none() && !obligations[*oi].commands.is_empty())
+            .collect();
+        if open.len() > 1 && start.elapsed() < budget.total {
+            let any = Bool::or(
+                &open
+                    .iter()
+                    .map(|oi| u.bad(&obligations[*oi], k))
+                    .collect::<Vec<_>>(),
+            );
+            let mut p = Params::new();
+            p.set_u32(
+                "timeout",
+                budget.per_obligation.as_millis().clamp(1, u32::MAX as u128) as u32,
+            );
+            solver.set_params(&p);
+            calls += 1;
+            if solver.check_assumptions(&[any]) == SatResult::Unsat {
+                continue;
+            }
+        }
         for (oi, o) in obligations.iter().enumerate() {
             if verdicts[oi].is_some() || o.commands.is_empty() {
                 continue;
