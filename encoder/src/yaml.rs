@@ -25,6 +25,7 @@ fn scalar_line(s: &MarkedScalarNode) -> u32 {
 /// Duplicate keys, anchors and tags are refused: each would make the meaning of a file depend
 /// on a reader's guess.
 pub fn load_yaml(file: &str, text: &str) -> Result<Node, InputError> {
+    check_depth(file, text)?;
     let opts = LoaderOptions::default().error_on_duplicate_keys(true);
     // marked-yaml has internal assertions on unusual event streams; a panic there must become a
     // clear refusal, never a crash of the prover.
@@ -37,6 +38,44 @@ pub fn load_yaml(file: &str, text: &str) -> Result<Node, InputError> {
         }
         Ok(Err(e)) => Err(load_error(file, e)),
         Err(_) => Err(InputError::at(file, 0, "YAML the reader cannot represent (aliases and unusual document streams are not supported)")),
+    }
+}
+
+/// The deepest nesting of lists and mappings a YAML input may have (as deep as `serde_json`
+/// lets a JSON input nest).
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// Refuses YAML that nests lists and mappings more than [`MAX_YAML_DEPTH`] deep, before the
+/// tree is built: marked-yaml builds it by recursion, so a line of `- - - …` a few tens of
+/// kilobytes long would otherwise overflow the stack. The parser's event stream is read
+/// without recursion; a syntax error stops the count and is reported by the real load.
+fn check_depth(file: &str, text: &str) -> Result<(), InputError> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0usize;
+    loop {
+        let Ok((event, mark)) = parser.next_token() else {
+            return Ok(());
+        };
+        match event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_YAML_DEPTH {
+                    return Err(InputError::at(
+                        file,
+                        mark.line() as u32,
+                        format!(
+                            "lists and mappings nest more than {MAX_YAML_DEPTH} deep here; \
+                             expected a flatter document"
+                        ),
+                    )
+                    .with_col(mark.col() as u32 + 1));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            Event::StreamEnd => return Ok(()),
+            _ => {}
+        }
     }
 }
 
@@ -402,6 +441,24 @@ mod tests {
     fn json_syntax_error_has_line() {
         let e = load_json("g.json", "{\n \"a\": 1,\n \"b\": }\n").unwrap_err();
         assert_eq!(e.line, 3);
+    }
+
+    #[test]
+    fn regression_deep_block_sequence_line_no_stack_overflow() {
+        // 50 000 nested `- ` on one line overflowed the stack in marked-yaml's recursive load.
+        let text = format!("a:\n  {}x\n", "- ".repeat(50_000));
+        let e = load_yaml("t.yaml", &text).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("nest more than 128"), "{}", e.message);
+        let ok = format!("a:\n  {}x\n", "- ".repeat(MAX_YAML_DEPTH - 1));
+        assert!(load_yaml("t.yaml", &ok).is_ok());
+    }
+
+    #[test]
+    fn regression_deep_indented_mappings_refused() {
+        let text: String = (0..200).map(|i| format!("{}k:\n", " ".repeat(i))).collect();
+        let e = load_yaml("t.yaml", &text).unwrap_err();
+        assert_eq!(e.line, 129);
     }
 
     #[test]

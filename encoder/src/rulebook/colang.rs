@@ -1195,4 +1195,25 @@ mod tests {
             let _ = compile_colang2("p.co", t);
         }
     }
+
+    #[test]
+    fn regression_many_if_paths_no_timeout() {
+        // Found by the colang2 fuzzer: a flow whose `if`s multiply the paths into an `execute`
+        // made path simplification rescan every pair after each merge (seconds for 1 KB, minutes
+        // for ten `if`s). Ten independent `if`s give 1024 paths, which merge to one open path.
+        let mut t = String::from("flow main\n");
+        for i in 0..10 {
+            t.push_str(&format!("  if $c{i}\n    bot say \"x\"\n"));
+        }
+        t.push_str("  await refund_card(amount=$n)\n  await refund_card(amount=$n)\n");
+        let start = std::time::Instant::now();
+        let rb = compile_colang2("p.co", &t).unwrap();
+        assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+        let gate = &rb.gates["refund_card"];
+        assert!(
+            gate.paths.iter().all(|p| p.literals.is_empty()),
+            "{:?}",
+            gate.paths
+        );
+    }
 }
