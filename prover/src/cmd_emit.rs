@@ -4,7 +4,6 @@
 
 use clap::{Args, Subcommand};
 use prover::bfs;
-use prover::corpus::CaseSpec;
 use prover::proof::Options;
 use prover::verdict::Verdict;
 use std::fmt::Write as _;
@@ -21,20 +20,9 @@ pub enum EmitCommand {
 /// Arguments of `qls emit promela`.
 #[derive(Args, Debug)]
 pub struct PromelaArgs {
-    /// The agent.yaml (or use --graph with --catalogue, or --case).
-    pub agent: Option<PathBuf>,
-    /// A qls-graph/1 file exported elsewhere.
-    #[arg(long)]
-    pub graph: Option<PathBuf>,
-    /// The catalogue for --graph.
-    #[arg(long)]
-    pub catalogue: Option<PathBuf>,
-    /// The rulebook for --graph.
-    #[arg(long)]
-    pub rulebook: Option<PathBuf>,
-    /// An agent.yaml whose settings apply to --graph.
-    #[arg(long)]
-    pub settings: Option<PathBuf>,
+    /// What to emit (or use --case).
+    #[command(flatten)]
+    pub inputs: crate::cmd_verify::Inputs,
     /// A corpus case folder (an agent.yaml, or a case.json naming a graph and its settings).
     #[arg(long)]
     pub case: Option<PathBuf>,
@@ -71,35 +59,14 @@ pub fn run(c: EmitCommand) -> anyhow::Result<u8> {
 }
 
 fn load(a: &PromelaArgs) -> anyhow::Result<(encoder::Project, Option<u32>, Option<u32>)> {
-    match (&a.agent, &a.graph, &a.case) {
-        (Some(p), None, None) => Ok((encoder::load_project(p)?, None, None)),
-        (None, Some(g), None) => {
-            let cat = a
-                .catalogue
-                .as_ref()
-                .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
-            Ok((
-                encoder::load_graph_project(g, cat, a.rulebook.as_deref(), a.settings.as_deref())?,
-                None,
-                None,
-            ))
-        }
-        (None, None, Some(dir)) => {
-            let spec =
-                CaseSpec::read(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-            let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
-            let project = match &spec.graph {
-                Some(g) => encoder::load_graph_project(
-                    &dir.join(g),
-                    &dir.join(spec.catalogue.as_deref().unwrap_or_default()),
-                    at(&spec.rulebook).as_deref(),
-                    at(&spec.settings).as_deref(),
-                )?,
-                None => encoder::load_project(&dir.join("agent.yaml"))?,
-            };
+    match &a.case {
+        None => Ok((a.inputs.load()?.0, None, None)),
+        Some(dir) if a.inputs.agent.is_none() && a.inputs.graph.is_none() => {
+            let (project, _, spec) = prover::corpus::load_case(dir)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
             Ok((project, spec.session_steps, spec.step_limit))
         }
-        _ => anyhow::bail!(
+        Some(_) => anyhow::bail!(
             "give exactly one of an agent.yaml, --graph FILE --catalogue FILE, or --case DIR"
         ),
     }

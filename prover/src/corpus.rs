@@ -325,7 +325,8 @@ pub fn run_all_with(dir: &Path, done: impl Fn(&CaseResult) + Sync) -> Vec<CaseRe
 
 type Proved = (Expected, String, String, u64);
 
-fn prove_case(dir: &Path) -> Result<Proved, String> {
+/// Loads a case folder: its project, the name its report gives it, and its `case.json`.
+pub fn load_case(dir: &Path) -> Result<(encoder::Project, String, CaseSpec), String> {
     let spec = CaseSpec::read(dir)?;
     let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
     let (project, subject) = match &spec.graph {
@@ -344,6 +345,11 @@ fn prove_case(dir: &Path) -> Result<Proved, String> {
         ),
     };
     let project = project.map_err(|e| format!("the case does not load: {e}"))?;
+    Ok((project, subject, spec))
+}
+
+fn prove_case(dir: &Path) -> Result<Proved, String> {
+    let (project, subject, spec) = load_case(dir)?;
     let mut o = Options::for_project(&project);
     if let Some(n) = spec.session_steps {
         o.session_steps = n;
