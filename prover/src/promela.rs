@@ -372,22 +372,7 @@ mod tests {
     use encoder::ts::{CmdId, Command, Decl, Label, LabelKind};
 
     fn label() -> Label {
-        Label {
-            kind: LabelKind::Route,
-            node: "a".into(),
-            agent: None,
-            tool: None,
-            decision: None,
-            reasons: vec![],
-            checked: false,
-            by_token: false,
-            as_undo: false,
-            edge: None,
-            to: None,
-            ends_turn: false,
-            at: None,
-            edge_at: None,
-        }
+        Label::new(LabelKind::Route, "a", None, None)
     }
 
     fn decl(name: &str, domain: u32) -> Decl {

@@ -5,35 +5,12 @@
 
 mod common;
 
-use common::{random_project, Rng};
+use common::{enabled, random_project, Rng};
 use encoder::ts::lower::lower;
-use encoder::ts::{CmdId, Obligation, TransitionSystem};
+use encoder::ts::{Obligation, TransitionSystem};
 use proptest::prelude::*;
 use prover::verdict::{RawStep, RawWitness, Verdict};
 use witnesses::replay::{replay, replay_steps, ReplayOutcome};
-
-/// Every enabled (command, choices) pair in a state.
-fn enabled(ts: &TransitionSystem, s: &[u32]) -> Vec<(CmdId, Vec<u32>)> {
-    let node = s[ts.node_var.0 as usize] as usize;
-    let mut out = vec![];
-    for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
-        let c = ts.command(cid);
-        let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
-        let total: u64 = ids.iter().map(|i| ts.choices[*i].domain as u64).product();
-        for mut k in 0..total {
-            let mut ch = vec![0u32; ts.choices.len()];
-            for i in &ids {
-                let d = ts.choices[*i].domain as u64;
-                ch[*i] = (k % d) as u32;
-                k /= d;
-            }
-            if ts.eval_bool(&c.guard, s, &ch) {
-                out.push((cid, ch));
-            }
-        }
-    }
-    out
-}
 
 fn random_walk(ts: &TransitionSystem, r: &mut Rng) -> RawWitness {
     let mut s = ts.init.clone();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::random_project;
+use common::{enabled, random_project};
 use encoder::ts::lower::lower;
 use encoder::ts::{Obligation, TransitionSystem};
 use encoder::Project;
@@ -36,33 +36,25 @@ fn brute_force(ts: &TransitionSystem, obls: &[Obligation], max_depth: u32) -> Ve
         if d >= max {
             return;
         }
-        let node = s[ts.node_var.0 as usize] as usize;
-        for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
-            let c = ts.command(cid);
-            let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
-            let total: u64 = ids.iter().map(|i| ts.choices[*i].domain as u64).product();
-            for mut k in 0..total {
-                let mut ch = vec![0u32; ts.choices.len()];
-                for i in &ids {
-                    let dom = ts.choices[*i].domain as u64;
-                    ch[*i] = (k % dom) as u32;
-                    k /= dom;
+        for (cid, ch) in enabled(ts, &s) {
+            for (oi, o) in obls.iter().enumerate() {
+                let hit = o
+                    .commands
+                    .iter()
+                    .zip(&o.conds)
+                    .any(|(c, cond)| *c == cid && ts.eval_bool(cond, &s, &ch));
+                if hit && best[oi].is_none_or(|b| d + 1 < b) {
+                    best[oi] = Some(d + 1);
                 }
-                if !ts.eval_bool(&c.guard, &s, &ch) {
-                    continue;
-                }
-                for (oi, o) in obls.iter().enumerate() {
-                    let hit = o
-                        .commands
-                        .iter()
-                        .zip(&o.conds)
-                        .any(|(c, cond)| *c == cid && ts.eval_bool(cond, &s, &ch));
-                    if hit && best[oi].is_none_or(|b| d + 1 < b) {
-                        best[oi] = Some(d + 1);
-                    }
-                }
-                go(ts, obls, ts.apply(c, &s, &ch), d + 1, max, best);
             }
+            go(
+                ts,
+                obls,
+                ts.apply(ts.command(cid), &s, &ch),
+                d + 1,
+                max,
+                best,
+            );
         }
     }
     go(ts, obls, ts.init.clone(), 0, max_depth, &mut best);

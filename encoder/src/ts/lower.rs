@@ -510,22 +510,7 @@ impl<'a> B<'a> {
 
     fn label(&self, node: usize, kind: LabelKind) -> Label {
         let n = &self.p.graph.nodes[node];
-        Label {
-            kind,
-            node: n.id.clone(),
-            agent: n.agent.clone(),
-            tool: None,
-            decision: None,
-            reasons: vec![],
-            checked: false,
-            by_token: false,
-            as_undo: false,
-            edge: None,
-            to: None,
-            ends_turn: false,
-            at: n.at.clone(),
-            edge_at: None,
-        }
+        Label::new(kind, &n.id, n.agent.clone(), n.at.clone())
     }
 
     /// Applies taking an edge: the target node (or a turn end at `end`), its exit counter.

@@ -218,6 +218,28 @@ pub struct Label {
     pub edge_at: Option<Loc>,
 }
 
+impl Label {
+    /// A label of a kind at a node, with nothing else said yet (no tool, decision or edge).
+    pub fn new(kind: LabelKind, node: &str, agent: Option<String>, at: Option<Loc>) -> Label {
+        Label {
+            kind,
+            node: node.to_string(),
+            agent,
+            tool: None,
+            decision: None,
+            reasons: vec![],
+            checked: false,
+            by_token: false,
+            as_undo: false,
+            edge: None,
+            to: None,
+            ends_turn: false,
+            at,
+            edge_at: None,
+        }
+    }
+}
+
 /// A guarded command: when `guard` holds for the pre-state and the choices, the state becomes
 /// the `updates` (unlisted variables keep their value).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@ use encoder::catalogue::{ArgKind, Effect, Trust};
 use encoder::graph::{EdgeKind, NodeKind};
 use encoder::rulebook::{CmpOp, Gate, GatePath, Language, Literal, Operand, Rulebook};
 use encoder::testkit::Builder;
+use encoder::ts::{CmdId, TransitionSystem};
 use encoder::{Loc, Project};
 use serde_json::json;
 
@@ -243,4 +244,27 @@ pub fn random_rulebook(r: &mut Rng, tools: &[&str]) -> Rulebook {
         );
     }
     rb
+}
+
+/// Every enabled (command, choices) pair in a state.
+pub fn enabled(ts: &TransitionSystem, s: &[u32]) -> Vec<(CmdId, Vec<u32>)> {
+    let node = s[ts.node_var.0 as usize] as usize;
+    let mut out = vec![];
+    for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+        let c = ts.command(cid);
+        let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
+        let total: u64 = ids.iter().map(|i| ts.choices[*i].domain as u64).product();
+        for mut k in 0..total {
+            let mut ch = vec![0u32; ts.choices.len()];
+            for i in &ids {
+                let d = ts.choices[*i].domain as u64;
+                ch[*i] = (k % d) as u32;
+                k /= d;
+            }
+            if ts.eval_bool(&c.guard, s, &ch) {
+                out.push((cid, ch));
+            }
+        }
+    }
+    out
 }
