@@ -133,6 +133,10 @@ pub struct Graph {
     pub entry: String,
     /// Agents by name.
     pub agents: IndexMap<String, GraphAgent>,
+    /// The file had no `agents`: they were derived from the nodes (SPEC §3 Agents of a graph),
+    /// and the report says so. Not part of the format.
+    #[serde(skip)]
+    pub agents_derived: bool,
     /// Nodes.
     pub nodes: Vec<GraphNode>,
     /// Edges.
@@ -239,6 +243,7 @@ pub fn export(af: &AgentFile) -> Graph {
         format: FORMAT.to_string(),
         entry: format!("{}_router", af.entry),
         agents,
+        agents_derived: false,
         nodes,
         edges,
     }
@@ -259,6 +264,7 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
     }
     let entry = top.req_str("entry")?;
     let mut agents = IndexMap::new();
+    let agents_present = top.get("agents").is_some();
     if let Some(n) = top.get("agents") {
         for (name, line, node) in as_map(file, n, "`agents`")?.entries() {
             let m = as_map(file, node, &format!("agent `{name}`"))?;
@@ -328,7 +334,7 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
         }
         let agent = m.opt_str("agent")?;
         if let Some(a) = &agent {
-            if !agents.is_empty() && !agents.contains_key(a) {
+            if agents_present && !agents.contains_key(a) {
                 return Err(InputError::at(
                     file,
                     m.key_line("agent"),
@@ -444,13 +450,41 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
         ));
     }
     let _ = node_lines;
+    if !agents_present {
+        agents = derive_agents(&nodes);
+    }
     Ok(Graph {
         format,
         entry,
         agents,
+        agents_derived: !agents_present,
         nodes,
         edges,
     })
+}
+
+/// The agents of a graph without `agents` (SPEC §3 Agents of a graph): the distinct `agent`
+/// fields of its nodes in the order they first appear, each low-privilege with no budget and
+/// the tools its tools nodes list.
+fn derive_agents(nodes: &[GraphNode]) -> IndexMap<String, GraphAgent> {
+    let mut agents: IndexMap<String, GraphAgent> = IndexMap::new();
+    for n in nodes {
+        let Some(a) = &n.agent else { continue };
+        let entry = agents.entry(a.clone()).or_insert_with(|| GraphAgent {
+            privilege: Privilege::Low,
+            tools: vec![],
+            budget: None,
+            at: n.at.clone(),
+        });
+        if n.kind == NodeKind::Tools {
+            for t in &n.tools {
+                if !entry.tools.contains(t) {
+                    entry.tools.push(t.clone());
+                }
+            }
+        }
+    }
+    agents
 }
 
 fn read_at(

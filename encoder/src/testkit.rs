@@ -154,6 +154,7 @@ impl Builder {
                 format: crate::graph::FORMAT.into(),
                 entry,
                 agents: self.agents,
+                agents_derived: false,
                 nodes,
                 edges: self.edges,
             },

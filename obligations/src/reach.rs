@@ -14,19 +14,6 @@ fn is_execution(c: &Command) -> bool {
     c.label.kind == LabelKind::Execution
 }
 
-/// Whether a command's execution is confirmed: by a token, or by a person at a human node (the
-/// `approved` flag, read as a condition).
-fn unconfirmed(l: &Lowered, c: &Command) -> Expr {
-    // An undo bound to its step runs with that (approved) step's arguments: it cannot be
-    // steered, so it counts as confirmed.
-    if c.label.by_token || c.label.as_undo {
-        return Expr::Bool(false);
-    }
-    match l.sv.approved {
-        Some(a) => var_is(a, 0),
-        None => Expr::Bool(true),
-    }
-}
 
 fn flag(map: &IndexMap<String, encoder::ts::VarId>, agent: &str) -> Expr {
     map.get(agent)
@@ -89,6 +76,7 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             }
         }
     }
+    declare_subjects(p, l, &mut acc);
     for (i, c) in l.ts.commands.iter().enumerate() {
         let cid = CmdId(i as u32);
         let Some(tname) = c.label.tool.clone() else {
@@ -113,7 +101,7 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
         if !is_execution(c) {
             continue;
         }
-        let unconf = unconfirmed(l, c);
+        let unconf = l.unconfirmed(c);
         if !c.label.checked {
             let rule = if !t.is_write() {
                 "QG101"
@@ -210,6 +198,78 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             }
         })
         .collect()
+}
+
+/// Every (rule, subject) a reachability rule calls for, whether or not a command can violate
+/// it, so that nothing is proved silently less (SPEC §3): an obligation no command can violate
+/// is listed and decided unreachable, never absent. The subjects are the tools some node can
+/// run, by what the catalogue and graph declare of them.
+fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
+    let mut tools: Vec<&str> = vec![];
+    for n in &p.graph.nodes {
+        for t in n.tools.iter().chain(&n.may_call) {
+            if !tools.contains(&t.as_str()) {
+                tools.push(t);
+            }
+        }
+    }
+    for name in tools {
+        let Some(t) = p.catalogue.get(name) else {
+            continue;
+        };
+        let listed_by = |pred: &dyn Fn(&encoder::graph::GraphNode) -> bool| {
+            p.graph.nodes.iter().any(|n| {
+                n.tools.iter().chain(&n.may_call).any(|x| x == name) && pred(n)
+            })
+        };
+        let guarded = listed_by(&|n| n.guarded == Some(true));
+        let unchecked = listed_by(&|n| n.guarded != Some(true));
+        let high = listed_by(&|n| {
+            n.agent
+                .as_ref()
+                .and_then(|a| p.graph.agents.get(a))
+                .is_some_and(|a| a.privilege == encoder::agent::Privilege::High)
+        });
+        let mut rules: Vec<&str> = vec![];
+        if unchecked {
+            rules.push(match (t.is_write(), guarded) {
+                (false, _) => "QG101",
+                (true, true) => "QG002",
+                (true, false) => "QG001",
+            });
+        }
+        if t.is_write() {
+            if high {
+                rules.push("QG011");
+            }
+            rules.push("QG012");
+            if t.store.as_ref().is_some_and(|s| s.persistent) {
+                rules.push("QG021");
+            }
+            if t.undo.is_some() && l.sv.wrote_irrev.is_some() {
+                rules.push("QG013");
+            }
+        }
+        if !t.order.after.is_empty() || !t.order.not_after.is_empty() || t.order.at_most.is_some()
+        {
+            rules.push("QG014");
+        }
+        if t.arg_kinds.values().any(|k| k.is_code()) {
+            rules.push("QG017");
+        }
+        if t.arg_kinds.values().any(|k| !k.is_code()) {
+            rules.push("QG018");
+        }
+        if t.sends_out {
+            rules.push("QG019");
+        }
+        if !t.is_write() && t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
+            rules.push("QG020");
+        }
+        for r in rules {
+            acc.declare(r, name, false);
+        }
+    }
 }
 
 /// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is

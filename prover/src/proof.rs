@@ -82,6 +82,10 @@ pub struct Proof {
     pub bfs: Option<EngineRun>,
     /// BMC cost.
     pub bmc: Option<EngineRun>,
+    /// Why no proof ran, when none could (the rulebook was refused, QG005): every obligation
+    /// is then undecided, and the report says the proof did not run (SPEC §3 Nothing is proved
+    /// silently less).
+    pub not_run: Option<String>,
 }
 
 /// Combines two verdicts: a reachable one (BFS's witness first, for determinism) wins, then an
@@ -149,6 +153,29 @@ fn run_engines(
 /// Proves a project.
 pub fn prove(p: &Project, o: &Options) -> Proof {
     let (ts, obls) = system(p, o.session_steps, o.step_limit);
+    if let Some(e) = &p.rulebook_refusal {
+        // Without its rulebook the system is not the agent's: proving it would claim what the
+        // rulebook may not allow. Nothing is decided.
+        let why = format!("the rulebook {} was refused (QG005)", e.file);
+        let outcomes = obls
+            .iter()
+            .map(|ob| Outcome {
+                obligation: ob.clone(),
+                bfs: None,
+                bmc: None,
+                verdict: Verdict::Undecided(why.clone()),
+                disagreement: false,
+                multi_turn: false,
+            })
+            .collect();
+        return Proof {
+            ts,
+            outcomes,
+            bfs: None,
+            bmc: None,
+            not_run: Some(why),
+        };
+    }
     let (b, m) = run_engines(&ts, &obls, o);
     let mut outcomes: Vec<Outcome> = obls
         .iter()
@@ -176,6 +203,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         outcomes,
         bfs: b,
         bmc: m,
+        not_run: None,
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Report {
     pub depth: (u32, u32),
     /// The engines that ran.
     pub engines: Engines,
+    /// Why no proof ran, when none could.
+    pub not_run: Option<String>,
 }
 
 fn severity_rank(r: &Rule) -> u8 {
@@ -233,6 +235,7 @@ pub fn build(
         passed,
         depth,
         engines,
+        not_run: proof.not_run.clone(),
     }
 }
 
@@ -307,7 +310,18 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         Engines::Bmc => "BMC only",
         Engines::Bfs => "BFS only",
     };
-    s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1));
+    if p.graph.agents_derived {
+        s.push_str(&format!(
+            "Agents derived from the graph's nodes (it has no `agents`): {} (privilege low, no budget)\n",
+            p.graph.agents.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    match &r.not_run {
+        Some(why) => s.push_str(&format!(
+            "\nThe proof did not run: {why}. {u} obligations are undecided.\n"
+        )),
+        None => s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1)),
+    }
     for f in &r.findings {
         s.push_str(&format!(
             "\n{} {} on {}{}\n",
@@ -341,8 +355,13 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         }
     }
     if !r.undecided_gate.is_empty() {
+        let why = if r.not_run.is_some() {
+            "the proof did not run"
+        } else {
+            "a budget ran out"
+        };
         s.push_str(&format!(
-            "\nUndecided (a budget ran out; never clean): {}\n",
+            "\nUndecided ({why}; never clean): {}\n",
             r.undecided_gate.join(", ")
         ));
     }
@@ -427,6 +446,8 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         "format": "qls-findings/1",
         "inputs": p.inputs.iter().map(|(f, h)| json!({"file": f, "sha256": h})).collect::<Vec<_>>(),
         "depth": {"session_steps": r.depth.0, "step_limit": r.depth.1},
+        "proof": match &r.not_run { Some(why) => json!({"ran": false, "why": why}), None => json!({"ran": true}) },
+        "agents_derived": p.graph.agents_derived,
         "gate": if r.passed { "passed" } else { "failed" },
         "lints": r.lints,
         "findings": findings,

@@ -10,8 +10,8 @@
 //! - an argument with no stated origin counts as written by the model;
 //! - the *run* is the entries of the current turn (the call's `turn`, else the last entry's) when
 //!   the host numbers turns, else the whole history;
-//! - an undo bound to its step (rule 6 passed) is not held back by taint (rule 8) either: its
-//!   arguments are fixed by the step it undoes, so nothing untrusted can steer them;
+//! - an undo bound to its step (rule 6 passed) goes through taint (rule 8) like any write, as
+//!   SPEC §2 step 8 says; it is not held back for a person (rule 10), as step 11 says;
 //! - a token made for a call that was then held (appended as a `confirm` entry that did not run)
 //!   still covers that call at the head before the held entry.
 
@@ -183,7 +183,7 @@ fn decide_verified(
         return d;
     }
     let bound_undo = call.undoes.is_some();
-    let tainted = if tool.is_write() && !bound_undo {
+    let tainted = if tool.is_write() {
         taint_violations(
             tool,
             acting,

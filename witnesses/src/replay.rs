@@ -53,9 +53,10 @@ impl ReplayOutcome {
 
 #[derive(Clone, Debug, Default)]
 struct Before {
+    /// The last step's run was confirmed (read after it ran).
+    confirmed: bool,
     marks: BTreeSet<String>,
     prov: BTreeSet<String>,
-    approved: bool,
     wrote_irrev: bool,
     ran: BTreeMap<String, u32>,
 }
@@ -71,8 +72,13 @@ struct Run<'a> {
     active: String,
     marks: BTreeMap<String, BTreeSet<String>>,
     prov: BTreeMap<String, BTreeSet<String>>,
+    /// The held call, its token, and the node holding it.
     held: Option<(Call, String, String)>,
     approved: bool,
+    /// Per history entry: whether the run was confirmed (by a token or a person's approval).
+    confirmed_runs: Vec<bool>,
+    /// Per edge index: how often it was taken this turn (for `exit_after`).
+    edge_uses: BTreeMap<usize, u32>,
     wrote_any: bool,
     wrote_irrev: bool,
     last_call: Option<Call>,
@@ -100,6 +106,9 @@ fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome
         }
         if let Err(why) = run.step(st, w) {
             return ReplayOutcome::NotReproduced { step: i + 1, why };
+        }
+        if i + 1 == w.steps.len() {
+            before.confirmed = run.confirmed_runs.last().copied().unwrap_or(false);
         }
         if let Err(why) = run.compare_state(st) {
             return ReplayOutcome::NotReproduced { step: i + 1, why };
@@ -177,6 +186,39 @@ pub fn instance(schema: &Value, text: &str) -> Value {
     }
 }
 
+/// Makes a call's arguments invalid the way the lowering's `args.invalid` choice says they can
+/// be (`encoder::ts::lower::invalid_reason`): an undeclared argument with a destination where
+/// the schema is closed or the tool does not send out, else a wrongly typed declared argument.
+fn invalidate(t: &Tool, args: &mut Map<String, Value>) {
+    if !t.schema_partial() || !t.sends_out {
+        args.insert(
+            "qls_unexpected".into(),
+            Value::from("https://attacker.invalid/exfiltrate"),
+        );
+        return;
+    }
+    let props = t
+        .args
+        .as_ref()
+        .and_then(|s| s.get("properties"))
+        .and_then(|p| p.as_object());
+    let typed = props.and_then(|p| p.iter().find(|(_, s)| s.get("type").is_some()));
+    if let Some((name, _)) = typed {
+        args.insert(name.clone(), json!({"qls_wrong_type": [1, 2]}));
+        return;
+    }
+    let required = t
+        .args
+        .as_ref()
+        .and_then(|s| s.get("required"))
+        .and_then(|r| r.as_array())
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_str());
+    if let Some(r) = required {
+        args.remove(r);
+    }
+}
+
 fn result_stub(t: &Tool) -> Value {
     let text = if t.returns_untrusted {
         INJECTION
@@ -229,6 +271,8 @@ impl<'a> Run<'a> {
             prov: BTreeMap::new(),
             held: None,
             approved: false,
+            confirmed_runs: vec![],
+            edge_uses: BTreeMap::new(),
             wrote_any: false,
             wrote_irrev: false,
             last_call: None,
@@ -243,9 +287,9 @@ impl<'a> Run<'a> {
             *ran.entry(e.tool.clone()).or_insert(0) += 1;
         }
         Before {
+            confirmed: false,
             marks: self.marks.get(&agent).cloned().unwrap_or_default(),
             prov: self.prov.get(&agent).cloned().unwrap_or_default(),
-            approved: self.approved,
             wrote_irrev: self.wrote_irrev,
             ran,
         }
@@ -304,6 +348,14 @@ impl<'a> Run<'a> {
                     self.node
                 ));
             }
+            let uses = self.edge_uses.entry(ei).or_insert(0);
+            *uses += 1;
+            if e.exit_after.is_some_and(|n| *uses > n) {
+                return Err(format!(
+                    "the edge from '{}' to '{to}' is taken more often than its exit_after allows",
+                    self.node
+                ));
+            }
         }
         let agent = node.agent.clone().unwrap_or_default();
         if matches!(node.kind, NodeKind::Router | NodeKind::Model) {
@@ -318,6 +370,14 @@ impl<'a> Run<'a> {
                 .get("human.approve")
                 .map(|v| v == "approve")
                 .unwrap_or(false);
+            let into_tools = l
+                .to
+                .as_deref()
+                .and_then(|t| self.p.graph.node(t))
+                .is_some_and(|n| n.kind == NodeKind::Tools);
+            if !self.approved && into_tools {
+                return Err("a rejection at a human node leads into a tools node".into());
+            }
         }
         let via_token = l.reasons.iter().any(|r| r == "confirm_yes");
         match l.kind {
@@ -329,10 +389,15 @@ impl<'a> Run<'a> {
                 let call = self.build_call(st, t, &agent);
                 self.execute(t, &call, &agent, "unchecked");
             }
-            LabelKind::Handoff => {
-                self.hand_off(&agent, l.to.as_deref().unwrap_or_default(), l.edge)
-            }
             _ => {}
+        }
+        // A hand-off edge has its effect whatever kind of node it leaves (SPEC §3 Hand-offs).
+        let handoff = l
+            .edge
+            .and_then(|e| self.p.graph.edges.get(e))
+            .is_some_and(|e| e.kind == EdgeKind::Handoff);
+        if handoff {
+            self.hand_off(&agent, l.to.as_deref().unwrap_or_default(), l.edge);
         }
         self.via_token = via_token;
         self.advance(st, w);
@@ -369,10 +434,7 @@ impl<'a> Run<'a> {
             }
         }
         if st.choices.get("args.invalid").map(String::as_str) == Some("invalid") {
-            args.insert(
-                "qls_unexpected".into(),
-                Value::from("https://attacker.invalid/exfiltrate"),
-            );
+            invalidate(t, &mut args);
         }
         let mut origins = BTreeMap::new();
         for a in args.keys() {
@@ -394,11 +456,7 @@ impl<'a> Run<'a> {
             .get(&format!("undo.{}", t.name))
             .filter(|v| *v != "none")
         {
-            let latest = self
-                .history
-                .entries
-                .iter()
-                .rposition(|e| e.ran && &e.tool == target);
+            let latest = self.undo_target(target);
             undoes = Some(latest.unwrap_or(self.history.entries.len()));
             if let (Some(i), Some(w)) = (latest, self.p.catalogue.get(target)) {
                 for (ua, from) in &w.undo_args {
@@ -422,6 +480,33 @@ impl<'a> Run<'a> {
                 .map(|m| m.iter().cloned().collect())
                 .unwrap_or_default(),
             turn: Some(self.turn as u64),
+        }
+    }
+
+    /// The run an undo names: the latest run of the write not yet undone, preferring one that
+    /// ran unconfirmed (the abstract system's undo is unconfirmed when some run was).
+    fn undo_target(&self, write: &str) -> Option<usize> {
+        let entries = &self.history.entries;
+        let open: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].ran && entries[i].tool == write)
+            .filter(|&i| !entries.iter().any(|o| o.ran && o.undoes == Some(i)))
+            .collect();
+        open.iter()
+            .rev()
+            .find(|&&i| !self.confirmed_runs.get(i).copied().unwrap_or(false))
+            .or(open.last())
+            .copied()
+    }
+
+    /// Whether a call (about to run) is confirmed: by its token, by a person at a human node,
+    /// or — for an undo — because the step it undoes was (SPEC §2 step 11).
+    fn call_confirmed(&self, call: &Call, by_token: bool) -> bool {
+        if by_token || self.approved {
+            return true;
+        }
+        match call.undoes {
+            Some(i) => self.confirmed_runs.get(i).copied().unwrap_or(false),
+            None => false,
         }
     }
 
@@ -466,7 +551,7 @@ impl<'a> Run<'a> {
                     .and_then(|v| v.as_str())
                     .unwrap_or_default()
                     .to_string();
-                self.held = Some((call, token, agent.to_string()));
+                self.held = Some((call, token, self.node.clone()));
             }
             CVerdict::Refuse => {}
         }
@@ -508,6 +593,8 @@ impl<'a> Run<'a> {
     }
 
     fn execute(&mut self, t: &Tool, call: &Call, agent: &str, decision: &str) {
+        let confirmed = self.call_confirmed(call, call.token.is_some() && decision == "allow");
+        self.confirmed_runs.push(confirmed);
         let mut entry = Entry {
             tool: t.name.clone(),
             agent: Some(agent.to_string()),
@@ -601,6 +688,7 @@ impl<'a> Run<'a> {
         }
         self.step = 0;
         self.approved = false;
+        self.edge_uses.clear();
         self.wrote_any = false;
         self.wrote_irrev = false;
         if !self.p.settings.memory_keeps_marks {
@@ -614,12 +702,33 @@ impl<'a> Run<'a> {
             return;
         }
         self.turn += 1;
+        // A call held where the holding agent has no router resumes at the holding node when
+        // the person says yes: that is the new turn's first step (SPEC §3 Steps).
+        let resume = st.choices.get("turn.resume").map(String::as_str) == Some("yes");
+        if let Some((_, _, holder)) = self.held.clone().filter(|_| resume) {
+            if self.router_of(&holder).is_none() {
+                self.node = holder;
+                self.via_token = true;
+                return;
+            }
+        }
         let router = self.p.graph.nodes.iter().find(|n| {
             n.kind == NodeKind::Router && n.agent.as_deref() == Some(self.active.as_str())
         });
         self.node = router
             .map(|n| n.id.clone())
             .unwrap_or_else(|| self.p.graph.entry.clone());
+    }
+
+    /// The router of a node's agent, if it has one.
+    fn router_of(&self, node: &str) -> Option<String> {
+        let agent = self.p.graph.node(node)?.agent.clone()?;
+        self.p
+            .graph
+            .nodes
+            .iter()
+            .find(|n| n.kind == NodeKind::Router && n.agent.as_deref() == Some(agent.as_str()))
+            .map(|n| n.id.clone())
     }
 
     /// The recorded state after the step must be the concrete one, for what replay tracks.
@@ -676,7 +785,7 @@ impl<'a> Run<'a> {
         let l = &st.label;
         let t = self.tool(l.tool.as_deref())?;
         let exec = l.kind == LabelKind::Execution;
-        let unconfirmed = !l.by_token && !l.as_undo && !before.approved;
+        let unconfirmed = !before.confirmed;
         let agent = l.agent.clone().unwrap_or_default();
         let guarded_lists = self
             .p

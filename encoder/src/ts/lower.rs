@@ -54,16 +54,21 @@ pub struct StateVars {
     pub prov_ext_handed: IndexMap<String, VarId>,
     /// Provenance: confidential content.
     pub prov_conf: IndexMap<String, VarId>,
-    /// Per compensable write: its undo is spent.
-    pub spent: IndexMap<String, VarId>,
+    /// Per compensable write: its runs in the session (saturating at 2, SPEC §3 Further pins).
+    pub comp_runs: IndexMap<String, VarId>,
+    /// Per compensable write: the undos of it in the session (saturating at 2).
+    pub comp_undos: IndexMap<String, VarId>,
+    /// Per compensable write: some run of it was not confirmed (by a token or a person), so an
+    /// undo of it may be an unconfirmed write (SPEC §2 step 11).
+    pub comp_unconfirmed: IndexMap<String, VarId>,
     /// This turn wrote something.
     pub wrote_any: Option<VarId>,
     /// This turn made an irreversible write.
     pub wrote_irrev: Option<VarId>,
     /// A person approved at a human node, until the next model step.
     pub approved: Option<VarId>,
-    /// Held (tool, agent) pairs, value = index + 1.
-    pub held_pairs: Vec<(String, String)>,
+    /// Held (tool, holding node) pairs, value = index + 1.
+    pub held_pairs: Vec<(String, u32)>,
 }
 
 /// The lowered system with the names obligations need.
@@ -77,6 +82,38 @@ pub struct Lowered {
     pub choice_ids: IndexMap<String, ChoiceId>,
     /// Representative values of each region choice (`ctx.x`, `arg.tool.a`), for witnesses and replay.
     pub region_values: IndexMap<String, Vec<Option<Value>>>,
+}
+
+impl Lowered {
+    /// The condition under which a command's execution is *unconfirmed* (SPEC §2 steps 9–11,
+    /// §3 human): not by a token, no person approved at a human node since the last model step,
+    /// and — for an undo bound to its step — the write it undoes ran unconfirmed at least once
+    /// (an undo of a confirmed step is confirmed; of an unconfirmed one, it is a write like any
+    /// other). Over pre-state and the command's own choices.
+    pub fn unconfirmed(&self, c: &Command) -> Expr {
+        if c.label.by_token {
+            return Expr::Bool(false);
+        }
+        let no_person = match self.sv.approved {
+            Some(a) => var_is(a, 0),
+            None => Expr::Bool(true),
+        };
+        if !c.label.as_undo {
+            return no_person;
+        }
+        let tool = c.label.tool.clone().unwrap_or_default();
+        let Some(&uc) = self.choice_ids.get(&format!("undo.{tool}")) else {
+            return no_person;
+        };
+        let decl = &self.ts.choices[uc.0 as usize];
+        let mut undoes_unconfirmed = vec![];
+        for (k, w) in decl.values.iter().enumerate().skip(1) {
+            if let Some(&u) = self.sv.comp_unconfirmed.get(w) {
+                undoes_unconfirmed.push(and(vec![choice_is(uc, k as u32), var_is(u, 1)]));
+            }
+        }
+        and(vec![no_person, or(undoes_unconfirmed)])
+    }
 }
 
 struct B<'a> {
@@ -246,9 +283,6 @@ impl<'a> B<'a> {
                     cap = cap.max(n + 1);
                 }
             }
-            if t.undo.is_some() && t.name == tool {
-                cap = cap.max(1);
-            }
         }
         cap
     }
@@ -274,11 +308,8 @@ impl<'a> B<'a> {
         ));
         self.sv.turn = Some(self.var("turn".into(), self.session_steps, 0, vec![]));
         self.sv.step = Some(self.var("step".into(), self.step_limit, 0, vec![]));
-        let any_guarded = g
-            .nodes
-            .iter()
-            .any(|n| n.kind == NodeKind::Tools && n.guarded == Some(true));
-        if any_guarded {
+        let any_tools = g.nodes.iter().any(|n| n.kind == NodeKind::Tools);
+        if any_tools {
             self.sv.via = Some(self.var(
                 "via".into(),
                 3,
@@ -286,16 +317,16 @@ impl<'a> B<'a> {
                 vec!["free".into(), "typed".into(), "token".into()],
             ));
         }
-        // Held confirmations: a write listed at a guarded node of an agent.
+        // Held confirmations: a write listed at a guarded node, held by that node (a confirm-yes
+        // resumes there, SPEC §3 Steps).
         let mut pairs = Vec::new();
-        for n in g
-            .nodes
-            .iter()
-            .filter(|n| n.kind == NodeKind::Tools && n.guarded == Some(true))
-        {
+        for (ni, n) in g.nodes.iter().enumerate() {
+            if n.kind != NodeKind::Tools || n.guarded != Some(true) {
+                continue;
+            }
             for t in &n.tools {
-                if let (Some(tool), Some(a)) = (self.tool(t), &n.agent) {
-                    let pair = (t.clone(), a.clone());
+                if let Some(tool) = self.tool(t) {
+                    let pair = (t.clone(), ni as u32);
                     if tool.is_write() && !pairs.contains(&pair) {
                         pairs.push(pair);
                     }
@@ -304,7 +335,11 @@ impl<'a> B<'a> {
         }
         if !pairs.is_empty() {
             let mut names = vec!["none".to_string()];
-            names.extend(pairs.iter().map(|(t, a)| format!("{t}@{a}")));
+            names.extend(
+                pairs
+                    .iter()
+                    .map(|(t, ni)| format!("{t}@{}", g.nodes[*ni as usize].id)),
+            );
             self.sv.held = Some(self.var("held".into(), pairs.len() as u32 + 1, 0, names));
         }
         self.sv.held_pairs = pairs;
@@ -370,8 +405,12 @@ impl<'a> B<'a> {
         for t in cat.tools.values() {
             if let Some(u) = &t.undo {
                 if exec.contains(u) && exec.contains(&t.name) {
-                    let v = self.flag(format!("undo_spent.{}", t.name));
-                    self.sv.spent.insert(t.name.clone(), v);
+                    let v = self.var(format!("comp.runs.{}", t.name), 3, 0, vec![]);
+                    self.sv.comp_runs.insert(t.name.clone(), v);
+                    let v = self.var(format!("comp.undos.{}", t.name), 3, 0, vec![]);
+                    self.sv.comp_undos.insert(t.name.clone(), v);
+                    let v = self.flag(format!("comp.unconfirmed.{}", t.name));
+                    self.sv.comp_unconfirmed.insert(t.name.clone(), v);
                 }
             }
         }
@@ -435,28 +474,29 @@ impl<'a> B<'a> {
         node: usize,
         guard: Expr,
         mut upd: IndexMap<VarId, Expr>,
-        choices: Vec<ChoiceId>,
+        mut choices: Vec<ChoiceId>,
         label: Label,
     ) {
-        let sv = &self.sv;
-        let step = sv.step.unwrap_or(VarId(0));
-        let turn = sv.turn.unwrap_or(VarId(0));
-        let nodev = sv.node.unwrap_or(VarId(0));
+        let step = self.sv.step.unwrap_or(VarId(0));
+        let turn = self.sv.turn.unwrap_or(VarId(0));
+        let nodev = self.sv.node.unwrap_or(VarId(0));
+        let agentv = self.sv.agent.unwrap_or(VarId(0));
         let ends = if label.ends_turn {
             Expr::Bool(true)
         } else {
             var_is(step, self.step_limit - 1)
         };
         let last_turn = var_is(turn, self.session_steps - 1);
-        let post_agent = upd
-            .get(&sv.agent.unwrap_or(VarId(0)))
-            .cloned()
-            .unwrap_or(Expr::Var(sv.agent.unwrap_or(VarId(0))));
+        let post_agent = upd.get(&agentv).cloned().unwrap_or(Expr::Var(agentv));
         let normal_node = upd.get(&nodev).cloned().unwrap_or(Expr::Var(nodev));
+        let (resume_start, resumed) = self.resume_at_turn_start(&upd, &mut choices);
         let start = ite(
             last_turn.clone(),
             Expr::Const(self.done),
-            self.next_start(&post_agent, node),
+            match resume_start {
+                Some(f) => f(self.next_start(&post_agent, node)),
+                None => self.next_start(&post_agent, node),
+            },
         );
         upd.insert(nodev, ite(ends.clone(), start, normal_node));
         upd.insert(
@@ -479,8 +519,13 @@ impl<'a> B<'a> {
                 ),
             ),
         );
+        if let Some(via) = self.sv.via {
+            let normal = upd.get(&via).cloned().unwrap_or(Expr::Var(via));
+            let at_start = ite(resumed, Expr::Const(VIA_TOKEN), Expr::Const(VIA_FREE));
+            upd.insert(via, ite(ends.clone(), at_start, normal));
+        }
+        let sv = &self.sv;
         let mut resets: Vec<VarId> = Vec::new();
-        resets.extend(sv.via);
         resets.extend(sv.model_steps.values().copied());
         resets.extend(sv.exits.values().copied());
         resets.extend(sv.wrote_any);
@@ -499,6 +544,8 @@ impl<'a> B<'a> {
             .filter(|(v, e)| *e != Expr::Var(*v))
             .collect();
         let guard = and(vec![self.node_is(node), guard]);
+        choices.sort();
+        choices.dedup();
         self.commands.push(Command {
             node: node as u32,
             guard,
@@ -506,6 +553,60 @@ impl<'a> B<'a> {
             choices,
             label,
         });
+    }
+
+    /// Confirm-yes where the holding node's agent has no router: the person's yes on a later
+    /// turn is that turn's first step, taken at the holding node (a LangGraph resume, SPEC §3
+    /// Steps). It is offered at every turn start while such a call is held, so every command
+    /// that can end a turn reads the choice `turn.resume`. Returns how the next turn's start
+    /// node is rewritten, and the condition under which the run resumes (with the token).
+    #[allow(clippy::type_complexity)]
+    fn resume_at_turn_start(
+        &mut self,
+        upd: &IndexMap<VarId, Expr>,
+        choices: &mut Vec<ChoiceId>,
+    ) -> (Option<Box<dyn Fn(Expr) -> Expr>>, Expr) {
+        let Some(held) = self.sv.held else {
+            return (None, Expr::Bool(false));
+        };
+        let pairs: Vec<(u32, u32)> = self
+            .sv
+            .held_pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, ni))| self.router_of_node(*ni as usize).is_none())
+            .map(|(k, (_, ni))| (k as u32 + 1, *ni))
+            .collect();
+        if pairs.is_empty() {
+            return (None, Expr::Bool(false));
+        }
+        let rc = self.choice("turn.resume", 2, vec!["no".into(), "yes".into()]);
+        choices.push(rc);
+        let post_held = upd.get(&held).cloned().unwrap_or(Expr::Var(held));
+        let conds: Vec<(Expr, u32)> = pairs
+            .iter()
+            .map(|(k, ni)| {
+                (
+                    and(vec![choice_is(rc, 1), eq(post_held.clone(), Expr::Const(*k))]),
+                    *ni,
+                )
+            })
+            .collect();
+        let resumed = or(conds.iter().map(|(c, _)| c.clone()).collect());
+        let rewrite = move |normal: Expr| {
+            conds
+                .iter()
+                .rev()
+                .fold(normal, |e, (c, ni)| ite(c.clone(), Expr::Const(*ni), e))
+        };
+        (Some(Box::new(rewrite)), resumed)
+    }
+
+    /// The router of a node's agent, where a confirm-yes of a call held there is offered.
+    fn router_of_node(&self, node: usize) -> Option<u32> {
+        let a = self.p.graph.nodes[node].agent.as_ref()?;
+        let ai = self.p.graph.agents.get_index_of(a)?;
+        self.routers.get(ai).copied().flatten()
     }
 
     fn label(&self, node: usize, kind: LabelKind) -> Label {
@@ -537,6 +638,49 @@ impl<'a> B<'a> {
             guard.push(lt(Expr::Var(cv), Expr::Const(cap)));
             upd.insert(cv, Expr::Add(Box::new(Expr::Var(cv)), 1));
         }
+        if e.kind == EdgeKind::Handoff {
+            self.hand_off(&e.from, tnode, e.carries_marks(), upd);
+        }
+    }
+
+    /// A hand-off edge has the same effect whatever kind of node it leaves (SPEC §3 Hand-offs:
+    /// a model, a tools node's "transfer_to_…" tool, a custom, human or router node): the
+    /// target's agent becomes active, and provenance, marks and the hand-off label travel.
+    fn hand_off(
+        &self,
+        from: &str,
+        target: Option<&crate::graph::GraphNode>,
+        carries: bool,
+        upd: &mut IndexMap<VarId, Expr>,
+    ) {
+        let Some(b) = target.and_then(|n| n.agent.clone()) else {
+            return;
+        };
+        let a = self
+            .p
+            .graph
+            .node(from)
+            .and_then(|n| n.agent.clone())
+            .unwrap_or_default();
+        if a != b {
+            self.handoff_updates(&a, &b, carries, upd);
+        }
+        if let Some(av) = self.sv.agent {
+            upd.insert(av, Expr::Const(self.agent_value(&b)));
+        }
+    }
+
+    /// Whether every edge of a node is spent (`exit_after` reached), as a condition; `None`
+    /// when some edge is never spent. A node whose every edge is spent still takes its own
+    /// step, then the turn ends (SPEC §3 Steps: the counter limits only the edge).
+    fn all_spent(&self, edges: &[(usize, String)]) -> Option<Expr> {
+        let mut conds = vec![];
+        for (ei, _) in edges {
+            let cv = self.sv.exits.get(ei)?;
+            let cap = self.p.graph.edges[*ei].exit_after.unwrap_or(0);
+            conds.push(var_is(*cv, cap));
+        }
+        Some(and(conds))
     }
 
     fn out_edges(&self, node: usize) -> Vec<(usize, String)> {
@@ -571,17 +715,22 @@ impl<'a> B<'a> {
 
     fn lower_router(&mut self, i: usize) {
         let edges = self.out_edges(i);
-        let agent = self.p.graph.nodes[i].agent.clone().unwrap_or_default();
-        if edges.is_empty() {
+        let mut end_when = match self.all_spent(&edges) {
+            _ if edges.is_empty() => Some(Expr::Bool(true)),
+            spent => spent,
+        };
+        if let Some(g) = end_when.take() {
+            // No step the router can take (no edge, or every edge spent): the turn ends.
             let mut l = self.label(i, LabelKind::TurnEnd);
             l.ends_turn = true;
             let mut upd = IndexMap::new();
             self.set_active(i, &mut upd);
-            self.finish(i, Expr::Bool(true), upd, vec![], l);
+            self.finish(i, g, upd, vec![], l);
         }
         for (ei, target) in edges {
-            let tnode = self.p.graph.node(&target).cloned();
-            let Some(tn) = tnode else { continue };
+            let Some(tn) = self.p.graph.node(&target).cloned() else {
+                continue;
+            };
             let mut upd = IndexMap::new();
             self.set_active(i, &mut upd);
             let mut guard = vec![];
@@ -594,45 +743,49 @@ impl<'a> B<'a> {
                 },
             );
             self.take_edge(ei, &target, &mut upd, &mut guard, &mut l);
-            let guarded_tools = tn.kind == NodeKind::Tools && tn.guarded == Some(true);
-            if guarded_tools {
-                // The router's tool step: every argument typed.
-                let mut u = upd.clone();
-                if let Some(via) = self.sv.via {
-                    u.insert(via, Expr::Const(VIA_TYPED));
-                }
-                let mut l2 = l.clone();
-                l2.reasons = vec!["tool_step".into()];
-                self.finish(i, and(guard.clone()), u, vec![], l2);
-                // Confirm-yes of the call this agent holds.
-                let pairs: Vec<(usize, String)> = self
-                    .sv
-                    .held_pairs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (t, a))| *a == agent && tn.tools.contains(t))
-                    .map(|(k, (t, _))| (k, t.clone()))
-                    .collect();
-                for (k, t) in pairs {
-                    let mut u = upd.clone();
-                    if let Some(via) = self.sv.via {
-                        u.insert(via, Expr::Const(VIA_TOKEN));
-                    }
-                    let mut g = guard.clone();
-                    if let Some(h) = self.sv.held {
-                        g.push(var_is(h, k as u32 + 1));
-                    }
-                    let mut l3 = l.clone();
-                    l3.reasons = vec!["confirm_yes".into()];
-                    l3.tool = Some(t);
-                    self.finish(i, and(g), u, vec![], l3);
-                }
-            } else {
-                if let Some(via) = self.sv.via {
-                    upd.insert(via, Expr::Const(VIA_FREE));
-                }
-                self.finish(i, and(guard), upd, vec![], l);
+            if tn.kind == NodeKind::Tools {
+                // The router's tool step (SPEC §3 Steps): every argument typed; a guarded node
+                // checks the call, an unguarded one runs it without the check.
+                l.reasons = vec!["tool_step".into()];
             }
+            if let Some(via) = self.sv.via {
+                let via_val = if tn.kind == NodeKind::Tools {
+                    VIA_TYPED
+                } else {
+                    VIA_FREE
+                };
+                upd.insert(via, Expr::Const(via_val));
+            }
+            self.finish(i, and(guard), upd, vec![], l);
+        }
+        self.lower_confirm_yes(i);
+    }
+
+    /// Confirm-yes of a held call, offered by the router of the holding node's agent whatever
+    /// edges the graph has (SPEC §3 Steps): a router step, then the holding node's step with
+    /// the token. It is not an edge, so no exit counter limits it.
+    fn lower_confirm_yes(&mut self, i: usize) {
+        let Some(h) = self.sv.held else { return };
+        let pairs: Vec<(u32, String, u32)> = self
+            .sv
+            .held_pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, ni))| self.router_of_node(*ni as usize) == Some(i as u32))
+            .map(|(k, (t, ni))| (k as u32 + 1, t.clone(), *ni))
+            .collect();
+        for (k, t, ni) in pairs {
+            let mut upd = IndexMap::new();
+            self.set_active(i, &mut upd);
+            upd.insert(self.sv.node.unwrap_or(VarId(0)), Expr::Const(ni));
+            if let Some(via) = self.sv.via {
+                upd.insert(via, Expr::Const(VIA_TOKEN));
+            }
+            let mut l = self.label(i, LabelKind::Route);
+            l.reasons = vec!["confirm_yes".into()];
+            l.tool = Some(t);
+            l.to = Some(self.p.graph.nodes[ni as usize].id.clone());
+            self.finish(i, var_is(h, k), upd, vec![], l);
         }
     }
 
@@ -655,20 +808,26 @@ impl<'a> B<'a> {
             self.finish(i, eq(Expr::Var(bv), Expr::Const(budget)), upd, vec![], l);
         }
         let edges = self.out_edges(i);
-        if edges.is_empty() {
+        let stuck = if edges.is_empty() {
+            Some(Expr::Bool(true))
+        } else {
+            self.all_spent(&edges)
+        };
+        if let Some(stuck) = stuck {
+            // No edge the model can take (none, or every one spent): the turn ends.
             let mut l = self.label(i, LabelKind::TurnEnd);
             l.ends_turn = true;
             let mut upd = IndexMap::new();
             self.set_active(i, &mut upd);
-            let guard = budget_var
+            let within = budget_var
                 .map(|bv| lt(Expr::Var(bv), Expr::Const(budget)))
                 .unwrap_or(Expr::Bool(true));
-            self.finish(i, guard, upd, vec![], l);
+            self.finish(i, and(vec![within, stuck]), upd, vec![], l);
         }
         for (ei, target) in edges {
-            let Some(tn) = self.p.graph.node(&target).cloned() else {
+            if self.p.graph.node(&target).is_none() {
                 continue;
-            };
+            }
             let e: GraphEdge = self.p.graph.edges[ei].clone();
             let kind = match e.kind {
                 EdgeKind::Call => LabelKind::Call,
@@ -690,55 +849,46 @@ impl<'a> B<'a> {
             if let Some(via) = self.sv.via {
                 upd.insert(via, Expr::Const(VIA_FREE));
             }
-            if e.kind == EdgeKind::Handoff {
-                if let Some(b) = tn.agent.clone() {
-                    if b != agent {
-                        self.handoff_updates(&agent, &b, e.carries_marks(), &mut upd);
-                        if let Some(av) = self.sv.agent {
-                            upd.insert(av, Expr::Const(self.agent_value(&b)));
-                        }
-                    }
-                }
-            }
             self.finish(i, and(guard), upd, vec![], l);
         }
     }
 
     /// A hand-off copies provenance always, marks when the edge carries them, and labels the
-    /// target `steered_from_lower` when the source's privilege is lower.
+    /// target `steered_from_lower` when the source's privilege is lower (SPEC §3 Hand-offs).
+    /// It reads the values *after* the step's own effects (a tools node's execution, then its
+    /// hand-off edge: the result's marks travel with it), since updates are parallel.
     fn handoff_updates(&self, a: &str, b: &str, carries: bool, upd: &mut IndexMap<VarId, Expr>) {
         let sv = &self.sv;
-        let or_into = |upd: &mut IndexMap<VarId, Expr>,
-                       map: &IndexMap<String, VarId>,
-                       from: &str,
-                       to: &str| {
-            if let (Some(&fa), Some(&tb)) = (map.get(from), map.get(to)) {
-                upd.insert(
-                    tb,
-                    ite(
-                        or(vec![var_is(fa, 1), var_is(tb, 1)]),
-                        Expr::Const(1),
-                        Expr::Const(0),
-                    ),
-                );
+        let post = |upd: &IndexMap<VarId, Expr>, v: VarId| {
+            upd.get(&v).cloned().unwrap_or(Expr::Var(v))
+        };
+        let is_one = |e: Expr| match e {
+            Expr::Const(c) => Expr::Bool(c == 1),
+            e => eq(e, Expr::Const(1)),
+        };
+        let mut copies: Vec<(VarId, VarId)> = vec![];
+        let mut pair = |from: &IndexMap<String, VarId>, to: &IndexMap<String, VarId>| {
+            if let (Some(&fa), Some(&tb)) = (from.get(a), to.get(b)) {
+                copies.push((fa, tb));
             }
         };
-        or_into(upd, &sv.prov_ext, a, b);
-        or_into(upd, &sv.prov_conf, a, b);
-        if let (Some(&fa), Some(&tb)) = (sv.prov_ext.get(a), sv.prov_ext_handed.get(b)) {
-            upd.insert(
-                tb,
-                ite(
-                    or(vec![var_is(fa, 1), var_is(tb, 1)]),
-                    Expr::Const(1),
-                    Expr::Const(0),
-                ),
-            );
-        }
+        pair(&sv.prov_ext, &sv.prov_ext);
+        pair(&sv.prov_conf, &sv.prov_conf);
+        pair(&sv.prov_ext, &sv.prov_ext_handed);
         if carries {
-            or_into(upd, &sv.mark_ext, a, b);
-            or_into(upd, &sv.mark_conf, a, b);
-            or_into(upd, &sv.steered, a, b);
+            pair(&sv.mark_ext, &sv.mark_ext);
+            pair(&sv.mark_conf, &sv.mark_conf);
+            pair(&sv.steered, &sv.steered);
+        }
+        let new: Vec<(VarId, Expr)> = copies
+            .into_iter()
+            .map(|(fa, tb)| {
+                let e = or(vec![is_one(post(upd, fa)), is_one(post(upd, tb))]);
+                (tb, ite(e, Expr::Const(1), Expr::Const(0)))
+            })
+            .collect();
+        for (v, e) in new {
+            upd.insert(v, e);
         }
         if self.privilege(a) < self.privilege(b) {
             if let Some(&tb) = sv.steered.get(b) {
@@ -768,8 +918,15 @@ impl<'a> B<'a> {
         }
     }
 
-    /// The effects of running a tool for an acting agent.
-    fn execution_updates(&self, t: &Tool, agent: &str, upd: &mut IndexMap<VarId, Expr>) {
+    /// The effects of running a tool for an acting agent; `by_token` says the run was
+    /// confirmed by a token (a person's approval at a human node is the `approved` flag).
+    fn execution_updates(
+        &self,
+        t: &Tool,
+        agent: &str,
+        by_token: bool,
+        upd: &mut IndexMap<VarId, Expr>,
+    ) {
         let sv = &self.sv;
         if let Some(&(v, cap)) = sv.count.get(&t.name) {
             upd.insert(v, inc_sat(v, cap));
@@ -779,9 +936,18 @@ impl<'a> B<'a> {
         if let Some(h) = sv.held {
             upd.insert(h, Expr::Const(0));
         }
-        // A fresh run of a compensable write has an undo still to spend.
-        if let Some(&sp) = sv.spent.get(&t.name) {
-            upd.insert(sp, Expr::Const(0));
+        // A run of a compensable write can be undone once more; whether it was confirmed
+        // decides whether an undo of it is (SPEC §2 step 11).
+        if let Some(&r) = sv.comp_runs.get(&t.name) {
+            upd.insert(r, inc_sat(r, 2));
+        }
+        if let Some(&u) = sv.comp_unconfirmed.get(&t.name) {
+            let confirmed = match (by_token, sv.approved) {
+                (true, _) => Expr::Bool(true),
+                (false, Some(ap)) => var_is(ap, 1),
+                (false, None) => Expr::Bool(false),
+            };
+            upd.insert(u, ite(confirmed, Expr::Var(u), Expr::Const(1)));
         }
         if let Some(&(v, cap)) = sv.count_agent.get(&(t.name.clone(), agent.to_string())) {
             upd.insert(v, inc_sat(v, cap));
@@ -903,10 +1069,11 @@ impl<'a> B<'a> {
                 }
             }
         }
-        let (include_unset, only_unset) = match op {
-            Operand::Context(v) => (false, !self.p.context.contains(v)),
-            Operand::Arg(_) => (false, false),
-        };
+        // Every context variable a gate reads ranges over all its regions and unset, whether
+        // or not `context:` lists it (SPEC §3 guarded tools): a host may set an undeclared
+        // variable and forget a declared one.
+        let include_unset = matches!(op, Operand::Context(_));
+        let only_unset = false;
         let ty: Option<String> = match op {
             Operand::Arg(a) => t
                 .args
@@ -934,13 +1101,21 @@ impl<'a> B<'a> {
         let n = self.p.graph.nodes[i].clone();
         let guarded = n.guarded == Some(true);
         let edges = self.out_edges(i);
+        let mut any = false;
         for tname in &n.tools {
             let Some(t) = self.tool(tname) else { continue };
+            any = true;
             if guarded {
                 self.lower_guarded_call(i, t, &edges);
             } else {
                 self.lower_unchecked_run(i, t, &edges, false);
             }
+        }
+        if !any {
+            // Nothing to run: a node with no step it can take ends the turn.
+            let mut l = self.label(i, LabelKind::TurnEnd);
+            l.ends_turn = true;
+            self.finish(i, Expr::Bool(true), IndexMap::new(), vec![], l);
         }
     }
 
@@ -970,34 +1145,61 @@ impl<'a> B<'a> {
             }
             self.finish(i, and(g), u, choices.clone(), l);
         }
+        if let Some(spent) = self.all_spent(edges) {
+            // Every edge spent: the node still takes its step, then the turn ends.
+            let mut l = label;
+            l.ends_turn = true;
+            self.finish(i, and(vec![guard, spent]), upd, choices, l);
+        }
     }
 
     fn lower_unchecked_run(&mut self, i: usize, t: &Tool, edges: &[(usize, String)], stay: bool) {
         let agent = self.p.graph.nodes[i].agent.clone().unwrap_or_default();
         let (origins, _) = self.origin_choices(t);
+        // From the router's tool step every argument is typed, checked or not.
+        let typed_ok = match self.sv.via {
+            Some(via) => and(origins
+                .iter()
+                .map(|(c, _)| or(vec![not(var_is(via, VIA_TYPED)), choice_is(*c, 0)]))
+                .collect()),
+            None => Expr::Bool(true),
+        };
         let mut l = self.label(i, LabelKind::Execution);
         l.tool = Some(t.name.clone());
         let mut upd = IndexMap::new();
-        self.execution_updates(t, &agent, &mut upd);
+        self.execution_updates(t, &agent, false, &mut upd);
         let choices: Vec<ChoiceId> = origins.iter().map(|(c, _)| *c).collect();
         if stay {
             if let Some(via) = self.sv.via {
                 upd.insert(via, Expr::Const(VIA_FREE));
             }
-            self.finish(i, Expr::Bool(true), upd, choices, l);
+            self.finish(i, typed_ok, upd, choices, l);
         } else {
-            self.per_edge(i, edges, Expr::Bool(true), upd, choices, l);
+            self.per_edge(i, edges, typed_ok, upd, choices, l);
         }
     }
 
     fn lower_custom(&mut self, i: usize) {
         let n = self.p.graph.nodes[i].clone();
+        let mut runs = false;
         for tname in &n.may_call {
             if let Some(t) = self.tool(tname) {
                 self.lower_unchecked_run(i, t, &[], true);
+                runs = true;
             }
         }
         let edges = self.out_edges(i);
+        let stuck = match self.all_spent(&edges) {
+            _ if runs => None,
+            _ if edges.is_empty() => Some(Expr::Bool(true)),
+            spent => spent,
+        };
+        if let Some(g) = stuck {
+            // Nothing to run and no edge to take: the turn ends.
+            let mut l = self.label(i, LabelKind::TurnEnd);
+            l.ends_turn = true;
+            self.finish(i, g, IndexMap::new(), vec![], l);
+        }
         for (ei, target) in edges {
             let mut upd = IndexMap::new();
             let mut g = vec![];
@@ -1010,15 +1212,29 @@ impl<'a> B<'a> {
         }
     }
 
+    /// A human node (an interrupt before a tools node): the person approves or rejects (SPEC §3).
+    /// An approval may take any edge and marks the executions up to the next model step as
+    /// confirmed; a rejection runs nothing and takes only an edge that does not lead into a
+    /// tools node (with none, the turn ends).
     fn lower_human(&mut self, i: usize) {
         let edges = self.out_edges(i);
         let approve = self.choice("human.approve", 2, vec!["reject".into(), "approve".into()]);
-        let mut upd = IndexMap::new();
-        if let Some(ap) = self.sv.approved {
-            upd.insert(ap, Expr::Choice(approve));
+        for (yes, value) in [(false, 0u32), (true, 1u32)] {
+            let mut upd = IndexMap::new();
+            if let Some(ap) = self.sv.approved {
+                upd.insert(ap, Expr::Const(value));
+            }
+            let allowed: Vec<(usize, String)> = edges
+                .iter()
+                .filter(|(_, t)| {
+                    yes || self.p.graph.node(t).map(|n| n.kind) != Some(NodeKind::Tools)
+                })
+                .cloned()
+                .collect();
+            let mut l = self.label(i, LabelKind::Route);
+            l.reasons = vec![if yes { "approve" } else { "reject" }.into()];
+            self.per_edge(i, &allowed, choice_is(approve, value), upd, vec![approve], l);
         }
-        let l = self.label(i, LabelKind::Route);
-        self.per_edge(i, &edges, Expr::Bool(true), upd, vec![approve], l);
     }
 
     /// The tool check of SPEC §2 at a guarded node, one command per outcome and edge.
@@ -1044,7 +1260,7 @@ impl<'a> B<'a> {
             .sv
             .held_pairs
             .iter()
-            .position(|(pt, pa)| *pt == t.name && *pa == agent);
+            .position(|(pt, pn)| *pt == t.name && *pn == i as u32);
         let token_ok = match (pair, self.sv.held) {
             (Some(k), Some(h)) => or(vec![not(via_is(VIA_TOKEN)), var_is(h, k as u32 + 1)]),
             _ => not(via_is(VIA_TOKEN)),
@@ -1065,15 +1281,13 @@ impl<'a> B<'a> {
         // Choices the held call fixes when its token comes back (its arguments were checked and
         // seen by the person).
         let mut token_fixed: Vec<Expr> = vec![];
-        // Step 3: the model (or a person) may send arguments the schema refuses.
-        if !t.schema_partial() || (!t.sends_out && !t.arg_names().is_empty()) {
+        // Steps 3–4: argument validity is a choice at every guarded call (SPEC §3 Further pins):
+        // an undeclared argument, a wrongly typed one, or a destination in a tool that does not
+        // send out. Only a tool whose schema accepts anything and that may send anywhere has
+        // no invalid call.
+        if let Some(reason) = invalid_reason(t) {
             let bad = self.choice("args.invalid", 2, vec!["valid".into(), "invalid".into()]);
             choices.push(bad);
-            let reason = if !t.schema_partial() {
-                "argument_schema"
-            } else {
-                "undeclared_destination"
-            };
             refusals.push((reason, choice_is(bad, 1)));
             token_fixed.push(choice_is(bad, 0));
         }
@@ -1095,7 +1309,9 @@ impl<'a> B<'a> {
             .catalogue
             .tools
             .values()
-            .filter(|w| w.undo.as_deref() == Some(&t.name) && self.sv.spent.contains_key(&w.name))
+            .filter(|w| {
+                w.undo.as_deref() == Some(&t.name) && self.sv.comp_runs.contains_key(&w.name)
+            })
             .map(|w| w.name.clone())
             .collect();
         let undo_choice = if undone.is_empty() {
@@ -1113,20 +1329,9 @@ impl<'a> B<'a> {
             token_fixed.push(choice_is(uc, 0));
             let mut bad = vec![];
             for (k, w) in undone.iter().enumerate() {
-                // The undo names the latest run of the write, whoever ran it.
-                let ran = match self.sv.count.get(w) {
-                    Some((v, _)) => not(lt(Expr::Var(*v), Expr::Const(1))),
-                    None => Expr::Bool(false),
-                };
-                let spent = self
-                    .sv
-                    .spent
-                    .get(w)
-                    .map(|v| var_is(*v, 1))
-                    .unwrap_or(Expr::Bool(false));
                 bad.push(and(vec![
                     choice_is(uc, k as u32 + 1),
-                    or(vec![not(ran), spent]),
+                    not(self.undoable(w)),
                 ]));
             }
             refusals.push(("compensation_spent", or(bad)));
@@ -1157,13 +1362,9 @@ impl<'a> B<'a> {
             choices.push(c);
             refusals.push(("check", choice_is(c, 1)));
         }
-        // Step 8: taint. An undo bound to its step carries that step's arguments, so its marks
-        // are not held against it.
-        let bound_undo = undo_choice
-            .map(|c| not(choice_is(c, 0)))
-            .unwrap_or(Expr::Bool(false));
+        // Step 8: taint, for undos too (SPEC §2 step 8).
         let tainted = if t.is_write() {
-            and(vec![self.taint_expr(t, &agent), not(bound_undo)])
+            self.taint_expr(t, &agent)
         } else {
             Expr::Bool(false)
         };
@@ -1209,19 +1410,14 @@ impl<'a> B<'a> {
             l.by_token = by_token;
             l.as_undo = undo;
             let mut upd = IndexMap::new();
-            b.execution_updates(t, &agent, &mut upd);
-            if by_token {
-                if let Some(h) = b.sv.held {
-                    upd.insert(h, Expr::Const(0));
-                }
-            }
+            b.execution_updates(t, &agent, by_token, &mut upd);
             if undo {
                 if let Some(uc) = undo_choice {
                     for (k, w) in undone.iter().enumerate() {
-                        if let Some(&sp) = b.sv.spent.get(w) {
+                        if let Some(&u) = b.sv.comp_undos.get(w) {
                             upd.insert(
-                                sp,
-                                ite(choice_is(uc, k as u32 + 1), Expr::Const(1), Expr::Var(sp)),
+                                u,
+                                ite(choice_is(uc, k as u32 + 1), inc_sat(u, 2), Expr::Var(u)),
                             );
                         }
                     }
@@ -1297,6 +1493,15 @@ impl<'a> B<'a> {
         run(self, and(vec![plain, not(needs_person)]), "", false, false);
     }
 
+    /// Whether a compensable write can be undone once more: the session has more runs of it
+    /// than undos, or its run count saturated (the sound reading, SPEC §3 Further pins).
+    fn undoable(&self, w: &str) -> Expr {
+        match (self.sv.comp_runs.get(w), self.sv.comp_undos.get(w)) {
+            (Some(&r), Some(&u)) => or(vec![lt(Expr::Var(u), Expr::Var(r)), var_is(r, 2)]),
+            _ => Expr::Bool(false),
+        }
+    }
+
     /// Whether a write's inputs carry marks less trusted than its `trust` accepts.
     fn taint_expr(&self, t: &Tool, agent: &str) -> Expr {
         let ext = self
@@ -1322,6 +1527,29 @@ impl<'a> B<'a> {
             and(vec![Expr::Bool(steered_counts), steered]),
         ])
     }
+}
+
+/// Why a call to a tool can be invalid (SPEC §2 steps 3–4), as the refusal's reason: an
+/// undeclared argument where the schema is closed; else a destination in an argument of a tool
+/// that does not send out; else a wrongly typed or missing declared argument. `None` only for a
+/// tool that may send out and whose schema accepts every object.
+pub fn invalid_reason(t: &Tool) -> Option<&'static str> {
+    if !t.schema_partial() {
+        return Some("argument_schema");
+    }
+    if !t.sends_out {
+        return Some("undeclared_destination");
+    }
+    let schema = t.args.as_ref()?;
+    let typed = schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .is_some_and(|p| p.values().any(|s| s.get("type").is_some()));
+    let required = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .is_some_and(|r| !r.is_empty());
+    (typed || required).then_some("argument_schema")
 }
 
 /// Which agents can be active at each node: a router or model makes its own agent active; a
