@@ -284,9 +284,14 @@ fn rulebook_rules(p: &Project, out: &mut Vec<Raw>) {
         .collect();
     let mut seen = Vec::new();
     for (i, v) in rb.vars.iter().enumerate() {
+        // Host context: what `context:` declares, and for Colang what NeMo's runtime sets
+        // before any flow runs (`$user_message`, `$bot_message`, …).
+        let runtime = rb.language != Language::Sheet
+            && encoder::rulebook::NEMO_RUNTIME_VARS.contains(&v.var.as_str());
         if v.kind != VarEventKind::Read
             || !assigned.contains(&v.var.as_str())
             || p.context.contains(&v.var)
+            || runtime
         {
             continue;
         }

@@ -261,7 +261,7 @@ fn graph_json_errors_have_lines() {
 
 #[test]
 fn a_refused_rulebook_is_qg005_and_fails_the_gate() {
-    let a = case("qg005", "agents:\n  desk:\n    tools: [refund]\ntools:\n  - catalogue: tools.catalogue.yaml\nrulebook: policy.co\n", CAT, Some("define flow refunds\n  user ask refund\n  while $x\n    execute refund\n"));
+    let a = case("qg005", "agents:\n  desk:\n    tools: [refund]\ntools:\n  - catalogue: tools.catalogue.yaml\nrulebook: policy.co\n", CAT, Some("define flow refunds\n  user ask refund\n  goto start\n  execute refund\n"));
     let o = Command::new(env!("CARGO_BIN_EXE_qls"))
         .arg("verify")
         .arg(&a)

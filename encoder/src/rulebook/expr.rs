@@ -48,9 +48,10 @@ pub(crate) struct Token {
     pub col: u32,
 }
 
+/// Longest first, so `+=` is one token and not `+` then `=`.
 const OPS: &[&str] = &[
-    "==", "!=", "<=", ">=", "->", "<", ">", "=", "+", "-", "*", "/", "%", "(", ")", "[", "]", "{",
-    "}", ",", ":", ".", "@",
+    "**", "//", "<<", ">>", "<>", "==", "!=", "<=", ">=", "->", "+=", "-=", "<", ">", "=", "+",
+    "-", "*", "/", "%", "(", ")", "[", "]", "{", "}", ",", ":", ".", "@", "|", "&", "^", "~",
 ];
 
 /// Parses a number as the IR stores it: an integer when it has no fraction.
@@ -87,6 +88,21 @@ pub(crate) fn tokenize(
             i += 1;
         } else if c == '#' {
             break;
+        } else if let Some(next) = triple_end(&chars, i) {
+            // A `"""…"""` (or `'''…'''`) string, which a logical line may carry across raw lines.
+            let s: String = chars[i + 3..next - 3].iter().collect();
+            out.push(Token {
+                tok: Tok::Str(s),
+                col,
+            });
+            i = next;
+        } else if chars.get(i..i + 3) == Some(&['.', '.', '.']) && nld_string_at(&chars, i + 3) {
+            // Colang 2's natural-language value `..."text"`: a string the LLM fills in. It is a
+            // value like any string for the reader; what the LLM makes of it is unknown.
+            i += 3;
+            while chars.get(i) == Some(&' ') {
+                i += 1;
+            }
         } else if c == '"' || c == '\'' {
             let (s, next) = lex_string(&chars, i)
                 .ok_or_else(|| refuse(file, line, col, "a string is not closed on its line"))?;
@@ -149,6 +165,37 @@ pub(crate) fn tokenize(
         }
     }
     Ok(out)
+}
+
+/// The index after the triple-quoted string opening at `start`, if one opens there.
+fn triple_end(chars: &[char], start: usize) -> Option<usize> {
+    let q = *chars.get(start)?;
+    if (q != '"' && q != '\'')
+        || chars.get(start + 1) != Some(&q)
+        || chars.get(start + 2) != Some(&q)
+    {
+        return None;
+    }
+    let mut i = start + 3;
+    while i + 2 < chars.len() {
+        if chars[i] == '\\' {
+            i += 2;
+            continue;
+        }
+        if chars[i] == q && chars[i + 1] == q && chars[i + 2] == q {
+            return Some(i + 3);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether a string starts at `i` after optional spaces (the `..."text"` form).
+fn nld_string_at(chars: &[char], mut i: usize) -> bool {
+    while chars.get(i) == Some(&' ') {
+        i += 1;
+    }
+    matches!(chars.get(i), Some('"') | Some('\''))
 }
 
 /// Reads a quoted string starting at `start`; returns its value and the index after it.
@@ -391,6 +438,23 @@ pub(crate) fn parse_expr(c: &mut Cursor<'_>, depth: usize) -> Result<ExprInfo, I
     Ok(info)
 }
 
+/// Parses one operand (an expression with no top-level `and`/`or`, as Colang 2 writes a flow's
+/// simple arguments: `user said $text="ok" and …`).
+pub(crate) fn parse_operand(c: &mut Cursor<'_>) -> Result<ExprInfo, InputError> {
+    let mut info = ExprInfo::default();
+    let start = c.pos;
+    expr_binary(c, &mut info.reads, 0)?;
+    if c.pos == start + 1 {
+        info.literal = literal_at(c.toks, start);
+        if let Some(Tok::Var { text, base }) = c.toks.get(start).map(|t| &t.tok) {
+            if text == base {
+                info.plain_var = Some(base.clone());
+            }
+        }
+    }
+    Ok(info)
+}
+
 /// The literal starting at token `i` (`-` number, number, string, True/False/None).
 fn literal_at(toks: &[Token], i: usize) -> Option<Value> {
     match &toks.get(i)?.tok {
@@ -446,7 +510,10 @@ fn expr_not(c: &mut Cursor<'_>, reads: &mut Vec<String>, depth: usize) -> Result
     expr_binary(c, reads, depth)
 }
 
-const BINARY: &[&str] = &["==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "%"];
+const BINARY: &[&str] = &[
+    "==", "!=", "<=", ">=", "<", ">", "<>", "+", "-", "*", "/", "%", "**", "//", "<<", ">>", "|",
+    "&", "^",
+];
 
 fn expr_binary(
     c: &mut Cursor<'_>,
@@ -471,7 +538,7 @@ fn expr_binary(
 
 fn expr_unary(c: &mut Cursor<'_>, reads: &mut Vec<String>, depth: usize) -> Result<(), InputError> {
     let depth = deeper(c, depth)?;
-    if c.eat_op("-") || c.eat_op("+") {
+    if c.eat_op("-") || c.eat_op("+") || c.eat_op("~") {
         return expr_unary(c, reads, depth);
     }
     expr_primary(c, reads, depth)?;
@@ -528,9 +595,14 @@ fn seq_items(
     close: &str,
     dict: bool,
 ) -> Result<(), InputError> {
+    // `{…}` is a dict when its first item has `key: value`, and a set otherwise.
+    let mut dict: Option<bool> = if dict { None } else { Some(false) };
     while !c.eat_op(close) {
         expr_or(c, reads, depth)?;
-        if dict {
+        if dict.is_none() {
+            dict = Some(c.is_op(":"));
+        }
+        if dict == Some(true) {
             c.expect_op(":")?;
             expr_or(c, reads, depth)?;
         }
@@ -557,25 +629,6 @@ fn call_args(c: &mut Cursor<'_>, reads: &mut Vec<String>, depth: usize) -> Resul
     Ok(())
 }
 
-/// Keyword arguments after `(` through `)`: `name=expr`, comma separated.
-pub(crate) fn kwargs(c: &mut Cursor<'_>) -> Result<Vec<(String, ExprInfo)>, InputError> {
-    let mut out = Vec::new();
-    while !c.eat_op(")") {
-        let name = match (c.peek(), c.peek2()) {
-            (Some(Tok::Ident(n)), Some(Tok::Op("="))) => n.clone(),
-            _ => return Err(c.err(format!("expected an argument `name=value` {}", c.found()))),
-        };
-        c.next();
-        c.next();
-        out.push((name, parse_expr(c, 0)?));
-        if !c.eat_op(",") {
-            c.expect_op(")")?;
-            break;
-        }
-    }
-    Ok(out)
-}
-
 /// A condition as written.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Cond {
@@ -589,6 +642,21 @@ pub(crate) enum Cond {
     Lit(Literal),
     /// `True` / `False`.
     Const(bool),
+    /// A test the IR cannot state (a function call, `in`, a regex, two variables compared):
+    /// either outcome is possible, so it constrains neither branch.
+    Unknown,
+}
+
+impl Cond {
+    /// Whether some part of the condition is a test the IR cannot state.
+    pub fn has_unknown(&self) -> bool {
+        match self {
+            Cond::Unknown => true,
+            Cond::And(p) | Cond::Or(p) => p.iter().any(Cond::has_unknown),
+            Cond::Not(p) => p.has_unknown(),
+            Cond::Lit(_) | Cond::Const(_) => false,
+        }
+    }
 }
 
 /// Parses a condition to the end of the line; returns it with the base names it reads.
@@ -632,12 +700,24 @@ fn cond_not(c: &mut Cursor<'_>, reads: &mut Vec<String>, depth: usize) -> Result
     if c.eat_word("not") {
         return Ok(Cond::Not(Box::new(cond_not(c, reads, depth)?)));
     }
+    let start = c.pos;
     if c.eat_op("(") {
-        let inner = cond_or(c, reads, depth)?;
-        c.expect_op(")")?;
-        return Ok(inner);
+        let mut inner_reads = Vec::new();
+        if let Ok(inner) = cond_or(c, &mut inner_reads, depth) {
+            if c.eat_op(")") && at_cond_boundary(c) {
+                reads.extend(inner_reads);
+                return Ok(inner);
+            }
+        }
+        // `($a + 1) > 3` and the like: an expression, not a grouped condition.
+        c.pos = start;
     }
-    cond_atom(c, reads)
+    cond_atom(c, reads, depth)
+}
+
+/// Whether the cursor is where a condition's part may end.
+fn at_cond_boundary(c: &Cursor<'_>) -> bool {
+    c.at_end() || c.is_word("and") || c.is_word("or") || c.is_op(")")
 }
 
 fn cmp_op(t: Option<&Tok>) -> Option<CmpOp> {
@@ -674,11 +754,66 @@ fn take_literal(c: &mut Cursor<'_>) -> Option<Value> {
     Some(v)
 }
 
-fn cond_atom(c: &mut Cursor<'_>, reads: &mut Vec<String>) -> Result<Cond, InputError> {
+/// One part of a condition: a literal the IR states when it has that shape, and otherwise any
+/// comparison expression, which becomes [`Cond::Unknown`] (never a refusal, never `false`).
+fn cond_atom(
+    c: &mut Cursor<'_>,
+    reads: &mut Vec<String>,
+    depth: usize,
+) -> Result<Cond, InputError> {
+    let start = c.pos;
+    let mut stated_reads = Vec::new();
+    if let Ok(cond) = stated_atom(c, &mut stated_reads) {
+        if at_cond_boundary(c) {
+            reads.extend(stated_reads);
+            return Ok(cond);
+        }
+    }
+    c.pos = start;
+    expr_binary(c, reads, depth)?;
+    if !at_cond_boundary(c) {
+        return Err(c.err(format!(
+            "expected `and`, `or` or the end of the condition {}",
+            c.found()
+        )));
+    }
+    Ok(Cond::Unknown)
+}
+
+/// `$v is None`, `$v is not None`, `$v is True`: Python's identity tests on the values the IR
+/// states, which for these constants are the equality tests.
+fn is_test(c: &mut Cursor<'_>) -> Option<(CmpOp, Value)> {
+    if !c.is_word("is") {
+        return None;
+    }
+    let start = c.pos;
+    c.next();
+    let op = if c.eat_word("not") {
+        CmpOp::Ne
+    } else {
+        CmpOp::Eq
+    };
+    match c.next() {
+        Some(Tok::Ident(w)) if keyword_value(w).is_some() => Some((op, keyword_value(w)?)),
+        _ => {
+            c.pos = start;
+            None
+        }
+    }
+}
+
+fn stated_atom(c: &mut Cursor<'_>, reads: &mut Vec<String>) -> Result<Cond, InputError> {
     if let Some(Tok::Var { text, base }) = c.peek() {
         c.next();
         reads.push(base.clone());
         let operand = Operand::Context(text.clone());
+        if let Some((op, value)) = is_test(c) {
+            return Ok(Cond::Lit(Literal {
+                operand,
+                op,
+                value: Some(value),
+            }));
+        }
         let Some(op) = cmp_op(c.peek()) else {
             return Ok(Cond::Lit(Literal {
                 operand,
@@ -735,6 +870,7 @@ fn cond_atom(c: &mut Cursor<'_>, reads: &mut Vec<String>) -> Result<Cond, InputE
 /// `neg`. `None` when it expands past the limit.
 pub(crate) fn dnf(cond: &Cond, neg: bool) -> Option<Vec<Vec<Literal>>> {
     let out = match (cond, neg) {
+        (Cond::Unknown, _) => vec![vec![]],
         (Cond::Const(b), _) => {
             if *b != neg {
                 vec![vec![]]
@@ -815,9 +951,32 @@ mod tests {
     }
 
     #[test]
-    fn refuses_what_it_cannot_state() {
-        assert!(cond("$a == $b").is_err());
+    fn what_it_cannot_state_is_unknown_and_syntax_errors_are_refused() {
+        assert_eq!(cond("$a == $b").unwrap(), Cond::Unknown);
+        assert_eq!(cond("\"x\" in $m").unwrap(), Cond::Unknown);
+        assert_eq!(cond("len($m) > 3").unwrap(), Cond::Unknown);
+        assert_eq!(
+            dnf(&cond("$a and regex($m)").unwrap(), true).unwrap(),
+            vec![
+                vec![Literal {
+                    operand: Operand::Context("a".into()),
+                    op: CmpOp::Falsy,
+                    value: None
+                }],
+                vec![]
+            ],
+            "an unknown part leaves the else branch open"
+        );
+        assert_eq!(
+            cond("$g is None").unwrap(),
+            Cond::Lit(Literal {
+                operand: Operand::Context("g".into()),
+                op: CmpOp::Eq,
+                value: Some(Value::Null)
+            })
+        );
         assert!(cond("$a ==").is_err());
+        assert!(cond("$a $b").is_err());
         assert!(cond("($a").is_err());
         assert!(cond("").is_err());
         assert_eq!(

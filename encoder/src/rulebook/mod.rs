@@ -8,6 +8,7 @@
 
 pub mod colang;
 mod expr;
+pub mod nemo;
 mod paths;
 pub mod sheet;
 
@@ -182,6 +183,39 @@ pub struct FlowDef {
     pub at: Loc,
 }
 
+/// A construct the reader parsed but does not follow exactly, with how it is treated instead, so
+/// a report can say what the proof did not look into.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    /// Where it is.
+    pub at: Loc,
+    /// What it is (`while`, `send`, `a condition the IR cannot state`, …).
+    pub construct: String,
+    /// How the reader treats it.
+    pub treated_as: String,
+}
+
+/// One file a rulebook was read from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// Its path, as shown in reports.
+    pub path: String,
+    /// The SHA-256 of its bytes.
+    pub sha256: String,
+}
+
+/// What a NeMo Guardrails configuration folder's `config.yml` says about its rails.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NemoConfig {
+    /// `colang_version` (`1.0` when absent, as NeMo defaults it).
+    pub colang_version: String,
+    /// The active rail flows by kind (`input`, `output`, `retrieval`, `dialog`, …), in file order.
+    pub rails: IndexMap<String, Vec<String>>,
+    /// Rail flows `config.yml` names that no file of the folder defines (NeMo's library supplies
+    /// them): they are not in the IR, so the tools they might run are not governed by it.
+    pub library_flows: Vec<String>,
+}
+
 /// The compiled rulebook.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rulebook {
@@ -205,6 +239,15 @@ pub struct Rulebook {
     pub bot_uses: Vec<BotUse>,
     /// Variable reads and assignments in statement order.
     pub vars: Vec<VarEvent>,
+    /// Constructs parsed but treated as a nondeterministic step (or an unknown condition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+    /// The files read, when the rulebook is a folder (a NeMo configuration).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<SourceFile>,
+    /// The NeMo configuration's rails, when the rulebook is a NeMo configuration folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nemo: Option<NemoConfig>,
 }
 
 impl Rulebook {
@@ -221,6 +264,9 @@ impl Rulebook {
             bot_messages: IndexMap::new(),
             bot_uses: Vec::new(),
             vars: Vec::new(),
+            notes: Vec::new(),
+            files: Vec::new(),
+            nemo: None,
         }
     }
 
@@ -317,10 +363,37 @@ pub fn compile_text(file: &str, text: &str) -> Result<Compiled, InputError> {
     })
 }
 
-/// Reads a compiled folder (`rulebook.ir.json`, `catalogue_overlay.json`) as `qls rules compile`
-/// writes it.
+/// Variables the NeMo Guardrails runtime sets before any flow of a configuration runs (its
+/// documented context: the messages of the turn, the retrieved chunks, the configuration, the
+/// current event, the generation options, the rails' own markers). A Colang flow reading them
+/// reads host context, not a variable it forgot to assign (QG007).
+pub const NEMO_RUNTIME_VARS: &[&str] = &[
+    "user_message",
+    "bot_message",
+    "last_user_message",
+    "last_bot_message",
+    "relevant_chunks",
+    "relevant_chunks_sep",
+    "retrieved_for",
+    "config",
+    "event",
+    "generation_options",
+    "skip_output_rails",
+    "triggered_input_rail",
+    "triggered_output_rail",
+];
+
+/// Reads a rulebook folder: a compiled folder (`rulebook.ir.json`, `catalogue_overlay.json`) as
+/// `qls rules compile` writes it, or else a NeMo Guardrails configuration (`config.yml` and
+/// `.co` files), read as NeMo reads it.
 pub fn read_compiled_dir(dir: &std::path::Path, display: &str) -> Result<Compiled, InputError> {
     let ir_path = dir.join("rulebook.ir.json");
+    if !ir_path.exists() && nemo::is_config_dir(dir) {
+        return nemo::read_config_dir(dir, display).map(|rulebook| Compiled {
+            rulebook,
+            overlay: CatalogueOverlay::default(),
+        });
+    }
     let ir_name = format!("{display}/rulebook.ir.json");
     let text = std::fs::read_to_string(&ir_path)
         .map_err(|e| InputError::at(&ir_name, 0, format!("cannot read: {e}")))?;
