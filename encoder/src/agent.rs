@@ -165,10 +165,13 @@ pub struct AgentFile {
     pub context: Vec<Named>,
     /// The settings.
     pub settings: Settings,
+    /// Findings the team accepted, each with a reason.
+    #[serde(default)]
+    pub suppress: Vec<crate::suppress::Suppression>,
 }
 
 const TOP_KEYS: &[&str] = &[
-    "entry", "agents", "tools", "rulebook", "context", "settings",
+    "entry", "agents", "tools", "rulebook", "context", "settings", "suppress",
 ];
 const AGENT_KEYS: &[&str] = &[
     "model",
@@ -272,6 +275,10 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
         Some(n) => read_settings(file, &as_map(file, n, "`settings`")?)?,
         None => Settings::default(),
     };
+    let suppress = match top.get("suppress") {
+        Some(n) => crate::suppress::read_suppressions(file, n)?,
+        None => vec![],
+    };
     Ok(AgentFile {
         file: file.to_string(),
         entry,
@@ -280,6 +287,7 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
         rulebook,
         context,
         settings,
+        suppress,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod diag;
 pub mod graph;
 pub mod loc;
 pub mod rulebook;
+pub mod suppress;
 pub mod testkit;
 pub mod ts;
 pub mod yaml;

@@ -123,6 +123,34 @@ pub fn markdown_table() -> String {
     s
 }
 
+/// One section per rule, each with an anchor `#qg012` (SARIF's `helpUri` points there).
+pub fn markdown_sections() -> String {
+    let mut s = String::from("## Each rule\n");
+    for r in RULES {
+        s.push_str(&format!(
+            "\n<a id=\"{}\"></a>\n### {} {}\n\n{} ({}); {}. OWASP: {}.\n\nFix: {}\n",
+            r.id.to_lowercase(),
+            r.id,
+            r.title,
+            r.kind.name(),
+            r.kind.severity(),
+            if r.fails_gate {
+                "fails the gate"
+            } else {
+                "does not fail the gate"
+            },
+            r.owasp.join(", "),
+            r.fix.replace("{tool}", "the tool")
+        ));
+    }
+    s
+}
+
+/// The whole of `docs/rules.md`.
+pub fn rules_doc() -> String {
+    format!("# The QG rules\n\nGenerated from `obligations/src/catalog.rs` (a test keeps the two equal). Severity follows the type: High for a vulnerability, Medium for a bug, Review for a security hotspot.\n\n{}\n{}", markdown_table(), markdown_sections())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,7 +161,7 @@ mod tests {
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/rules.md"))
                 .expect("docs/rules.md exists");
         assert!(
-            docs.contains(&markdown_table()),
+            docs == rules_doc(),
             "docs/rules.md is out of date: run `cargo test -p obligations -- --ignored regenerate_rule_docs`"
         );
     }
@@ -151,10 +179,9 @@ mod tests {
     #[test]
     #[ignore = "writes docs/rules.md; run it after changing the catalog"]
     fn regenerate_rule_docs() {
-        let text = format!("# The QG rules\n\nGenerated from `obligations/src/catalog.rs` (a test keeps the two equal). Severity follows the type: High for a vulnerability, Medium for a bug, Review for a security hotspot.\n\n{}", markdown_table());
         std::fs::write(
             concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/rules.md"),
-            text,
+            rules_doc(),
         )
         .unwrap();
     }

@@ -123,6 +123,14 @@ pub struct VerifyArgs {
     /// witness.json) into this folder, for the corpus runner (implies --replay).
     #[arg(long)]
     pub emit_case: Option<PathBuf>,
+    /// A previous `--format json` report: findings already in it are reported as existing and
+    /// do not fail the gate; new ones, and ones that got more severe, do.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Where docs/rules.md is published (an absolute URI): SARIF's `helpUri` of each rule is its
+    /// section there.
+    #[arg(long)]
+    pub rules_uri: Option<String>,
 }
 
 /// Runs `qls export`.
@@ -140,6 +148,14 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
 /// Runs `qls verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     let (project, subject) = args.inputs.load()?;
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let name = path.display().to_string();
+            let text = encoder::read_text(path, &name)?;
+            Some(prover::triage::Baseline::read(&name, &text)?)
+        }
+        None => None,
+    };
     let mut o = Options::for_project(&project);
     if let Some(n) = args.session_steps {
         anyhow::ensure!(n >= 1, "--session-steps must be at least 1");
@@ -184,6 +200,10 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         args.keep.as_deref(),
         args.replay || args.emit_case.is_some(),
     )?;
+    if let Some(b) = &baseline {
+        prover::triage::apply_baseline(&mut report, b);
+        prover::report::settle(&mut report, &proof.ts);
+    }
     if let Some(dir) = &args.emit_case {
         emit_cases(
             dir,
@@ -197,7 +217,10 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     match args.format {
         Format::Text => print!("{}", prover::report::text(&report, &project, &proof.ts)),
         Format::Json => print!("{}", prover::report::json(&report, &project, &proof)),
-        Format::Sarif => print!("{}", prover::report::sarif(&report, &proof)),
+        Format::Sarif => print!(
+            "{}",
+            prover::report::sarif(&report, &proof, args.rules_uri.as_deref())
+        ),
     }
     if args.timings {
         if let Some(b) = &proof.bfs {

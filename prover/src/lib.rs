@@ -9,4 +9,5 @@ pub mod diagnostics;
 pub mod promela;
 pub mod proof;
 pub mod report;
+pub mod triage;
 pub mod verdict;

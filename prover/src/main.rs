@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 mod cmd_check;
 mod cmd_corpus;
+mod cmd_diff;
 mod cmd_emit;
 mod cmd_rules;
 mod cmd_verify;
@@ -45,6 +46,8 @@ enum Command {
     /// Write the transition system in another checker's language (Promela for SPIN).
     #[command(subcommand)]
     Emit(cmd_emit::EmitCommand),
+    /// Compare two findings reports by fingerprint (exit 1 when a finding appeared).
+    Diff(cmd_diff::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Solve(a) => cmd_verify::solve(a),
         Command::Corpus(a) => cmd_corpus::corpus(a),
         Command::Emit(c) => cmd_emit::run(c),
+        Command::Diff(a) => cmd_diff::diff(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -30,6 +30,41 @@ pub struct Finding {
     pub witness_file: Option<String>,
     /// What `--replay` found.
     pub replay: Option<witnesses::replay::ReplayOutcome>,
+    /// A stable identity across line moves and unrelated edits (rule, subject, agent and the
+    /// witness's node path — never a line), for baselines and code-scanning UIs.
+    pub fingerprint: String,
+    /// New, in the baseline, or accepted by a suppression.
+    pub standing: Standing,
+}
+
+/// Where a finding stands against the team's baseline and suppressions. Only a new finding of a
+/// gate-failing rule fails the gate; QG312 is always new.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// Not in the baseline, not suppressed.
+    New,
+    /// In the baseline given with `--baseline` (same fingerprint, not more severe).
+    Existing,
+    /// Accepted by a `suppress:` entry of agent.yaml.
+    Suppressed {
+        /// The team's reason.
+        reason: String,
+        /// The last day it holds.
+        until: Option<String>,
+        /// Where the suppression is written.
+        at: Loc,
+    },
+}
+
+impl Standing {
+    /// The word the JSON and SARIF outputs use.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Standing::New => "new",
+            Standing::Existing => "existing",
+            Standing::Suppressed { .. } => "suppressed",
+        }
+    }
 }
 
 /// The whole report's data.
@@ -119,7 +154,7 @@ pub fn build(
                 engines: None,
                 obligation: None,
                 witness_file: None,
-                replay: None,
+                replay: None, fingerprint: String::new(), standing: Standing::New,
             });
         }
     }
@@ -159,7 +194,7 @@ pub fn build(
                 engines: Some(words.clone()),
                 obligation: None,
                 witness_file: None,
-                replay: None,
+                replay: None, fingerprint: String::new(), standing: Standing::New,
             });
         }
         match (&o.verdict, ob.inverted) {
@@ -177,7 +212,7 @@ pub fn build(
                     .as_ref()
                     .and_then(|rb| rb.executes.iter().find(|e| e.action == ob.subject))
                     .map(|e| e.at.clone());
-                findings.push(Finding { rule: r, subject: ob.subject.clone(), at, message: format!("no reachable step within {depth} steps has the rulebook allow '{}': the execute is dead", ob.subject), witness: None, engines: Some(words), obligation: None, witness_file: None, replay: None });
+                findings.push(Finding { rule: r, subject: ob.subject.clone(), at, message: format!("no reachable step within {depth} steps has the rulebook allow '{}': the execute is dead", ob.subject), witness: None, engines: Some(words), obligation: None, witness_file: None, replay: None, fingerprint: String::new(), standing: Standing::New });
             }
             (Verdict::Reachable(w), false) => {
                 reach += 1;
@@ -210,21 +245,12 @@ pub fn build(
                     engines: Some(words),
                     obligation: Some(oi),
                     witness_file: None,
-                    replay: None,
+                    replay: None, fingerprint: String::new(), standing: Standing::New,
                 });
             }
         }
     }
-    findings.sort_by(|a, b| {
-        (severity_rank(a.rule), a.rule.id, &a.at, &a.subject).cmp(&(
-            severity_rank(b.rule),
-            b.rule.id,
-            &b.at,
-            &b.subject,
-        ))
-    });
-    let passed = !findings.iter().any(|f| f.rule.fails_gate) && undecided_gate.is_empty();
-    Report {
+    let mut r = Report {
         subject: subject.to_string(),
         findings,
         lints: obligations::lints::lints(p),
@@ -232,11 +258,40 @@ pub fn build(
         counts: (hold, reach, und),
         agree,
         undecided_gate,
-        passed,
+        passed: false,
         depth,
         engines,
         not_run: proof.not_run.clone(),
+    };
+    crate::triage::apply_suppressions(&mut r, p, encoder::suppress::Date::today());
+    settle(&mut r, &proof.ts);
+    r
+}
+
+/// The one place findings are ordered and the gate is decided, after every stage that adds or
+/// re-judges findings (build, witnesses and replay, the baseline): ordered by severity, rule,
+/// location, subject; fingerprinted; the gate fails on a *new* finding of a gate-failing rule or
+/// on an undecided gate-failing obligation.
+pub fn settle(r: &mut Report, ts: &TransitionSystem) {
+    for f in r.findings.iter_mut() {
+        if f.fingerprint.is_empty() {
+            f.fingerprint = crate::triage::fingerprint(f, ts);
+        }
     }
+    r.findings.sort_by(|a, b| {
+        (severity_rank(a.rule), a.rule.id, &a.at, &a.subject).cmp(&(
+            severity_rank(b.rule),
+            b.rule.id,
+            &b.at,
+            &b.subject,
+        ))
+    });
+    crate::triage::separate_twins(&mut r.findings);
+    r.passed = !r
+        .findings
+        .iter()
+        .any(|f| f.rule.fails_gate && f.standing == Standing::New)
+        && r.undecided_gate.is_empty();
 }
 
 fn count_turns(ts: &TransitionSystem, w: &RawWitness) -> usize {
@@ -256,6 +311,17 @@ fn describe(v: Option<&Verdict>) -> String {
         Some(Verdict::Undecided(r)) => format!("undecided ({r})"),
         None => "not run".into(),
     }
+}
+
+/// `QG012 High on refund_card (agent.yaml:7)`.
+fn headline(f: &Finding) -> String {
+    format!(
+        "{} {} on {}{}",
+        f.rule.id,
+        f.rule.kind.severity(),
+        f.subject,
+        loc_text(&f.at)
+    )
 }
 
 fn loc_text(at: &Option<Loc>) -> String {
@@ -322,14 +388,8 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         )),
         None => s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1)),
     }
-    for f in &r.findings {
-        s.push_str(&format!(
-            "\n{} {} on {}{}\n",
-            f.rule.id,
-            f.rule.kind.severity(),
-            f.subject,
-            loc_text(&f.at)
-        ));
+    for f in r.findings.iter().filter(|f| f.standing == Standing::New) {
+        s.push_str(&format!("\n{}\n", headline(f)));
         s.push_str(&format!("  {}\n", f.message));
         s.push_str(&format!("  OWASP {}\n", f.rule.owasp.join(", ")));
         s.push_str(&format!(
@@ -352,6 +412,39 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         }
         if let Some(r) = &f.replay {
             s.push_str(&format!("  Replay: {}\n", r.text()));
+        }
+    }
+    let existing: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.standing == Standing::Existing)
+        .collect();
+    if !existing.is_empty() {
+        s.push_str("\nIn the baseline (existing findings; they do not fail the gate):\n");
+        for f in existing {
+            s.push_str(&format!("  {}\n", headline(f)));
+        }
+    }
+    let suppressed: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| matches!(f.standing, Standing::Suppressed { .. }))
+        .collect();
+    if !suppressed.is_empty() {
+        s.push_str("\nSuppressed (accepted with a reason; they do not fail the gate):\n");
+        for f in suppressed {
+            if let Standing::Suppressed { reason, until, at } = &f.standing {
+                s.push_str(&format!(
+                    "  {}: {reason} ({}suppressed at {}:{})\n",
+                    headline(f),
+                    until
+                        .as_ref()
+                        .map(|u| format!("until {u}; "))
+                        .unwrap_or_default(),
+                    at.file,
+                    at.line
+                ));
+            }
         }
     }
     if !r.undecided_gate.is_empty() {
@@ -430,6 +523,9 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
                 "witness_file": f.witness_file,
                 "replay": f.replay.as_ref().map(|x| x.text()),
                 "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
+                "fingerprint": f.fingerprint,
+                "standing": f.standing.word(),
+                "suppression": match &f.standing { Standing::Suppressed { reason, until, at } => json!({"reason": reason, "until": until, "at": at}), _ => Value::Null },
             })
         })
         .collect();
@@ -568,24 +664,14 @@ pub fn attach_witnesses(
                     engines: f.engines.clone(),
                     obligation: None,
                     witness_file: None,
-                    replay: None,
+                    replay: None, fingerprint: String::new(), standing: Standing::New,
                 });
             }
             f.replay = Some(out);
         }
     }
-    if !extra.is_empty() {
-        r.findings.extend(extra);
-        r.findings.sort_by(|a, b| {
-            (severity_rank(a.rule), a.rule.id, &a.at, &a.subject).cmp(&(
-                severity_rank(b.rule),
-                b.rule.id,
-                &b.at,
-                &b.subject,
-            ))
-        });
-        r.passed = !r.findings.iter().any(|f| f.rule.fails_gate) && r.undecided_gate.is_empty();
-    }
+    r.findings.extend(extra);
+    settle(r, &proof.ts);
     Ok(())
 }
 
@@ -603,7 +689,10 @@ fn sarif_location(at: &Loc, message: Option<String>) -> Value {
 
 /// SARIF 2.1.0 for code-scanning UIs: one rule per catalog entry, one result per finding, and a
 /// reachable finding's witness as a code flow (one thread-flow location per step).
-pub fn sarif(r: &Report, proof: &Proof) -> String {
+/// SARIF 2.1.0. `rules_uri` is where `docs/rules.md` is published (an absolute URI, e.g. the
+/// file in the repository qls is built from); each rule's `helpUri` is its section there. SARIF
+/// requires an absolute URI, so without one each rule names its section as `properties.helpPath`.
+pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
     let rules: Vec<Value> = obligations::catalog::RULES
         .iter()
         .map(|ru| {
@@ -612,9 +701,23 @@ pub fn sarif(r: &Report, proof: &Proof) -> String {
                 "name": ru.title.split(' ').map(|w| { let mut c = w.chars(); c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default() }).collect::<String>(),
                 "shortDescription": {"text": ru.title},
                 "help": {"text": ru.fix},
+                "helpUri": rules_uri.map(|u| format!("{u}#{}", ru.id.to_lowercase())),
                 "defaultConfiguration": {"level": sarif_level(ru)},
-                "properties": {"tags": ru.owasp, "type": ru.kind.name(), "severity": ru.kind.severity(), "fails_gate": ru.fails_gate},
+                "properties": {"tags": ru.owasp, "type": ru.kind.name(), "severity": ru.kind.severity(), "fails_gate": ru.fails_gate,
+                               "security-severity": security_severity(ru),
+                               "helpPath": format!("{RULES_DOC}#{}", ru.id.to_lowercase())},
             })
+        })
+        .collect();
+    let rules: Vec<Value> = rules
+        .into_iter()
+        .map(|mut ru| {
+            if ru["helpUri"].is_null() {
+                if let Some(m) = ru.as_object_mut() {
+                    m.remove("helpUri");
+                }
+            }
+            ru
         })
         .collect();
     let results: Vec<Value> = r
@@ -631,8 +734,13 @@ pub fn sarif(r: &Report, proof: &Proof) -> String {
                 "level": sarif_level(f.rule),
                 "message": {"text": format!("{} on {}: {}", f.rule.title, f.subject, f.message)},
                 "locations": f.at.iter().map(|a| sarif_location(a, None)).collect::<Vec<_>>(),
-                "properties": {"subject": f.subject},
+                "properties": {"subject": f.subject, "standing": f.standing.word()},
+                "partialFingerprints": {"qlsFinding/v1": f.fingerprint},
+                "baselineState": if f.standing == Standing::Existing { "unchanged" } else { "new" },
             });
+            if let Standing::Suppressed { reason, .. } = &f.standing {
+                res["suppressions"] = json!([{"kind": "inSource", "justification": reason}]);
+            }
             if let Some(w) = &f.witness {
                 let ts = &proof.ts;
                 let steps: Vec<Value> = w
@@ -671,11 +779,25 @@ pub fn sarif(r: &Report, proof: &Proof) -> String {
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "qls", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+            "automationDetails": {"id": format!("qls/verify/{}/", r.subject)},
+            "invocations": [{"executionSuccessful": true, "exitCode": if r.passed { 0 } else { 1 }}],
             "results": results,
             "properties": {"gate": if r.passed { "passed" } else { "failed" }, "session_steps": r.depth.0, "step_limit": r.depth.1},
         }],
     });
     serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
+}
+
+/// Where each rule's section is, for SARIF's `helpUri` (the repository's rule table).
+const RULES_DOC: &str = "docs/rules.md";
+
+/// GitHub code scanning's numeric severity: High 8.0, Medium 5.0, a hotspot 3.0.
+fn security_severity(r: &Rule) -> &'static str {
+    match r.kind.severity() {
+        "High" => "8.0",
+        "Medium" => "5.0",
+        _ => "3.0",
+    }
 }
 
 fn sarif_level(r: &Rule) -> &'static str {

@@ -1,0 +1,279 @@
+//! Findings a pull request can live with: stable fingerprints, baselines (`--baseline`),
+//! suppressions with a reason (`suppress:` in agent.yaml) and `qls diff`. This module only
+//! re-judges findings the report computed; `report::settle` then orders them and decides the
+//! gate, so the gate has one home.
+
+use crate::report::{Finding, Report, Standing};
+use encoder::suppress::Date;
+use encoder::ts::TransitionSystem;
+use encoder::{InputError, Project};
+use obligations::lints::Lint;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The fingerprint of a finding: SHA-256 over the rule, the subject, the acting agent and the
+/// witness's node path, plus the location's file and the finding's rank among its twins (a rule
+/// reported at several places of one subject). No line number enters it, so moving lines or
+/// editing unrelated parts of a file leaves it unchanged.
+pub fn fingerprint(f: &Finding, ts: &TransitionSystem) -> String {
+    let (agent, path) = match &f.witness {
+        Some(w) => {
+            let labels: Vec<&encoder::ts::Label> =
+                w.steps.iter().map(|s| &ts.command(s.cmd).label).collect();
+            let agent = labels
+                .last()
+                .and_then(|l| l.agent.clone())
+                .unwrap_or_default();
+            let path: Vec<&str> = labels.iter().map(|l| l.node.as_str()).collect();
+            (agent, path.join(">"))
+        }
+        None => (String::new(), String::new()),
+    };
+    let file = f.at.as_ref().map(|a| a.file.as_str()).unwrap_or("");
+    digest(&[
+        "qls-fingerprint/1",
+        f.rule.id,
+        &f.subject,
+        &agent,
+        &path,
+        file,
+    ])
+}
+
+fn digest(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0u8]);
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+/// Gives twin findings (same fingerprint: one rule reported at several places of a subject in
+/// one file) distinct fingerprints by their rank, in report order.
+pub fn separate_twins(findings: &mut [Finding]) {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for f in findings.iter_mut() {
+        let n = seen.entry(f.fingerprint.clone()).or_insert(0);
+        if *n > 0 {
+            f.fingerprint = digest(&[&f.fingerprint, &n.to_string()]);
+        }
+        *n += 1;
+    }
+}
+
+/// Marks the findings the agent's `suppress:` entries accept, and lints every suppression that
+/// matches nothing or has expired (an expired one accepts nothing). QG312 is never suppressed.
+pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
+    let Some(af) = &p.agent_file else { return };
+    for s in &af.suppress {
+        if let Some(until) = s.until.filter(|u| *u < today) {
+            r.lints.push(lint(
+                "suppression_expired",
+                &s.rule,
+                &s.subject,
+                format!(
+                    "the suppression at {}:{} expired on {until}: the finding counts again",
+                    s.at.file, s.at.line
+                ),
+            ));
+            continue;
+        }
+        let mut matched = false;
+        for f in r.findings.iter_mut() {
+            if f.rule.id == s.rule && f.subject == s.subject && f.rule.id != "QG312" {
+                f.standing = Standing::Suppressed {
+                    reason: s.reason.clone(),
+                    until: s.until.map(|d| d.to_string()),
+                    at: s.at.clone(),
+                };
+                matched = true;
+            }
+        }
+        if !matched {
+            r.lints.push(lint(
+                "suppression_unmatched",
+                &s.rule,
+                &s.subject,
+                format!(
+                    "the suppression at {}:{} matches no finding: remove it, or fix its rule or subject",
+                    s.at.file, s.at.line
+                ),
+            ));
+        }
+    }
+}
+
+fn lint(code: &str, rule: &str, subject: &str, message: String) -> Lint {
+    Lint {
+        code: code.into(),
+        subject: format!("{rule} {subject}"),
+        message,
+    }
+}
+
+/// A previous `qls-findings/1` report, by fingerprint: each finding's severity.
+#[derive(Clone, Debug, Default)]
+pub struct Baseline {
+    /// Fingerprint → (rule, subject, severity).
+    pub findings: BTreeMap<String, BaselineFinding>,
+}
+
+/// One finding of a baseline or of a report being compared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaselineFinding {
+    /// The rule id.
+    pub rule: String,
+    /// The subject.
+    pub subject: String,
+    /// `High`, `Medium` or `Review`.
+    pub severity: String,
+    /// The message.
+    pub message: String,
+    /// The locations as `file:line`.
+    pub locations: Vec<String>,
+}
+
+fn severity_rank(s: &str) -> u8 {
+    match s {
+        "High" => 0,
+        "Medium" => 1,
+        _ => 2,
+    }
+}
+
+impl Baseline {
+    /// Reads a `qls-findings/1` file written by `qls verify --format json`.
+    pub fn read(file: &str, text: &str) -> Result<Baseline, InputError> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}")))?;
+        if v.get("format").and_then(|f| f.as_str()) != Some("qls-findings/1") {
+            return Err(InputError::at(
+                file,
+                1,
+                "expected a `qls-findings/1` report (`qls verify --format json`)",
+            ));
+        }
+        let list = v
+            .get("findings")
+            .and_then(|f| f.as_array())
+            .ok_or_else(|| InputError::at(file, 1, "missing the `findings` list"))?;
+        let mut out = Baseline::default();
+        for (i, f) in list.iter().enumerate() {
+            let s = |k: &str| f.get(k).and_then(|x| x.as_str()).map(str::to_string);
+            let fp = s("fingerprint").ok_or_else(|| {
+                InputError::at(
+                    file,
+                    1,
+                    format!("finding {i} has no `fingerprint`: write the baseline again with this qls"),
+                )
+            })?;
+            let locations = f
+                .get("locations")
+                .and_then(|l| l.as_array())
+                .map(|l| {
+                    l.iter()
+                        .map(|a| {
+                            format!(
+                                "{}:{}",
+                                a.get("file").and_then(|x| x.as_str()).unwrap_or(""),
+                                a.get("line").and_then(|x| x.as_u64()).unwrap_or(0)
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.findings.insert(
+                fp,
+                BaselineFinding {
+                    rule: s("rule").unwrap_or_default(),
+                    subject: s("subject").unwrap_or_default(),
+                    severity: s("severity").unwrap_or_default(),
+                    message: s("message").unwrap_or_default(),
+                    locations,
+                },
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// Marks as existing every new finding the baseline already holds at the same or a higher
+/// severity; a finding that got more severe, and QG312, stay new.
+pub fn apply_baseline(r: &mut Report, b: &Baseline) {
+    for f in r.findings.iter_mut() {
+        if f.standing != Standing::New || f.rule.id == "QG312" {
+            continue;
+        }
+        if let Some(old) = b.findings.get(&f.fingerprint) {
+            if severity_rank(f.rule.kind.severity()) >= severity_rank(&old.severity) {
+                f.standing = Standing::Existing;
+            }
+        }
+    }
+}
+
+/// What changed between two reports, by fingerprint.
+#[derive(Clone, Debug, Default)]
+pub struct Diff {
+    /// In the new report only.
+    pub appeared: Vec<BaselineFinding>,
+    /// In the old report only.
+    pub disappeared: Vec<BaselineFinding>,
+    /// In both, with another severity or message (a moved line is not a change): (old, new).
+    pub changed: Vec<(BaselineFinding, BaselineFinding)>,
+}
+
+/// Compares two reports.
+pub fn diff(old: &Baseline, new: &Baseline) -> Diff {
+    let mut d = Diff::default();
+    for (fp, n) in &new.findings {
+        match old.findings.get(fp) {
+            None => d.appeared.push(n.clone()),
+            Some(o) if o.severity != n.severity || o.message != n.message => {
+                d.changed.push((o.clone(), n.clone()))
+            }
+            Some(_) => {}
+        }
+    }
+    for (fp, o) in &old.findings {
+        if !new.findings.contains_key(fp) {
+            d.disappeared.push(o.clone());
+        }
+    }
+    d
+}
+
+impl Diff {
+    /// The text `qls diff` prints.
+    pub fn text(&self) -> String {
+        let show = |f: &BaselineFinding| {
+            format!(
+                "{} {} on {}{}",
+                f.rule,
+                f.severity,
+                f.subject,
+                f.locations
+                    .first()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default()
+            )
+        };
+        let mut s = String::new();
+        for (title, list) in [("Appeared", &self.appeared), ("Disappeared", &self.disappeared)] {
+            s.push_str(&format!("{title}: {}\n", list.len()));
+            for f in list {
+                s.push_str(&format!("  {}\n", show(f)));
+            }
+        }
+        s.push_str(&format!("Changed: {}\n", self.changed.len()));
+        for (o, n) in &self.changed {
+            s.push_str(&format!("  {} -> {}\n", show(o), show(n)));
+            if o.message != n.message {
+                s.push_str(&format!("    was: {}\n    now: {}\n", o.message, n.message));
+            }
+        }
+        s
+    }
+}
