@@ -172,8 +172,10 @@ mod tests {
     #[test]
     fn a_suppression_needs_a_reason_and_a_real_rule() {
         let read = |text: &str| {
-            let root = crate::yaml::load_yaml("agent.yaml", text).expect("yaml");
-            read_suppressions("agent.yaml", &root)
+            let root =
+                crate::yaml::load_yaml("agent.yaml", &format!("suppress:\n{text}")).expect("yaml");
+            let top = as_map("agent.yaml", &root, "agent.yaml").expect("a map");
+            read_suppressions("agent.yaml", top.get("suppress").expect("the list"))
         };
         let ok = read("- {rule: QG023, subject: \"cycle:m\", reason: \"bounded by the host\", until: 2027-03-01}\n")
             .expect("reads");
@@ -185,7 +187,7 @@ mod tests {
         let e = read("- {rule: QG23, subject: x, reason: y}\n").unwrap_err();
         assert!(e.message.contains("not a rule id"), "{}", e.message);
         let e = read("- {rule: QG023, subject: x, reason: y, until: 2027-13-01}\n").unwrap_err();
-        assert_eq!(e.line, 1);
+        assert_eq!(e.line, 2);
         assert!(e.message.contains("YYYY-MM-DD"), "{}", e.message);
     }
 }

@@ -98,6 +98,9 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
                 acc.add("QG010", &tname, cid, Expr::Bool(true), true);
             }
         }
+        if c.label.checked && c.label.decision == Some(Verdict::Refuse) {
+            rollback_obligations(p, l, cid, &agent, &mut acc);
+        }
         if !is_execution(c) {
             continue;
         }
@@ -269,6 +272,47 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
         for r in rules {
             acc.declare(r, name, false);
         }
+    }
+}
+
+/// A refusal rolls back the turn's earlier writes by their undos (SPEC §2), run by the runtime
+/// for the acting agent: each such undo is an execution the rules see. It is unconfirmed when
+/// the run it undoes was (`turn.run.<write>` = 2), as SPEC §2 step 11 says of any undo; its
+/// arguments are bound to that run, so the argument-origin rules (QG017/QG018) do not apply,
+/// and it is part of the check's decision, so neither do QG001/QG002.
+fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: &mut Acc) {
+    let high = p
+        .graph
+        .agents
+        .get(agent)
+        .is_some_and(|a| a.privilege == encoder::agent::Privilege::High);
+    for (w, &r) in &l.sv.turn_runs {
+        let Some(u) = p.catalogue.get(w).and_then(|t| t.undo.clone()) else {
+            continue;
+        };
+        let Some(ut) = p.catalogue.get(&u) else {
+            continue;
+        };
+        let ran = not(var_is(r, 0));
+        let unconfirmed = var_is(r, 2);
+        if ut.is_write() {
+            if high {
+                acc.add("QG011", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.steered, agent)]), false);
+            }
+            acc.add("QG012", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_ext_handed, agent)]), false);
+            if ut.store.as_ref().is_some_and(|s| s.persistent) {
+                acc.add("QG021", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_ext, agent)]), false);
+            }
+            if ut.undo.is_some() {
+                if let Some(wi) = l.sv.wrote_irrev {
+                    acc.add("QG013", &u, cid, and(vec![ran.clone(), var_is(wi, 1)]), false);
+                }
+            }
+        }
+        if ut.sends_out {
+            acc.add("QG019", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_conf, agent)]), false);
+        }
+        acc.add("QG014", &u, cid, and(vec![ran, order_violated(p, l, ut)]), false);
     }
 }
 

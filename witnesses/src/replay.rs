@@ -79,6 +79,8 @@ struct Run<'a> {
     confirmed_runs: Vec<bool>,
     /// Per edge index: how often it was taken this turn (for `exit_after`).
     edge_uses: BTreeMap<usize, u32>,
+    /// The undos the last refusal's rollback ran, and whether each was confirmed.
+    last_rollback: Vec<(String, bool)>,
     wrote_any: bool,
     wrote_irrev: bool,
     last_call: Option<Call>,
@@ -122,7 +124,7 @@ fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome
             step: 0,
             why: "the witness has no steps".into(),
         },
-        Some(last) => match run.violates(&w.rule, last, &before) {
+        Some(last) => match run.violates(&w.rule, &w.subject, last, &before) {
             Ok(()) => ReplayOutcome::Reproduced,
             Err(why) => ReplayOutcome::NotReproduced {
                 step: w.steps.len(),
@@ -273,6 +275,7 @@ impl<'a> Run<'a> {
             approved: false,
             confirmed_runs: vec![],
             edge_uses: BTreeMap::new(),
+            last_rollback: vec![],
             wrote_any: false,
             wrote_irrev: false,
             last_call: None,
@@ -553,7 +556,45 @@ impl<'a> Run<'a> {
                     .to_string();
                 self.held = Some((call, token, self.node.clone()));
             }
-            CVerdict::Refuse => {}
+            CVerdict::Refuse => self.roll_back(&d, agent)?,
+        }
+        Ok(())
+    }
+
+    /// A refusal undoes the turn's earlier writes by their compensations (SPEC §2): the check's
+    /// `detail.rollback` lists them, last first, and the runtime runs each for the acting agent.
+    fn roll_back(&mut self, d: &Decision, agent: &str) -> Result<(), String> {
+        self.last_rollback.clear();
+        let Some(steps) = d.detail.get("rollback").and_then(|r| r.as_array()) else {
+            return Ok(());
+        };
+        for st in steps.clone() {
+            let tool = st.get("tool").and_then(|v| v.as_str()).unwrap_or_default();
+            let t = self.tool(Some(tool))?;
+            let undoes = st.get("undoes").and_then(|v| v.as_u64()).map(|v| v as usize);
+            let call = Call {
+                tool: tool.to_string(),
+                agent: Some(agent.to_string()),
+                args: st
+                    .get("args")
+                    .and_then(|a| a.as_object())
+                    .cloned()
+                    .unwrap_or_default(),
+                origins: BTreeMap::new(),
+                context: Map::new(),
+                token: None,
+                undoes,
+                marks: vec![],
+                turn: Some(self.turn as u64),
+            };
+            let confirmed = undoes
+                .and_then(|i| self.confirmed_runs.get(i).copied())
+                .unwrap_or(false);
+            self.execute(t, &call, agent, "rollback");
+            if let Some(last) = self.confirmed_runs.last_mut() {
+                *last = confirmed;
+            }
+            self.last_rollback.push((tool.to_string(), confirmed));
         }
         Ok(())
     }
@@ -781,11 +822,27 @@ impl<'a> Run<'a> {
     }
 
     /// Checks the rule's violation on the concrete run's last step.
-    fn violates(&self, rule: &str, st: &WitnessStep, before: &Before) -> Result<(), String> {
+    fn violates(
+        &self,
+        rule: &str,
+        subject: &str,
+        st: &WitnessStep,
+        before: &Before,
+    ) -> Result<(), String> {
         let l = &st.label;
-        let t = self.tool(l.tool.as_deref())?;
-        let exec = l.kind == LabelKind::Execution;
-        let unconfirmed = !before.confirmed;
+        // A refusal whose rollback ran the subject: that undo is the violating execution.
+        let rolled = (l.decision == Some(Verdict::Refuse))
+            .then(|| self.last_rollback.iter().find(|(t, _)| t == subject))
+            .flatten();
+        let t = match rolled {
+            Some((u, _)) => self.tool(Some(u.as_str()))?,
+            None => self.tool(l.tool.as_deref())?,
+        };
+        let exec = l.kind == LabelKind::Execution || rolled.is_some();
+        let unconfirmed = match rolled {
+            Some((_, confirmed)) => !confirmed,
+            None => !before.confirmed,
+        };
         let agent = l.agent.clone().unwrap_or_default();
         let guarded_lists = self
             .p

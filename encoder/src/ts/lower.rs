@@ -61,6 +61,10 @@ pub struct StateVars {
     /// Per compensable write: some run of it was not confirmed (by a token or a person), so an
     /// undo of it may be an unconfirmed write (SPEC §2 step 11).
     pub comp_unconfirmed: IndexMap<String, VarId>,
+    /// Per write that declares an undo: how it ran this turn (0 not, 1 confirmed only, 2 some
+    /// run unconfirmed), so a refusal's rollback (SPEC §2: `refuse` undoes the run's earlier
+    /// writes by their compensations) is an execution of the undo the obligations see.
+    pub turn_runs: IndexMap<String, VarId>,
     /// This turn wrote something.
     pub wrote_any: Option<VarId>,
     /// This turn made an irreversible write.
@@ -414,6 +418,12 @@ impl<'a> B<'a> {
                 }
             }
         }
+        for t in cat.tools.values() {
+            if t.is_write() && t.undo.is_some() && exec.contains(&t.name) {
+                let v = self.var(format!("turn.run.{}", t.name), 3, 0, vec![]);
+                self.sv.turn_runs.insert(t.name.clone(), v);
+            }
+        }
         let any_irrev = cat
             .tools
             .values()
@@ -531,6 +541,7 @@ impl<'a> B<'a> {
         resets.extend(sv.wrote_any);
         resets.extend(sv.wrote_irrev);
         resets.extend(sv.approved);
+        resets.extend(sv.turn_runs.values().copied());
         if !self.p.settings.memory_keeps_marks {
             resets.extend(sv.mark_ext.values().copied());
             resets.extend(sv.mark_conf.values().copied());
@@ -941,13 +952,17 @@ impl<'a> B<'a> {
         if let Some(&r) = sv.comp_runs.get(&t.name) {
             upd.insert(r, inc_sat(r, 2));
         }
+        let confirmed = match (by_token, sv.approved) {
+            (true, _) => Expr::Bool(true),
+            (false, Some(ap)) => var_is(ap, 1),
+            (false, None) => Expr::Bool(false),
+        };
         if let Some(&u) = sv.comp_unconfirmed.get(&t.name) {
-            let confirmed = match (by_token, sv.approved) {
-                (true, _) => Expr::Bool(true),
-                (false, Some(ap)) => var_is(ap, 1),
-                (false, None) => Expr::Bool(false),
-            };
-            upd.insert(u, ite(confirmed, Expr::Var(u), Expr::Const(1)));
+            upd.insert(u, ite(confirmed.clone(), Expr::Var(u), Expr::Const(1)));
+        }
+        if let Some(&r) = sv.turn_runs.get(&t.name) {
+            let confirmed_run = ite(var_is(r, 2), Expr::Const(2), Expr::Const(1));
+            upd.insert(r, ite(confirmed, confirmed_run, Expr::Const(2)));
         }
         if let Some(&(v, cap)) = sv.count_agent.get(&(t.name.clone(), agent.to_string())) {
             upd.insert(v, inc_sat(v, cap));
@@ -1390,6 +1405,7 @@ impl<'a> B<'a> {
             if let Some(via) = self.sv.via {
                 upd.insert(via, Expr::Const(VIA_FREE));
             }
+            self.rollback_updates(&agent, &mut upd);
             self.per_edge(i, edges, and(g), upd, choices.clone(), l);
             passed_so_far.push(not(cond.clone()));
         }
@@ -1491,6 +1507,35 @@ impl<'a> B<'a> {
             );
         }
         run(self, and(vec![plain, not(needs_person)]), "", false, false);
+    }
+
+    /// A refusal undoes the turn's earlier writes by their compensations (SPEC §2): each write
+    /// that ran this turn has its undo executed by the runtime for the acting agent — its result's
+    /// marks and provenance, its run count, the turn's write — and no longer counts as run this
+    /// turn. (An undo presented earlier in the turn may have undone an earlier turn's run, so a
+    /// normal undo leaves `turn.run` as it is: the rollback may be over-approximated, never
+    /// missed. The undo counts are left alone, so later undos are never fewer than real ones.)
+    fn rollback_updates(&self, agent: &str, upd: &mut IndexMap<VarId, Expr>) {
+        let runs: Vec<(String, VarId)> = self
+            .sv
+            .turn_runs
+            .iter()
+            .map(|(w, v)| (w.clone(), *v))
+            .collect();
+        for (w, r) in runs {
+            let Some(u) = self.tool(&w).and_then(|t| t.undo.clone()) else {
+                continue;
+            };
+            let Some(ut) = self.tool(&u) else { continue };
+            let rolled = not(var_is(r, 0));
+            let mut effects = IndexMap::new();
+            self.execution_updates(ut, agent, false, &mut effects);
+            for (v, e) in effects {
+                let before = upd.get(&v).cloned().unwrap_or(Expr::Var(v));
+                upd.insert(v, ite(rolled.clone(), e, before));
+            }
+            upd.insert(r, Expr::Const(0));
+        }
     }
 
     /// Whether a compensable write can be undone once more: the session has more runs of it
