@@ -153,6 +153,20 @@ impl Builder {
         self
     }
 
+    /// Adds a `dynamic` edge: a target computed at run time among `targets`, or unknown (none).
+    pub fn edge_dynamic(mut self, from: &str, targets: Option<&[&str]>) -> Self {
+        self.edges.push(GraphEdge {
+            from: from.into(),
+            to: None,
+            kind: EdgeKind::Dynamic,
+            exit_after: None,
+            carries_marks: None,
+            targets: targets.map(|ts| ts.iter().map(|t| t.to_string()).collect()),
+            at: None,
+        });
+        self
+    }
+
     /// Leaves `agents` out of the built graph (the nodes still name their agents), as a
     /// LangGraph export does.
     pub fn without_agents(mut self) -> Self {

@@ -96,7 +96,8 @@ impl Odometer {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StepChoices {
     /// A router's outcome: `tool_step`, `confirm_yes`, or none for a plain route; on a step that
-    /// ends the turn, `resume` when the next turn resumes at the node holding a call.
+    /// ends the turn, `resume` when the next turn resumes at the node holding a call, and
+    /// `resumed` on that next turn's first step.
     pub route: Option<String>,
     /// Every context variable a gate reads, at a guarded call: its value, or `None` (unset).
     pub context: BTreeMap<String, Option<Value>>,
@@ -193,6 +194,8 @@ struct Sim {
     wrote_irrev: bool,
     exits: BTreeMap<usize, u32>,
     model_steps: BTreeMap<String, u32>,
+    /// This turn resumed at the node holding a call (its agent has no router).
+    resumed: bool,
 }
 
 /// One node's step being taken: the run's state, the chooser, the step's record, the node and
@@ -442,6 +445,7 @@ impl<'a> Explorer<'a> {
             wrote_irrev: false,
             exits: BTreeMap::new(),
             model_steps: BTreeMap::new(),
+            resumed: false,
         }
     }
 
@@ -475,6 +479,9 @@ impl<'a> Explorer<'a> {
         let node = &self.p.graph.nodes[ni];
         let agent = node.agent.clone().unwrap_or_else(|| s.active.clone());
         let mut st = self.blank(s, ni, LabelKind::Route);
+        if std::mem::take(&mut s.resumed) {
+            st.choices.route = Some("resumed".into());
+        }
         if matches!(node.kind, NodeKind::Router | NodeKind::Model) {
             s.active = agent.clone();
         }
@@ -896,11 +903,30 @@ impl<'a> Explorer<'a> {
                     }
                 }
             }
-            if ch.pick(2) == 1 {
-                args.insert(
-                    "qls_unexpected".into(),
-                    Value::from("https://attacker.invalid/exfiltrate"),
-                );
+            // Arguments the check may refuse (steps 3–4): an undeclared one carrying a URL, or a
+            // declared one of the wrong type.
+            match ch.pick(3) {
+                1 => {
+                    let url = Value::from("https://attacker.invalid/exfiltrate");
+                    args.insert("qls_unexpected".into(), url);
+                }
+                2 => {
+                    let typed = t.arg_names().into_iter().find_map(|a| {
+                        let ty = arg_type(t, &a)?;
+                        Some((
+                            a,
+                            if ty == "string" {
+                                Value::from(7)
+                            } else {
+                                Value::from("seven")
+                            },
+                        ))
+                    });
+                    if let Some((a, v)) = typed {
+                        args.insert(a, v);
+                    }
+                }
+                _ => {}
             }
         }
         let mut model_class: BTreeMap<&str, bool> = BTreeMap::new();
@@ -1109,6 +1135,7 @@ impl<'a> Explorer<'a> {
                         s.node = Some(h);
                         s.via = Via::Token;
                         st.choices.route = Some("resume".into());
+                        s.resumed = true;
                     }
                 }
             }

@@ -67,7 +67,8 @@ type Slot = (String, NodeKind, Option<&'static str>);
 /// [`random_project_with`] draws from every shape SPEC allows, kept small (at most 8 nodes, 3 tools): one or
 /// two agents (or none declared, so they are derived from the nodes), routers, models, guarded
 /// and unguarded tools nodes, custom nodes with `may_call`, human nodes before a tools node,
-/// hand-offs from every node kind (some not carrying marks), `exit_after` on any edge, undo
+/// hand-offs from every node kind (some not carrying marks), `exit_after` on any edge, dynamic
+/// edges with and without targets, undo
 /// pairs with `undo_args`, stores, order rules, every policy, 1–3 turns of 3–8 steps, and a
 /// rulebook reading declared and undeclared context variables.
 pub fn random_project(seed: u64) -> Project {
@@ -243,6 +244,14 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
         for _ in 0..1 + r.below(3) {
             let to = ids[r.below(ids.len() as u64) as usize].clone();
             b = edge(b, &mut r, &from, &to);
+        }
+        // A custom node may route at run time: among known targets, or to ones nobody knows.
+        if from.1 == NodeKind::Custom && r.below(3) == 0 {
+            let one = ids[r.below(ids.len() as u64) as usize].0.clone();
+            let two = ids[r.below(ids.len() as u64) as usize].0.clone();
+            let targets = [one.as_str(), two.as_str()];
+            let known = r.below(4) != 0;
+            b = b.edge_dynamic(&from.0, known.then_some(&targets[..]));
         }
         // A human node sits before its agent's tools node, with or without another way on.
         if from.1 == NodeKind::Human {
