@@ -505,18 +505,23 @@ struct Found {
 /// matched in the lowered system; the violations against BFS (and BMC when `with_bmc`).
 fn check_graph(seed: u64, walks: usize, with_bmc: bool) -> Found {
     let p = random_project_with(seed, Shapes::ALL);
-    let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
-    let m = Matcher::new(&p, &l);
     let mut runs = random_runs(&p, seed.rotate_left(29), walks);
     if p.graph.nodes.len() <= 5 && p.settings.step_limit <= 3 && p.settings.session_steps == 1 {
         runs.extend(all_runs(&p, 300).0);
     }
+    check_project(&p, &runs, seed, with_bmc)
+}
+
+/// (a) and (b) for one project and its concrete runs.
+fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -> Found {
+    let l = lower(p, p.settings.session_steps, p.settings.step_limit);
+    let m = Matcher::new(p, &l);
     let mut f = Found::default();
     // The shallowest concrete violation of each obligation.
     let mut shallowest: BTreeMap<String, (u32, usize)> = BTreeMap::new();
     // Per run, the first step (from 1) the lowered system could not follow.
     let mut fell_out: Vec<Option<usize>> = vec![];
-    for run in &runs {
+    for run in runs {
         f.runs += 1;
         f.steps += run.steps.len();
         fell_out.push(match m.match_run(run) {
@@ -547,7 +552,7 @@ fn check_graph(seed: u64, walks: usize, with_bmc: bool) -> Found {
     } else {
         ""
     };
-    let obls = obligations::reach::obligations(&p, &l);
+    let obls = obligations::reach::obligations(p, &l);
     let (rts, robls) = l.ts.without_unread(&obls);
     let mut engines: Vec<(&str, Vec<Verdict>)> = vec![(
         "bfs",
@@ -779,4 +784,70 @@ fn dump_one_seed() {
     for (_, mm) in f.mismatches.iter().take(1) {
         eprintln!("{}\n{}", mm.signature, mm.detail);
     }
+}
+
+#[test]
+fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
+    // SPEC §2 step 11: an undo counts as confirmed only when the step it undoes was. Here the
+    // write `w` runs at an unguarded node (no person), the model then reads untrusted content
+    // and undoes `w` with `u`, a write to a persistent store: QG021 on `u`. A plain call of `u`
+    // is held for a person (write_policy confirm), so the undo is the only way to violate it.
+    use encoder::agent::Privilege;
+    use encoder::catalogue::{Effect, Store};
+    use encoder::graph::EdgeKind;
+    use encoder::testkit::Builder;
+    let schema = serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"], "additionalProperties": false});
+    let mut w = Builder::mk_tool("w", Effect::Write);
+    w.args = Some(schema.clone());
+    w.undo = Some("u".into());
+    w.undo_args.insert("order_id".into(), "order_id".into());
+    let mut u = Builder::mk_tool("u", Effect::Write);
+    u.args = Some(schema.clone());
+    u.store = Some(Store {
+        name: "notes".into(),
+        multi_tenant: false,
+        persistent: true,
+    });
+    let mut r = Builder::mk_tool("r", Effect::Read);
+    r.args = Some(schema);
+    r.returns_untrusted = true;
+    let p = Builder::new()
+        .agent("a", Privilege::Low, None)
+        .tool(w)
+        .tool(u)
+        .tool(r)
+        .node("a_router", NodeKind::Router, Some("a"), None, &[])
+        .node("a_model", NodeKind::Model, Some("a"), None, &[])
+        .node("a_raw", NodeKind::Tools, Some("a"), Some(false), &["w"])
+        .node(
+            "a_tools",
+            NodeKind::Tools,
+            Some("a"),
+            Some(true),
+            &["u", "r"],
+        )
+        .edge("a_router", "a_model", EdgeKind::Route)
+        .edge("a_model", "a_raw", EdgeKind::Call)
+        .edge("a_model", "a_tools", EdgeKind::Call)
+        .edge("a_raw", "a_model", EdgeKind::Return)
+        .edge("a_tools", "a_model", EdgeKind::Return)
+        .settings(encoder::agent::Settings {
+            step_limit: 7,
+            session_steps: 1,
+            ..Default::default()
+        })
+        .build();
+    let runs = random_runs(&p, 99, 20_000);
+    let hit = runs
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .any(|s| s.violations.iter().any(|v| v == "QG021:u"));
+    assert!(
+        hit,
+        "no random run undid the unconfirmed write after reading untrusted content"
+    );
+    let f = check_project(&p, &runs, 0, true);
+    let misses: Vec<&String> = f.depth_failures.iter().map(|(_, _, d)| d).collect();
+    assert!(f.mismatches.is_empty(), "{}", f.mismatches[0].1.detail);
+    assert!(misses.is_empty(), "{}", misses[0]);
 }
