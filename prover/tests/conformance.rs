@@ -691,7 +691,7 @@ fn plain_graph(step_limit: u32) -> Project {
         );
         t
     };
-    Builder::new()
+    let b = Builder::new()
         .agent("a", Privilege::Low, None)
         .tool(closed("get", Effect::Read))
         .tool(closed("raw", Effect::Write))
@@ -700,12 +700,23 @@ fn plain_graph(step_limit: u32) -> Project {
         .node("a_tools", NodeKind::Tools, Some("a"), Some(true), &["get"])
         .node("a_raw", NodeKind::Tools, Some("a"), Some(false), &["raw"])
         .edge("a_router", "a_tools", EdgeKind::Route)
-        .edge("a_router", "a_model", EdgeKind::Route)
-        .edge("a_model", "a_tools", EdgeKind::Call)
-        .edge("a_model", "a_raw", EdgeKind::Call)
-        .edge("a_tools", "a_model", EdgeKind::Return)
-        .edge("a_raw", "a_model", EdgeKind::Return)
-        .edge("a_model", "end", EdgeKind::Reply)
+        .edge("a_model", "end", EdgeKind::Reply);
+    with_model_loop(b, step_limit)
+}
+
+/// The edges router → model ⇄ (a_tools, a_raw) and one turn of `step_limit` steps.
+fn with_model_loop(b: encoder::testkit::Builder, step_limit: u32) -> Project {
+    use encoder::graph::EdgeKind::{Call, Return, Route};
+    let edges = [
+        ("a_router", "a_model", Route),
+        ("a_model", "a_raw", Call),
+        ("a_model", "a_tools", Call),
+        ("a_raw", "a_model", Return),
+        ("a_tools", "a_model", Return),
+    ];
+    edges
+        .into_iter()
+        .fold(b, |b, (from, to, kind)| b.edge(from, to, kind))
         .settings(encoder::agent::Settings {
             step_limit,
             session_steps: 1,
@@ -794,7 +805,6 @@ fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
     // is held for a person (write_policy confirm), so the undo is the only way to violate it.
     use encoder::agent::Privilege;
     use encoder::catalogue::{Effect, Store};
-    use encoder::graph::EdgeKind;
     use encoder::testkit::Builder;
     let schema = serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"], "additionalProperties": false});
     let mut w = Builder::mk_tool("w", Effect::Write);
@@ -811,7 +821,7 @@ fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
     let mut r = Builder::mk_tool("r", Effect::Read);
     r.args = Some(schema);
     r.returns_untrusted = true;
-    let p = Builder::new()
+    let b = Builder::new()
         .agent("a", Privilege::Low, None)
         .tool(w)
         .tool(u)
@@ -825,18 +835,8 @@ fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
             Some("a"),
             Some(true),
             &["u", "r"],
-        )
-        .edge("a_router", "a_model", EdgeKind::Route)
-        .edge("a_model", "a_raw", EdgeKind::Call)
-        .edge("a_model", "a_tools", EdgeKind::Call)
-        .edge("a_raw", "a_model", EdgeKind::Return)
-        .edge("a_tools", "a_model", EdgeKind::Return)
-        .settings(encoder::agent::Settings {
-            step_limit: 7,
-            session_steps: 1,
-            ..Default::default()
-        })
-        .build();
+        );
+    let p = with_model_loop(b, 7);
     let runs = random_runs(&p, 99, 20_000);
     let hit = runs
         .iter()
