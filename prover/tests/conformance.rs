@@ -9,7 +9,10 @@
 //!
 //! `QLS_CONFORMANCE_GRAPHS` sets the number of random graphs (2,000 by default; 100,000 for the
 //! long local run: `QLS_CONFORMANCE_GRAPHS=100000 cargo test -p prover --test conformance`).
-//! `QLS_CONFORMANCE_SEED` sets the first seed.
+//! `QLS_CONFORMANCE_SEED` sets the first seed. Each distinct mismatch is printed once with its
+//! count, its first seed, the concrete step, the abstract states before it and every candidate
+//! command with why it could not be taken; `QLS_CONFORMANCE_SEED=<seed> cargo test -p prover
+//! --test conformance -- --ignored dump_one_seed --nocapture` prints that seed's project.
 
 mod common;
 

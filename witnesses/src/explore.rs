@@ -1179,3 +1179,84 @@ pub fn all_runs(p: &Project, cap: usize) -> (Vec<ConcreteRun>, bool) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use encoder::agent::{Privilege, Settings};
+    use encoder::catalogue::Effect;
+    use encoder::testkit::Builder;
+
+    #[test]
+    fn the_odometer_takes_every_script_once() {
+        // Two choice points of 2 and 3 alternatives: six distinct runs, then done.
+        let mut od = Odometer::default();
+        let mut seen = BTreeSet::new();
+        loop {
+            let run = (od.pick(2), od.pick(3));
+            assert!(seen.insert(run), "{run:?} taken twice");
+            if !od.advance() {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 6);
+    }
+
+    /// A low desk whose unguarded tools node reads untrusted mail and hands off to a high
+    /// agent's model (a "transfer_to_…" tool, as swarm apps do).
+    fn handoff_from_tools(carries: Option<bool>) -> Project {
+        let mut mail = Builder::mk_tool("read_mail", Effect::Read);
+        mail.returns_untrusted = true;
+        Builder::new()
+            .agent("desk", Privilege::Low, None)
+            .agent("admin", Privilege::High, None)
+            .tool(mail)
+            .node(
+                "desk_tools",
+                NodeKind::Tools,
+                Some("desk"),
+                Some(false),
+                &["read_mail"],
+            )
+            .node("admin_model", NodeKind::Model, Some("admin"), None, &[])
+            .edge_with(
+                "desk_tools",
+                "admin_model",
+                EdgeKind::Handoff,
+                None,
+                carries,
+            )
+            .settings(Settings {
+                step_limit: 2,
+                ..Settings::default()
+            })
+            .build()
+    }
+
+    #[test]
+    fn a_hand_off_from_a_tools_node_has_every_hand_off_effect() {
+        let (runs, complete) = all_runs(&handoff_from_tools(None), 100);
+        assert!(complete);
+        let first = &runs[0].steps[0];
+        assert_eq!(first.label.kind, LabelKind::Execution);
+        assert_eq!(first.label.edge, Some(0));
+        let after = &first.after;
+        assert_eq!(after.active, "admin");
+        let set = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(
+            after.marks["admin"],
+            set(&["external", "steered_from_lower"])
+        );
+        assert_eq!(after.prov["admin"], set(&["external", "external_handed"]));
+        assert_eq!(first.violations, vec!["QG101:read_mail".to_string()]);
+    }
+
+    #[test]
+    fn a_hand_off_that_carries_no_marks_still_moves_provenance_and_the_label() {
+        let (runs, _) = all_runs(&handoff_from_tools(Some(false)), 100);
+        let after = &runs[0].steps[0].after;
+        let set = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(after.marks["admin"], set(&["steered_from_lower"]));
+        assert_eq!(after.prov["admin"], set(&["external", "external_handed"]));
+    }
+}
