@@ -800,46 +800,51 @@ fn dump_one_seed() {
     }
 }
 
+/// A tool whose arguments are `{order_id: string}` and nothing else.
+fn closed_tool(name: &str, e: encoder::catalogue::Effect) -> encoder::catalogue::Tool {
+    let mut t = encoder::testkit::Builder::mk_tool(name, e);
+    t.args = Some(
+        serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"], "additionalProperties": false}),
+    );
+    t
+}
+
+/// One agent with a write `w`, its undo `u` (bound by `order_id`) and an untrusted read `r`:
+/// router → model ⇄ `a_raw` (unguarded, listing `raw`) and `a_tools` (guarded, listing
+/// `guarded`), seven steps.
+fn undo_case(u: encoder::catalogue::Tool, raw: &str, guarded: &[&str]) -> Project {
+    use encoder::agent::Privilege;
+    use encoder::catalogue::Effect;
+    let mut w = closed_tool("w", Effect::Write);
+    w.undo = Some("u".into());
+    w.undo_args.insert("order_id".into(), "order_id".into());
+    let mut r = closed_tool("r", Effect::Read);
+    r.returns_untrusted = true;
+    let b = [w, u, r]
+        .into_iter()
+        .fold(encoder::testkit::Builder::new(), |b, t| b.tool(t))
+        .agent("a", Privilege::Low, None)
+        .node("a_router", NodeKind::Router, Some("a"), None, &[])
+        .node("a_model", NodeKind::Model, Some("a"), None, &[])
+        .node("a_raw", NodeKind::Tools, Some("a"), Some(false), &[raw])
+        .node("a_tools", NodeKind::Tools, Some("a"), Some(true), guarded);
+    with_model_loop(b, 7)
+}
+
 #[test]
 fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
     // SPEC §2 step 11: an undo counts as confirmed only when the step it undoes was. Here the
     // write `w` runs at an unguarded node (no person), the model then reads untrusted content
     // and undoes `w` with `u`, a write to a persistent store: QG021 on `u`. A plain call of `u`
     // is held for a person (write_policy confirm), so the undo is the only way to violate it.
-    use encoder::agent::Privilege;
     use encoder::catalogue::{Effect, Store};
-    use encoder::testkit::Builder;
-    let schema = serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"], "additionalProperties": false});
-    let mut w = Builder::mk_tool("w", Effect::Write);
-    w.args = Some(schema.clone());
-    w.undo = Some("u".into());
-    w.undo_args.insert("order_id".into(), "order_id".into());
-    let mut u = Builder::mk_tool("u", Effect::Write);
-    u.args = Some(schema.clone());
+    let mut u = closed_tool("u", Effect::Write);
     u.store = Some(Store {
         name: "notes".into(),
         multi_tenant: false,
         persistent: true,
     });
-    let mut r = Builder::mk_tool("r", Effect::Read);
-    r.args = Some(schema);
-    r.returns_untrusted = true;
-    let b = Builder::new()
-        .agent("a", Privilege::Low, None)
-        .tool(w)
-        .tool(u)
-        .tool(r)
-        .node("a_router", NodeKind::Router, Some("a"), None, &[])
-        .node("a_model", NodeKind::Model, Some("a"), None, &[])
-        .node("a_raw", NodeKind::Tools, Some("a"), Some(false), &["w"])
-        .node(
-            "a_tools",
-            NodeKind::Tools,
-            Some("a"),
-            Some(true),
-            &["u", "r"],
-        );
-    let p = with_model_loop(b, 7);
+    let p = undo_case(u, "w", &["u", "r"]);
     let runs = random_runs(&p, 99, 20_000);
     let hit = runs
         .iter()
@@ -853,4 +858,38 @@ fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
     let misses: Vec<&String> = f.depth_failures.iter().map(|(_, _, d)| d).collect();
     assert!(f.mismatches.is_empty(), "{}", f.mismatches[0].1.detail);
     assert!(misses.is_empty(), "{}", misses[0]);
+}
+
+#[test]
+fn a_tainted_undo_is_refused_under_taint_policy_refuse() {
+    // SPEC §2 step 8 applies to undos too: after untrusted content entered the desk's
+    // context, an undo (a write of trust `agent`) must be refused `tainted_call` under
+    // `taint_policy: refuse`, whatever step it is bound to. The explorer asks the real check,
+    // so this pins the concrete check's reading, which the conformance runs inherit.
+    use encoder::agent::{TaintPolicy, WritePolicy};
+    use encoder::catalogue::Effect;
+    let mut p = undo_case(closed_tool("u", Effect::Write), "r", &["w", "u"]);
+    p.settings.taint_policy = TaintPolicy::Refuse;
+    p.settings.write_policy = WritePolicy::Declared;
+    let runs = random_runs(&p, 5, 20_000);
+    let (mut presented, mut ran) = (0, 0);
+    for run in &runs {
+        let mut marks: BTreeSet<String> = BTreeSet::new();
+        for st in &run.steps {
+            let undo = st.label.tool.as_deref() == Some("u") && st.choices.undo.is_some();
+            if undo && marks.contains("external") && st.choices.invalid == Some(false) {
+                presented += 1;
+                ran += st.label.as_undo as usize;
+            }
+            marks = st.after.marks.get("a").cloned().unwrap_or_default();
+        }
+    }
+    assert!(
+        presented > 0,
+        "no run presented an undo with external content in context"
+    );
+    assert_eq!(
+        ran, 0,
+        "{ran} of {presented} undos ran with external content in the agent's context under taint_policy: refuse"
+    );
 }
