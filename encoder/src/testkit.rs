@@ -16,6 +16,9 @@ pub struct Builder {
     tools: IndexMap<String, Tool>,
     settings: Settings,
     entry: Option<String>,
+    /// Build the graph without `agents`, as other exporters write it (SPEC §3: the agents are
+    /// then derived from the nodes).
+    no_agents: bool,
 }
 
 impl Builder {
@@ -41,6 +44,14 @@ impl Builder {
     /// Adds a tool to the catalogue.
     pub fn tool(mut self, t: Tool) -> Self {
         self.tools.insert(t.name.clone(), t);
+        self
+    }
+
+    /// Changes a tool already added (does nothing when there is none of that name).
+    pub fn map_tool(mut self, name: &str, f: impl FnOnce(&mut Tool)) -> Self {
+        if let Some(t) = self.tools.get_mut(name) {
+            f(t);
+        }
         self
     }
 
@@ -121,6 +132,48 @@ impl Builder {
         self
     }
 
+    /// Adds an edge with every optional field: `exit_after` and a hand-off's `carries_marks`.
+    pub fn edge_with(
+        mut self,
+        from: &str,
+        to: &str,
+        kind: EdgeKind,
+        exit_after: Option<u32>,
+        carries_marks: Option<bool>,
+    ) -> Self {
+        self.edges.push(GraphEdge {
+            from: from.into(),
+            to: Some(to.into()),
+            kind,
+            exit_after,
+            carries_marks,
+            targets: None,
+            at: None,
+        });
+        self
+    }
+
+    /// Adds a `dynamic` edge: a target computed at run time among `targets`, or unknown (none).
+    pub fn edge_dynamic(mut self, from: &str, targets: Option<&[&str]>) -> Self {
+        self.edges.push(GraphEdge {
+            from: from.into(),
+            to: None,
+            kind: EdgeKind::Dynamic,
+            exit_after: None,
+            carries_marks: None,
+            targets: targets.map(|ts| ts.iter().map(|t| t.to_string()).collect()),
+            at: None,
+        });
+        self
+    }
+
+    /// Leaves `agents` out of the built graph (the nodes still name their agents), as a
+    /// LangGraph export does.
+    pub fn without_agents(mut self) -> Self {
+        self.no_agents = true;
+        self
+    }
+
     /// Sets the settings.
     pub fn settings(mut self, s: Settings) -> Self {
         self.settings = s;
@@ -153,8 +206,12 @@ impl Builder {
             graph: Graph {
                 format: crate::graph::FORMAT.into(),
                 entry,
-                agents: self.agents,
-                agents_derived: false,
+                agents: if self.no_agents {
+                    crate::graph::derive_agents(&nodes)
+                } else {
+                    self.agents
+                },
+                agents_derived: self.no_agents,
                 nodes,
                 edges: self.edges,
             },

@@ -312,9 +312,92 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
         if ut.sends_out {
             acc.add("QG019", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_conf, agent)]), false);
         }
-        acc.add("QG014", &u, cid, and(vec![ran, order_violated(p, l, ut)]), false);
+        acc.add("QG014", &u, cid, and(vec![ran.clone(), order_violated(p, l, ut)]), false);
+        // Runs of this step's own rollback count too: a `not_after` naming a compensation the
+        // same rollback runs (itself twice, or another write's) may be violated within the step.
+        // Which runs first is the history's order, so both orders are assumed.
+        for x in &ut.order.not_after {
+            let earlier: Vec<Expr> = l
+                .sv
+                .turn_runs
+                .iter()
+                .filter(|(w2, _)| p.catalogue.get(*w2).and_then(|t| t.undo.as_deref()) == Some(x.as_str()))
+                .map(|(w2, &r2)| match (w2 == w, l.sv.turn_run_counts.get(w)) {
+                    // The same write ran twice this turn: its compensation runs twice.
+                    (true, Some(&(c, _))) => not(lt(Expr::Var(c), Expr::Const(2))),
+                    (true, None) => Expr::Bool(true),
+                    (false, _) => not(var_is(r2, 0)),
+                })
+                .collect();
+            acc.add("QG014", &u, cid, and(vec![ran.clone(), or(earlier)]), false);
+        }
+    }
+    at_most_across_one_rollback(p, l, cid, acc);
+}
+
+/// One rollback runs a compensation once per run it undoes — for several writes, and for a write
+/// that ran several times this turn: its k-th run of the step sees k − 1 more runs than the step
+/// started with, so its `at_most` is violated when the session's count plus the others reaches
+/// the cap. The per-turn run counts (`turn.runs.<write>`) saturate one above that cap, so every
+/// total that matters is exact.
+fn at_most_across_one_rollback(p: &Project, l: &Lowered, cid: CmdId, acc: &mut Acc) {
+    // Per undo tool: each write it undoes, as (its run flag, its run count and cap if tracked).
+    type Runs = Vec<(encoder::ts::VarId, Option<(encoder::ts::VarId, u32)>)>;
+    let mut by_undo: IndexMap<String, Runs> = IndexMap::new();
+    for (w, &r) in &l.sv.turn_runs {
+        if let Some(u) = p.catalogue.get(w).and_then(|t| t.undo.clone()) {
+            by_undo
+                .entry(u)
+                .or_default()
+                .push((r, l.sv.turn_run_counts.get(w).copied()));
+        }
+    }
+    for (u, ws) in by_undo {
+        let (Some(ut), Some(&(cv, _))) = (p.catalogue.get(&u), l.sv.count.get(&u)) else {
+            continue;
+        };
+        let Some(n) = ut.order.at_most else { continue };
+        // Every assignment of a run count to each write (0 = not rolled back).
+        let domains: Vec<Vec<(u32, Expr)>> = ws
+            .iter()
+            .map(|(r, counted)| match counted {
+                Some((c, cap)) => (0..=*cap)
+                    .map(|k| (k, if k == 0 { var_is(*r, 0) } else { and(vec![not(var_is(*r, 0)), var_is(*c, k)]) }))
+                    .collect(),
+                None => vec![(0, var_is(*r, 0)), (1, not(var_is(*r, 0)))],
+            })
+            .collect();
+        let mut cases = vec![];
+        for combo in product(&domains) {
+            let total: u32 = combo.iter().map(|(k, _)| *k).sum();
+            if total < 2 {
+                continue; // one run: the single-run condition in `rollback_obligations`
+            }
+            let need = n.saturating_sub(total - 1);
+            let mut conj: Vec<Expr> = combo.into_iter().map(|(_, e)| e).collect();
+            conj.push(not(lt(Expr::Var(cv), Expr::Const(need))));
+            cases.push(and(conj));
+        }
+        acc.add("QG014", &u, cid, or(cases), false);
     }
 }
+
+fn product(domains: &[Vec<(u32, Expr)>]) -> Vec<Vec<(u32, Expr)>> {
+    let mut out: Vec<Vec<(u32, Expr)>> = vec![vec![]];
+    for d in domains {
+        let mut next = vec![];
+        for prefix in &out {
+            for x in d {
+                let mut p = prefix.clone();
+                p.push(x.clone());
+                next.push(p);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
 
 /// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is
 /// not a dead action. (A Colang execute whose conditions contradict each other is one.)

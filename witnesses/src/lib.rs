@@ -11,6 +11,7 @@ pub mod call;
 pub mod canonical;
 pub mod check;
 pub mod destinations;
+pub mod explore;
 pub mod gate;
 pub mod history;
 pub mod replay;

@@ -436,9 +436,6 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        if st.choices.get("args.invalid").map(String::as_str) == Some("invalid") {
-            invalidate(t, &mut args);
-        }
         let mut origins = BTreeMap::new();
         for a in args.keys() {
             let class = match t.arg_kinds.get(a) {
@@ -463,11 +460,17 @@ impl<'a> Run<'a> {
             undoes = Some(latest.unwrap_or(self.history.entries.len()));
             if let (Some(i), Some(w)) = (latest, self.p.catalogue.get(target)) {
                 for (ua, from) in &w.undo_args {
-                    if let Some(v) = self.history.entries[i].args.get(from) {
-                        args.insert(ua.clone(), v.clone());
-                    }
+                    // Bound to the step: its value, or absent when the step had none.
+                    match self.history.entries[i].args.get(from) {
+                        Some(v) => args.insert(ua.clone(), v.clone()),
+                        None => args.remove(ua),
+                    };
                 }
             }
+        }
+        // Invalid after the undo's binding, so the binding cannot make the arguments valid again.
+        if st.choices.get("args.invalid").map(String::as_str) == Some("invalid") {
+            invalidate(t, &mut args);
         }
         Call {
             tool: t.name.clone(),
@@ -688,6 +691,8 @@ impl<'a> Run<'a> {
             return;
         };
         if target == from {
+            // A hand-off within one agent moves nothing, but that agent becomes active.
+            self.active = target;
             return;
         }
         let carries = edge
@@ -831,8 +836,12 @@ impl<'a> Run<'a> {
     ) -> Result<(), String> {
         let l = &st.label;
         // A refusal whose rollback ran the subject: that undo is the violating execution.
+        // (An unconfirmed one first: the rules ask whether some run of it was unconfirmed.)
         let rolled = (l.decision == Some(Verdict::Refuse))
-            .then(|| self.last_rollback.iter().find(|(t, _)| t == subject))
+            .then(|| {
+                let mine = || self.last_rollback.iter().filter(|(t, _)| t == subject);
+                mine().find(|(_, confirmed)| !confirmed).or_else(|| mine().next())
+            })
             .flatten();
         let t = match rolled {
             Some((u, _)) => self.tool(Some(u.as_str()))?,
@@ -856,7 +865,18 @@ impl<'a> Run<'a> {
                 .iter()
                 .any(|(a, k)| k.is_code() == code && origins.get(a) == Some(&Origin::Model))
         };
-        let count = |n: &str| before.ran.get(n).copied().unwrap_or(0);
+        // A rollback's last run of the subject sees the step's other rollback runs too.
+        let in_rollback = |n: &str| {
+            let k = self.last_rollback.iter().filter(|(t, _)| t == n).count() as u32;
+            if rolled.is_some() && n == subject {
+                k.saturating_sub(1)
+            } else if rolled.is_some() {
+                k
+            } else {
+                0
+            }
+        };
+        let count = |n: &str| before.ran.get(n).copied().unwrap_or(0) + in_rollback(n);
         let order = t.order.after.iter().any(|a| count(a) == 0)
             || t.order.not_after.iter().any(|a| count(a) > 0)
             || t.order.at_most.is_some_and(|n| count(&t.name) >= n);

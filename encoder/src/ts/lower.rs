@@ -65,6 +65,9 @@ pub struct StateVars {
     /// run unconfirmed), so a refusal's rollback (SPEC §2: `refuse` undoes the run's earlier
     /// writes by their compensations) is an execution of the undo the obligations see.
     pub turn_runs: IndexMap<String, VarId>,
+    /// Per write whose undo has an order rule: how often it ran this turn, saturating one above
+    /// its `at_most` (at least at 2: a rollback runs the undo once per run), with the cap.
+    pub turn_run_counts: IndexMap<String, (VarId, u32)>,
     /// This turn wrote something.
     pub wrote_any: Option<VarId>,
     /// This turn made an irreversible write.
@@ -249,12 +252,26 @@ impl<'a> B<'a> {
     }
 
     /// Tools that some node can execute.
+    /// Tools some node can run, and the compensations a refusal's rollback can run for them
+    /// (closed under `undo`: a compensation can itself be rolled back).
     fn executable_tools(&self) -> IndexSet<String> {
         let mut s = IndexSet::new();
         for n in &self.p.graph.nodes {
             for t in n.tools.iter().chain(&n.may_call) {
                 s.insert(t.clone());
             }
+        }
+        let mut i = 0;
+        while i < s.len() {
+            let undo = self
+                .tool(&s[i])
+                .filter(|t| t.is_write())
+                .and_then(|t| t.undo.clone())
+                .filter(|u| self.tool(u).is_some());
+            if let Some(u) = undo {
+                s.insert(u);
+            }
+            i += 1;
         }
         s
     }
@@ -356,7 +373,15 @@ impl<'a> B<'a> {
             let v = self.var(format!("count.{t}"), cap + 1, 0, vec![]);
             self.sv.count.insert(t.clone(), (v, cap));
             if per_agent {
-                for a in self.agents_running(&t) {
+                let mut agents = self.agents_running(&t);
+                // A compensation also runs in a refusal's rollback, for the refusing agent.
+                let is_undo = self.p.catalogue.tools.values().any(|w| w.undo.as_deref() == Some(t.as_str()));
+                if is_undo {
+                    for n in g.nodes.iter().filter(|n| n.guarded == Some(true)) {
+                        agents.extend(n.agent.clone());
+                    }
+                }
+                for a in agents {
                     let v = self.var(format!("count.{t}.{a}"), cap + 1, 0, vec![]);
                     self.sv.count_agent.insert((t.clone(), a), (v, cap));
                 }
@@ -422,6 +447,16 @@ impl<'a> B<'a> {
             if t.is_write() && t.undo.is_some() && exec.contains(&t.name) {
                 let v = self.var(format!("turn.run.{}", t.name), 3, 0, vec![]);
                 self.sv.turn_runs.insert(t.name.clone(), v);
+                // Counted when the undo has an order rule: enough to tell whether a rollback
+                // runs it twice (a `not_after` itself) or past its `at_most`.
+                let undo_order = t.undo.as_deref().and_then(|u| self.tool(u)).map(|u| &u.order);
+                if let Some(o) = undo_order.filter(|o| {
+                    o.at_most.is_some() || !o.after.is_empty() || !o.not_after.is_empty()
+                }) {
+                    let cap = o.at_most.map(|n| n + 1).unwrap_or(2).max(2);
+                    let v = self.var(format!("turn.runs.{}", t.name), cap + 1, 0, vec![]);
+                    self.sv.turn_run_counts.insert(t.name.clone(), (v, cap));
+                }
             }
         }
         let any_irrev = cat
@@ -542,6 +577,7 @@ impl<'a> B<'a> {
         resets.extend(sv.wrote_irrev);
         resets.extend(sv.approved);
         resets.extend(sv.turn_runs.values().copied());
+        resets.extend(sv.turn_run_counts.values().map(|(v, _)| *v));
         if !self.p.settings.memory_keeps_marks {
             resets.extend(sv.mark_ext.values().copied());
             resets.extend(sv.mark_conf.values().copied());
@@ -929,13 +965,13 @@ impl<'a> B<'a> {
         }
     }
 
-    /// The effects of running a tool for an acting agent; `by_token` says the run was
-    /// confirmed by a token (a person's approval at a human node is the `approved` flag).
+    /// The effects of running a tool for an acting agent; `confirmed` says when the run counts
+    /// as confirmed (a token, a person's approval, or — for an undo — a confirmed undone step).
     fn execution_updates(
         &self,
         t: &Tool,
         agent: &str,
-        by_token: bool,
+        confirmed: Expr,
         upd: &mut IndexMap<VarId, Expr>,
     ) {
         let sv = &self.sv;
@@ -952,13 +988,11 @@ impl<'a> B<'a> {
         if let Some(&r) = sv.comp_runs.get(&t.name) {
             upd.insert(r, inc_sat(r, 2));
         }
-        let confirmed = match (by_token, sv.approved) {
-            (true, _) => Expr::Bool(true),
-            (false, Some(ap)) => var_is(ap, 1),
-            (false, None) => Expr::Bool(false),
-        };
         if let Some(&u) = sv.comp_unconfirmed.get(&t.name) {
             upd.insert(u, ite(confirmed.clone(), Expr::Var(u), Expr::Const(1)));
+        }
+        if let Some(&(c, cap)) = sv.turn_run_counts.get(&t.name) {
+            upd.insert(c, inc_sat(c, cap));
         }
         if let Some(&r) = sv.turn_runs.get(&t.name) {
             let confirmed_run = ite(var_is(r, 2), Expr::Const(2), Expr::Const(1));
@@ -1182,7 +1216,7 @@ impl<'a> B<'a> {
         let mut l = self.label(i, LabelKind::Execution);
         l.tool = Some(t.name.clone());
         let mut upd = IndexMap::new();
-        self.execution_updates(t, &agent, false, &mut upd);
+        self.execution_updates(t, &agent, self.approved_now(), &mut upd);
         let choices: Vec<ChoiceId> = origins.iter().map(|(c, _)| *c).collect();
         if stay {
             if let Some(via) = self.sv.via {
@@ -1289,9 +1323,11 @@ impl<'a> B<'a> {
             .get(&agent)
             .map(|a| a.tools.contains(&t.name))
             .unwrap_or(true);
-        let mut refusals: Vec<(&'static str, Expr)> = vec![];
+        // Each refusal: its reason, when it may refuse, and when the call may pass it (the
+        // negation, except where the abstraction leaves both possible).
+        let mut refusals: Vec<(&'static str, Expr, Option<Expr>)> = vec![];
         if !reachable {
-            refusals.push(("unknown_tool", Expr::Bool(true)));
+            refusals.push(("unknown_tool", Expr::Bool(true), None));
         }
         // Choices the held call fixes when its token comes back (its arguments were checked and
         // seen by the person).
@@ -1303,7 +1339,7 @@ impl<'a> B<'a> {
         if let Some(reason) = invalid_reason(t) {
             let bad = self.choice("args.invalid", 2, vec!["valid".into(), "invalid".into()]);
             choices.push(bad);
-            refusals.push((reason, choice_is(bad, 1)));
+            refusals.push((reason, choice_is(bad, 1), None));
             token_fixed.push(choice_is(bad, 0));
         }
         // Step 5: order rules.
@@ -1317,7 +1353,7 @@ impl<'a> B<'a> {
         if let Some(n) = t.order.at_most {
             order.push(self.count_at_least(&t.name, &agent, n));
         }
-        refusals.push(("order_rule", or(order)));
+        refusals.push(("order_rule", or(order), None));
         // Step 6: an undo names a step that ran and is not yet undone.
         let undone: Vec<String> = self
             .p
@@ -1342,14 +1378,16 @@ impl<'a> B<'a> {
             // A held call is never an undo (an undo is not confirmed), so its token comes back
             // as a plain call.
             token_fixed.push(choice_is(uc, 0));
-            let mut bad = vec![];
+            // With the counts saturated (two runs, two undos) the history may or may not hold a
+            // run still to undo: both the refusal and the undo are possible.
+            let mut may_refuse = vec![];
+            let mut must_refuse = vec![];
             for (k, w) in undone.iter().enumerate() {
-                bad.push(and(vec![
-                    choice_is(uc, k as u32 + 1),
-                    not(self.undoable(w)),
-                ]));
+                let chosen = choice_is(uc, k as u32 + 1);
+                may_refuse.push(and(vec![chosen.clone(), not(self.surely_undoable(w))]));
+                must_refuse.push(and(vec![chosen, not(self.undoable(w))]));
             }
-            refusals.push(("compensation_spent", or(bad)));
+            refusals.push(("compensation_spent", or(may_refuse), Some(not(or(must_refuse)))));
         }
         // Step 7: the rulebook's gate.
         let mut clarify = Expr::Bool(false);
@@ -1367,7 +1405,7 @@ impl<'a> B<'a> {
                 }
             }
             choices.extend(used);
-            refusals.push(("refuse", not(pass)));
+            refusals.push(("refuse", not(pass), None));
             clarify = cl;
         }
         // The rule sheet's own conditions on the call (`check:`), after the gate: the arguments
@@ -1375,7 +1413,7 @@ impl<'a> B<'a> {
         if !t.checks.is_empty() {
             let c = self.choice("check.fails", 2, vec!["holds".into(), "fails".into()]);
             choices.push(c);
-            refusals.push(("check", choice_is(c, 1)));
+            refusals.push(("check", choice_is(c, 1), None));
         }
         // Step 8: taint, for undos too (SPEC §2 step 8).
         let tainted = if t.is_write() {
@@ -1384,13 +1422,13 @@ impl<'a> B<'a> {
             Expr::Bool(false)
         };
         if self.p.settings.taint_policy == TaintPolicy::Refuse {
-            refusals.push(("tainted_call", tainted.clone()));
+            refusals.push(("tainted_call", tainted.clone(), None));
         }
         choices.sort();
         choices.dedup();
         let held_call = or(vec![not(via_is(VIA_TOKEN)), and(token_fixed.clone())]);
         let mut passed_so_far: Vec<Expr> = vec![base.clone(), held_call];
-        for (reason, cond) in &refusals {
+        for (reason, cond, may_pass) in &refusals {
             if *cond == Expr::Bool(false) {
                 continue;
             }
@@ -1407,7 +1445,7 @@ impl<'a> B<'a> {
             }
             self.rollback_updates(&agent, &mut upd);
             self.per_edge(i, edges, and(g), upd, choices.clone(), l);
-            passed_so_far.push(not(cond.clone()));
+            passed_so_far.push(may_pass.clone().unwrap_or_else(|| not(cond.clone())));
         }
         let as_undo = undo_choice
             .map(|c| not(choice_is(c, 0)))
@@ -1426,15 +1464,38 @@ impl<'a> B<'a> {
             l.by_token = by_token;
             l.as_undo = undo;
             let mut upd = IndexMap::new();
-            b.execution_updates(t, &agent, by_token, &mut upd);
+            let confirmed = if by_token {
+                Expr::Bool(true)
+            } else if undo {
+                // An undo is confirmed when a person approved, or when the step it undoes was.
+                let mut of_confirmed = vec![];
+                if let Some(uc) = undo_choice {
+                    for (k, w) in undone.iter().enumerate() {
+                        if let Some(&cu) = b.sv.comp_unconfirmed.get(w) {
+                            of_confirmed.push(and(vec![choice_is(uc, k as u32 + 1), var_is(cu, 0)]));
+                        }
+                    }
+                }
+                or(vec![b.approved_now(), or(of_confirmed)])
+            } else {
+                b.approved_now()
+            };
+            b.execution_updates(t, &agent, confirmed, &mut upd);
             if undo {
                 if let Some(uc) = undo_choice {
                     for (k, w) in undone.iter().enumerate() {
+                        let chosen = choice_is(uc, k as u32 + 1);
                         if let Some(&u) = b.sv.comp_undos.get(w) {
-                            upd.insert(
-                                u,
-                                ite(choice_is(uc, k as u32 + 1), inc_sat(u, 2), Expr::Var(u)),
-                            );
+                            upd.insert(u, ite(chosen.clone(), inc_sat(u, 2), Expr::Var(u)));
+                        }
+                        // The session's only run undone: nothing of it is left for a rollback
+                        // this turn. (With two or more runs it may have been an earlier turn's.)
+                        if let (Some(&tr), Some(&r)) = (b.sv.turn_runs.get(w), b.sv.comp_runs.get(w)) {
+                            let only = and(vec![chosen, var_is(r, 1)]);
+                            upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
+                            if let Some(&(c, _)) = b.sv.turn_run_counts.get(w) {
+                                upd.insert(c, ite(only, Expr::Const(0), Expr::Var(c)));
+                            }
                         }
                     }
                 }
@@ -1512,9 +1573,10 @@ impl<'a> B<'a> {
     /// A refusal undoes the turn's earlier writes by their compensations (SPEC §2): each write
     /// that ran this turn has its undo executed by the runtime for the acting agent — its result's
     /// marks and provenance, its run count, the turn's write — and no longer counts as run this
-    /// turn. (An undo presented earlier in the turn may have undone an earlier turn's run, so a
-    /// normal undo leaves `turn.run` as it is: the rollback may be over-approximated, never
-    /// missed. The undo counts are left alone, so later undos are never fewer than real ones.)
+    /// turn, and its undo count grows (by one: with two or more runs the count is saturated and
+    /// every undo stays possible, so it never under-allows). A normal undo clears `turn.run`
+    /// only when it undid the session's only run; with more it may have undone an earlier turn's
+    /// run, so the rollback may be over-approximated, never missed.
     fn rollback_updates(&self, agent: &str, upd: &mut IndexMap<VarId, Expr>) {
         let runs: Vec<(String, VarId)> = self
             .sv
@@ -1522,24 +1584,89 @@ impl<'a> B<'a> {
             .iter()
             .map(|(w, v)| (w.clone(), *v))
             .collect();
-        for (w, r) in runs {
-            let Some(u) = self.tool(&w).and_then(|t| t.undo.clone()) else {
+        let cur = |upd: &IndexMap<VarId, Expr>, v: VarId| upd.get(&v).cloned().unwrap_or(Expr::Var(v));
+        // First what is rolled back stops counting as run this turn; then each compensation
+        // runs (the runtime plans the rollback once, before running it, so a compensation it
+        // runs counts as run this turn even when that tool was itself rolled back).
+        for (w, r) in &runs {
+            let before = cur(upd, *r);
+            upd.insert(*r, ite(not(var_is(*r, 0)), Expr::Const(0), before));
+            if let Some(&(c, _)) = self.sv.turn_run_counts.get(w) {
+                let before = cur(upd, c);
+                upd.insert(c, ite(not(var_is(*r, 0)), Expr::Const(0), before));
+            }
+        }
+        for (w, r) in &runs {
+            let Some(u) = self.tool(w).and_then(|t| t.undo.clone()) else {
                 continue;
             };
             let Some(ut) = self.tool(&u) else { continue };
-            let rolled = not(var_is(r, 0));
+            let rolled = not(var_is(*r, 0));
+            // The compensation is confirmed exactly when every run it undoes was.
+            let unconfirmed = var_is(*r, 2);
             let mut effects = IndexMap::new();
-            self.execution_updates(ut, agent, false, &mut effects);
+            self.execution_updates(ut, agent, not(unconfirmed.clone()), &mut effects);
+            if let Some(&ur) = self.sv.turn_runs.get(&u) {
+                let run_state = ite(unconfirmed.clone(), Expr::Const(2), ite(var_is(ur, 2), Expr::Const(2), Expr::Const(1)));
+                effects.insert(ur, run_state);
+            }
+            if let Some(&uu) = self.sv.comp_unconfirmed.get(&u) {
+                effects.insert(uu, ite(unconfirmed.clone(), Expr::Const(1), Expr::Var(uu)));
+            }
+            // Counters count every compensation of this step, so they grow from the value the
+            // step's earlier rollbacks left (a saturating increment of it, not of the pre-state).
+            let counters: Vec<(VarId, u32)> = self
+                .sv
+                .count
+                .get(&u)
+                .copied()
+                .into_iter()
+                .chain(self.sv.count_agent.get(&(u.clone(), agent.to_string())).copied())
+                .chain(self.sv.comp_runs.get(&u).map(|v| (*v, 2)))
+                .collect();
+            // How many runs this rollback undoes: one per run of the write this turn.
+            let times = self.sv.turn_run_counts.get(w).copied();
             for (v, e) in effects {
-                let before = upd.get(&v).cloned().unwrap_or(Expr::Var(v));
+                let before = cur(upd, v);
+                let e = match counters.iter().find(|(c, _)| *c == v) {
+                    Some(&(_, cap)) => match times {
+                        Some((tc, tcap)) => (2..=tcap).fold(sat_add(&before, 1, cap), |acc, k| {
+                            ite(var_is(tc, k), sat_add(&before, k, cap), acc)
+                        }),
+                        None => sat_add(&before, 1, cap),
+                    },
+                    None => e,
+                };
                 upd.insert(v, ite(rolled.clone(), e, before));
             }
-            upd.insert(r, Expr::Const(0));
+            if let Some(&n) = self.sv.comp_undos.get(w) {
+                // At least one run undone; at a saturated run count every undo stays possible.
+                let before = cur(upd, n);
+                upd.insert(n, ite(rolled, inc_sat(n, 2), before));
+            }
         }
     }
 
-    /// Whether a compensable write can be undone once more: the session has more runs of it
-    /// than undos, or its run count saturated (the sound reading, SPEC §3 Further pins).
+    /// A person approved at a human node since the last model step.
+    fn approved_now(&self) -> Expr {
+        match self.sv.approved {
+            Some(ap) => var_is(ap, 1),
+            None => Expr::Bool(false),
+        }
+    }
+
+    /// Whether the session surely has a run of a compensable write still to undo: more runs of it
+    /// than undos, both counts below saturation or only the undos below it.
+    fn surely_undoable(&self, w: &str) -> Expr {
+        match (self.sv.comp_runs.get(w), self.sv.comp_undos.get(w)) {
+            (Some(&r), Some(&u)) => lt(Expr::Var(u), Expr::Var(r)),
+            _ => Expr::Bool(false),
+        }
+    }
+
+    /// Whether a compensable write may be undone once more: the session has more runs of it
+    /// than undos, or its run count saturated (SPEC §3 Further pins); where both counts
+    /// saturated it may also have nothing left to undo ([`Self::surely_undoable`] is false).
     fn undoable(&self, w: &str) -> Expr {
         match (self.sv.comp_runs.get(w), self.sv.comp_undos.get(w)) {
             (Some(&r), Some(&u)) => or(vec![lt(Expr::Var(u), Expr::Var(r)), var_is(r, 2)]),
@@ -1572,6 +1699,18 @@ impl<'a> B<'a> {
             and(vec![Expr::Bool(steered_counts), steered]),
         ])
     }
+}
+
+/// `min(e + k, cap)`.
+fn sat_add(e: &Expr, k: u32, cap: u32) -> Expr {
+    if k >= cap {
+        return ite(lt(e.clone(), Expr::Const(cap)), Expr::Const(cap), e.clone());
+    }
+    ite(
+        lt(e.clone(), Expr::Const(cap - k)),
+        Expr::Add(Box::new(e.clone()), k),
+        ite(lt(e.clone(), Expr::Const(cap)), Expr::Const(cap), e.clone()),
+    )
 }
 
 /// Why a call to a tool can be invalid (SPEC §2 steps 3–4), as the refusal's reason: an
@@ -1648,6 +1787,24 @@ fn active_agents(p: &Project) -> Vec<Vec<u32>> {
                 for a in add {
                     changed |= sets[v].insert(a);
                 }
+            }
+        }
+        // Confirm-yes is not an edge: a router's yes moves the run to a guarded tools node of its
+        // own agent, and a resume starts a turn at a guarded tools node whose agent has no
+        // router, with whichever agent was active.
+        let all: BTreeSet<u32> = (0..g.agents.len().max(1) as u32).collect();
+        for (v, n) in g.nodes.iter().enumerate() {
+            if n.kind != NodeKind::Tools || n.guarded != Some(true) {
+                continue;
+            }
+            let own_router = g.nodes.iter().any(|r| r.kind == NodeKind::Router && r.agent == n.agent);
+            let add: BTreeSet<u32> = if own_router {
+                agent_of(v).into_iter().collect()
+            } else {
+                all.clone()
+            };
+            for a in add {
+                changed |= sets[v].insert(a);
             }
         }
     }

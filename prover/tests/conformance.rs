@@ -1,0 +1,895 @@
+//! Conformance, the direction replay cannot check: **every real run is a run of the lowered
+//! system**. The reference explorer (`witnesses::explore`) walks random projects' graphs under
+//! SPEC §2–§3 with the real tool check; each concrete run is matched step by step in the
+//! transition system `encoder::ts::lower` builds for the same project, keeping the set of
+//! abstract states consistent so far (label, choices, guard, and the state after). A run that
+//! falls out of that set is a behaviour the proof never looks at: a false negative waiting to
+//! happen. Every obligation a concrete run violates must also be reachable on both engines, no
+//! deeper than the concrete run.
+//!
+//! `QLS_CONFORMANCE_GRAPHS` sets the number of random graphs (2,000 by default; 100,000 for the
+//! long local run: `QLS_CONFORMANCE_GRAPHS=100000 cargo test -p prover --test conformance`).
+//! `QLS_CONFORMANCE_SEED` sets the first seed. Each distinct mismatch is printed once with its
+//! count, its first seed, the concrete step, the abstract states before it and every candidate
+//! command with why it could not be taken; `QLS_CONFORMANCE_SEED=<seed> cargo test -p prover
+//! --test conformance -- --ignored dump_one_seed --nocapture` prints that seed's project.
+
+mod common;
+
+use common::{random_project_with, Shapes};
+use encoder::graph::NodeKind;
+use encoder::rulebook::{Literal, Operand};
+use encoder::ts::lower::{lower, Lowered};
+use encoder::ts::regions::eval_literal;
+use encoder::ts::{CmdId, Label, LabelKind, Verdict as TsVerdict};
+use encoder::Project;
+use prover::verdict::Verdict;
+use prover::{bfs, bmc};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+use witnesses::explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
+
+/// Refusal reasons the lowering folds into one class (as `replay` compares them).
+fn reason_class(r: &str) -> &str {
+    match r {
+        "argument_schema" | "undeclared_destination" => "invalid_arguments",
+        "compensation_spent" | "compensation_mismatch" => "compensation",
+        other => other,
+    }
+}
+
+/// A failed match: where, and why, with a short signature for grouping distinct mismatches.
+#[derive(Debug, Clone)]
+struct Mismatch {
+    signature: String,
+    detail: String,
+}
+
+struct Matcher<'a> {
+    p: &'a Project,
+    l: &'a Lowered,
+    /// Per region choice (`ctx.x`, `arg.tool.a`), the literals that read its operand.
+    lits: BTreeMap<String, Vec<Literal>>,
+    var: BTreeMap<String, usize>,
+}
+
+impl<'a> Matcher<'a> {
+    fn new(p: &'a Project, l: &'a Lowered) -> Matcher<'a> {
+        let mut lits: BTreeMap<String, Vec<Literal>> = BTreeMap::new();
+        if let Some(rb) = &p.rulebook {
+            for (tool, g) in &rb.gates {
+                for lit in g.paths.iter().flat_map(|p| &p.literals) {
+                    let name = match &lit.operand {
+                        Operand::Context(v) => format!("ctx.{v}"),
+                        Operand::Arg(a) => format!("arg.{tool}.{a}"),
+                    };
+                    lits.entry(name).or_default().push(lit.clone());
+                }
+            }
+        }
+        let var =
+            l.ts.vars
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.name.clone(), i))
+                .collect();
+        Matcher { p, l, lits, var }
+    }
+
+    fn node_value(&self, id: Option<&str>) -> u32 {
+        let g = &self.p.graph;
+        id.and_then(|id| g.nodes.iter().position(|n| n.id == id))
+            .unwrap_or(g.nodes.len()) as u32
+    }
+
+    /// Whether a region's representative and a concrete value give every literal over the
+    /// operand the same truth (`None` is unset and agrees only with unset).
+    fn region_agrees(&self, name: &str, rep: &Option<Value>, conc: &Option<Value>) -> bool {
+        match (rep, conc) {
+            (None, None) => true,
+            (Some(r), Some(c)) => self
+                .lits
+                .get(name)
+                .map(|ls| ls.iter().all(|l| eval_literal(l, r) == eval_literal(l, c)))
+                .unwrap_or(true),
+            _ => false,
+        }
+    }
+
+    /// Whether one abstract choice value agrees with the concrete step's choices.
+    fn choice_agrees(&self, name: &str, v: u32, st: &ConcreteStep) -> bool {
+        let decl = &self.l.ts.choices[self.l.choice_ids[name].0 as usize];
+        let ch = &st.choices;
+        if let Some(var) = name.strip_prefix("ctx.") {
+            return match ch.context.get(var) {
+                None => true,
+                Some(conc) => {
+                    let rep = &self.l.region_values[name][v as usize];
+                    self.region_agrees(name, rep, conc)
+                }
+            };
+        }
+        if let Some(rest) = name.strip_prefix("arg.") {
+            let (tool, arg) = rest.split_once('.').unwrap_or((rest, ""));
+            if st.label.tool.as_deref() != Some(tool) {
+                return true;
+            }
+            return match ch.args.get(arg) {
+                None => true,
+                Some(conc) => {
+                    let rep = &self.l.region_values[name][v as usize];
+                    self.region_agrees(name, rep, &Some(conc.clone()))
+                }
+            };
+        }
+        let class = match name {
+            "origin.code_args" => Some("code"),
+            "origin.query_args" => Some("query"),
+            "origin.other_args" => Some("other"),
+            _ => None,
+        };
+        if let Some(c) = class {
+            return match ch.model_wrote.get(c) {
+                None => true,
+                Some(m) => *m == (v == 1),
+            };
+        }
+        if name == "args.invalid" {
+            return ch.invalid.is_none_or(|i| i == (v == 1));
+        }
+        if name.starts_with("undo.") {
+            if !st.label.checked {
+                return true;
+            }
+            let want = ch.undo.clone().unwrap_or_else(|| "none".into());
+            return decl.show(v) == want;
+        }
+        if name == "human.approve" {
+            return ch.approve.is_none_or(|a| a == (v == 1));
+        }
+        true
+    }
+
+    /// Which field of a command's label disagrees with the concrete step (none: all agree).
+    fn label_disagrees(&self, c: &Label, st: &ConcreteStep) -> Option<&'static str> {
+        if c.node != st.label.node {
+            return Some("node");
+        }
+        let kind_ok = c.kind == st.label.kind
+            // A non-model hand-off may be labelled as the node's move; the state check below
+            // sees whether its effects happened.
+            || (st.label.kind == LabelKind::Handoff && c.kind == LabelKind::Route)
+            || (st.label.kind == LabelKind::TurnEnd
+                && st.label.edge.is_none()
+                && c.edge.is_none()
+                && c.kind == LabelKind::Route);
+        if !kind_ok {
+            return Some("kind");
+        }
+        if c.tool != st.label.tool {
+            return Some("tool");
+        }
+        if c.decision != st.label.decision {
+            return Some("decision");
+        }
+        if c.checked != st.label.checked {
+            return Some("checked");
+        }
+        let first = |r: &[String]| r.first().map(|s| reason_class(s).to_string());
+        match st.label.decision {
+            Some(TsVerdict::Refuse) if first(&c.reasons) != first(&st.label.reasons) => {
+                return Some("reason")
+            }
+            Some(TsVerdict::Allow) if c.by_token != st.label.by_token => return Some("by_token"),
+            Some(TsVerdict::Allow) if c.as_undo != st.label.as_undo => return Some("as_undo"),
+            _ => {}
+        }
+        let confirm_yes = st.choices.route.as_deref() == Some("confirm_yes");
+        if confirm_yes != c.reasons.iter().any(|r| r == "confirm_yes") {
+            return Some("confirm_yes");
+        }
+        if !confirm_yes && c.edge != st.label.edge {
+            return Some("edge");
+        }
+        if c.to != st.label.to {
+            return Some("to");
+        }
+        None
+    }
+
+    /// The abstract state's disagreement with the explorer's state after a step, by variable.
+    fn state_disagrees(&self, s: &[u32], st: &ConcreteStep) -> Option<(String, String)> {
+        let a = &st.after;
+        let get = |name: &str| self.var.get(name).map(|&i| (i, s[i]));
+        let mut want: Vec<(String, u32)> = vec![
+            ("node".into(), self.node_value(a.node.as_deref())),
+            ("turn".into(), a.turn),
+            ("step".into(), a.step),
+        ];
+        if let Some((i, _)) = get("held") {
+            let shown = a
+                .held
+                .as_ref()
+                .map(|(t, node)| format!("{t}@{node}"))
+                .unwrap_or_else(|| "none".into());
+            let d = &self.l.ts.vars[i];
+            let v = (0..d.domain)
+                .find(|v| d.show(*v) == shown)
+                .unwrap_or(u32::MAX);
+            want.push(("held".into(), v));
+        }
+        if self.var.contains_key("approved") {
+            want.push(("approved".into(), a.approved as u32));
+        }
+        let flag = |m: &BTreeMap<String, BTreeSet<String>>, ag: &str, f: &str| {
+            m.get(ag).is_some_and(|x| x.contains(f)) as u32
+        };
+        for ag in self.p.graph.agents.keys() {
+            for (prefix, f, marks) in [
+                ("mark.external.", "external", true),
+                ("mark.confidential.", "confidential", true),
+                ("mark.steered_from_lower.", "steered_from_lower", true),
+                ("prov.external.", "external", false),
+                ("prov.external_handed.", "external_handed", false),
+                ("prov.confidential.", "confidential", false),
+            ] {
+                let name = format!("{prefix}{ag}");
+                if self.var.contains_key(&name) {
+                    let m = if marks { &a.marks } else { &a.prov };
+                    want.push((name, flag(m, ag, f)));
+                }
+            }
+        }
+        if self.p.graph.agents.len() > 1 {
+            if let Some(ai) = self.p.graph.agents.get_index_of(&a.active) {
+                want.push(("agent".into(), ai as u32));
+            }
+        }
+        for (name, w) in want {
+            if let Some((_, got)) = get(&name) {
+                if got != w {
+                    let d = &self.l.ts.vars[self.var[&name]];
+                    // The signature names the variable without its agent.
+                    let short = match name.rsplit_once('.') {
+                        Some((pre, _))
+                            if name.starts_with("mark.") || name.starts_with("prov.") =>
+                        {
+                            pre.to_string()
+                        }
+                        _ => name.clone(),
+                    };
+                    return Some((
+                        format!("state after: {short}"),
+                        format!(
+                            "state after: {name} is {} in the lowered system, {} in the explorer",
+                            d.show(got),
+                            d.show(w)
+                        ),
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// Every valuation of a command's declared choices that agrees with the step, with the
+    /// guard holding in state `s`.
+    fn valuations(
+        &self,
+        cid: CmdId,
+        s: &[u32],
+        st: &ConcreteStep,
+    ) -> Result<Vec<Vec<u32>>, (String, String)> {
+        let ts = &self.l.ts;
+        let c = ts.command(cid);
+        let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
+        let per: Vec<Vec<u32>> = ids
+            .iter()
+            .map(|&i| {
+                let d = &ts.choices[i];
+                (0..d.domain)
+                    .filter(|v| self.choice_agrees(&d.name, *v, st))
+                    .collect()
+            })
+            .collect();
+        if let Some(k) = per.iter().position(|v| v.is_empty()) {
+            let d = &ts.choices[ids[k]];
+            let shown: Vec<String> = (0..d.domain).map(|v| d.show(v)).collect();
+            return Err((
+                format!("no value of choice {} agrees", d.name),
+                format!(
+                    "no value of choice {} (values {shown:?}) agrees with the concrete choices",
+                    d.name
+                ),
+            ));
+        }
+        let mut out = vec![];
+        let mut ch = vec![0u32; ts.choices.len()];
+        fn go(
+            k: usize,
+            ids: &[usize],
+            per: &[Vec<u32>],
+            ch: &mut Vec<u32>,
+            f: &mut dyn FnMut(&[u32]),
+        ) {
+            if k == ids.len() {
+                f(ch);
+                return;
+            }
+            for &v in &per[k] {
+                ch[ids[k]] = v;
+                go(k + 1, ids, per, ch, f);
+            }
+        }
+        go(0, &ids, &per, &mut ch, &mut |ch| {
+            if ts.eval_bool(&c.guard, s, ch) {
+                out.push(ch.to_vec());
+            }
+        });
+        if out.is_empty() {
+            return Err((
+                "guard false for every agreeing choice".into(),
+                "the guard is false for every valuation that agrees with the concrete choices"
+                    .into(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Matches a run; the first step the lowered system cannot follow, if any.
+    fn match_run(&self, run: &ConcreteRun) -> Result<(), (usize, Mismatch)> {
+        let ts = &self.l.ts;
+        let mut states: BTreeSet<Vec<u32>> = [ts.init.clone()].into_iter().collect();
+        for (i, st) in run.steps.iter().enumerate() {
+            let mut next: BTreeSet<Vec<u32>> = BTreeSet::new();
+            // Per candidate command (right node, right label): why it could not be taken.
+            let mut why: BTreeMap<CmdId, (String, String)> = BTreeMap::new();
+            let mut label_miss: BTreeMap<&'static str, usize> = BTreeMap::new();
+            for s in &states {
+                let at = s[ts.node_var.0 as usize] as usize;
+                for &cid in ts.by_node.get(at).map(Vec::as_slice).unwrap_or(&[]) {
+                    let c = ts.command(cid);
+                    if c.label.node != st.label.node {
+                        continue;
+                    }
+                    if let Some(f) = self.label_disagrees(&c.label, st) {
+                        *label_miss.entry(f).or_insert(0) += 1;
+                        continue;
+                    }
+                    let vals = match self.valuations(cid, s, st) {
+                        Ok(v) => v,
+                        Err(w) => {
+                            why.entry(cid).or_insert(w);
+                            continue;
+                        }
+                    };
+                    for ch in vals {
+                        let t = ts.apply(c, s, &ch);
+                        match self.state_disagrees(&t, st) {
+                            None => {
+                                next.insert(t);
+                            }
+                            Some(d) => {
+                                why.insert(cid, d);
+                            }
+                        }
+                    }
+                }
+            }
+            if next.is_empty() {
+                return Err((i, self.describe(i, st, &states, &why, &label_miss)));
+            }
+            states = next;
+        }
+        Ok(())
+    }
+
+    fn describe(
+        &self,
+        i: usize,
+        st: &ConcreteStep,
+        states: &BTreeSet<Vec<u32>>,
+        why: &BTreeMap<CmdId, (String, String)>,
+        label_miss: &BTreeMap<&'static str, usize>,
+    ) -> Mismatch {
+        let g = &self.p.graph;
+        let node = g.node(&st.label.node);
+        let kind = node.map(|n| format!("{:?}", n.kind)).unwrap_or_default();
+        let guarded = node.is_some_and(|n| n.kind == NodeKind::Tools && n.guarded == Some(true));
+        let edge_kind = st
+            .label
+            .edge
+            .and_then(|e| g.edges.get(e))
+            .map(|e| format!("{:?}", e.kind))
+            .unwrap_or_else(|| "none".into());
+        let short = if why.is_empty() {
+            "no command has this label".to_string()
+        } else {
+            let mut rs: Vec<String> = why.values().map(|w| w.0.clone()).collect();
+            rs.sort();
+            rs.dedup();
+            rs.join(" | ")
+        };
+        let derived = if g.agents.is_empty() {
+            " agents=derived"
+        } else {
+            ""
+        };
+        // One shape, one signature: the node's kind, the edge's kind, and what failed (for a
+        // label no command has, also what the step did).
+        let what = if why.is_empty() {
+            format!(
+                "{:?} {:?} {:?}: {short}",
+                st.label.kind,
+                st.label.decision,
+                st.label.reasons.first().map(|r| reason_class(r))
+            )
+        } else {
+            short
+        };
+        let route = st
+            .choices
+            .route
+            .as_deref()
+            .map(|r| format!(" {r}"))
+            .unwrap_or_default();
+        let signature = format!(
+            "{kind}{}{derived}{route} edge={edge_kind}: {what}",
+            if guarded { "(guarded)" } else { "" },
+        );
+        let mut d = format!(
+            "fields the other commands here differ in: {:?}\n",
+            label_miss.keys().collect::<Vec<_>>()
+        );
+        d.push_str(&format!(
+            "step {} of the run (turn {}, step {}) at '{}':\n  concrete step: {}\n",
+            i + 1,
+            st.turn,
+            st.step,
+            st.label.node,
+            serde_json::to_string(st).unwrap_or_default()
+        ));
+        for s in states.iter().take(3) {
+            let shown: Vec<String> = self
+                .l
+                .ts
+                .show_state(s)
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            d.push_str(&format!("  abstract state before: {}\n", shown.join(" ")));
+        }
+        if states.len() > 3 {
+            d.push_str(&format!("  … {} abstract states in all\n", states.len()));
+        }
+        let ts = &self.l.ts;
+        let mut cands: BTreeSet<CmdId> = BTreeSet::new();
+        for s in states {
+            let at = s[ts.node_var.0 as usize] as usize;
+            cands.extend(ts.by_node.get(at).into_iter().flatten().copied());
+        }
+        for cid in cands {
+            let l = &ts.command(cid).label;
+            d.push_str(&format!(
+                "  candidate {}: {:?} node={} tool={:?} decision={:?} reasons={:?} edge={:?} to={:?} by_token={} as_undo={} ends_turn={}{}\n",
+                cid.0,
+                l.kind,
+                l.node,
+                l.tool,
+                l.decision,
+                l.reasons,
+                l.edge,
+                l.to,
+                l.by_token,
+                l.as_undo,
+                l.ends_turn,
+                why.get(&cid).map(|w| format!("  <- {}", w.1)).unwrap_or_default()
+            ));
+        }
+        Mismatch {
+            signature,
+            detail: d,
+        }
+    }
+}
+
+/// What one graph's conformance found.
+#[derive(Default)]
+struct Found {
+    mismatches: Vec<(u64, Mismatch)>,
+    depth_failures: Vec<(u64, String, String)>,
+    steps: usize,
+    runs: usize,
+    violations: usize,
+}
+
+/// Checks one random graph: `walks` random runs (plus every run when the graph is tiny), each
+/// matched in the lowered system; the violations against BFS (and BMC when `with_bmc`).
+fn check_graph(seed: u64, walks: usize, with_bmc: bool) -> Found {
+    let p = random_project_with(seed, Shapes::ALL);
+    let mut runs = random_runs(&p, seed.rotate_left(29), walks);
+    if p.graph.nodes.len() <= 5 && p.settings.step_limit <= 3 && p.settings.session_steps == 1 {
+        runs.extend(all_runs(&p, 300).0);
+    }
+    check_project(&p, &runs, seed, with_bmc)
+}
+
+/// (a) and (b) for one project and its concrete runs.
+fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -> Found {
+    let l = lower(p, p.settings.session_steps, p.settings.step_limit);
+    let m = Matcher::new(p, &l);
+    let mut f = Found::default();
+    // The shallowest concrete violation of each obligation.
+    let mut shallowest: BTreeMap<String, (u32, usize)> = BTreeMap::new();
+    // Per run, the first step (from 1) the lowered system could not follow.
+    let mut fell_out: Vec<Option<usize>> = vec![];
+    for run in runs {
+        f.runs += 1;
+        f.steps += run.steps.len();
+        fell_out.push(match m.match_run(run) {
+            Ok(()) => None,
+            Err((i, mm)) => {
+                f.mismatches.push((seed, mm));
+                Some(i + 1)
+            }
+        });
+    }
+    for (ri, run) in runs.iter().enumerate() {
+        for (i, st) in run.steps.iter().enumerate() {
+            for v in &st.violations {
+                f.violations += 1;
+                let d = i as u32 + 1;
+                let e = shallowest.entry(v.clone()).or_insert((d, ri));
+                if d < e.0 {
+                    *e = (d, ri);
+                }
+            }
+        }
+    }
+    if shallowest.is_empty() {
+        return f;
+    }
+    let derived = if p.graph.agents.is_empty() {
+        " (agents derived)"
+    } else {
+        ""
+    };
+    let obls = obligations::reach::obligations(p, &l);
+    let (rts, robls) = l.ts.without_unread(&obls);
+    let mut engines: Vec<(&str, Vec<Verdict>)> = vec![(
+        "bfs",
+        bfs::run(&rts, &robls, bfs::BfsBudget::default()).verdicts,
+    )];
+    if with_bmc {
+        engines.push((
+            "bmc",
+            bmc::run(&rts, &robls, bmc::BmcBudget::default()).verdicts,
+        ));
+    }
+    for (id, (d, ri)) in shallowest {
+        let Some(oi) = obls.iter().position(|o| o.id == id) else {
+            f.depth_failures.push((
+                seed,
+                format!(
+                    "{} obligation missing{derived}",
+                    id.split(':').next().unwrap_or("")
+                ),
+                format!("a concrete run violates {id} at depth {d}, but the lowered system has no such obligation (run {ri})"),
+            ));
+            continue;
+        };
+        for (name, vs) in &engines {
+            let ok = match &vs[oi] {
+                Verdict::Reachable(w) => w.depth() <= d,
+                Verdict::Unreachable { .. } => false,
+                Verdict::Undecided(_) => true,
+            };
+            if !ok {
+                let rule = id.split(':').next().unwrap_or("");
+                let matched = match fell_out[ri] {
+                    Some(k) if k <= d as usize => {
+                        format!("the run left the lowered system at step {k}")
+                    }
+                    Some(k) => format!(
+                        "the run matched the lowered system up to step {k}, past the violation"
+                    ),
+                    None => "the run matched the lowered system at every step".into(),
+                };
+                let tag = if fell_out[ri].is_some_and(|k| k <= d as usize) {
+                    "after a mismatch"
+                } else {
+                    "ON A MATCHED RUN"
+                };
+                f.depth_failures.push((
+                    seed,
+                    format!("{rule} {name} {} {tag}{derived}", vs[oi].word()),
+                    format!(
+                        "{name}: {id} is {} (depth {:?}) but a concrete run violates it at depth {d} (run {ri}; {matched}): {}",
+                        vs[oi].word(),
+                        vs[oi].depth(),
+                        serde_json::to_string(&runs[ri].steps[d as usize - 1]).unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+    }
+    f
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Runs the whole loop and prints every distinct mismatch with its first seed and an example.
+fn conformance_loop(graphs: u64, first: u64, walks: usize, bmc_every: u64) -> (usize, usize) {
+    let t0 = Instant::now();
+    let mut sigs: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
+    let mut depth: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
+    let (mut steps, mut runs, mut viol) = (0, 0, 0);
+    for k in 0..graphs {
+        let seed = first.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let f = check_graph(seed, walks, k % bmc_every == 0);
+        steps += f.steps;
+        runs += f.runs;
+        viol += f.violations;
+        for (s, mm) in f.mismatches {
+            let e = sigs.entry(mm.signature).or_insert((0, s, mm.detail));
+            e.0 += 1;
+        }
+        for (s, sig, detail) in f.depth_failures {
+            let e = depth.entry(sig).or_insert((0, s, detail));
+            e.0 += 1;
+        }
+    }
+    eprintln!(
+        "conformance: {graphs} graphs, {runs} runs, {steps} steps, {viol} concrete violations, {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+    for (sig, (n, seed, detail)) in &sigs {
+        eprintln!("\nMISMATCH x{n} (first seed {seed}): {sig}\n{detail}");
+    }
+    for (sig, (n, seed, detail)) in &depth {
+        eprintln!("\nENGINE x{n} (first seed {seed}): {sig}\n  {detail}");
+    }
+    (
+        sigs.values().map(|v| v.0).sum(),
+        depth.values().map(|v| v.0).sum(),
+    )
+}
+
+#[test]
+fn every_concrete_run_is_a_run_of_the_lowered_system() {
+    let graphs = env_u64("QLS_CONFORMANCE_GRAPHS", 2000);
+    let first = env_u64("QLS_CONFORMANCE_SEED", 1);
+    let (mm, dd) = conformance_loop(graphs, first, 150, 5);
+    assert!(
+        mm == 0 && dd == 0,
+        "{mm} runs the lowered system cannot follow and {dd} concrete violations the engines miss (details above)"
+    );
+}
+
+#[test]
+#[ignore = "the long local run: 100,000 graphs"]
+fn conformance_on_100000_graphs() {
+    let (mm, dd) = conformance_loop(100_000, env_u64("QLS_CONFORMANCE_SEED", 7), 20, 100);
+    assert!(mm == 0 && dd == 0, "{mm} mismatches, {dd} engine misses");
+}
+
+/// A one-agent graph: router → guarded `get` ⇄ model, and an unguarded `raw` write the model
+/// can call, with tools of closed schemas (so that every argument the check refuses is the
+/// lowering's `args.invalid`).
+fn plain_graph(step_limit: u32) -> Project {
+    use encoder::agent::Privilege;
+    use encoder::catalogue::Effect;
+    use encoder::graph::EdgeKind;
+    use encoder::testkit::Builder;
+    let closed = |name: &str, e: Effect| {
+        let mut t = Builder::mk_tool(name, e);
+        t.args = Some(
+            serde_json::json!({"type": "object", "properties": {"id": {"type": "string"}}, "additionalProperties": false}),
+        );
+        t
+    };
+    let b = Builder::new()
+        .agent("a", Privilege::Low, None)
+        .tool(closed("get", Effect::Read))
+        .tool(closed("raw", Effect::Write))
+        .node("a_router", NodeKind::Router, Some("a"), None, &[])
+        .node("a_model", NodeKind::Model, Some("a"), None, &[])
+        .node("a_tools", NodeKind::Tools, Some("a"), Some(true), &["get"])
+        .node("a_raw", NodeKind::Tools, Some("a"), Some(false), &["raw"])
+        .edge("a_router", "a_tools", EdgeKind::Route)
+        .edge("a_model", "end", EdgeKind::Reply);
+    with_model_loop(b, step_limit)
+}
+
+/// The edges router → model ⇄ (a_tools, a_raw) and one turn of `step_limit` steps.
+fn with_model_loop(b: encoder::testkit::Builder, step_limit: u32) -> Project {
+    use encoder::graph::EdgeKind::{Call, Return, Route};
+    let edges = [
+        ("a_router", "a_model", Route),
+        ("a_model", "a_raw", Call),
+        ("a_model", "a_tools", Call),
+        ("a_raw", "a_model", Return),
+        ("a_tools", "a_model", Return),
+    ];
+    edges
+        .into_iter()
+        .fold(b, |b, (from, to, kind)| b.edge(from, to, kind))
+        .settings(encoder::agent::Settings {
+            step_limit,
+            session_steps: 1,
+            ..Default::default()
+        })
+        .build()
+}
+
+#[test]
+fn the_explorer_finds_violations_and_matches_a_plain_graph() {
+    // Guards against vacuity: every run of a plain graph must be followed by the lowered
+    // system, with concrete executions (so the matcher really applies commands).
+    let p = plain_graph(4);
+    let l = lower(&p, 1, 4);
+    let m = Matcher::new(&p, &l);
+    let (runs, complete) = all_runs(&p, 10_000);
+    assert!(complete, "the plain graph has few runs");
+    let execs = runs
+        .iter()
+        .flat_map(|r| &r.steps)
+        .filter(|s| s.label.kind == LabelKind::Execution)
+        .count();
+    assert!(execs > 10, "only {execs} executions");
+    for r in &runs {
+        if let Err((i, mm)) = m.match_run(r) {
+            panic!("step {}: {}\n{}", i + 1, mm.signature, mm.detail);
+        }
+    }
+    let qg001 = runs
+        .iter()
+        .flat_map(|r| r.steps.iter().enumerate())
+        .filter(|(_, s)| s.violations.iter().any(|v| v == "QG001:raw"))
+        .map(|(i, _)| i + 1)
+        .min();
+    // router → model → raw: the unchecked write runs at the third step.
+    assert_eq!(qg001, Some(3));
+}
+
+#[test]
+fn a_wrong_lowering_is_caught() {
+    // The matcher is not vacuous: with every execution command disabled, the explorer's
+    // allowed calls no longer have a run in the lowered system.
+    let p = plain_graph(3);
+    let mut l = lower(&p, 1, 3);
+    for c in &mut l.ts.commands {
+        if c.label.kind == LabelKind::Execution {
+            c.guard = encoder::ts::Expr::Bool(false);
+        }
+    }
+    let m = Matcher::new(&p, &l);
+    let (runs, _) = all_runs(&p, 1000);
+    let failed = runs.iter().filter(|r| m.match_run(r).is_err()).count();
+    assert!(failed > 0, "no run failed on a lowering without executions");
+}
+
+#[test]
+#[ignore = "a debugging aid: prints the project and the first mismatch of QLS_CONFORMANCE_SEED"]
+fn dump_one_seed() {
+    let seed = env_u64("QLS_CONFORMANCE_SEED", 1);
+    let shapes = if std::env::var("QLS_AGREEING").is_ok() {
+        Shapes::AGREEING
+    } else {
+        Shapes::ALL
+    };
+    let p = random_project_with(seed, shapes);
+    eprintln!("{}", p.graph.to_json());
+    for t in p.catalogue.tools.values() {
+        eprintln!("{}", serde_json::to_string(t).unwrap_or_default());
+    }
+    eprintln!(
+        "rulebook: {}",
+        serde_json::to_string(&p.rulebook).unwrap_or_default()
+    );
+    eprintln!("context: {:?} settings: {:?}", p.context, p.settings);
+    let f = check_graph(seed, 6, true);
+    for (_, mm) in f.mismatches.iter().take(1) {
+        eprintln!("{}\n{}", mm.signature, mm.detail);
+    }
+}
+
+/// A tool whose arguments are `{order_id: string}` and nothing else.
+fn closed_tool(name: &str, e: encoder::catalogue::Effect) -> encoder::catalogue::Tool {
+    let mut t = encoder::testkit::Builder::mk_tool(name, e);
+    t.args = Some(
+        serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"], "additionalProperties": false}),
+    );
+    t
+}
+
+/// One agent with a write `w`, its undo `u` (bound by `order_id`) and an untrusted read `r`:
+/// router → model ⇄ `a_raw` (unguarded, listing `raw`) and `a_tools` (guarded, listing
+/// `guarded`), seven steps.
+fn undo_case(u: encoder::catalogue::Tool, raw: &str, guarded: &[&str]) -> Project {
+    use encoder::agent::Privilege;
+    use encoder::catalogue::Effect;
+    let mut w = closed_tool("w", Effect::Write);
+    w.undo = Some("u".into());
+    w.undo_args.insert("order_id".into(), "order_id".into());
+    let mut r = closed_tool("r", Effect::Read);
+    r.returns_untrusted = true;
+    let b = [w, u, r]
+        .into_iter()
+        .fold(encoder::testkit::Builder::new(), |b, t| b.tool(t))
+        .agent("a", Privilege::Low, None)
+        .node("a_router", NodeKind::Router, Some("a"), None, &[])
+        .node("a_model", NodeKind::Model, Some("a"), None, &[])
+        .node("a_raw", NodeKind::Tools, Some("a"), Some(false), &[raw])
+        .node("a_tools", NodeKind::Tools, Some("a"), Some(true), guarded);
+    with_model_loop(b, 7)
+}
+
+#[test]
+fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
+    // SPEC §2 step 11: an undo counts as confirmed only when the step it undoes was. Here the
+    // write `w` runs at an unguarded node (no person), the model then reads untrusted content
+    // and undoes `w` with `u`, a write to a persistent store: QG021 on `u`. A plain call of `u`
+    // is held for a person (write_policy confirm), so the undo is the only way to violate it.
+    use encoder::catalogue::{Effect, Store};
+    let mut u = closed_tool("u", Effect::Write);
+    u.store = Some(Store {
+        name: "notes".into(),
+        multi_tenant: false,
+        persistent: true,
+    });
+    let p = undo_case(u, "w", &["u", "r"]);
+    let runs = random_runs(&p, 99, 20_000);
+    let hit = runs
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .any(|s| s.violations.iter().any(|v| v == "QG021:u"));
+    assert!(
+        hit,
+        "no random run undid the unconfirmed write after reading untrusted content"
+    );
+    let f = check_project(&p, &runs, 0, true);
+    let misses: Vec<&String> = f.depth_failures.iter().map(|(_, _, d)| d).collect();
+    assert!(f.mismatches.is_empty(), "{}", f.mismatches[0].1.detail);
+    assert!(misses.is_empty(), "{}", misses[0]);
+}
+
+#[test]
+fn a_tainted_undo_is_refused_under_taint_policy_refuse() {
+    // SPEC §2 step 8 applies to undos too: after untrusted content entered the desk's
+    // context, an undo (a write of trust `agent`) must be refused `tainted_call` under
+    // `taint_policy: refuse`, whatever step it is bound to. The explorer asks the real check,
+    // so this pins the concrete check's reading, which the conformance runs inherit.
+    use encoder::agent::{TaintPolicy, WritePolicy};
+    use encoder::catalogue::Effect;
+    let mut p = undo_case(closed_tool("u", Effect::Write), "r", &["w", "u"]);
+    p.settings.taint_policy = TaintPolicy::Refuse;
+    p.settings.write_policy = WritePolicy::Declared;
+    let runs = random_runs(&p, 5, 20_000);
+    let (mut presented, mut ran) = (0, 0);
+    for run in &runs {
+        let mut marks: BTreeSet<String> = BTreeSet::new();
+        for st in &run.steps {
+            let undo = st.label.tool.as_deref() == Some("u") && st.choices.undo.is_some();
+            if undo && marks.contains("external") && st.choices.invalid == Some(false) {
+                presented += 1;
+                ran += st.label.as_undo as usize;
+            }
+            marks = st.after.marks.get("a").cloned().unwrap_or_default();
+        }
+    }
+    assert!(
+        presented > 0,
+        "no run presented an undo with external content in context"
+    );
+    assert_eq!(
+        ran, 0,
+        "{ran} of {presented} undos ran with external content in the agent's context under taint_policy: refuse"
+    );
+}
