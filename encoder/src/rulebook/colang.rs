@@ -154,10 +154,9 @@ fn strip_comment(s: &str) -> &str {
     while i < b.len() {
         let c = b[i];
         match quote {
-            Some(q) if c == '\\' => {
+            Some(_) if c == '\\' => {
                 byte += c.len_utf8() + b.get(i + 1).map_or(0, |n| n.len_utf8());
                 i += 2;
-                let _ = q;
                 continue;
             }
             Some(q) if c == q => quote = None,
