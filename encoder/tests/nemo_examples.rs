@@ -311,3 +311,26 @@ fn the_event_language_is_kept_as_steps() {
         "{constructs:?}"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+    /// Lines made of Colang's own words, operators and indentation never crash either reader:
+    /// each compiles or is refused with a line inside the text.
+    #[test]
+    fn odd_colang_never_panics(parts in proptest::collection::vec(proptest::sample::select(vec![
+        "define ", "flow ", "user ", "bot ", "execute ", "await ", "match ", "send ", "start ",
+        "while ", "if ", "else", "elif ", "when ", "or ", "and ", "not ", "break", "continue",
+        "$x", "$r.Stop", " = ", "(", ")", "[", "{", "}", ":", ".", "-", ",", "\"s\"", "\"\"\"",
+        "...", "'", "3", " in ", " as ", "#", "\\", "\n", "\n  ", "\n    ", "\n\t", "get-sum",
+        "admin.tools.list", "call api", "True",
+    ]), 0..40)) {
+        let text: String = parts.concat();
+        let lines = text.lines().count() as u32 + 1;
+        for r in [colang::compile_colang1("p.co", &text), colang::compile_colang2("p.co", &text)] {
+            if let Err(e) = r {
+                proptest::prop_assert!(e.line <= lines, "{e}");
+                proptest::prop_assert_eq!(e.code.as_deref(), Some("rulebook_unsupported"));
+            }
+        }
+    }
+}

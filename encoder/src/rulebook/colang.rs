@@ -675,8 +675,8 @@ impl<'a> Compiler<'a> {
         let toks = n.tokens()?;
         let mut c = Cursor::new(toks, self.file, n.line.no, n.line.end_col);
         if c.eat_word("import") {
-            if !matches!(c.next(), Some(Tok::Str(_))) {
-                c.pos -= 1;
+            // `import core`, `import guardrails.input`, `import "some/path"`.
+            if !matches!(c.peek(), Some(Tok::Str(_))) || !c.eat_any() {
                 dotted_name(&mut c)?;
             }
             c.expect_end()?;
@@ -2155,6 +2155,7 @@ mod tests {
         for (t, line) in [
             ("flow f\n  for $x in $y\n    bot say \"x\"\n", 2),
             ("flow f\n  break\n", 2),
+            ("import\n", 1),
             ("flow f\n  if\n    abort\n", 2),
             ("define flow f\n", 1),
             ("flow f\n  send X(a=\n", 2),
