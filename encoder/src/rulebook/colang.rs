@@ -65,7 +65,8 @@ pub(crate) fn compile_lang(file: &str, text: &str, lang: Language) -> Result<Rul
 
 fn compile(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputError> {
     let mut errors = Vec::new();
-    let lines = logical_lines(file, text, lang, &mut errors);
+    let mut docstrings = Vec::new();
+    let lines = logical_lines(file, text, lang, &mut errors, &mut docstrings);
     let tree = build_tree(file, &lines, &mut errors);
     let mut c = Compiler {
         file,
@@ -78,6 +79,13 @@ fn compile(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputErro
     };
     if lang == Language::Colang2 {
         c.flow_names = tree.iter().filter_map(flow2_name).collect();
+    }
+    for no in docstrings {
+        c.rb.notes.push(Note {
+            at: Loc::new(file, no),
+            construct: "a natural-language description (`\"\"\"…\"\"\"`)".to_string(),
+            treated_as: "text for the LLM; no step".to_string(),
+        });
     }
     for n in &tree {
         let r = match lang {
@@ -211,6 +219,7 @@ fn logical_lines(
     text: &str,
     lang: Language,
     errors: &mut Vec<InputError>,
+    docstrings: &mut Vec<u32>,
 ) -> Vec<Line> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let raw: Vec<&str> = text.lines().collect();
@@ -240,6 +249,7 @@ fn logical_lines(
             .find(|q| trimmed.starts_with(q))
         {
             // A docstring: the description of a flow, for the LLM; no step of the flow.
+            docstrings.push(no);
             if let Err(e) = skip_docstring(file, no, &trimmed[3..], q, &raw, &mut i) {
                 errors.push(e);
             }
