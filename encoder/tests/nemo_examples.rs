@@ -185,12 +185,18 @@ fn a_config_folder_names_the_refusals_of_each_file() {
     .unwrap();
     std::fs::write(
         dir.join("rails/a.co"),
-        "flow guard\n  $ok = await CheckAction()\n  if $ok\n    await refund_card(amount=$n)\n",
+        "flow guard\n  $ok = await CheckAction()\n  if $ok\n    await refund_card(amount=$n)\n  await helper\n",
     )
     .unwrap();
+    std::fs::write(dir.join("z.co"), "flow helper\n  bot say \"hi\"\n").unwrap();
     let rb = read_compiled_dir(&dir, "cfg").unwrap().rulebook;
     assert_eq!(rb.language, Language::Colang2);
     assert!(rb.gate("refund_card").is_some());
+    // `helper` is a flow of another file of the folder, not an action.
+    let gates: Vec<&str> = rb.gates.keys().map(String::as_str).collect();
+    assert_eq!(gates, vec!["CheckAction", "refund_card"]);
+    let files: Vec<&str> = rb.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, vec!["cfg/config.yml", "cfg/rails/a.co", "cfg/z.co"]);
     assert!(rb.nemo.as_ref().unwrap().library_flows.is_empty());
     std::fs::write(
         dir.join("rails/b.co"),

@@ -59,11 +59,42 @@ pub fn compile_colang2(file: &str, text: &str) -> Result<Rulebook, InputError> {
 }
 
 /// Compiles one file in the given dialect (a NeMo configuration says which, for all its files).
-pub(crate) fn compile_lang(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputError> {
-    compile(file, text, lang)
+/// `others` are the flows the other files of the configuration define, so `await other flow`
+/// is not mistaken for an action.
+pub(crate) fn compile_lang(
+    file: &str,
+    text: &str,
+    lang: Language,
+    others: &HashSet<String>,
+) -> Result<Rulebook, InputError> {
+    compile_with(file, text, lang, others)
+}
+
+/// The flows a Colang 2.x text defines (for the other files of a configuration).
+pub(crate) fn flow_names2(file: &str, text: &str) -> Vec<String> {
+    let lines = logical_lines(
+        file,
+        text,
+        Language::Colang2,
+        &mut Vec::new(),
+        &mut Vec::new(),
+    );
+    build_tree(file, &lines, &mut Vec::new())
+        .iter()
+        .filter_map(flow2_name)
+        .collect()
 }
 
 fn compile(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputError> {
+    compile_with(file, text, lang, &HashSet::new())
+}
+
+fn compile_with(
+    file: &str,
+    text: &str,
+    lang: Language,
+    others: &HashSet<String>,
+) -> Result<Rulebook, InputError> {
     let mut errors = Vec::new();
     let mut docstrings = Vec::new();
     let lines = logical_lines(file, text, lang, &mut errors, &mut docstrings);
@@ -79,6 +110,7 @@ fn compile(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputErro
     };
     if lang == Language::Colang2 {
         c.flow_names = tree.iter().filter_map(flow2_name).collect();
+        c.flow_names.extend(others.iter().cloned());
     }
     for no in docstrings {
         c.rb.notes.push(Note {

@@ -12,6 +12,7 @@ use super::{colang, Language, NemoConfig, Rulebook, SourceFile};
 use crate::diag::InputError;
 use indexmap::IndexMap;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// The configuration file names NeMo looks for.
@@ -88,6 +89,7 @@ pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError
         path: cfg_name.clone(),
         sha256: crate::sha256_hex(cfg_text.as_bytes()),
     });
+    let mut texts = Vec::new();
     for p in &files {
         let rel = p
             .strip_prefix(dir)
@@ -96,13 +98,24 @@ pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError
             .replace('\\', "/");
         let name = format!("{display}/{rel}");
         let text = read(p, &name)?;
+        texts.push((name, text));
+    }
+    // Colang 2 tells a flow from an action by name, and a flow may be defined in any file.
+    let flows: HashSet<String> = match lang {
+        Language::Colang2 => texts
+            .iter()
+            .flat_map(|(n, t)| colang::flow_names2(n, t))
+            .collect(),
+        _ => HashSet::new(),
+    };
+    for (name, text) in texts {
         let sha = crate::sha256_hex(text.as_bytes());
         digest.push_str(&format!("{name}\0{sha}\n"));
         rb.files.push(SourceFile {
             path: name.clone(),
             sha256: sha,
         });
-        match colang::compile_lang(&name, &text, lang) {
+        match colang::compile_lang(&name, &text, lang, &flows) {
             Ok(part) => merge(&mut rb, part),
             Err(e) => errors.push(e),
         }
