@@ -340,3 +340,26 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_folder_of_rails_without_config_yml_is_read_with_nemo_defaults() {
+    let dir = std::env::temp_dir().join(format!("qls-nemo-bare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = read_compiled_dir(&dir, "bare").unwrap_err();
+    assert!(e.message.contains("config.yml"), "{e}");
+    std::fs::write(
+        dir.join("rails.co"),
+        "define flow refunds\n  if $order_paid\n    execute refund_card\n",
+    )
+    .unwrap();
+    let rb = read_compiled_dir(&dir, "bare").unwrap().rulebook;
+    assert_eq!(
+        rb.language,
+        Language::Colang1,
+        "NeMo's default colang_version"
+    );
+    assert_eq!(rb.nemo.as_ref().unwrap().colang_version, "1.0");
+    assert_eq!(rb.files.len(), 1);
+    assert!(rb.gate("refund_card").is_some());
+    std::fs::remove_dir_all(&dir).ok();
+}
