@@ -1499,7 +1499,7 @@ impl<'a> Compiler<'a> {
             Some(Tok::Ellipsis) if c.toks.len() == 1 => Ok(Stmt::noted(
                 Vec::new(),
                 "`...` (the LLM continues the flow)",
-                "a step that may happen or not; what the LLM generates is no tool call of this rulebook",
+                "a step that may happen or not; what the LLM generates is not read here (a call it makes meets the gates like any other)",
             )),
             Some(Tok::Str(_)) if c.toks.len() == 1 => Ok(Stmt::noted(
                 Vec::new(),
