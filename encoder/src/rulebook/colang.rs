@@ -1304,7 +1304,7 @@ impl<'a> Compiler<'a> {
             )),
             _ if main.starts_with('$') => {
                 let var_end = text
-                    .find(|c: char| c == '=' || c == ' ' || c == '+' || c == '-')
+                    .find(['=', ' ', '+', '-'])
                     .unwrap_or(text.len());
                 let after = text[var_end..].trim_start();
                 if after.starts_with("+=") || after.starts_with("-=") {
