@@ -185,12 +185,18 @@ fn a_config_folder_names_the_refusals_of_each_file() {
     .unwrap();
     std::fs::write(
         dir.join("rails/a.co"),
-        "flow guard\n  $ok = await CheckAction()\n  if $ok\n    await refund_card(amount=$n)\n",
+        "flow guard\n  $ok = await CheckAction()\n  if $ok\n    await refund_card(amount=$n)\n  await helper\n",
     )
     .unwrap();
+    std::fs::write(dir.join("z.co"), "flow helper\n  bot say \"hi\"\n").unwrap();
     let rb = read_compiled_dir(&dir, "cfg").unwrap().rulebook;
     assert_eq!(rb.language, Language::Colang2);
     assert!(rb.gate("refund_card").is_some());
+    // `helper` is a flow of another file of the folder, not an action.
+    let gates: Vec<&str> = rb.gates.keys().map(String::as_str).collect();
+    assert_eq!(gates, vec!["CheckAction", "refund_card"]);
+    let files: Vec<&str> = rb.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, vec!["cfg/config.yml", "cfg/rails/a.co", "cfg/z.co"]);
     assert!(rb.nemo.as_ref().unwrap().library_flows.is_empty());
     std::fs::write(
         dir.join("rails/b.co"),
@@ -310,4 +316,50 @@ fn the_event_language_is_kept_as_steps() {
         constructs.iter().any(|c| c.contains("`when`")),
         "{constructs:?}"
     );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+    /// Lines made of Colang's own words, operators and indentation never crash either reader:
+    /// each compiles or is refused with a line inside the text.
+    #[test]
+    fn odd_colang_never_panics(parts in proptest::collection::vec(proptest::sample::select(vec![
+        "define ", "flow ", "user ", "bot ", "execute ", "await ", "match ", "send ", "start ",
+        "while ", "if ", "else", "elif ", "when ", "or ", "and ", "not ", "break", "continue",
+        "$x", "$r.Stop", " = ", "(", ")", "[", "{", "}", ":", ".", "-", ",", "\"s\"", "\"\"\"",
+        "...", "'", "3", " in ", " as ", "#", "\\", "\n", "\n  ", "\n    ", "\n\t", "get-sum",
+        "admin.tools.list", "call api", "True",
+    ]), 0..40)) {
+        let text: String = parts.concat();
+        let lines = text.lines().count() as u32 + 1;
+        for r in [colang::compile_colang1("p.co", &text), colang::compile_colang2("p.co", &text)] {
+            if let Err(e) = r {
+                proptest::prop_assert!(e.line <= lines, "{e}");
+                proptest::prop_assert_eq!(e.code.as_deref(), Some("rulebook_unsupported"));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_folder_of_rails_without_config_yml_is_read_with_nemo_defaults() {
+    let dir = std::env::temp_dir().join(format!("qls-nemo-bare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = read_compiled_dir(&dir, "bare").unwrap_err();
+    assert!(e.message.contains("config.yml"), "{e}");
+    std::fs::write(
+        dir.join("rails.co"),
+        "define flow refunds\n  if $order_paid\n    execute refund_card\n",
+    )
+    .unwrap();
+    let rb = read_compiled_dir(&dir, "bare").unwrap().rulebook;
+    assert_eq!(
+        rb.language,
+        Language::Colang1,
+        "NeMo's default colang_version"
+    );
+    assert_eq!(rb.nemo.as_ref().unwrap().colang_version, "1.0");
+    assert_eq!(rb.files.len(), 1);
+    assert!(rb.gate("refund_card").is_some());
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -59,13 +59,45 @@ pub fn compile_colang2(file: &str, text: &str) -> Result<Rulebook, InputError> {
 }
 
 /// Compiles one file in the given dialect (a NeMo configuration says which, for all its files).
-pub(crate) fn compile_lang(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputError> {
-    compile(file, text, lang)
+/// `others` are the flows the other files of the configuration define, so `await other flow`
+/// is not mistaken for an action.
+pub(crate) fn compile_lang(
+    file: &str,
+    text: &str,
+    lang: Language,
+    others: &HashSet<String>,
+) -> Result<Rulebook, InputError> {
+    compile_with(file, text, lang, others)
+}
+
+/// The flows a Colang 2.x text defines (for the other files of a configuration).
+pub(crate) fn flow_names2(file: &str, text: &str) -> Vec<String> {
+    let lines = logical_lines(
+        file,
+        text,
+        Language::Colang2,
+        &mut Vec::new(),
+        &mut Vec::new(),
+    );
+    build_tree(file, &lines, &mut Vec::new())
+        .iter()
+        .filter_map(flow2_name)
+        .collect()
 }
 
 fn compile(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputError> {
+    compile_with(file, text, lang, &HashSet::new())
+}
+
+fn compile_with(
+    file: &str,
+    text: &str,
+    lang: Language,
+    others: &HashSet<String>,
+) -> Result<Rulebook, InputError> {
     let mut errors = Vec::new();
-    let lines = logical_lines(file, text, lang, &mut errors);
+    let mut docstrings = Vec::new();
+    let lines = logical_lines(file, text, lang, &mut errors, &mut docstrings);
     let tree = build_tree(file, &lines, &mut errors);
     let mut c = Compiler {
         file,
@@ -78,6 +110,14 @@ fn compile(file: &str, text: &str, lang: Language) -> Result<Rulebook, InputErro
     };
     if lang == Language::Colang2 {
         c.flow_names = tree.iter().filter_map(flow2_name).collect();
+        c.flow_names.extend(others.iter().cloned());
+    }
+    for no in docstrings {
+        c.rb.notes.push(Note {
+            at: Loc::new(file, no),
+            construct: "a natural-language description (`\"\"\"…\"\"\"`)".to_string(),
+            treated_as: "text for the LLM; no step".to_string(),
+        });
     }
     for n in &tree {
         let r = match lang {
@@ -154,10 +194,9 @@ fn strip_comment(s: &str) -> &str {
     while i < b.len() {
         let c = b[i];
         match quote {
-            Some(q) if c == '\\' => {
+            Some(_) if c == '\\' => {
                 byte += c.len_utf8() + b.get(i + 1).map_or(0, |n| n.len_utf8());
                 i += 2;
-                let _ = q;
                 continue;
             }
             Some(q) if c == q => quote = None,
@@ -212,6 +251,7 @@ fn logical_lines(
     text: &str,
     lang: Language,
     errors: &mut Vec<InputError>,
+    docstrings: &mut Vec<u32>,
 ) -> Vec<Line> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let raw: Vec<&str> = text.lines().collect();
@@ -241,6 +281,7 @@ fn logical_lines(
             .find(|q| trimmed.starts_with(q))
         {
             // A docstring: the description of a flow, for the LLM; no step of the flow.
+            docstrings.push(no);
             if let Err(e) = skip_docstring(file, no, &trimmed[3..], q, &raw, &mut i) {
                 errors.push(e);
             }
@@ -676,8 +717,8 @@ impl<'a> Compiler<'a> {
         let toks = n.tokens()?;
         let mut c = Cursor::new(toks, self.file, n.line.no, n.line.end_col);
         if c.eat_word("import") {
-            if !matches!(c.next(), Some(Tok::Str(_))) {
-                c.pos -= 1;
+            // `import core`, `import guardrails.input`, `import "some/path"`.
+            if !matches!(c.peek(), Some(Tok::Str(_))) || !c.eat_any() {
                 dotted_name(&mut c)?;
             }
             c.expect_end()?;
@@ -1263,7 +1304,7 @@ impl<'a> Compiler<'a> {
             )),
             _ if main.starts_with('$') => {
                 let var_end = text
-                    .find(|c: char| c == '=' || c == ' ' || c == '+' || c == '-')
+                    .find(['=', ' ', '+', '-'])
                     .unwrap_or(text.len());
                 let after = text[var_end..].trim_start();
                 if after.starts_with("+=") || after.starts_with("-=") {
@@ -1458,7 +1499,7 @@ impl<'a> Compiler<'a> {
             Some(Tok::Ellipsis) if c.toks.len() == 1 => Ok(Stmt::noted(
                 Vec::new(),
                 "`...` (the LLM continues the flow)",
-                "a step that may happen or not; what the LLM generates is no tool call of this rulebook",
+                "a step that may happen or not; what the LLM generates is not read here (a call it makes meets the gates like any other)",
             )),
             Some(Tok::Str(_)) if c.toks.len() == 1 => Ok(Stmt::noted(
                 Vec::new(),
@@ -2156,6 +2197,7 @@ mod tests {
         for (t, line) in [
             ("flow f\n  for $x in $y\n    bot say \"x\"\n", 2),
             ("flow f\n  break\n", 2),
+            ("import\n", 1),
             ("flow f\n  if\n    abort\n", 2),
             ("define flow f\n", 1),
             ("flow f\n  send X(a=\n", 2),

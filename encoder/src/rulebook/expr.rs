@@ -317,6 +317,11 @@ impl<'a> Cursor<'a> {
         t
     }
 
+    /// Consumes the next token, whatever it is; false at the end.
+    pub fn eat_any(&mut self) -> bool {
+        self.next().is_some()
+    }
+
     /// Whether every token is consumed.
     pub fn at_end(&self) -> bool {
         self.pos >= self.toks.len()

@@ -395,8 +395,13 @@ pub fn read_compiled_dir(dir: &std::path::Path, display: &str) -> Result<Compile
         });
     }
     let ir_name = format!("{display}/rulebook.ir.json");
-    let text = std::fs::read_to_string(&ir_path)
-        .map_err(|e| InputError::at(&ir_name, 0, format!("cannot read: {e}")))?;
+    let text = std::fs::read_to_string(&ir_path).map_err(|e| {
+        InputError::at(
+            &ir_name,
+            0,
+            format!("cannot read: {e}; a rulebook folder is a compiled one (`rulebook.ir.json`) or a NeMo Guardrails configuration (`config.yml` and `.co` files)"),
+        )
+    })?;
     let rulebook: Rulebook = serde_json::from_str(&text).map_err(|e| {
         InputError::at(
             &ir_name,

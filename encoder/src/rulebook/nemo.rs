@@ -12,14 +12,16 @@ use super::{colang, Language, NemoConfig, Rulebook, SourceFile};
 use crate::diag::InputError;
 use indexmap::IndexMap;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// The configuration file names NeMo looks for.
 const CONFIG_FILES: &[&str] = &["config.yml", "config.yaml"];
 
-/// Whether a folder is a NeMo configuration (it has `config.yml` / `config.yaml`).
+/// Whether a folder is a NeMo configuration: it has `config.yml` / `config.yaml`, or `.co` files
+/// (NeMo loads a folder of rails without a `config.yml` too, with its defaults).
 pub fn is_config_dir(dir: &Path) -> bool {
-    CONFIG_FILES.iter().any(|f| dir.join(f).is_file())
+    CONFIG_FILES.iter().any(|f| dir.join(f).is_file()) || co_files(dir).is_ok_and(|f| !f.is_empty())
 }
 
 /// Every `.co` file under a folder, by path order, relative to it.
@@ -47,15 +49,19 @@ fn read(path: &Path, display: &str) -> Result<String, InputError> {
 
 /// Reads a NeMo configuration folder into one rulebook.
 pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError> {
-    let (cfg_name, cfg_path) = CONFIG_FILES
+    let found = CONFIG_FILES
         .iter()
         .map(|f| (format!("{display}/{f}"), dir.join(f)))
-        .find(|(_, p)| p.is_file())
-        .ok_or_else(|| {
-            InputError::at(display, 0, "no config.yml in the NeMo configuration folder")
-        })?;
-    let cfg_text = read(&cfg_path, &cfg_name)?;
-    let cfg = crate::yaml::to_json(&crate::yaml::load_yaml(&cfg_name, &cfg_text)?);
+        .find(|(_, p)| p.is_file());
+    let (cfg_name, cfg_text) = match &found {
+        Some((name, path)) => (Some(name.clone()), read(path, name)?),
+        None => (None, String::new()),
+    };
+    let cfg = match &cfg_name {
+        Some(name) => crate::yaml::to_json(&crate::yaml::load_yaml(name, &cfg_text)?),
+        None => Value::Null,
+    };
+    let cfg_name = cfg_name.unwrap_or_else(|| format!("{display}/config.yml"));
     let version = match cfg.get("colang_version") {
         None | Some(Value::Null) => "1.0".to_string(),
         Some(Value::String(s)) => s.clone(),
@@ -84,10 +90,13 @@ pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError
     let mut rb = Rulebook::empty(display, "", lang);
     let mut errors = Vec::new();
     let mut digest = String::new();
-    rb.files.push(SourceFile {
-        path: cfg_name.clone(),
-        sha256: crate::sha256_hex(cfg_text.as_bytes()),
-    });
+    if found.is_some() {
+        rb.files.push(SourceFile {
+            path: cfg_name.clone(),
+            sha256: crate::sha256_hex(cfg_text.as_bytes()),
+        });
+    }
+    let mut texts = Vec::new();
     for p in &files {
         let rel = p
             .strip_prefix(dir)
@@ -96,13 +105,24 @@ pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError
             .replace('\\', "/");
         let name = format!("{display}/{rel}");
         let text = read(p, &name)?;
+        texts.push((name, text));
+    }
+    // Colang 2 tells a flow from an action by name, and a flow may be defined in any file.
+    let flows: HashSet<String> = match lang {
+        Language::Colang2 => texts
+            .iter()
+            .flat_map(|(n, t)| colang::flow_names2(n, t))
+            .collect(),
+        _ => HashSet::new(),
+    };
+    for (name, text) in texts {
         let sha = crate::sha256_hex(text.as_bytes());
         digest.push_str(&format!("{name}\0{sha}\n"));
         rb.files.push(SourceFile {
             path: name.clone(),
             sha256: sha,
         });
-        match colang::compile_lang(&name, &text, lang) {
+        match colang::compile_lang(&name, &text, lang, &flows) {
             Ok(part) => merge(&mut rb, part),
             Err(e) => errors.push(e),
         }
