@@ -10,6 +10,18 @@ use marked_yaml::Node;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod mcp;
+
+/// Whether a name is a tool name as MCP allows it (2025-11-25 spec, "Tool names"): 1 to 128 of
+/// `A–Z a–z 0–9 _ - .`. Every place that names a tool (rule sheets, order rules, `undo`) reads
+/// this one grammar, so a tool an MCP server declares can always be named.
+pub fn is_tool_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 /// Whether a tool changes the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -184,6 +196,9 @@ pub struct Tool {
     pub checks: Vec<ArgCheck>,
     /// Where the tool is declared.
     pub at: Loc,
+    /// Fields of an MCP tool newer than this reader, kept as given (each is also a note).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp_extra: IndexMap<String, Value>,
 }
 
 impl Tool {
@@ -234,6 +249,7 @@ impl Tool {
             source: None,
             checks: Vec::new(),
             at,
+            mcp_extra: IndexMap::new(),
         }
     }
 }
@@ -247,6 +263,10 @@ pub struct Catalogue {
     pub modules: Vec<String>,
     /// The catalogue files read, with their SHA-256.
     pub files: Vec<(String, String)>,
+    /// What a reader of an external format (MCP) kept without reading, each with its place:
+    /// such formats evolve, so a newer field is a note, not a refusal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Catalogue {
@@ -269,6 +289,7 @@ impl Catalogue {
         }
         self.files.extend(other.files);
         self.modules.extend(other.modules);
+        self.notes.extend(other.notes);
         Ok(())
     }
 }
@@ -296,38 +317,24 @@ const TOOL_KEYS: &[&str] = &[
     "check",
 ];
 
-/// Reads a catalogue file's text (YAML, JSON, or an MCP `tools/list` response).
+/// Reads a catalogue file's text: a qls catalogue (YAML or JSON, strict) or an MCP `tools/list`
+/// answer in any shape a server or client writes (see [`mcp`]).
 pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
-    let root = yaml::load_by_extension(file, text)?;
-    let top = as_map(file, &root, "the catalogue")?;
+    let loaded = mcp::load(file, text)?;
     let mut cat = Catalogue {
         files: vec![(file.to_string(), crate::sha256_hex(text.as_bytes()))],
         ..Default::default()
     };
-    let tools_node = top.get("tools").ok_or_else(|| InputError::at(file, top.line().max(1), "missing key `tools`: a catalogue is `tools: {name: {...}}` or an MCP `tools/list` response"))?;
-    match tools_node {
-        Node::Sequence(_) => {
-            // MCP responses may carry a cursor or a JSON-RPC envelope around the list.
-            top.check_keys(&["tools", "nextCursor", "_meta"])?;
-            for item in as_seq(file, tools_node, "`tools`")?.iter() {
-                let t = read_mcp_tool(file, item)?;
-                if cat.tools.contains_key(&t.name) {
-                    return Err(InputError::at(
-                        file,
-                        t.at.line,
-                        format!("tool `{}` is listed twice", t.name),
-                    ));
-                }
-                cat.tools.insert(t.name.clone(), t);
-            }
-        }
-        _ => {
-            top.check_keys(&["tools"])?;
-            let tools = as_map(file, tools_node, "`tools`")?;
-            for (name, line, node) in tools.entries() {
-                let t = read_tool(file, name, line, node)?;
-                cat.tools.insert(name.to_string(), t);
-            }
+    let top = as_map(file, &loaded.root, "the catalogue")?;
+    if loaded.pages || mcp::is_mcp(&top) {
+        mcp::read(file, &loaded, &mut cat)?;
+    } else {
+        let tools_node = top.get("tools").ok_or_else(|| InputError::at(file, top.line().max(1), "missing key `tools`: a catalogue is `tools: {name: {...}}` or an MCP `tools/list` answer"))?;
+        top.check_keys(&["tools"])?;
+        let tools = as_map(file, tools_node, "`tools`")?;
+        for (name, line, node) in tools.entries() {
+            let t = read_tool(file, name, line, node)?;
+            cat.tools.insert(name.to_string(), t);
         }
     }
     check_references(file, &cat)?;
@@ -521,56 +528,6 @@ fn read_schema(file: &str, m: &Map<'_>, key: &str) -> Result<Option<Value>, Inpu
             Ok(Some(v))
         }
     }
-}
-
-/// Maps one MCP tool description, with the MCP defaults for absent hints (readOnlyHint false,
-/// destructiveHint true, idempotentHint false, openWorldHint true): assuming the best of an
-/// unannotated tool would be wrong in the dangerous direction.
-fn read_mcp_tool(file: &str, node: &Node) -> Result<Tool, InputError> {
-    let m = as_map(file, node, "an MCP tool")?;
-    m.check_keys(&[
-        "name",
-        "title",
-        "description",
-        "inputSchema",
-        "outputSchema",
-        "annotations",
-        "_meta",
-    ])?;
-    let name = m.req_str("name")?;
-    let mut hints = (false, true, false, true);
-    if let Some(a) = m.get("annotations") {
-        let am = as_map(file, a, "`annotations`")?;
-        am.check_keys(&[
-            "title",
-            "readOnlyHint",
-            "destructiveHint",
-            "idempotentHint",
-            "openWorldHint",
-        ])?;
-        hints = (
-            am.opt_bool("readOnlyHint")?.unwrap_or(false),
-            am.opt_bool("destructiveHint")?.unwrap_or(true),
-            am.opt_bool("idempotentHint")?.unwrap_or(false),
-            am.opt_bool("openWorldHint")?.unwrap_or(true),
-        );
-    }
-    let (read_only, destructive, idempotent, open_world) = hints;
-    let mut t = Tool::new(
-        &name,
-        if read_only {
-            Effect::Read
-        } else {
-            Effect::Write
-        },
-        Loc::new(file, m.line()),
-    );
-    t.args = read_schema(file, &m, "inputSchema")?;
-    t.result = read_schema(file, &m, "outputSchema")?;
-    t.irreversible = !read_only && destructive;
-    t.idempotent = idempotent;
-    t.sends_out = open_world;
-    Ok(t)
 }
 
 /// Every tool a catalogue names (undo, order rules) must be declared in the same catalogue

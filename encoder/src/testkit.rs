@@ -159,8 +159,7 @@ impl Builder {
             },
             catalogue: Catalogue {
                 tools: self.tools,
-                modules: vec![],
-                files: vec![],
+                ..Default::default()
             },
             rulebook: None,
             rulebook_refusal: None,
