@@ -6,7 +6,8 @@
 use encoder::catalogue::{read_catalogue, Catalogue, Effect};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+mod mcp_common;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")
@@ -224,14 +225,10 @@ fn verify_accepts_every_shape() {
         for (name, text) in shapes(capture) {
             std::fs::write(dir.join(&name), text).unwrap();
             let agent = format!(
-                "agents:\n  desk:\n    tools: {tools}\ntools:\n  - catalogue: ./{name}\nsettings: {{step_limit: 6}}\n"
+                "agents:\n  desk:\n    model: \"m\"\n    tools: {tools}\ntools:\n  - catalogue: ./{name}\nsettings: {{step_limit: 6}}\n"
             );
             std::fs::write(dir.join("agent.yaml"), agent).unwrap();
-            let o = Command::new(env!("CARGO_BIN_EXE_qls"))
-                .args(["verify", "agent.yaml"])
-                .current_dir(&dir)
-                .output()
-                .unwrap();
+            let o = mcp_common::qls_in(&dir, &["verify", "agent.yaml"]);
             let stderr = String::from_utf8_lossy(&o.stderr);
             assert!(
                 matches!(o.status.code(), Some(0 | 1)),

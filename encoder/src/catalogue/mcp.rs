@@ -288,7 +288,14 @@ struct Hints {
     open_world: bool,
 }
 
-fn read_annotations(file: &str, v: &Node, notes: &mut Notes) -> Result<Hints, InputError> {
+/// The hints of `annotations`, with where each catalogue field they state was given (a hint the
+/// server states is a field an overlay may not change).
+fn read_annotations(
+    file: &str,
+    v: &Node,
+    notes: &mut Notes,
+    stated: &mut IndexMap<String, Loc>,
+) -> Result<Hints, InputError> {
     let mut h = Hints {
         read_only: false,
         destructive: true,
@@ -316,6 +323,14 @@ fn read_annotations(file: &str, v: &Node, notes: &mut Notes) -> Result<Hints, In
         };
         if let Some(b) = am.opt_bool(k)? {
             *slot = b;
+            let field = match k {
+                "idempotentHint" | "idempotent_hint" => Some("idempotent"),
+                "openWorldHint" | "open_world_hint" => Some("sends_out"),
+                _ => None,
+            };
+            if let Some(f) = field {
+                stated.insert(f.to_string(), Loc::new(file, line));
+            }
         }
     }
     Ok(h)
@@ -361,6 +376,7 @@ fn read_tool(file: &str, node: &Node, notes: &mut Notes) -> Result<Tool, InputEr
     let mut args = None;
     let mut result = None;
     let mut extra = IndexMap::new();
+    let mut stated = IndexMap::new();
     for (k, line, v) in m.entries() {
         let field = TOOL_FIELDS.iter().find(|(s, _)| *s == k).map(|(_, f)| *f);
         match field {
@@ -368,7 +384,7 @@ fn read_tool(file: &str, node: &Node, notes: &mut Notes) -> Result<Tool, InputEr
             Some("title") | Some("description") => opt_text(file, v, k)?,
             Some("inputSchema") => args = schema(file, v, k)?,
             Some("outputSchema") => result = schema(file, v, k)?,
-            Some("annotations") => hints = Some(read_annotations(file, v, notes)?),
+            Some("annotations") => hints = Some(read_annotations(file, v, notes, &mut stated)?),
             Some("execution") => {
                 expect_map_or_null(file, v, k)?;
                 if let Node::Mapping(_) = v {
@@ -421,5 +437,6 @@ fn read_tool(file: &str, node: &Node, notes: &mut Notes) -> Result<Tool, InputEr
     t.idempotent = h.idempotent;
     t.sends_out = h.open_world;
     t.mcp_extra = extra;
+    t.declared = stated;
     Ok(t)
 }

@@ -1,0 +1,174 @@
+//! Overlays on MCP servers' tools: fetch → memory (the filesystem reference server's own
+//! `tools/list` answer for the read, a hand-written memory server's answer for the write) reports
+//! QG021 only once an overlay says what the servers cannot (the read returns untrusted content,
+//! the write persists), and the witness replays.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+mod mcp_common;
+use mcp_common::qls_in;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/qg021")
+}
+
+fn qls(args: &[&str]) -> Output {
+    qls_in(&dir(), args)
+}
+
+fn rules(o: &Output) -> Vec<String> {
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| format!("{} {}", f["rule"].as_str().unwrap_or("?"), f["subject"]))
+        .collect()
+}
+
+#[test]
+fn fetch_to_memory_with_an_overlay_reports_qg021_and_replays() {
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_qg021_keep");
+    let _ = std::fs::remove_dir_all(&keep);
+    std::fs::create_dir_all(&keep).unwrap();
+    let o = qls(&[
+        "verify",
+        "agent.yaml",
+        "--format",
+        "json",
+        "--replay",
+        "--keep",
+        keep.to_str().unwrap(),
+    ]);
+    let found = rules(&o);
+    assert!(
+        found.iter().any(|r| r.starts_with("QG021")),
+        "no QG021 in {found:?}"
+    );
+    assert!(
+        !found.iter().any(|r| r.starts_with("QG312")),
+        "a witness did not replay: {found:?}"
+    );
+    assert_eq!(o.status.code(), Some(1), "QG021 fails the gate");
+    let witness = std::fs::read_dir(&keep)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("QG021")
+        })
+        .expect("a QG021 witness file");
+    let r = qls(&["replay", witness.to_str().unwrap(), "agent.yaml"]);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
+
+#[test]
+fn without_the_overlay_nothing_is_known_to_persist() {
+    let o = qls(&["verify", "agent-no-overlay.yaml", "--format", "json"]);
+    let found = rules(&o);
+    assert!(
+        !found.iter().any(|r| r.starts_with("QG021")),
+        "QG021 without a persistent store: {found:?}"
+    );
+}
+
+#[test]
+fn an_overlay_that_contradicts_the_server_is_refused_naming_both() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_overlay_conflict");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::copy(dir().join("../fs.wire.jsonl"), tmp.join("fs.wire.jsonl")).unwrap();
+    std::fs::write(
+        tmp.join("o.yaml"),
+        "overlay:\n  read_text_file:\n    sends_out: true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.join("agent.yaml"),
+        "agents:\n  desk: {tools: [read_text_file]}\ntools:\n  - catalogue: fs.wire.jsonl\n  - catalogue: o.yaml\n",
+    )
+    .unwrap();
+    let o = qls_in(&tmp, &["verify", "agent.yaml"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("o.yaml:3"), "{err}");
+    assert!(err.contains("fs.wire.jsonl:1 sets it to false"), "{err}");
+}
+
+/// An agent on a server plus an overlay, re-verified from its export: the merged catalogue
+/// written beside the graph, and the same catalogues given as several `--catalogue`, and a job
+/// naming them as a list — each reports QG021 as `verify agent.yaml` does.
+#[test]
+fn the_export_reverifies_with_its_merged_catalogue_or_several() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_export");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let graph = tmp.join("graph.json");
+    let o = qls(&["export", "agent.yaml", "-o", graph.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let merged = tmp.join("graph.catalogue.json");
+    let text = std::fs::read_to_string(&merged).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["tools"]["read_text_file"]["returns"], "untrusted");
+    assert_eq!(v["tools"]["remember"]["store"]["persistent"], true);
+    assert_eq!(v["tools"].as_object().unwrap().len(), 15);
+    let g = graph.to_str().unwrap();
+    for cats in [
+        vec![merged.to_str().unwrap().to_string()],
+        vec![
+            "../fs.wire.jsonl".to_string(),
+            "memory.result.json".to_string(),
+            "memory.overlay.yaml".to_string(),
+        ],
+    ] {
+        let mut args = vec![
+            "verify",
+            "--graph",
+            g,
+            "--settings",
+            "agent.yaml",
+            "--format",
+            "json",
+        ];
+        for c in &cats {
+            args.extend(["--catalogue", c.as_str()]);
+        }
+        let found = rules(&qls(&args));
+        assert!(
+            found.iter().any(|r| r.starts_with("QG021")),
+            "{cats:?}: {found:?}"
+        );
+    }
+    let job = tmp.join("job.json");
+    let fixtures = dir();
+    let fx = fixtures.to_str().unwrap();
+    std::fs::write(
+        &job,
+        serde_json::json!({"mode": "graph", "inputs": {"export": "graph.json",
+            "catalogue": [format!("{fx}/../fs.wire.jsonl"), format!("{fx}/memory.result.json"),
+                format!("{fx}/memory.overlay.yaml")],
+            "settings": format!("{fx}/agent.yaml")}})
+        .to_string(),
+    )
+    .unwrap();
+    let found = rules(&qls(&["solve", job.to_str().unwrap()]));
+    assert!(
+        found.iter().any(|r| r.starts_with("QG021")),
+        "solve: {found:?}"
+    );
+}
