@@ -10,6 +10,7 @@ use marked_yaml::Node;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod lock;
 mod mcp;
 
 /// Whether a name is a tool name as MCP allows it (2025-11-25 spec, "Tool names"): 1 to 128 of
@@ -555,7 +556,9 @@ pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
         ..Default::default()
     };
     let top = as_map(file, &loaded.root, "the catalogue")?;
-    if loaded.pages || mcp::is_mcp(&top) {
+    if !loaded.pages && lock::is_lock(&top) {
+        lock::read(file, &loaded.root, &mut cat)?;
+    } else if loaded.pages || mcp::is_mcp(&top) {
         mcp::read(file, &loaded, &mut cat)?;
     } else {
         top.check_keys(&["tools", "overlay"])?;

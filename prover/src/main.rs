@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod cmd_check;
 mod cmd_corpus;
 mod cmd_emit;
+mod cmd_mcp;
 mod cmd_rules;
 mod cmd_verify;
 
@@ -45,6 +46,9 @@ enum Command {
     /// Write the transition system in another checker's language (Promela for SPIN).
     #[command(subcommand)]
     Emit(cmd_emit::EmitCommand),
+    /// MCP servers: snapshot their tools to a lock file, check them against it.
+    #[command(subcommand)]
+    Mcp(cmd_mcp::McpCommand),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         Command::Solve(a) => cmd_verify::solve(a),
         Command::Corpus(a) => cmd_corpus::corpus(a),
         Command::Emit(c) => cmd_emit::run(c),
+        Command::Mcp(c) => cmd_mcp::run(c),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod mcp_common;
-use mcp_common::qls_in;
+use mcp_common::{qls_in, write};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/qg021")
@@ -88,16 +88,12 @@ fn an_overlay_that_contradicts_the_server_is_refused_naming_both() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_overlay_conflict");
     std::fs::create_dir_all(&tmp).unwrap();
     std::fs::copy(dir().join("../fs.wire.jsonl"), tmp.join("fs.wire.jsonl")).unwrap();
-    std::fs::write(
-        tmp.join("o.yaml"),
+    write(
+        &tmp,
+        "o.yaml",
         "overlay:\n  read_text_file:\n    sends_out: true\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tmp.join("agent.yaml"),
-        "agents:\n  desk: {tools: [read_text_file]}\ntools:\n  - catalogue: fs.wire.jsonl\n  - catalogue: o.yaml\n",
-    )
-    .unwrap();
+    );
+    write(&tmp, "agent.yaml", "agents:\n  desk: {tools: [read_text_file]}\ntools:\n  - catalogue: fs.wire.jsonl\n  - catalogue: o.yaml\n");
     let o = qls_in(&tmp, &["verify", "agent.yaml"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");

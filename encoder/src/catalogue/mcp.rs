@@ -89,17 +89,17 @@ pub(super) fn is_mcp(top: &Map<'_>) -> bool {
 
 /// The notes of one read: each unknown field once, at its first place.
 #[derive(Default)]
-struct Notes {
+pub(super) struct Notes {
     seen: IndexMap<String, Loc>,
 }
 
 impl Notes {
-    fn field(&mut self, file: &str, what: &str, key: &str, line: u32) {
+    pub(super) fn field(&mut self, file: &str, what: &str, key: &str, line: u32) {
         let k = format!("{what} `{key}`");
         self.seen.entry(k).or_insert_with(|| Loc::new(file, line));
     }
 
-    fn into_lines(self) -> Vec<String> {
+    pub(super) fn into_lines(self) -> Vec<String> {
         self.seen
             .into_iter()
             .map(|(k, at)| format!("{at}: {k} is newer than this reader: kept, not read"))
@@ -156,14 +156,7 @@ pub(super) fn read(file: &str, loaded: &Loaded, cat: &mut Catalogue) -> Result<(
         })?;
         for item in as_seq(file, tools_node, "`tools`")?.iter() {
             let t = read_tool(file, item, &mut notes)?;
-            if let Some(prev) = cat.tools.get(&t.name) {
-                return Err(InputError::at(
-                    file,
-                    t.at.line,
-                    format!("tool `{}` is listed twice (first at {})", t.name, prev.at),
-                ));
-            }
-            cat.tools.insert(t.name.clone(), t);
+            insert_listed(cat, t, "")?;
         }
     }
     let mut lines = notes.into_lines();
@@ -174,6 +167,23 @@ pub(super) fn read(file: &str, loaded: &Loaded, cat: &mut Catalogue) -> Result<(
         ));
     }
     cat.notes.extend(lines);
+    Ok(())
+}
+
+/// Adds a listed tool; a name listed twice (across pages or servers) is refused at its second
+/// place, naming the first, with `why` saying what that means here.
+pub(super) fn insert_listed(cat: &mut Catalogue, t: Tool, why: &str) -> Result<(), InputError> {
+    if let Some(prev) = cat.tools.get(&t.name) {
+        return Err(InputError::at(
+            &t.at.file,
+            t.at.line,
+            format!(
+                "tool `{}` is listed twice (first at {}){why}",
+                t.name, prev.at
+            ),
+        ));
+    }
+    cat.tools.insert(t.name.clone(), t);
     Ok(())
 }
 
@@ -355,7 +365,7 @@ const TOOL_FIELDS: &[(&str, &str)] = &[
 /// Maps one MCP tool, with the MCP defaults for absent hints (readOnlyHint false,
 /// destructiveHint true, idempotentHint false, openWorldHint true): assuming the best of an
 /// unannotated tool would be wrong in the dangerous direction.
-fn read_tool(file: &str, node: &Node, notes: &mut Notes) -> Result<Tool, InputError> {
+pub(super) fn read_tool(file: &str, node: &Node, notes: &mut Notes) -> Result<Tool, InputError> {
     let m = as_map(file, node, "an MCP tool")?;
     let mut seen: IndexMap<&str, (&str, u32)> = IndexMap::new();
     for (k, line, _) in m.entries() {

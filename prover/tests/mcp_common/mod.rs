@@ -11,3 +11,8 @@ pub fn qls_in(dir: &Path, args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+
+/// Writes a file of a test's folder.
+pub fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
