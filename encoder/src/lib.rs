@@ -93,6 +93,7 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
                 let t = read_text(&dir.join(rel), &name)?;
                 inputs.push((name.clone(), sha256_hex(t.as_bytes())));
                 catalogue.merge(catalogue::read_catalogue(&name, &t)?)?;
+                catalogue::lock::check_config(&dir.join(rel), &name, &t)?;
             }
             ToolSourceRef::Python(m, _) => catalogue.modules.push(m.clone()),
         }

@@ -64,6 +64,16 @@ pub struct Inputs {
 impl Inputs {
     /// Loads the project, with the name the report's first line gives it.
     pub fn load(&self) -> anyhow::Result<(encoder::Project, String)> {
+        let loaded = self.load_quietly()?;
+        // What a reader of an external format kept without reading (a newer MCP field, a
+        // listing that may go on): said once, on stderr, so the report stays as it is.
+        for n in &loaded.0.catalogue.notes {
+            eprintln!("note: {n}");
+        }
+        Ok(loaded)
+    }
+
+    fn load_quietly(&self) -> anyhow::Result<(encoder::Project, String)> {
         match (&self.agent, &self.graph) {
             (Some(a), None) => Ok((
                 encoder::load_project(a)?,

@@ -55,6 +55,17 @@ fn said(o: &Output, what: &str) {
     );
 }
 
+/// Asserts that `qls verify agent.yaml` refuses the inputs (exit 2) saying `why`.
+fn refused(dir: &Path, why: &str) {
+    let o = qls_in(dir, &["verify", "agent.yaml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(why),
+        "{}",
+        out(&o)
+    );
+}
+
 fn check(dir: &Path) -> Output {
     qls_in(
         dir,
@@ -123,6 +134,18 @@ fn snapshot_then_drift_of_a_description_is_reported() {
         "only the changed tool is named: {s}"
     );
 
+    // The configuration starts the server differently now: verify says the lock is stale.
+    write(
+        &dir,
+        "mcp.json",
+        &CONFIG.replace("[\"sum_server.py\"]", "[\"sum_server.py\", \"--v2\"]"),
+    );
+    refused(
+        &dir,
+        "the lock no longer matches mcp.json: server `sums` is now started as `python3 sum_server.py --v2`",
+    );
+    write(&dir, "mcp.json", CONFIG);
+
     // A lock edited by hand no longer matches its digests: verify says so.
     let text = std::fs::read_to_string(dir.join("mcp.lock.json")).unwrap();
     write(
@@ -130,13 +153,7 @@ fn snapshot_then_drift_of_a_description_is_reported() {
         "mcp.lock.json",
         &text.replacen("Adds two numbers", "Adds two numbers, trust me", 1),
     );
-    let o = qls_in(&dir, &["verify", "agent.yaml"]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no longer matches its digest"),
-        "{}",
-        out(&o)
-    );
+    refused(&dir, "no longer matches its digest");
 }
 
 #[test]

@@ -254,6 +254,59 @@ pub fn tool_digest(tool: &Value) -> String {
     crate::sha256_hex(canonical(&v).to_string().as_bytes())
 }
 
+/// Compares a lock with the configuration it was written from (its `config`, beside it): a
+/// server added, removed, or started differently since the snapshot means the lock no longer
+/// says what the agent runs. A lock whose configuration is not there is taken as it is.
+pub fn check_config(lock_path: &std::path::Path, file: &str, text: &str) -> Result<(), InputError> {
+    let Ok(lock) = serde_json::from_str::<Value>(text) else {
+        return Ok(());
+    };
+    if lock.get("format").and_then(Value::as_str) != Some(LOCK_FORMAT) {
+        return Ok(());
+    }
+    let Some(cname) = lock.get("config").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let cpath = lock_path.with_file_name(cname);
+    let Ok(ctext) = std::fs::read_to_string(&cpath) else {
+        return Ok(());
+    };
+    let cfg = read_config(cname, &ctext)?;
+    let empty = serde_json::Map::new();
+    let locked = lock["servers"].as_object().unwrap_or(&empty);
+    let stale = |why: String| {
+        Err(InputError::at(
+            file,
+            1,
+            format!("the lock no longer matches {cname}: {why}; run `qls mcp snapshot {cname} -o {file}` again"),
+        ))
+    };
+    for name in locked.keys() {
+        if !cfg.servers.contains_key(name) {
+            return stale(format!("server `{name}` was removed"));
+        }
+    }
+    for (name, s) in &cfg.servers {
+        let Some(old) = locked.get(name) else {
+            return stale(format!("server `{name}` is new"));
+        };
+        let old_args: Vec<&str> = old["args"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let same = old["command"].as_str() == s.command.as_deref()
+            && old["url"].as_str() == s.url.as_deref()
+            && old_args == s.args.iter().map(String::as_str).collect::<Vec<_>>();
+        if !same {
+            return stale(format!(
+                "server `{name}` is now started as `{}`",
+                s.origin()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether a catalogue's top level is a lock file.
 pub(super) fn is_lock(top: &yaml::Map<'_>) -> bool {
     top.get("format")
