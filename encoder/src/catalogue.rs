@@ -276,6 +276,9 @@ pub struct Catalogue {
     /// The tools an overlay annotated, in the order first overlaid (for the report).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overlaid: Vec<String>,
+    /// Remote MCP servers a lock file records (never contacted, so no tools): QG107 input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_servers: Vec<lock::RemoteServer>,
     /// Overlays whose tool no catalogue read so far declares; applied when it arrives, and an
     /// error at the overlay's line if it never does ([`check_merged`]).
     #[serde(skip)]
@@ -455,6 +458,7 @@ impl Catalogue {
         self.files.extend(other.files);
         self.modules.extend(other.modules);
         self.notes.extend(other.notes);
+        self.remote_servers.extend(other.remote_servers);
         self.pending.extend(other.pending);
         self.apply_ready()
     }

@@ -25,6 +25,20 @@ use serde_json::Value;
 /// The lock file's format tag.
 pub const LOCK_FORMAT: &str = "qls-mcp-lock/1";
 
+/// A remote server of a lock: where it is, and whether any header could authenticate it.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct RemoteServer {
+    /// The server's name in the configuration.
+    pub name: String,
+    /// Its address.
+    pub url: String,
+    /// Whether a header that could authenticate it (`Authorization`, an API key, a token) is
+    /// configured; without one, anyone who reaches the address is the agent's peer (QG107).
+    pub authenticated: bool,
+    /// Where the lock records it.
+    pub at: Loc,
+}
+
 /// One server of a client configuration.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ServerConfig {
@@ -92,12 +106,16 @@ impl ServerConfig {
 
     /// Whether a remote server is configured without any header that could authenticate it.
     pub fn remote_without_auth(&self) -> bool {
-        self.url.is_some()
-            && !self.headers.iter().any(|h| {
-                let h = h.to_ascii_lowercase();
-                h == "authorization" || h.contains("api-key") || h.contains("token")
-            })
+        self.url.is_some() && !authenticates(&self.headers)
     }
+}
+
+/// Whether any of these header names could carry credentials.
+fn authenticates(headers: &[String]) -> bool {
+    headers.iter().any(|h| {
+        let h = h.to_ascii_lowercase();
+        h == "authorization" || h.contains("api-key") || h.contains("apikey") || h.contains("token")
+    })
 }
 
 /// The version a package spec names (`@scope/pkg@1.2`, `pkg==1.2`, `image:tag`,
@@ -357,7 +375,17 @@ pub(super) fn read(file: &str, root: &Node, cat: &mut Catalogue) -> Result<(), I
                     .collect::<Vec<_>>()
                     .join(" ")
             }
-            (None, Some(u)) => u,
+            (None, Some(u)) => {
+                let headers = sm.opt_str_list("headers")?.unwrap_or_default();
+                let names: Vec<String> = headers.into_iter().map(|(h, _)| h).collect();
+                cat.remote_servers.push(RemoteServer {
+                    name: sname.to_string(),
+                    url: u.clone(),
+                    authenticated: authenticates(&names),
+                    at: Loc::new(file, sline),
+                });
+                u
+            }
             (None, None) => {
                 return Err(InputError::at(
                     file,
@@ -485,7 +513,8 @@ mod tests {
         let lock = serde_json::json!({"format": LOCK_FORMAT, "config": "mcp.json", "servers": {
             "web": {"transport": "stdio", "command": "npx", "args": ["-y", "@acme/web"], "pin": null,
                     "sha256": {"fetch": tool_digest(&tool)}, "tools": [tool]},
-            "down": {"transport": "stdio", "command": "x", "error": "no answer within 30s"}}});
+            "down": {"transport": "stdio", "command": "x", "error": "no answer within 30s"},
+            "docs": {"transport": "http", "url": "https://d/mcp", "headers": ["X-Trace"], "contacted": false, "pin": null}}});
         let text = serde_json::to_string_pretty(&lock).unwrap();
         let c = crate::catalogue::read_catalogue("mcp.lock.json", &text).unwrap();
         let f = c.get("fetch").unwrap();
