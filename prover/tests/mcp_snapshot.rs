@@ -116,6 +116,54 @@ fn snapshot_then_drift_of_a_description_is_reported() {
     assert!(!report.contains("QG005"), "{report}");
     assert!(!report.contains("rule_action_unknown"), "{report}");
 
+    // The sheet governs both tools in the concrete tool check: `admin.tools.list` never runs,
+    // `get-sum` is refused unless the user is verified.
+    write(&dir, "k.key", "test key\n");
+    write(&dir, "plain.json", "{\"session\": \"s\", \"entries\": []}");
+    let o = qls_in(
+        &dir,
+        &["history", "sign", "plain.json", "--key-file", "k.key"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    write(&dir, "h.json", &String::from_utf8_lossy(&o.stdout));
+    let decide = |call: &str| -> Value {
+        write(&dir, "call.json", call);
+        let o = qls_in(
+            &dir,
+            &[
+                "check",
+                "--catalogue",
+                "mcp.lock.json",
+                "--rulebook",
+                "rules.yaml",
+                "--history",
+                "h.json",
+                "--call",
+                "call.json",
+                "--key-file",
+                "k.key",
+            ],
+        );
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", out(&o)))
+    };
+    let d = decide("{\"tool\": \"admin.tools.list\", \"args\": {}}");
+    assert_eq!(
+        (d["decision"].as_str(), d["detail"]["flow"].as_str()),
+        (Some("refuse"), Some("rule admin.tools.list")),
+        "{d}"
+    );
+    let sum = |verified: bool| {
+        format!("{{\"tool\": \"get-sum\", \"args\": {{\"a\": 1, \"b\": 2}}, \"origins\": {{\"a\": \"typed\", \"b\": \"typed\"}}, \"context\": {{\"user_verified\": {verified}}}}}")
+    };
+    let d = decide(&sum(false));
+    assert_eq!(
+        (d["decision"].as_str(), d["detail"]["flow"].as_str()),
+        (Some("refuse"), Some("rule get-sum")),
+        "{d}"
+    );
+    let d = decide(&sum(true));
+    assert_ne!(d["decision"], "refuse", "{d}");
+
     // The rug pull: same command, new words.
     write(
         &dir,
