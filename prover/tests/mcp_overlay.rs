@@ -168,3 +168,56 @@ fn the_export_reverifies_with_its_merged_catalogue_or_several() {
         "solve: {found:?}"
     );
 }
+
+/// A tool named with `.` and `-` (as MCP allows) through the finding, its witness, its replay and
+/// SARIF: the fetch → memory agent with the memory tool renamed `memory.remember-fact`.
+#[test]
+fn an_mcp_tool_name_survives_witness_replay_and_sarif() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_dotted_name");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("keep")).unwrap();
+    let name = "memory.remember-fact";
+    let fx = |f: &str| std::fs::read_to_string(dir().join(f)).unwrap();
+    std::fs::copy(dir().join("../fs.wire.jsonl"), tmp.join("fs.wire.jsonl")).unwrap();
+    write(
+        &tmp,
+        "memory.result.json",
+        &fx("memory.result.json").replace("\"remember\"", &format!("\"{name}\"")),
+    );
+    write(
+        &tmp,
+        "o.yaml",
+        &fx("memory.overlay.yaml").replace("  remember:", &format!("  {name}:")),
+    );
+    let agent = fx("agent.yaml")
+        .replace("remember]", &format!("{name}]"))
+        .replace("../fs.wire.jsonl", "./fs.wire.jsonl")
+        .replace("memory.overlay.yaml", "o.yaml");
+    write(&tmp, "agent.yaml", &agent);
+    let o = qls_in(
+        &tmp,
+        &["verify", "agent.yaml", "--replay", "--keep", "keep"],
+    );
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        report.contains(&format!("QG021 High on {name}")),
+        "{report}"
+    );
+    assert!(!report.contains("QG312"), "{report}");
+    let witness = format!("keep/QG021-{name}.json");
+    let r = qls_in(&tmp, &["replay", &witness, "agent.yaml"]);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    let sarif: Value = serde_json::from_slice(
+        &qls_in(&tmp, &["verify", "agent.yaml", "--format", "sarif"]).stdout,
+    )
+    .unwrap();
+    let text = sarif["runs"][0]["results"][0]["message"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains(name), "{sarif}");
+}
