@@ -249,3 +249,26 @@ fn verify_accepts_every_shape() {
         }
     }
 }
+
+/// Damaged captures (cut short, a character dropped, as `.json` and as `.jsonl`) are read or
+/// refused with a line, never a panic.
+#[test]
+fn damaged_captures_are_refused_not_panicked_on() {
+    for f in [
+        "fs.wire.jsonl",
+        "everything.result.json",
+        "spec.model_dump_rpc.json",
+    ] {
+        let text = fixture(f);
+        let cuts: Vec<usize> = text.char_indices().map(|(i, _)| i).step_by(41).collect();
+        for &i in &cuts {
+            for name in ["d.json", "d.jsonl"] {
+                let _ = read_catalogue(name, &text[..i]);
+                let dropped: String = text[..i].chars().chain(text[i..].chars().skip(1)).collect();
+                if let Err(e) = read_catalogue(name, &dropped) {
+                    assert!(!e.message.is_empty(), "{f} at {i}");
+                }
+            }
+        }
+    }
+}
