@@ -221,3 +221,37 @@ fn an_mcp_tool_name_survives_witness_replay_and_sarif() {
         .unwrap_or_default();
     assert!(text.contains(name), "{sarif}");
 }
+
+/// A lock whose server is started from an unpinned package (`npx -y @scope/server`) is QG106
+/// input: `verify` on an agent naming the lock reports QG106 on the server's tool.
+#[test]
+fn a_tool_from_an_unpinned_package_is_qg106() {
+    use encoder::catalogue::lock::{tool_digest, LOCK_FORMAT};
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_unpinned");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tool = serde_json::json!({"name": "get-sum", "description": "Adds",
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+        "annotations": {"readOnlyHint": true, "openWorldHint": false}});
+    let lock = serde_json::json!({"format": LOCK_FORMAT, "config": "mcp.json", "servers": {
+        "sums": {"transport": "stdio", "command": "npx", "args": ["-y", "@scope/server"],
+                 "pin": null, "sha256": {"get-sum": tool_digest(&tool)}, "tools": [tool]}}});
+    write(
+        &tmp,
+        "mcp.lock.json",
+        &serde_json::to_string_pretty(&lock).unwrap(),
+    );
+    write(
+        &tmp,
+        "agent.yaml",
+        "agents:\n  desk:\n    model: \"m\"\n    tools: [get-sum]\ntools:\n  - catalogue: ./mcp.lock.json\n",
+    );
+    let o = qls_in(&tmp, &["verify", "agent.yaml"]);
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        report.contains("QG106 "),
+        "{report}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(report.contains("get-sum"), "{report}");
+}
