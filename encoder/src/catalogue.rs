@@ -10,6 +10,19 @@ use marked_yaml::Node;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod lock;
+mod mcp;
+
+/// Whether a name is a tool name as MCP allows it (2025-11-25 spec, "Tool names"): 1 to 128 of
+/// `A–Z a–z 0–9 _ - .`. Every place that names a tool (rule sheets, order rules, `undo`) reads
+/// this one grammar, so a tool an MCP server declares can always be named.
+pub fn is_tool_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 /// Whether a tool changes the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -184,6 +197,13 @@ pub struct Tool {
     pub checks: Vec<ArgCheck>,
     /// Where the tool is declared.
     pub at: Loc,
+    /// Fields of an MCP tool newer than this reader, kept as given (each is also a note).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp_extra: IndexMap<String, Value>,
+    /// Where each overlayable field was stated (by the source or an overlay): an overlay may add
+    /// a field nobody stated, never change one, and its error names both places.
+    #[serde(skip)]
+    pub declared: IndexMap<String, Loc>,
 }
 
 impl Tool {
@@ -234,6 +254,8 @@ impl Tool {
             source: None,
             checks: Vec::new(),
             at,
+            mcp_extra: IndexMap::new(),
+            declared: IndexMap::new(),
         }
     }
 }
@@ -247,6 +269,172 @@ pub struct Catalogue {
     pub modules: Vec<String>,
     /// The catalogue files read, with their SHA-256.
     pub files: Vec<(String, String)>,
+    /// What a reader of an external format (MCP) kept without reading, each with its place:
+    /// such formats evolve, so a newer field is a note, not a refusal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The tools an overlay annotated, in the order first overlaid (for the report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlaid: Vec<String>,
+    /// Remote MCP servers a lock file records (never contacted, so no tools): QG107 input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_servers: Vec<lock::RemoteServer>,
+    /// Overlays whose tool no catalogue read so far declares; applied when it arrives, and an
+    /// error at the overlay's line if it never does ([`check_merged`]).
+    #[serde(skip)]
+    pub pending: Vec<Overlay>,
+}
+
+/// One tool's entry of a catalogue's `overlay:`: the fields it lays over a tool another
+/// catalogue (typically an MCP server's) declares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Overlay {
+    /// The fields, on a scratch tool whose `declared` lists which were given and where.
+    pub fields: Tool,
+}
+
+/// The fields an overlay may set: what a server cannot say about its own tools. The effect,
+/// schemas and hints stay the server's.
+pub const OVERLAY_KEYS: &[&str] = &[
+    "returns",
+    "confidential",
+    "store",
+    "arg_kinds",
+    "trust",
+    "order",
+    "undo",
+    "undo_args",
+    "sends_out",
+    "idempotent",
+];
+
+/// One tool in qls's catalogue format, as [`read_tool`] reads it.
+fn tool_json(t: &Tool) -> Value {
+    let mut m = serde_json::Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put(
+        "effect",
+        serde_json::to_value(t.effect).unwrap_or(Value::Null),
+    );
+    if let Some(a) = &t.args {
+        put("args", a.clone());
+    }
+    if let Some(r) = &t.result {
+        put("result", r.clone());
+    }
+    if let Some(u) = &t.undo {
+        put("undo", Value::from(u.as_str()));
+    }
+    if !t.undo_args.is_empty() {
+        put("undo_args", field_value(t, "undo_args"));
+    }
+    for (k, on) in [
+        ("idempotent", t.idempotent),
+        ("irreversible", t.irreversible),
+        ("sends_out", t.sends_out),
+        ("confidential", t.confidential),
+        ("bound_to_user", t.bound_to_user),
+        ("requires_confirmation", t.requires_confirmation),
+    ] {
+        if on {
+            put(k, Value::Bool(true));
+        }
+    }
+    if !t.arg_kinds.is_empty() {
+        put(
+            "arg_kinds",
+            serde_json::to_value(&t.arg_kinds).unwrap_or(Value::Null),
+        );
+    }
+    if t.returns_untrusted {
+        put("returns", Value::from("untrusted"));
+    }
+    if let Some(s) = &t.store {
+        put("store", serde_json::to_value(s).unwrap_or(Value::Null));
+    }
+    if !t.order.is_empty() {
+        let mut o = serde_json::Map::new();
+        if !t.order.after.is_empty() {
+            o.insert("after".into(), Value::from(t.order.after.clone()));
+        }
+        if !t.order.not_after.is_empty() {
+            o.insert("not_after".into(), Value::from(t.order.not_after.clone()));
+        }
+        if let Some(n) = t.order.at_most {
+            o.insert("at_most".into(), Value::from(n));
+        }
+        put("order", Value::Object(o));
+    }
+    if let Some(c) = &t.confirmation {
+        put("confirmation", Value::from(c.as_str()));
+    }
+    if t.trust != Trust::Agent {
+        put("trust", field_value(t, "trust"));
+    }
+    if let Some(s) = &t.source {
+        put("source", serde_json::to_value(s).unwrap_or(Value::Null));
+    }
+    if !t.checks.is_empty() {
+        put(
+            "check",
+            Value::Array(
+                t.checks
+                    .iter()
+                    .map(|c| serde_json::json!({"field": c.field, c.op.clone(): c.value}))
+                    .collect(),
+            ),
+        );
+    }
+    Value::Object(m)
+}
+
+/// A field's value as JSON, to compare a source's with an overlay's and to say both.
+fn field_value(t: &Tool, key: &str) -> Value {
+    let j = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
+    match key {
+        "returns" => Value::from(if t.returns_untrusted {
+            "untrusted"
+        } else {
+            "trusted"
+        }),
+        "confidential" => Value::Bool(t.confidential),
+        "sends_out" => Value::Bool(t.sends_out),
+        "idempotent" => Value::Bool(t.idempotent),
+        "store" => j(serde_json::to_value(&t.store)),
+        "trust" => j(serde_json::to_value(t.trust)),
+        "order" => j(serde_json::to_value(&t.order)),
+        "undo" => j(serde_json::to_value(&t.undo)),
+        "undo_args" => j(serde_json::to_value(&t.undo_args)),
+        k => match k.strip_prefix("arg_kinds.") {
+            Some(a) => j(serde_json::to_value(t.arg_kinds.get(a))),
+            None => Value::Null,
+        },
+    }
+}
+
+/// Copies one overlayable field from `from` onto `to`.
+fn copy_field(from: &Tool, to: &mut Tool, key: &str) {
+    match key {
+        "returns" => to.returns_untrusted = from.returns_untrusted,
+        "confidential" => to.confidential = from.confidential,
+        "sends_out" => to.sends_out = from.sends_out,
+        "idempotent" => to.idempotent = from.idempotent,
+        "store" => to.store = from.store.clone(),
+        "trust" => to.trust = from.trust,
+        "order" => to.order = from.order.clone(),
+        "undo" => to.undo = from.undo.clone(),
+        "undo_args" => to.undo_args = from.undo_args.clone(),
+        k => {
+            if let Some((a, kind)) = k
+                .strip_prefix("arg_kinds.")
+                .and_then(|a| from.arg_kinds.get_key_value(a))
+            {
+                to.arg_kinds.insert(a.clone(), *kind);
+            }
+        }
+    }
 }
 
 impl Catalogue {
@@ -269,6 +457,73 @@ impl Catalogue {
         }
         self.files.extend(other.files);
         self.modules.extend(other.modules);
+        self.notes.extend(other.notes);
+        self.remote_servers.extend(other.remote_servers);
+        self.pending.extend(other.pending);
+        self.apply_ready()
+    }
+
+    /// The merged catalogue in qls's own catalogue format (`{"tools": {name: {...}}}`, JSON),
+    /// overlays applied, so an exported graph can be re-verified from one file. Only fields that
+    /// differ from a field's default are written; reading the text back gives the same tools.
+    pub fn to_qls_json(&self) -> String {
+        let mut tools = serde_json::Map::new();
+        for t in self.tools.values() {
+            tools.insert(t.name.clone(), tool_json(t));
+        }
+        let v = serde_json::json!({ "tools": Value::Object(tools) });
+        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    }
+
+    /// Applies every pending overlay whose tool is now declared, in the order they were read.
+    fn apply_ready(&mut self) -> Result<(), InputError> {
+        let pending = std::mem::take(&mut self.pending);
+        for o in pending {
+            if self.tools.contains_key(&o.fields.name) {
+                self.apply_overlay(&o)?;
+            } else {
+                self.pending.push(o);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_overlay(&mut self, o: &Overlay) -> Result<(), InputError> {
+        let name = &o.fields.name;
+        let Some(t) = self.tools.get_mut(name) else {
+            return Ok(());
+        };
+        for (key, at) in &o.fields.declared {
+            if let Some(first) = t.declared.get(key) {
+                let (mine, theirs) = (field_value(&o.fields, key), field_value(t, key));
+                if mine != theirs {
+                    return Err(InputError::at(
+                        &at.file,
+                        at.line,
+                        format!("tool `{name}`: the overlay sets `{key}` to {mine}, but {first} sets it to {theirs}; an overlay adds what the source leaves unsaid and never changes it"),
+                    ));
+                }
+                continue;
+            }
+            copy_field(&o.fields, t, key);
+            t.declared.insert(key.clone(), at.clone());
+        }
+        if t.undo.is_some() && !t.is_write() {
+            let at = t
+                .declared
+                .get("undo")
+                .cloned()
+                .unwrap_or_else(|| o.fields.at.clone());
+            return Err(InputError::at(
+                &at.file,
+                at.line,
+                format!("tool `{name}` is a read; only a write has an undo"),
+            ));
+        }
+        check_undo_args(&o.fields.at.file, t)?;
+        if !self.overlaid.contains(name) {
+            self.overlaid.push(name.clone());
+        }
         Ok(())
     }
 }
@@ -296,41 +551,43 @@ const TOOL_KEYS: &[&str] = &[
     "check",
 ];
 
-/// Reads a catalogue file's text (YAML, JSON, or an MCP `tools/list` response).
+/// Reads a catalogue file's text: a qls catalogue (YAML or JSON, strict) or an MCP `tools/list`
+/// answer in any shape a server or client writes (see [`mcp`]).
 pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
-    let root = yaml::load_by_extension(file, text)?;
-    let top = as_map(file, &root, "the catalogue")?;
+    let loaded = mcp::load(file, text)?;
     let mut cat = Catalogue {
         files: vec![(file.to_string(), crate::sha256_hex(text.as_bytes()))],
         ..Default::default()
     };
-    let tools_node = top.get("tools").ok_or_else(|| InputError::at(file, top.line().max(1), "missing key `tools`: a catalogue is `tools: {name: {...}}` or an MCP `tools/list` response"))?;
-    match tools_node {
-        Node::Sequence(_) => {
-            // MCP responses may carry a cursor or a JSON-RPC envelope around the list.
-            top.check_keys(&["tools", "nextCursor", "_meta"])?;
-            for item in as_seq(file, tools_node, "`tools`")?.iter() {
-                let t = read_mcp_tool(file, item)?;
-                if cat.tools.contains_key(&t.name) {
-                    return Err(InputError::at(
-                        file,
-                        t.at.line,
-                        format!("tool `{}` is listed twice", t.name),
-                    ));
-                }
-                cat.tools.insert(t.name.clone(), t);
-            }
+    let top = as_map(file, &loaded.root, "the catalogue")?;
+    if !loaded.pages && lock::is_lock(&top) {
+        lock::read(file, &loaded.root, &mut cat)?;
+    } else if loaded.pages || mcp::is_mcp(&top) {
+        mcp::read(file, &loaded, &mut cat)?;
+    } else {
+        top.check_keys(&["tools", "overlay"])?;
+        if top.get("tools").is_none() && top.get("overlay").is_none() {
+            return Err(InputError::at(file, top.line().max(1), "missing key `tools`: a catalogue is `tools: {name: {...}}` (and/or `overlay: {name: {...}}`), or an MCP `tools/list` answer"));
         }
-        _ => {
-            top.check_keys(&["tools"])?;
+        if let Some(tools_node) = top.get("tools") {
             let tools = as_map(file, tools_node, "`tools`")?;
             for (name, line, node) in tools.entries() {
                 let t = read_tool(file, name, line, node)?;
                 cat.tools.insert(name.to_string(), t);
             }
         }
+        if let Some(ov) = top.get("overlay") {
+            for (name, line, node) in as_map(file, ov, "`overlay`")?.entries() {
+                let m = as_map(file, node, &format!("the overlay of `{name}`"))?;
+                m.check_keys(OVERLAY_KEYS)?;
+                let mut fields = Tool::new(name, Effect::Write, Loc::new(file, line));
+                read_fields(file, name, &m, &mut fields)?;
+                cat.pending.push(Overlay { fields });
+            }
+        }
     }
     check_references(file, &cat)?;
+    cat.apply_ready()?;
     Ok(cat)
 }
 
@@ -356,8 +613,27 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
         }
     };
     let mut t = Tool::new(name, effect, Loc::new(file, line));
-    t.args = read_schema(file, &m, "args")?;
-    t.result = read_schema(file, &m, "result")?;
+    read_fields(file, name, &m, &mut t)?;
+    if t.undo.is_some() && !t.is_write() {
+        return Err(InputError::at(
+            file,
+            m.key_line("undo"),
+            format!("tool `{name}` is a read; only a write has an undo"),
+        ));
+    }
+    Ok(t)
+}
+
+/// Reads every field but `effect` of a tool (or of an overlay, whose keys were checked against
+/// [`OVERLAY_KEYS`]), recording where each overlayable field was stated.
+fn read_fields(file: &str, name: &str, m: &Map<'_>, t: &mut Tool) -> Result<(), InputError> {
+    for (k, line, _) in m.entries() {
+        if OVERLAY_KEYS.contains(&k) && k != "arg_kinds" {
+            t.declared.insert(k.to_string(), Loc::new(file, line));
+        }
+    }
+    t.args = read_schema(file, m, "args")?;
+    t.result = read_schema(file, m, "result")?;
     t.undo = m.opt_str("undo")?;
     if let Some(n) = m.get("undo_args") {
         let um = as_map(file, n, "`undo_args`")?;
@@ -419,6 +695,8 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
                 )
             })?;
             t.arg_kinds.insert(k.to_string(), kind);
+            t.declared
+                .insert(format!("arg_kinds.{k}"), Loc::new(file, kl));
         }
     }
     if let Some(n) = m.get("store") {
@@ -450,14 +728,7 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
     if let Some(n) = m.get("check") {
         t.checks = read_checks(file, n)?;
     }
-    if t.undo.is_some() && !t.is_write() {
-        return Err(InputError::at(
-            file,
-            m.key_line("undo"),
-            format!("tool `{name}` is a read; only a write has an undo"),
-        ));
-    }
-    Ok(t)
+    Ok(())
 }
 
 fn names(v: Option<Vec<(String, u32)>>) -> Vec<String> {
@@ -523,68 +794,24 @@ fn read_schema(file: &str, m: &Map<'_>, key: &str) -> Result<Option<Value>, Inpu
     }
 }
 
-/// Maps one MCP tool description, with the MCP defaults for absent hints (readOnlyHint false,
-/// destructiveHint true, idempotentHint false, openWorldHint true): assuming the best of an
-/// unannotated tool would be wrong in the dangerous direction.
-fn read_mcp_tool(file: &str, node: &Node) -> Result<Tool, InputError> {
-    let m = as_map(file, node, "an MCP tool")?;
-    m.check_keys(&[
-        "name",
-        "title",
-        "description",
-        "inputSchema",
-        "outputSchema",
-        "annotations",
-        "_meta",
-    ])?;
-    let name = m.req_str("name")?;
-    let mut hints = (false, true, false, true);
-    if let Some(a) = m.get("annotations") {
-        let am = as_map(file, a, "`annotations`")?;
-        am.check_keys(&[
-            "title",
-            "readOnlyHint",
-            "destructiveHint",
-            "idempotentHint",
-            "openWorldHint",
-        ])?;
-        hints = (
-            am.opt_bool("readOnlyHint")?.unwrap_or(false),
-            am.opt_bool("destructiveHint")?.unwrap_or(true),
-            am.opt_bool("idempotentHint")?.unwrap_or(false),
-            am.opt_bool("openWorldHint")?.unwrap_or(true),
-        );
-    }
-    let (read_only, destructive, idempotent, open_world) = hints;
-    let mut t = Tool::new(
-        &name,
-        if read_only {
-            Effect::Read
-        } else {
-            Effect::Write
-        },
-        Loc::new(file, m.line()),
-    );
-    t.args = read_schema(file, &m, "inputSchema")?;
-    t.result = read_schema(file, &m, "outputSchema")?;
-    t.irreversible = !read_only && destructive;
-    t.idempotent = idempotent;
-    t.sends_out = open_world;
-    Ok(t)
-}
-
 /// Every tool a catalogue names (undo, order rules) must be declared in the same catalogue
 /// or a later merge; here only the undo's own shape is checked.
 fn check_references(file: &str, cat: &Catalogue) -> Result<(), InputError> {
-    for t in cat.tools.values() {
-        if let Some(u) = &t.undo {
-            let names = t.arg_names();
-            for (undo_arg, from) in &t.undo_args {
-                if !names.is_empty() && !names.contains(from) {
-                    return Err(InputError::at(file, t.at.line, format!("tool `{}`: `undo_args.{undo_arg}` binds from `{from}`, which is not an argument of `{}`", t.name, t.name)));
-                }
-            }
-            let _ = u;
+    cat.tools
+        .values()
+        .try_for_each(|t| check_undo_args(file, t))
+}
+
+/// Every `undo_args` binding reads an argument of the tool itself (when its schema names any).
+fn check_undo_args(file: &str, t: &Tool) -> Result<(), InputError> {
+    if t.undo.is_none() {
+        return Ok(());
+    }
+    let names = t.arg_names();
+    for (undo_arg, from) in &t.undo_args {
+        if !names.is_empty() && !names.contains(from) {
+            let line = t.declared.get("undo_args").map_or(t.at.line, |l| l.line);
+            return Err(InputError::at(file, line, format!("tool `{}`: `undo_args.{undo_arg}` binds from `{from}`, which is not an argument of `{}`", t.name, t.name)));
         }
     }
     Ok(())
@@ -593,6 +820,20 @@ fn check_references(file: &str, cat: &Catalogue) -> Result<(), InputError> {
 /// Checks the cross-references of a fully merged catalogue: every undo and order rule names a
 /// declared tool.
 pub fn check_merged(cat: &Catalogue) -> Result<(), InputError> {
+    if let Some(o) = cat.pending.first() {
+        let known: Vec<&str> = cat.tools.keys().map(String::as_str).collect();
+        let hint = crate::diag::did_you_mean(&o.fields.name, &known)
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        return Err(InputError::at(
+            &o.fields.at.file,
+            o.fields.at.line,
+            format!(
+                "the overlay annotates tool `{}`, which no catalogue declares{hint}",
+                o.fields.name
+            ),
+        ));
+    }
     for t in cat.tools.values() {
         let mut refs: Vec<&String> = t.order.after.iter().chain(&t.order.not_after).collect();
         refs.extend(t.undo.iter());
@@ -647,5 +888,109 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.line, 4);
         assert!(e.message.contains("sends_out"));
+    }
+
+    const MCP: &str = "{\"tools\": [{\"name\": \"fetch\", \"annotations\": {\"readOnlyHint\": true}},\n {\"name\": \"remember\", \"annotations\": {\"openWorldHint\": false}}]}";
+
+    /// Why the server's catalogue and this overlay are refused together.
+    fn overlay_err(overlay: &str) -> InputError {
+        merged(&[("s.json", MCP), ("o.yaml", overlay)]).unwrap_err()
+    }
+
+    fn merged(files: &[(&str, &str)]) -> Result<Catalogue, InputError> {
+        let mut c = Catalogue::default();
+        for (name, text) in files {
+            c.merge(read_catalogue(name, text)?)?;
+        }
+        check_merged(&c)?;
+        Ok(c)
+    }
+
+    #[test]
+    fn an_overlay_annotates_a_server_tool_in_either_order() {
+        let ov = "overlay:\n  fetch: {returns: untrusted}\n  remember:\n    store: {name: memory, persistent: true}\n    arg_kinds: {path: path}\n";
+        for files in [
+            [("s.json", MCP), ("o.yaml", ov)],
+            [("o.yaml", ov), ("s.json", MCP)],
+        ] {
+            let c = merged(&files).unwrap();
+            assert!(c.get("fetch").unwrap().returns_untrusted);
+            let r = c.get("remember").unwrap();
+            assert!(r.store.as_ref().unwrap().persistent);
+            assert_eq!(r.arg_kinds["path"], ArgKind::Path);
+            assert_eq!(c.overlaid, vec!["fetch", "remember"]);
+        }
+    }
+
+    #[test]
+    fn an_overlay_that_changes_a_stated_field_names_both_lines() {
+        let e = overlay_err("overlay:\n  remember:\n    sends_out: true\n");
+        assert_eq!((e.file.as_str(), e.line), ("o.yaml", 3), "{e}");
+        assert!(
+            e.message
+                .contains("`sends_out` to true, but s.json:2 sets it to false"),
+            "{e}"
+        );
+        // Stating the same value again is no conflict; an unstated hint may be stated.
+        merged(&[
+            ("s.json", MCP),
+            (
+                "o.yaml",
+                "overlay:\n  remember: {sends_out: false, idempotent: true}\n",
+            ),
+        ])
+        .unwrap();
+        let src = "tools:\n  a:\n    effect: write\n    returns: untrusted\n";
+        let e = merged(&[
+            ("c.yaml", src),
+            ("o.yaml", "overlay:\n  a: {returns: trusted}\n"),
+        ])
+        .unwrap_err();
+        assert!(e.message.contains("c.yaml:4"), "{e}");
+        // Two overlays disagreeing: the second names the first.
+        let e = merged(&[
+            ("s.json", MCP),
+            ("o1.yaml", "overlay:\n  fetch: {trust: external}\n"),
+            ("o2.yaml", "overlay:\n  fetch: {trust: privileged}\n"),
+        ])
+        .unwrap_err();
+        assert_eq!(e.file, "o2.yaml");
+        assert!(e.message.contains("o1.yaml:2"), "{e}");
+    }
+
+    #[test]
+    fn an_overlay_is_refused_where_it_cannot_apply() {
+        let e = overlay_err("overlay:\n  fetchh: {returns: untrusted}\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("did you mean `fetch`"), "{e}");
+        let e = overlay_err("overlay:\n  fetch: {effect: write}\n");
+        assert!(e.message.contains("unknown key `effect`"), "{e}");
+        let e = overlay_err("overlay:\n  fetch:\n    undo: remember\n");
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("is a read"), "{e}");
+    }
+
+    #[test]
+    fn the_merged_catalogue_reads_back_as_itself() {
+        let spec = "tools:\n  get_order: {effect: read, args: {type: object, properties: {order_id: {type: string}}}}\n  charge_card:\n    effect: write\n    undo: refund_card\n    undo_args: {order_id: order_id}\n    idempotent: true\n    arg_kinds: {to: destination}\n    check: [{field: amount, at_most: 100}]\n  refund_card:\n    effect: write\n    order: {after: [get_order], at_most: 1}\n    trust: privileged\n    confirmation: \"Refund?\"\n    source: {server: \"npx @acme/pay\", pin: null}\n  search: {effect: read, store: {name: kb, multi_tenant: true}, confidential: true}\n";
+        let c = merged(&[
+            ("s.json", MCP),
+            ("c.yaml", spec),
+            ("o.yaml", "overlay:\n  fetch: {returns: untrusted}\n"),
+        ])
+        .unwrap();
+        let back = read_catalogue("merged.json", &c.to_qls_json()).unwrap();
+        let plain = |c: &Catalogue| -> Vec<Value> {
+            c.tools
+                .values()
+                .map(|t| {
+                    let mut v = serde_json::to_value(t).unwrap();
+                    v.as_object_mut().unwrap().remove("at");
+                    v
+                })
+                .collect()
+        };
+        assert_eq!(plain(&back), plain(&c));
+        assert!(back.get("fetch").unwrap().returns_untrusted);
     }
 }

@@ -94,6 +94,7 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
                 let t = read_text(&dir.join(rel), &name)?;
                 inputs.push((name.clone(), sha256_hex(t.as_bytes())));
                 catalogue.merge(catalogue::read_catalogue(&name, &t)?)?;
+                catalogue::lock::check_config(&dir.join(rel), &name, &t)?;
             }
             ToolSourceRef::Python(m, _) => catalogue.modules.push(m.clone()),
         }
@@ -133,14 +134,28 @@ pub fn load_graph_project(
     rulebook_path: Option<&Path>,
     settings_path: Option<&Path>,
 ) -> Result<Project, InputError> {
+    load_graph_project_from(graph_path, &[catalogue_path], rulebook_path, settings_path)
+}
+
+/// [`load_graph_project`] with several catalogues merged in order (an agent on several MCP
+/// servers, with overlays), as `agent.yaml`'s `tools:` list merges them.
+pub fn load_graph_project_from(
+    graph_path: &Path,
+    catalogue_paths: &[&Path],
+    rulebook_path: Option<&Path>,
+    settings_path: Option<&Path>,
+) -> Result<Project, InputError> {
     let gname = display_name(&graph_path.display().to_string());
     let gt = read_text(graph_path, &gname)?;
     let graph = graph::read_graph(&gname, &gt)?;
     let mut inputs = vec![(gname, sha256_hex(gt.as_bytes()))];
-    let cname = display_name(&catalogue_path.display().to_string());
-    let ct = read_text(catalogue_path, &cname)?;
-    inputs.push((cname.clone(), sha256_hex(ct.as_bytes())));
-    let mut catalogue = catalogue::read_catalogue(&cname, &ct)?;
+    let mut catalogue = Catalogue::default();
+    for catalogue_path in catalogue_paths {
+        let cname = display_name(&catalogue_path.display().to_string());
+        let ct = read_text(catalogue_path, &cname)?;
+        inputs.push((cname.clone(), sha256_hex(ct.as_bytes())));
+        catalogue.merge(catalogue::read_catalogue(&cname, &ct)?)?;
+    }
     let (rulebook, rulebook_refusal) = match rulebook_path {
         Some(p) => load_rulebook(
             p,

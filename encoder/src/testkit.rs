@@ -217,8 +217,7 @@ impl Builder {
             },
             catalogue: Catalogue {
                 tools: self.tools,
-                modules: vec![],
-                files: vec![],
+                ..Default::default()
             },
             rulebook: None,
             rulebook_refusal: None,

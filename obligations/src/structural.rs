@@ -95,6 +95,19 @@ pub fn structural(p: &Project) -> Vec<Raw> {
             }
         }
     }
+    // A remote MCP server (from a client configuration's lock) with no header that could
+    // authenticate it: whoever answers at that address is the agent's tool.
+    for r in p.catalogue.remote_servers.iter().filter(|r| !r.authenticated) {
+        out.push(raw(
+            "QG107",
+            &format!("server:{}", r.name),
+            Some(r.at.clone()),
+            format!(
+                "the MCP server '{}' ({}) is reached over the network without authentication headers",
+                r.name, r.url
+            ),
+        ));
+    }
     out
 }
 
@@ -419,11 +432,12 @@ pub fn quiet_rules(p: &Project) -> Vec<(String, String)> {
             "no tool declares a source or a server, and the catalogue declares no modules",
         ));
     }
-    let remote = p.agent_file.as_ref().is_some_and(|af| {
-        af.agents
-            .values()
-            .any(|a| a.channel.as_ref().is_some_and(|c| c.remote))
-    });
+    let remote = !p.catalogue.remote_servers.is_empty()
+        || p.agent_file.as_ref().is_some_and(|af| {
+            af.agents
+                .values()
+                .any(|a| a.channel.as_ref().is_some_and(|c| c.remote))
+        });
     if !remote {
         q.push((
             "QG107",

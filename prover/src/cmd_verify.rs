@@ -10,9 +10,13 @@ use std::time::Duration;
 pub struct ExportArgs {
     /// The agent.yaml.
     pub agent: PathBuf,
-    /// Write the graph here instead of stdout.
+    /// Write the graph here instead of stdout; the merged catalogue (every catalogue of the
+    /// agent, overlays applied) is written beside it as `<stem>.catalogue.json`.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Write the merged catalogue here (default with -o: beside the graph).
+    #[arg(long = "catalogue-output")]
+    pub catalogue_output: Option<PathBuf>,
 }
 
 /// Report formats.
@@ -45,9 +49,10 @@ pub struct Inputs {
     /// A qls-graph/1 file exported elsewhere.
     #[arg(long)]
     pub graph: Option<PathBuf>,
-    /// The catalogue for --graph.
+    /// A catalogue for --graph; give it several times for an agent on several MCP servers
+    /// (merged in order, overlays applied, as agent.yaml's `tools:` list).
     #[arg(long)]
-    pub catalogue: Option<PathBuf>,
+    pub catalogue: Vec<PathBuf>,
     /// The rulebook for --graph.
     #[arg(long)]
     pub rulebook: Option<PathBuf>,
@@ -59,6 +64,16 @@ pub struct Inputs {
 impl Inputs {
     /// Loads the project, with the name the report's first line gives it.
     pub fn load(&self) -> anyhow::Result<(encoder::Project, String)> {
+        let loaded = self.load_quietly()?;
+        // What a reader of an external format kept without reading (a newer MCP field, a
+        // listing that may go on): said once, on stderr, so the report stays as it is.
+        for n in &loaded.0.catalogue.notes {
+            eprintln!("note: {n}");
+        }
+        Ok(loaded)
+    }
+
+    fn load_quietly(&self) -> anyhow::Result<(encoder::Project, String)> {
         match (&self.agent, &self.graph) {
             (Some(a), None) => Ok((
                 encoder::load_project(a)?,
@@ -67,14 +82,13 @@ impl Inputs {
                     .unwrap_or_default(),
             )),
             (None, Some(g)) => {
-                let cat = self
-                    .catalogue
-                    .as_ref()
-                    .ok_or_else(|| anyhow::anyhow!("--graph needs --catalogue"))?;
+                anyhow::ensure!(!self.catalogue.is_empty(), "--graph needs --catalogue");
+                let cats: Vec<&std::path::Path> =
+                    self.catalogue.iter().map(PathBuf::as_path).collect();
                 Ok((
-                    encoder::load_graph_project(
+                    encoder::load_graph_project_from(
                         g,
-                        cat,
+                        &cats,
                         self.rulebook.as_deref(),
                         self.settings.as_deref(),
                     )?,
@@ -137,10 +151,19 @@ pub struct VerifyArgs {
 pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     let project = encoder::load_project(&args.agent)?;
     let json = project.graph.to_json();
-    match args.output {
-        Some(p) => std::fs::write(&p, json)
-            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?,
+    let write = |p: &std::path::Path, text: &str| {
+        std::fs::write(p, text).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))
+    };
+    let beside = args.output.as_ref().map(|p| {
+        let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+        p.with_file_name(format!("{stem}.catalogue.json"))
+    });
+    match &args.output {
+        Some(p) => write(p, &json)?,
         None => print!("{json}"),
+    }
+    if let Some(c) = args.catalogue_output.or(beside) {
+        write(&c, &project.catalogue.to_qls_json())?;
     }
     Ok(0)
 }
@@ -330,7 +353,11 @@ fn emit_cases(
                 }
             };
             add("graph", &Some(g.clone()));
-            add("catalogue", &args.inputs.catalogue);
+            anyhow::ensure!(
+                args.inputs.catalogue.len() == 1,
+                "--emit-case writes a case with one catalogue; merge the catalogues first (`qls export` writes the merged one)"
+            );
+            add("catalogue", &args.inputs.catalogue.first().cloned());
             add("rulebook", &args.inputs.rulebook);
             add("settings", &args.inputs.settings);
         }
@@ -461,11 +488,26 @@ pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
     let graph = path("export")?.or(path("graph")?).ok_or_else(|| {
         InputError::at(&name, 1, "missing `inputs.export` (the qls-graph/1 file)")
     })?;
-    let catalogue =
-        path("catalogue")?.ok_or_else(|| InputError::at(&name, 1, "missing `inputs.catalogue`"))?;
-    let project = encoder::load_graph_project(
+    // One catalogue, or a list of them merged in order (an agent on several MCP servers).
+    let catalogues: Vec<PathBuf> = match inputs.get("catalogue") {
+        Some(serde_json::Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|v| match v {
+                serde_json::Value::String(s) => Ok(dir.join(s)),
+                _ => Err(InputError::at(
+                    &name,
+                    1,
+                    "`inputs.catalogue` lists file paths",
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => vec![path("catalogue")?
+            .ok_or_else(|| InputError::at(&name, 1, "missing `inputs.catalogue`"))?],
+    };
+    let cats: Vec<&std::path::Path> = catalogues.iter().map(PathBuf::as_path).collect();
+    let project = encoder::load_graph_project_from(
         &graph,
-        &catalogue,
+        &cats,
         path("rulebook")?.as_deref(),
         path("settings")?.as_deref(),
     )?;

@@ -8,6 +8,7 @@ mod cmd_check;
 mod cmd_corpus;
 mod cmd_diff;
 mod cmd_emit;
+mod cmd_mcp;
 mod cmd_rules;
 mod cmd_verify;
 
@@ -48,6 +49,9 @@ enum Command {
     Emit(cmd_emit::EmitCommand),
     /// Compare two findings reports by fingerprint (exit 1 when a finding appeared).
     Diff(cmd_diff::DiffArgs),
+    /// MCP servers: snapshot their tools to a lock file, check them against it.
+    #[command(subcommand)]
+    Mcp(cmd_mcp::McpCommand),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Corpus(a) => cmd_corpus::corpus(a),
         Command::Emit(c) => cmd_emit::run(c),
         Command::Diff(a) => cmd_diff::diff(a),
+        Command::Mcp(c) => cmd_mcp::run(c),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -344,6 +344,9 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         plural(p.catalogue.tools.len(), "tool"),
         plural(writes, "write")
     ));
+    if !p.catalogue.overlaid.is_empty() {
+        s.push_str(&format!("; overlaid: {}", p.catalogue.overlaid.join(", ")));
+    }
     match (&p.rulebook, &p.rulebook_refusal) {
         (Some(rb), _) => s.push_str(&format!(
             "; rulebook {} (sha256 {}…)\n",

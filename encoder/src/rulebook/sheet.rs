@@ -13,7 +13,7 @@ use super::{
     CatalogueOverlay, CmpOp, ExecuteSite, FlowDef, Gate, GatePath, Language, Literal, Operand,
     Rulebook, ToolOverlay, VarEvent, VarEventKind,
 };
-use crate::catalogue::{ArgCheck, Catalogue};
+use crate::catalogue::{is_tool_name, ArgCheck, Catalogue};
 use crate::diag::{unknown_key_message, InputError};
 use crate::loc::Loc;
 use serde_json::Value;
@@ -644,6 +644,10 @@ fn is_ident(s: &str) -> bool {
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// What a tool-name slot expects, as its refusal says it: the MCP grammar, so a refused name
+/// says which characters are allowed rather than only that it is not a name.
+const TOOL_NAME: &str = "a tool name (letters, digits, `_`, `-` and `.`, at most 128)";
+
 fn is_context_name(s: &str) -> bool {
     s.split('.').all(is_ident)
 }
@@ -676,7 +680,7 @@ fn read_rule(file: &str, item: &Item) -> Result<Rule, InputError> {
             "a rule names its action: `- action: <tool>`",
         )
     })?;
-    let action = name_of(file, action_e, is_ident, "a tool name")?;
+    let action = name_of(file, action_e, is_tool_name, TOOL_NAME)?;
     if item.entries.len() == 1 {
         return Err(refusal(
             file,
@@ -787,7 +791,7 @@ fn name_list(
                 return Err(refusal(
                     file,
                     e.line,
-                    format!("`{}` lists {what}s; found {}", e.key, v.describe()),
+                    format!("each item of `{}` is {what}; found {}", e.key, v.describe()),
                 ))
             }
         }
@@ -888,8 +892,8 @@ fn read_overlay(file: &str, item: &Item) -> Result<Option<ToolOverlay>, InputErr
                     ))
                 }
             },
-            "after" => o.after = name_list(file, e, is_ident, "a tool name")?,
-            "not_after" => o.not_after = name_list(file, e, is_ident, "a tool name")?,
+            "after" => o.after = name_list(file, e, is_tool_name, TOOL_NAME)?,
+            "not_after" => o.not_after = name_list(file, e, is_tool_name, TOOL_NAME)?,
             "at_most" => o.at_most = Some(read_count(file, e)?),
             "check" => o.checks = read_checks(file, e)?,
             _ => continue,
@@ -979,7 +983,7 @@ fn check_value(file: &str, line: u32, op: &str, v: &Val) -> Result<Value, InputE
                 if k == "from"
                     && src
                         .split_once('.')
-                        .is_some_and(|(t, f)| is_ident(t) && is_context_name(f)) =>
+                        .is_some_and(|(t, f)| is_tool_name(t) && is_context_name(f)) =>
             {
                 Ok(v.to_json())
             }
@@ -1598,6 +1602,33 @@ mod tests {
         let l = lint_sheet(&c.rulebook, &c.overlay, &cat);
         let s: Vec<String> = l.iter().map(ToString::to_string).collect();
         assert_eq!(s, vec!["write_ungoverned (warning) on delete_order: a write the sheet never names, so no rule was stated for it", "rule_action_unknown (warning) on nope: a rule for a tool the catalogue does not have"]);
+    }
+
+    #[test]
+    fn mcp_tool_names_are_named_plain_or_quoted() {
+        let sheet = "rules:\n- action: get-sum\n  requires: [user_verified]\n- action: \"admin.tools.list\"\n  after: [get-sum, 'fs.read']\n  at_most: 2\n- action: 'a.b-c'\n  never: true\n";
+        let c = compile_sheet("rules.yaml", sheet).unwrap_or_else(|e| panic!("{e}"));
+        let gated: Vec<&str> = c.rulebook.gates.keys().map(String::as_str).collect();
+        assert_eq!(gated, vec!["get-sum", "a.b-c"]);
+        assert!(c.rulebook.gates["a.b-c"].paths.is_empty());
+        let o = &c.overlay.tools["admin.tools.list"];
+        assert_eq!(o.after, vec!["get-sum", "fs.read"]);
+        assert!(c.colang.contains("execute get-sum\n"), "{}", c.colang);
+        let e = compile_sheet(
+            "rules.yaml",
+            "rules:\n- action: \"get sum\"\n  at_most: 1\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.message.contains("letters, digits, `_`, `-` and `.`"),
+            "{e}"
+        );
+        let e = compile_sheet("rules.yaml", "rules:\n- action: a\n  after: [b/c]\n").unwrap_err();
+        assert!(
+            e.message.contains("each item of `after` is a tool name"),
+            "{e}"
+        );
     }
 
     #[test]
