@@ -295,22 +295,51 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
         };
         let ran = not(var_is(r, 0));
         let unconfirmed = var_is(r, 2);
+        // What the step's other compensations (or an earlier run of this one) leave in the
+        // context before this run: the history's order decides, so either order is assumed.
+        let earlier = |pred: &dyn Fn(&encoder::catalogue::Tool) -> bool| -> Expr {
+            or(l.sv
+                .turn_runs
+                .iter()
+                .filter_map(|(w2, &r2)| {
+                    let u2 = p.catalogue.get(w2)?.undo.as_deref()?;
+                    let t2 = p.catalogue.get(u2)?;
+                    if !pred(t2) {
+                        return None;
+                    }
+                    Some(if w2 == w {
+                        match l.sv.turn_run_counts.get(w) {
+                            Some(&(c, _)) => not(lt(Expr::Var(c), Expr::Const(2))),
+                            None => Expr::Bool(false),
+                        }
+                    } else {
+                        not(var_is(r2, 0))
+                    })
+                })
+                .collect())
+        };
+        let ext = or(vec![flag(&l.sv.prov_ext, agent), earlier(&|t| t.returns_untrusted)]);
+        let conf = or(vec![flag(&l.sv.prov_conf, agent), earlier(&|t| t.confidential)]);
         if ut.is_write() {
             if high {
                 acc.add("QG011", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.steered, agent)]), false);
             }
             acc.add("QG012", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_ext_handed, agent)]), false);
             if ut.store.as_ref().is_some_and(|s| s.persistent) {
-                acc.add("QG021", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_ext, agent)]), false);
+                acc.add("QG021", &u, cid, and(vec![unconfirmed.clone(), ext]), false);
             }
             if ut.undo.is_some() {
                 if let Some(wi) = l.sv.wrote_irrev {
-                    acc.add("QG013", &u, cid, and(vec![ran.clone(), var_is(wi, 1)]), false);
+                    let irrev = or(vec![var_is(wi, 1), earlier(&|t| t.is_write() && t.irreversible)]);
+                    acc.add("QG013", &u, cid, and(vec![ran.clone(), irrev]), false);
                 }
             }
         }
         if ut.sends_out {
-            acc.add("QG019", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_conf, agent)]), false);
+            acc.add("QG019", &u, cid, and(vec![unconfirmed.clone(), conf]), false);
+        }
+        if !ut.is_write() && ut.store.as_ref().is_some_and(|s| s.multi_tenant) && !ut.bound_to_user {
+            acc.add("QG020", &u, cid, ran.clone(), false);
         }
         acc.add("QG014", &u, cid, and(vec![ran.clone(), order_violated(p, l, ut)]), false);
         // Runs of this step's own rollback count too: a `not_after` naming a compensation the

@@ -51,6 +51,16 @@ impl ReplayOutcome {
     }
 }
 
+/// One compensation a refusal's rollback ran: its tool, whether it was confirmed, and the acting
+/// agent's provenance and the turn's irreversible write just before it ran.
+#[derive(Clone, Debug)]
+struct RollbackRun {
+    tool: String,
+    confirmed: bool,
+    prov: BTreeSet<String>,
+    wrote_irrev: bool,
+}
+
 #[derive(Clone, Debug, Default)]
 struct Before {
     /// The last step's run was confirmed (read after it ran).
@@ -80,7 +90,7 @@ struct Run<'a> {
     /// Per edge index: how often it was taken this turn (for `exit_after`).
     edge_uses: BTreeMap<usize, u32>,
     /// The undos the last refusal's rollback ran, and whether each was confirmed.
-    last_rollback: Vec<(String, bool)>,
+    last_rollback: Vec<RollbackRun>,
     wrote_any: bool,
     wrote_irrev: bool,
     last_call: Option<Call>,
@@ -593,11 +603,18 @@ impl<'a> Run<'a> {
             let confirmed = undoes
                 .and_then(|i| self.confirmed_runs.get(i).copied())
                 .unwrap_or(false);
+            let prov = self.prov.get(agent).cloned().unwrap_or_default();
+            let wrote_irrev = self.wrote_irrev;
             self.execute(t, &call, agent, "rollback");
             if let Some(last) = self.confirmed_runs.last_mut() {
                 *last = confirmed;
             }
-            self.last_rollback.push((tool.to_string(), confirmed));
+            self.last_rollback.push(RollbackRun {
+                tool: tool.to_string(),
+                confirmed,
+                prov,
+                wrote_irrev,
+            });
         }
         Ok(())
     }
@@ -837,21 +854,46 @@ impl<'a> Run<'a> {
         let l = &st.label;
         // A refusal whose rollback ran the subject: that undo is the violating execution.
         // (An unconfirmed one first: the rules ask whether some run of it was unconfirmed.)
-        let rolled = (l.decision == Some(Verdict::Refuse))
-            .then(|| {
-                let mine = || self.last_rollback.iter().filter(|(t, _)| t == subject);
-                mine().find(|(_, confirmed)| !confirmed).or_else(|| mine().next())
-            })
-            .flatten();
-        let t = match rolled {
-            Some((u, _)) => self.tool(Some(u.as_str()))?,
-            None => self.tool(l.tool.as_deref())?,
+        let runs: Vec<&RollbackRun> = if l.decision == Some(Verdict::Refuse) {
+            self.last_rollback.iter().filter(|r| r.tool == subject).collect()
+        } else {
+            vec![]
         };
-        let exec = l.kind == LabelKind::Execution || rolled.is_some();
-        let unconfirmed = match rolled {
-            Some((_, confirmed)) => !confirmed,
-            None => !before.confirmed,
+        if !runs.is_empty() {
+            // Some run of the compensation violates the rule, each seen with what the step's
+            // earlier runs left in the context.
+            for r in &runs {
+                let b = Before {
+                    confirmed: r.confirmed,
+                    prov: r.prov.clone(),
+                    wrote_irrev: r.wrote_irrev,
+                    ..before.clone()
+                };
+                if self.violates_by(rule, subject, st, &b, true).is_ok() {
+                    return Ok(());
+                }
+            }
+            return Err(format!("no rollback run of {subject} violates {rule} on the concrete run"));
+        }
+        self.violates_by(rule, subject, st, before, false)
+    }
+
+    fn violates_by(
+        &self,
+        rule: &str,
+        subject: &str,
+        st: &WitnessStep,
+        before: &Before,
+        rolled: bool,
+    ) -> Result<(), String> {
+        let l = &st.label;
+        let t = if rolled {
+            self.tool(Some(subject))?
+        } else {
+            self.tool(l.tool.as_deref())?
         };
+        let exec = l.kind == LabelKind::Execution || rolled;
+        let unconfirmed = !before.confirmed;
         let agent = l.agent.clone().unwrap_or_default();
         let guarded_lists = self
             .p
@@ -867,13 +909,11 @@ impl<'a> Run<'a> {
         };
         // A rollback's last run of the subject sees the step's other rollback runs too.
         let in_rollback = |n: &str| {
-            let k = self.last_rollback.iter().filter(|(t, _)| t == n).count() as u32;
-            if rolled.is_some() && n == subject {
-                k.saturating_sub(1)
-            } else if rolled.is_some() {
-                k
-            } else {
-                0
+            let k = self.last_rollback.iter().filter(|r| r.tool == n).count() as u32;
+            match (rolled, n == subject) {
+                (true, true) => k.saturating_sub(1),
+                (true, false) => k,
+                (false, _) => 0,
             }
         };
         let count = |n: &str| before.ran.get(n).copied().unwrap_or(0) + in_rollback(n);

@@ -450,8 +450,14 @@ impl<'a> B<'a> {
                 // Counted when the undo has an order rule: enough to tell whether a rollback
                 // runs it twice (a `not_after` itself) or past its `at_most`.
                 let undo_order = t.undo.as_deref().and_then(|u| self.tool(u)).map(|u| &u.order);
+                // (also when its result marks the context, or it is irreversible: a second run
+                // of it in one rollback sees what the first one did.)
+                let ut = t.undo.as_deref().and_then(|u| self.tool(u));
+                let leaves_trace = ut.is_some_and(|u| {
+                    u.returns_untrusted || u.confidential || (u.is_write() && u.irreversible)
+                });
                 if let Some(o) = undo_order.filter(|o| {
-                    o.at_most.is_some() || !o.after.is_empty() || !o.not_after.is_empty()
+                    leaves_trace || o.at_most.is_some() || !o.after.is_empty() || !o.not_after.is_empty()
                 }) {
                     let cap = o.at_most.map(|n| n + 1).unwrap_or(2).max(2);
                     let v = self.var(format!("turn.runs.{}", t.name), cap + 1, 0, vec![]);
@@ -832,6 +838,19 @@ impl<'a> B<'a> {
             l.reasons = vec!["confirm_yes".into()];
             l.tool = Some(t);
             l.to = Some(self.p.graph.nodes[ni as usize].id.clone());
+            // Where the router has an edge to the holding node, the yes goes along it while it
+            // is open (its `exit_after` counts it); a spent edge does not stop the yes.
+            let target = self.p.graph.nodes[ni as usize].id.clone();
+            let from = self.p.graph.nodes[i].id.clone();
+            let edge = self.p.graph.edges.iter().position(|e| {
+                e.from == from && e.target_ids().contains(&target.as_str())
+            });
+            if let Some(cv) = edge.and_then(|ei| self.sv.exits.get(&ei).copied()) {
+                let cap = edge
+                    .and_then(|ei| self.p.graph.edges[ei].exit_after)
+                    .unwrap_or(0);
+                upd.insert(cv, inc_sat(cv, cap));
+            }
             self.finish(i, var_is(h, k), upd, vec![], l);
         }
     }
