@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// The fingerprint of a finding: SHA-256 over the rule, the subject, the acting agent and the
-/// witness's node path, plus the location's file and the finding's rank among its twins (a rule
+/// witness's node path, plus the location's file name and the finding's rank among its twins (a rule
 /// reported at several places of one subject). No line number enters it, so moving lines or
 /// editing unrelated parts of a file leaves it unchanged.
 pub fn fingerprint(f: &Finding, ts: &TransitionSystem) -> String {
@@ -30,14 +30,24 @@ pub fn fingerprint(f: &Finding, ts: &TransitionSystem) -> String {
         }
         None => (String::new(), String::new()),
     };
-    let file = f.at.as_ref().map(|a| a.file.as_str()).unwrap_or("");
+    // The file's name only: where the checkout sits must not change a fingerprint.
+    let file = f
+        .at
+        .as_ref()
+        .map(|a| {
+            std::path::Path::new(&a.file)
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_else(|| a.file.clone())
+        })
+        .unwrap_or_default();
     digest(&[
         "qls-fingerprint/1",
         f.rule.id,
         &f.subject,
         &agent,
         &path,
-        file,
+        &file,
     ])
 }
 
