@@ -466,7 +466,7 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
 /// The agents of a graph without `agents` (SPEC §3 Agents of a graph): the distinct `agent`
 /// fields of its nodes in the order they first appear, each low-privilege with no budget and
 /// the tools its tools nodes list.
-fn derive_agents(nodes: &[GraphNode]) -> IndexMap<String, GraphAgent> {
+pub(crate) fn derive_agents(nodes: &[GraphNode]) -> IndexMap<String, GraphAgent> {
     let mut agents: IndexMap<String, GraphAgent> = IndexMap::new();
     for n in nodes {
         let Some(a) = &n.agent else { continue };
