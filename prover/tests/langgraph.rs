@@ -241,3 +241,45 @@ fn solve_reads_langgraph_json_with_the_flags() {
     assert!(!f.iter().any(|(r, _)| r == "QG006"), "{f:?}");
     assert_eq!(gate, "passed");
 }
+
+#[test]
+fn the_example_swarm_proves_as_its_readme_says_from_both_files() {
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/langgraph");
+    let cat = ex.join("tools.catalogue.json").display().to_string();
+    let prove = |file: &str, extra: &[&str]| {
+        let g = ex.join(file).display().to_string();
+        let mut args = vec![
+            "verify",
+            "--graph",
+            &g,
+            "--catalogue",
+            &cat,
+            "--step-limit",
+            "10",
+        ];
+        args.extend_from_slice(&["--format", "json"]);
+        args.extend_from_slice(extra);
+        let o = qls(&args);
+        assert_eq!(o.status.code(), Some(1), "{file}");
+        let (f, ob, _) = summary(&o);
+        (f, ob)
+    };
+    let exported = prove("graph.json", &[]);
+    let models = [
+        "--model-node",
+        "flight_assistant:agent",
+        "--model-node",
+        "hotel_assistant:agent",
+    ];
+    assert_eq!(exported, prove("app.to_json.json", &models));
+    let f = exported.0;
+    let has = |r: &str, s: &str| f.contains(&(r.to_string(), s.to_string()));
+    assert!(
+        has("QG012", "book_hotel") && !has("QG012", "book_flight"),
+        "{f:?}"
+    );
+    assert!(
+        has("QG001", "book_flight") && has("QG006", "__start__"),
+        "{f:?}"
+    );
+}
