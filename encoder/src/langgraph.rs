@@ -208,6 +208,19 @@ pub fn read(
         let is_tool_node = data_id.last().map(String::as_str) == Some("ToolNode");
         let is_model = opts.model_nodes.contains(&id);
         let named_tools = opts.tools_nodes.get(&id);
+        let passing = id == "__start__"
+            || id == "__end__"
+            || id.ends_with(":__start__")
+            || id.ends_with(":__end__");
+        if passing && (is_model || named_tools.is_some()) {
+            return Err(InputError::at(
+                file,
+                line,
+                format!(
+                    "node `{id}` is a start or an end: --model-node/--tools-node cannot name it"
+                ),
+            ));
+        }
         let role = if id == "__start__" {
             Role::Start
         } else if id == "__end__" {
@@ -427,6 +440,35 @@ pub fn read(
                         "node `{}` may hand off to where subgraph `{}` leads (its conditional ways out, as a `transfer_to_…` tool's `Command` goes)",
                         m.id,
                         prefix.trim_end_matches(':')
+                    ));
+                }
+            }
+        }
+    }
+    // A `transfer_to_X` tool hands off to X wherever its ToolNode sits (a `Command(goto=X)` that
+    // LangGraph draws only where the node declares `destinations`): to node X, or to the entry of
+    // subgraph `X:`.
+    for (j, m) in raw.iter().enumerate() {
+        if m.role != Role::Real(NodeKind::Tools) {
+            continue;
+        }
+        for t in &m.tools {
+            let Some(dest) = t.strip_prefix("transfer_to_") else {
+                continue;
+            };
+            let targets = match index.get(dest) {
+                Some(&d) => resolve(d),
+                None => match index.get(&format!("{dest}:__start__")) {
+                    Some(&d) => resolve(d),
+                    None => vec![],
+                },
+            };
+            for d in targets.into_iter().flatten() {
+                if d != j && !ledges.contains_key(&(j, Some(d))) {
+                    ledges.insert((j, Some(d)), m.line);
+                    notes.push(format!(
+                        "tool `{t}` of `{}` hands off to `{}`",
+                        m.id, raw[d].id
                     ));
                 }
             }

@@ -308,3 +308,27 @@ fn tools_node_flag_parses_name_and_tools() {
     assert!(Options::parse_tools_node("tools").is_err());
     assert!(Options::parse_tools_node("tools=").is_err());
 }
+
+#[test]
+fn a_transfer_tool_hands_off_from_its_tools_node_even_when_undrawn() {
+    // A flat graph: the ToolNode's `transfer_to_billing` returns `Command(goto="billing")`, which
+    // LangGraph does not draw.
+    let text = r#"{"nodes": [{"id": "__start__"}, {"id": "desk"},
+ {"id": "tools", "data": {"id": ["langgraph", "prebuilt", "tool_node", "ToolNode"]}, "metadata": {"__tools": ["transfer_to_billing"]}},
+ {"id": "billing"}, {"id": "__end__"}],
+ "edges": [{"source": "__start__", "target": "desk"}, {"source": "desk", "target": "tools", "conditional": true},
+ {"source": "desk", "target": "__end__", "conditional": true}, {"source": "tools", "target": "desk"},
+ {"source": "billing", "target": "__end__"}]}"#;
+    let c = cat("tools:\n  transfer_to_billing: {effect: read}\n");
+    let l = read("g.json", text, &c, &models(&["desk", "billing"])).unwrap();
+    assert!(edge(&l.graph, "tools", "billing").is_some());
+    // Reached now, so no dynamic edge is needed.
+    assert!(l.graph.edges.iter().all(|e| e.kind != EdgeKind::Dynamic));
+}
+
+#[test]
+fn a_start_or_end_cannot_be_named_a_model() {
+    let text = shared("create_react_agent.to_json.json");
+    let e = read("g.json", &text, &cat("tools: {}\n"), &models(&["__end__"])).unwrap_err();
+    assert!(e.message.contains("start or an end"), "{e}");
+}

@@ -127,6 +127,9 @@ def lower(lg: dict, *, model_nodes: Iterable[str], tools_nodes: dict[str, list[s
         data_id = data.get("id", []) if isinstance(data, dict) else []
         md = n.get("metadata") or {}
         inter = md.get("__interrupt")
+        passing = nid in ("__start__", "__end__") or nid.endswith((":__start__", ":__end__"))
+        if passing and (nid in model_nodes or nid in tools_nodes):
+            raise ValueError(f"node `{nid}` is a start or an end: it cannot be a model or tools node")
         if nid == "__start__":
             role = "start"
         elif nid == "__end__":
@@ -199,6 +202,17 @@ def lower(lg: dict, *, model_nodes: Iterable[str], tools_nodes: dict[str, list[s
             if nid.startswith(prefix) and m["role"] in ("tools", "custom"):
                 if any([add(nid, d) for d in dests if d != nid]):
                     notes.append(f"node `{nid}` may hand off to where subgraph `{prefix[:-1]}` leads")
+    for nid, m in raw.items():
+        # A `transfer_to_X` tool hands off to X (node X, or subgraph `X:`'s entry), drawn or not.
+        if m["role"] != "tools":
+            continue
+        for t in m["tools"]:
+            dest = t[len("transfer_to_"):] if t.startswith("transfer_to_") else None
+            key = dest if dest in raw else f"{dest}:__start__"
+            if dest and key in raw:
+                for d in resolve(key):
+                    if d is not None and d != nid and add(nid, d):
+                        notes.append(f"tool `{t}` of `{nid}` hands off to `{d}`")
     nodes: dict[str, dict] = {}
     for nid, r in raw.items():
         if real(nid):
