@@ -42,17 +42,14 @@ fn text(v: &Value) -> String {
     v.as_str().unwrap_or_default().to_string()
 }
 
+/// Pairs of strings: (rule, subject) findings or (id, verdict) obligations.
+type Pairs = BTreeSet<(String, String)>;
+
 /// Findings (rule, subject), obligations (id, verdict) and gate of a JSON report.
-fn summary(
-    o: &Output,
-) -> (
-    BTreeSet<(String, String)>,
-    BTreeSet<(String, String)>,
-    String,
-) {
+fn summary(o: &Output) -> (Pairs, Pairs, String) {
     let r: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
-    let pairs = |key: &str, a: &str, b: &str| -> BTreeSet<(String, String)> {
+    let pairs = |key: &str, a: &str, b: &str| -> Pairs {
         let items = r[key].as_array().unwrap();
         items.iter().map(|x| (text(&x[a]), text(&x[b]))).collect()
     };
