@@ -338,7 +338,11 @@ def export_agents(agent: Any, *, tools: dict | None = None) -> tuple[dict, dict]
                 notes.append(f"tool `{t.name}` of `{name}` is not a function tool: a custom node (QG006)")
                 continue
             catalogue[t.name] = _entry(t.name, _clean_schema(schema), {}, tools.get(t.name), False)
-            (gated if getattr(t, "needs_approval", False) else plain).append(t.name)
+            approval = getattr(t, "needs_approval", False)
+            if callable(approval):
+                # Decided per call at run time: some calls may run unapproved, so no credit.
+                notes.append(f"tool `{t.name}` of `{name}` needs approval only when a function says so: read as never approved")
+            (gated if approval is True else plain).append(t.name)
         if plain:
             tn = f"{name}:tools"
             nodes.append({"id": tn, "kind": "tools", "agent": name, "guarded": False, "tools": plain})

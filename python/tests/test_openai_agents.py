@@ -77,3 +77,15 @@ def test_a_handoff_whose_agent_cannot_be_read_is_written_as_unmodelled(tmp_path)
     rc, findings, _ = verify(tmp_path, graph, cat)
     assert ("QG016", "front:handoff:legacy") in findings
     assert rc == 1  # not a clean proof
+
+
+def test_approval_decided_by_a_function_earns_no_credit():
+    @function_tool(needs_approval=lambda ctx, params, call_id: params.get("amount", 0) > 100)
+    def refund_small(order_id: str, amount: int) -> str:
+        """Refund an order; large refunds need a person."""
+        return ""
+
+    agent = Agent(name="desk", instructions="Refunds.", tools=[refund_small])
+    with pytest.warns(QlsExportNote, match="never approved"):
+        graph, _ = export_agents(agent)
+    assert all(n["kind"] != "human" for n in graph["nodes"])
