@@ -9,6 +9,7 @@ pub mod agent;
 pub mod catalogue;
 pub mod diag;
 pub mod graph;
+pub mod langgraph;
 pub mod loc;
 pub mod rulebook;
 pub mod suppress;
@@ -145,10 +146,29 @@ pub fn load_graph_project_from(
     rulebook_path: Option<&Path>,
     settings_path: Option<&Path>,
 ) -> Result<Project, InputError> {
+    load_graph_project_with(
+        graph_path,
+        catalogue_paths,
+        rulebook_path,
+        settings_path,
+        &langgraph::Options::default(),
+    )
+    .map(|(p, _)| p)
+}
+
+/// [`load_graph_project_from`] for a graph that may be LangGraph's own `to_json()` (recognised by
+/// its shape and lowered by [`langgraph::read`] with `lg`), returning the reader's notes too (what
+/// it read as less than certain; empty for a `qls-graph/1` file).
+pub fn load_graph_project_with(
+    graph_path: &Path,
+    catalogue_paths: &[&Path],
+    rulebook_path: Option<&Path>,
+    settings_path: Option<&Path>,
+    lg: &langgraph::Options,
+) -> Result<(Project, Vec<String>), InputError> {
     let gname = display_name(&graph_path.display().to_string());
     let gt = read_text(graph_path, &gname)?;
-    let graph = graph::read_graph(&gname, &gt)?;
-    let mut inputs = vec![(gname, sha256_hex(gt.as_bytes()))];
+    let mut inputs = vec![(gname.clone(), sha256_hex(gt.as_bytes()))];
     let mut catalogue = Catalogue::default();
     for catalogue_path in catalogue_paths {
         let cname = display_name(&catalogue_path.display().to_string());
@@ -156,6 +176,18 @@ pub fn load_graph_project_from(
         inputs.push((cname.clone(), sha256_hex(ct.as_bytes())));
         catalogue.merge(catalogue::read_catalogue(&cname, &ct)?)?;
     }
+    let (graph, notes) = if langgraph::looks_like(&gt) {
+        let l = langgraph::read(&gname, &gt, &catalogue, lg)?;
+        (l.graph, l.notes)
+    } else if !lg.is_empty() {
+        return Err(InputError::at(
+            &gname,
+            1,
+            "--model-node and --tools-node apply to LangGraph's graph JSON; this file is not one",
+        ));
+    } else {
+        (graph::read_graph(&gname, &gt)?, vec![])
+    };
     let (rulebook, rulebook_refusal) = match rulebook_path {
         Some(p) => load_rulebook(
             p,
@@ -202,7 +234,7 @@ pub fn load_graph_project_from(
         .as_ref()
         .map(|a| a.context.iter().map(|n| n.name.clone()).collect())
         .unwrap_or_default();
-    Ok(Project {
+    let project = Project {
         agent_file,
         graph,
         catalogue,
@@ -211,7 +243,8 @@ pub fn load_graph_project_from(
         settings,
         context,
         inputs,
-    })
+    };
+    Ok((project, notes))
 }
 
 type RulebookLoad = (Option<Rulebook>, Option<InputError>);

@@ -8,8 +8,17 @@ use std::time::Duration;
 /// Arguments of `qls export`.
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// The agent.yaml.
-    pub agent: PathBuf,
+    /// The agent.yaml (or use --graph with --catalogue for LangGraph's graph JSON).
+    pub agent: Option<PathBuf>,
+    /// LangGraph's `get_graph(xray=True).to_json()` file, written out as qls-graph/1.
+    #[arg(long)]
+    pub graph: Option<PathBuf>,
+    /// The catalogue for --graph.
+    #[arg(long)]
+    pub catalogue: Option<PathBuf>,
+    /// How to read LangGraph's graph JSON.
+    #[command(flatten)]
+    pub langgraph: LangGraphArgs,
     /// Write the graph here instead of stdout; the merged catalogue (every catalogue of the
     /// agent, overlays applied) is written beside it as `<stem>.catalogue.json`.
     #[arg(short = 'o', long = "output")]
@@ -17,6 +26,45 @@ pub struct ExportArgs {
     /// Write the merged catalogue here (default with -o: beside the graph).
     #[arg(long = "catalogue-output")]
     pub catalogue_output: Option<PathBuf>,
+}
+
+/// What LangGraph's graph JSON does not say, for `--graph` (ignored by none: a qls-graph/1 file
+/// given these is refused).
+#[derive(Args, Debug, Default)]
+pub struct LangGraphArgs {
+    /// A node of LangGraph's graph that is a model (repeatable), as the exporter's `model_nodes`.
+    #[arg(long = "model-node", value_name = "NAME")]
+    pub model_node: Vec<String>,
+    /// A tools node and the tools it holds (repeatable), e.g. `tools=search,book_hotel`.
+    #[arg(long = "tools-node", value_name = "NAME=T1,T2", value_parser = encoder::langgraph::Options::parse_tools_node)]
+    pub tools_node: Vec<(String, Vec<String>)>,
+}
+
+impl LangGraphArgs {
+    /// The reader's options.
+    pub fn options(&self) -> encoder::langgraph::Options {
+        encoder::langgraph::Options {
+            model_nodes: self.model_node.clone(),
+            tools_nodes: self.tools_node.iter().cloned().collect(),
+        }
+    }
+}
+
+/// Loads a graph project, printing the LangGraph reader's notes to stderr (they say what it read
+/// as less than certain; the graph itself carries the custom nodes they name).
+fn load_graph(
+    graph: &std::path::Path,
+    catalogues: &[&std::path::Path],
+    rulebook: Option<&std::path::Path>,
+    settings: Option<&std::path::Path>,
+    lg: &LangGraphArgs,
+) -> anyhow::Result<encoder::Project> {
+    let (project, notes) =
+        encoder::load_graph_project_with(graph, catalogues, rulebook, settings, &lg.options())?;
+    for n in notes {
+        eprintln!("note: {}: {n}", graph.display());
+    }
+    Ok(project)
 }
 
 /// Report formats.
@@ -59,6 +107,9 @@ pub struct Inputs {
     /// An agent.yaml whose settings apply to --graph.
     #[arg(long)]
     pub settings: Option<PathBuf>,
+    /// How to read LangGraph's graph JSON given as --graph.
+    #[command(flatten)]
+    pub langgraph: LangGraphArgs,
 }
 
 impl Inputs {
@@ -86,11 +137,12 @@ impl Inputs {
                 let cats: Vec<&std::path::Path> =
                     self.catalogue.iter().map(PathBuf::as_path).collect();
                 Ok((
-                    encoder::load_graph_project_from(
+                    load_graph(
                         g,
                         &cats,
                         self.rulebook.as_deref(),
                         self.settings.as_deref(),
+                        &self.langgraph,
                     )?,
                     g.display().to_string(),
                 ))
@@ -149,7 +201,11 @@ pub struct VerifyArgs {
 
 /// Runs `qls export`.
 pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
-    let project = encoder::load_project(&args.agent)?;
+    let project = match (&args.agent, &args.graph, &args.catalogue) {
+        (Some(a), None, None) => encoder::load_project(a)?,
+        (None, Some(g), Some(c)) => load_graph(g, &[c.as_path()], None, None, &args.langgraph)?,
+        _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
+    };
     let json = project.graph.to_json();
     let write = |p: &std::path::Path, text: &str| {
         std::fs::write(p, text).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))
@@ -430,6 +486,9 @@ pub struct SolveArgs {
     /// "rulebook": "policy.co", "settings": "agent.yaml"}, "operands": {"session_steps": 2,
     /// "step_limit": 60}}`; input paths are relative to the job file.
     pub job: PathBuf,
+    /// How to read LangGraph's graph JSON given as the job's export.
+    #[command(flatten)]
+    pub langgraph: LangGraphArgs,
 }
 
 /// Runs `qls solve`: the findings JSON of a graph job on stdout; exit 0/1 as the gate.
@@ -505,11 +564,12 @@ pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
             .ok_or_else(|| InputError::at(&name, 1, "missing `inputs.catalogue`"))?],
     };
     let cats: Vec<&std::path::Path> = catalogues.iter().map(PathBuf::as_path).collect();
-    let project = encoder::load_graph_project_from(
+    let project = load_graph(
         &graph,
         &cats,
         path("rulebook")?.as_deref(),
         path("settings")?.as_deref(),
+        &args.langgraph,
     )?;
     let mut o = Options::for_project(&project);
     if let Some(ops) = obj.get("operands") {

@@ -32,6 +32,9 @@ pub struct CaseSpec {
     pub session_steps: Option<u32>,
     /// Steps per turn (default: the settings' `step_limit`).
     pub step_limit: Option<u32>,
+    /// For a graph in LangGraph's own JSON: its model nodes and named tools nodes
+    /// (`--model-node`, `--tools-node`).
+    pub langgraph: encoder::langgraph::Options,
 }
 
 impl CaseSpec {
@@ -75,6 +78,22 @@ impl CaseSpec {
                 "settings" => spec.settings = s()?,
                 "session_steps" => spec.session_steps = n()?,
                 "step_limit" => spec.step_limit = n()?,
+                "model_nodes" => {
+                    spec.langgraph.model_nodes = val
+                        .as_array()
+                        .and_then(|a| a.iter().map(|x| x.as_str().map(String::from)).collect())
+                        .ok_or_else(|| format!("case.json: `{k}` must be a list of node ids"))?
+                }
+                "tools_nodes" => {
+                    let bad = || format!("case.json: `{k}` must map node ids to lists of tools");
+                    for (node, tools) in val.as_object().ok_or_else(bad)? {
+                        let tools: Vec<String> = tools
+                            .as_array()
+                            .and_then(|a| a.iter().map(|x| x.as_str().map(String::from)).collect())
+                            .ok_or_else(bad)?;
+                        spec.langgraph.tools_nodes.insert(node.clone(), tools);
+                    }
+                }
                 other => return Err(format!("case.json: unknown key `{other}`")),
             }
         }
@@ -331,12 +350,14 @@ pub fn load_case(dir: &Path) -> Result<(encoder::Project, String, CaseSpec), Str
     let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
     let (project, subject) = match &spec.graph {
         Some(g) => (
-            encoder::load_graph_project(
+            encoder::load_graph_project_with(
                 &dir.join(g),
-                &dir.join(spec.catalogue.as_deref().unwrap_or_default()),
+                &[dir.join(spec.catalogue.as_deref().unwrap_or_default()).as_path()],
                 at(&spec.rulebook).as_deref(),
                 at(&spec.settings).as_deref(),
-            ),
+                &spec.langgraph,
+            )
+            .map(|(p, _)| p),
             g.clone(),
         ),
         None => (

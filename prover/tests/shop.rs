@@ -34,7 +34,7 @@ fn shop_one_turn_state_count_is_pinned_and_engines_agree() {
 fn shop_two_turns_state_count_is_pinned_and_engines_agree() {
     let proof = run(2);
     assert!(proof.outcomes.iter().all(|o| !o.disagreement));
-    insta::assert_snapshot!(format!("states {}; obligations {}", proof.bfs.as_ref().unwrap().cost.states, proof.outcomes.len()), @"states 1434; obligations 6");
+    insta::assert_snapshot!(format!("states {}; obligations {}", proof.bfs.as_ref().unwrap().cost.states, proof.outcomes.len()), @"states 1664; obligations 6");
 }
 
 #[test]
