@@ -20,9 +20,9 @@
 //!   call's token valid.
 
 use crate::call::{Call, Origin};
-use crate::check::{check, entry_marks, AgentInfo, CheckContext, Verdict as CVerdict};
-use crate::history::{Entry, History, Key};
-use crate::replay::{instance, INJECTION, SECRET};
+use crate::check::{check, AgentInfo, CheckContext, Verdict as CVerdict};
+use crate::history::{History, Key};
+use crate::replay::instance;
 use encoder::agent::Privilege;
 use encoder::catalogue::Tool;
 use encoder::graph::{EdgeKind, NodeKind};
@@ -283,19 +283,6 @@ pub fn arg_class(t: &Tool, a: &str) -> &'static str {
     }
 }
 
-/// The stub result of a tool: an instance of its result schema, with the fixed injection text
-/// for an untrusted tool and the fixed secret for a confidential one.
-fn stub_result(t: &Tool) -> Value {
-    let text = match (t.returns_untrusted, t.confidential) {
-        (true, _) => INJECTION,
-        (false, true) => SECRET,
-        _ => "ok",
-    };
-    t.result
-        .as_ref()
-        .map(|s| instance(s, text))
-        .unwrap_or_else(|| serde_json::json!({ "text": text }))
-}
 
 /// The agents of a graph: its `agents`, or, when it declares none, the distinct `agent` fields
 /// of its nodes, each low-privilege with the tools its tools nodes list (SPEC §3).
@@ -1002,20 +989,7 @@ impl<'a> Explorer<'a> {
         } else {
             "unchecked"
         };
-        let mut entry = Entry {
-            tool: t.name.clone(),
-            agent: Some(agent.to_string()),
-            args: call.args.clone(),
-            origins: call.origins.clone(),
-            decision: Some(decided.into()),
-            ran: true,
-            result: stub_result(t),
-            undoes: call.undoes,
-            token: call.token.clone(),
-            turn: Some(s.turn as u64),
-            ..Entry::default()
-        };
-        entry.marks = entry_marks(&self.p.catalogue, &entry).into_iter().collect();
+        let entry = crate::replay::run_entry(&self.p.catalogue, t, call, agent, decided, s.turn);
         s.history.push_signed(entry, &self.key);
         s.confirmed.push(confirmed);
         // The history moved on: a held call's token is bound to the old head.

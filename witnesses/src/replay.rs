@@ -231,7 +231,36 @@ fn invalidate(t: &Tool, args: &mut Map<String, Value>) {
     }
 }
 
-fn result_stub(t: &Tool) -> Value {
+/// The history entry of a run: the call as made, its stub result, and the marks that result
+/// carries. Replay and the reference explorer record runs alike through this.
+pub fn run_entry(
+    catalogue: &encoder::catalogue::Catalogue,
+    t: &Tool,
+    call: &Call,
+    agent: &str,
+    decision: &str,
+    turn: u32,
+) -> Entry {
+    let mut entry = Entry {
+        tool: t.name.clone(),
+        agent: Some(agent.to_string()),
+        args: call.args.clone(),
+        origins: call.origins.clone(),
+        decision: Some(decision.to_string()),
+        ran: true,
+        result: result_stub(t),
+        undoes: call.undoes,
+        token: call.token.clone(),
+        turn: Some(turn as u64),
+        ..Entry::default()
+    };
+    entry.marks = entry_marks(catalogue, &entry).into_iter().collect();
+    entry
+}
+
+/// A stub result: an instance of the tool's result schema, with the fixed injection text for an
+/// untrusted tool and the fixed secret for a confidential one.
+pub fn result_stub(t: &Tool) -> Value {
     let text = if t.returns_untrusted {
         INJECTION
     } else if t.confidential {
@@ -656,22 +685,7 @@ impl<'a> Run<'a> {
     fn execute(&mut self, t: &Tool, call: &Call, agent: &str, decision: &str) {
         let confirmed = self.call_confirmed(call, call.token.is_some() && decision == "allow");
         self.confirmed_runs.push(confirmed);
-        let mut entry = Entry {
-            tool: t.name.clone(),
-            agent: Some(agent.to_string()),
-            args: call.args.clone(),
-            origins: call.origins.clone(),
-            decision: Some(decision.to_string()),
-            ran: true,
-            result: result_stub(t),
-            marks: vec![],
-            undoes: call.undoes,
-            token: call.token.clone(),
-            turn: Some(self.turn as u64),
-            mac: None,
-            raw: Map::new(),
-        };
-        entry.marks = entry_marks(&self.p.catalogue, &entry).into_iter().collect();
+        let entry = run_entry(&self.p.catalogue, t, call, agent, decision, self.turn);
         self.history.push_signed(entry, &self.key);
         if self.held.is_some() {
             // The history moved on: a held call's token is bound to the old head.

@@ -1403,7 +1403,21 @@ impl<'a> B<'a> {
             let mut must_refuse = vec![];
             for (k, w) in undone.iter().enumerate() {
                 let chosen = choice_is(uc, k as u32 + 1);
-                may_refuse.push(and(vec![chosen.clone(), not(self.surely_undoable(w))]));
+                // A write that is itself some write's compensation may have run in a rollback,
+                // which binds only the `undo_args` it names: an undo of that run can fail to bind
+                // (`compensation_mismatch`) whatever the counts say.
+                let is_compensation = self
+                    .p
+                    .catalogue
+                    .tools
+                    .values()
+                    .any(|x| x.undo.as_deref() == Some(w.as_str()));
+                let surely = if is_compensation {
+                    Expr::Bool(false)
+                } else {
+                    self.surely_undoable(w)
+                };
+                may_refuse.push(and(vec![chosen.clone(), not(surely)]));
                 must_refuse.push(and(vec![chosen, not(self.undoable(w))]));
             }
             refusals.push(("compensation_spent", or(may_refuse), Some(not(or(must_refuse)))));
@@ -1659,9 +1673,15 @@ impl<'a> B<'a> {
                 upd.insert(v, ite(rolled.clone(), e, before));
             }
             if let Some(&n) = self.sv.comp_undos.get(w) {
-                // At least one run undone; at a saturated run count every undo stays possible.
+                // One run undone when the session had one; with a saturated run count the rollback
+                // may have undone every run, so the undo count saturates too and both a further
+                // undo and its refusal stay possible.
                 let before = cur(upd, n);
-                upd.insert(n, ite(rolled, inc_sat(n, 2), before));
+                let after = match self.sv.comp_runs.get(w) {
+                    Some(&runs) => ite(var_is(runs, 2), Expr::Const(2), inc_sat(n, 2)),
+                    None => inc_sat(n, 2),
+                };
+                upd.insert(n, ite(rolled, after, before));
             }
         }
     }
