@@ -50,7 +50,11 @@ impl Date {
         let days = match date.month {
             1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
             4 | 6 | 9 | 11 => 30,
-            2 if date.year % 4 == 0 && (date.year % 100 != 0 || date.year % 400 == 0) => 29,
+            2 if date.year.is_multiple_of(4)
+                && (!date.year.is_multiple_of(100) || date.year.is_multiple_of(400)) =>
+            {
+                29
+            }
             2 => 28,
             _ => return None,
         };
@@ -179,7 +183,10 @@ mod tests {
         };
         let ok = read("- {rule: QG023, subject: \"cycle:m\", reason: \"bounded by the host\", until: 2027-03-01}\n")
             .expect("reads");
-        assert_eq!(ok[0].until.map(|d| d.to_string()).as_deref(), Some("2027-03-01"));
+        assert_eq!(
+            ok[0].until.map(|d| d.to_string()).as_deref(),
+            Some("2027-03-01")
+        );
         let e = read("- {rule: QG023, subject: x, reason: \" \"}\n").unwrap_err();
         assert!(e.message.contains("needs a reason"), "{}", e.message);
         let e = read("- {rule: QG312, subject: x, reason: y}\n").unwrap_err();

@@ -14,7 +14,6 @@ fn is_execution(c: &Command) -> bool {
     c.label.kind == LabelKind::Execution
 }
 
-
 fn flag(map: &IndexMap<String, encoder::ts::VarId>, agent: &str) -> Expr {
     map.get(agent)
         .map(|v| var_is(*v, 1))
@@ -221,9 +220,10 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
             continue;
         };
         let listed_by = |pred: &dyn Fn(&encoder::graph::GraphNode) -> bool| {
-            p.graph.nodes.iter().any(|n| {
-                n.tools.iter().chain(&n.may_call).any(|x| x == name) && pred(n)
-            })
+            p.graph
+                .nodes
+                .iter()
+                .any(|n| n.tools.iter().chain(&n.may_call).any(|x| x == name) && pred(n))
         };
         let guarded = listed_by(&|n| n.guarded == Some(true));
         let unchecked = listed_by(&|n| n.guarded != Some(true));
@@ -253,8 +253,7 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
                 rules.push("QG013");
             }
         }
-        if !t.order.after.is_empty() || !t.order.not_after.is_empty() || t.order.at_most.is_some()
-        {
+        if !t.order.after.is_empty() || !t.order.not_after.is_empty() || t.order.at_most.is_some() {
             rules.push("QG014");
         }
         if t.arg_kinds.values().any(|k| k.is_code()) {
@@ -318,46 +317,84 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
                 })
                 .collect())
         };
-        let ext = or(vec![flag(&l.sv.prov_ext, agent), earlier(&|t| t.returns_untrusted)]);
-        let conf = or(vec![flag(&l.sv.prov_conf, agent), earlier(&|t| t.confidential)]);
+        let ext = or(vec![
+            flag(&l.sv.prov_ext, agent),
+            earlier(&|t| t.returns_untrusted),
+        ]);
+        let conf = or(vec![
+            flag(&l.sv.prov_conf, agent),
+            earlier(&|t| t.confidential),
+        ]);
         if ut.is_write() {
             if high {
-                acc.add("QG011", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.steered, agent)]), false);
+                acc.add(
+                    "QG011",
+                    &u,
+                    cid,
+                    and(vec![unconfirmed.clone(), flag(&l.sv.steered, agent)]),
+                    false,
+                );
             }
-            acc.add("QG012", &u, cid, and(vec![unconfirmed.clone(), flag(&l.sv.prov_ext_handed, agent)]), false);
+            acc.add(
+                "QG012",
+                &u,
+                cid,
+                and(vec![
+                    unconfirmed.clone(),
+                    flag(&l.sv.prov_ext_handed, agent),
+                ]),
+                false,
+            );
             if ut.store.as_ref().is_some_and(|s| s.persistent) {
                 acc.add("QG021", &u, cid, and(vec![unconfirmed.clone(), ext]), false);
             }
             if ut.undo.is_some() {
                 if let Some(wi) = l.sv.wrote_irrev {
-                    let irrev = or(vec![var_is(wi, 1), earlier(&|t| t.is_write() && t.irreversible)]);
+                    let irrev = or(vec![
+                        var_is(wi, 1),
+                        earlier(&|t| t.is_write() && t.irreversible),
+                    ]);
                     acc.add("QG013", &u, cid, and(vec![ran.clone(), irrev]), false);
                 }
             }
         }
         if ut.sends_out {
-            acc.add("QG019", &u, cid, and(vec![unconfirmed.clone(), conf]), false);
+            acc.add(
+                "QG019",
+                &u,
+                cid,
+                and(vec![unconfirmed.clone(), conf]),
+                false,
+            );
         }
-        if !ut.is_write() && ut.store.as_ref().is_some_and(|s| s.multi_tenant) && !ut.bound_to_user {
+        if !ut.is_write() && ut.store.as_ref().is_some_and(|s| s.multi_tenant) && !ut.bound_to_user
+        {
             acc.add("QG020", &u, cid, ran.clone(), false);
         }
-        acc.add("QG014", &u, cid, and(vec![ran.clone(), order_violated(p, l, ut)]), false);
+        acc.add(
+            "QG014",
+            &u,
+            cid,
+            and(vec![ran.clone(), order_violated(p, l, ut)]),
+            false,
+        );
         // Runs of this step's own rollback count too: a `not_after` naming a compensation the
         // same rollback runs (itself twice, or another write's) may be violated within the step.
         // Which runs first is the history's order, so both orders are assumed.
         for x in &ut.order.not_after {
-            let earlier: Vec<Expr> = l
-                .sv
-                .turn_runs
-                .iter()
-                .filter(|(w2, _)| p.catalogue.get(*w2).and_then(|t| t.undo.as_deref()) == Some(x.as_str()))
-                .map(|(w2, &r2)| match (w2 == w, l.sv.turn_run_counts.get(w)) {
-                    // The same write ran twice this turn: its compensation runs twice.
-                    (true, Some(&(c, _))) => not(lt(Expr::Var(c), Expr::Const(2))),
-                    (true, None) => Expr::Bool(true),
-                    (false, _) => not(var_is(r2, 0)),
-                })
-                .collect();
+            let earlier: Vec<Expr> =
+                l.sv.turn_runs
+                    .iter()
+                    .filter(|(w2, _)| {
+                        p.catalogue.get(w2).and_then(|t| t.undo.as_deref()) == Some(x.as_str())
+                    })
+                    .map(|(w2, &r2)| match (w2 == w, l.sv.turn_run_counts.get(w)) {
+                        // The same write ran twice this turn: its compensation runs twice.
+                        (true, Some(&(c, _))) => not(lt(Expr::Var(c), Expr::Const(2))),
+                        (true, None) => Expr::Bool(true),
+                        (false, _) => not(var_is(r2, 0)),
+                    })
+                    .collect();
             acc.add("QG014", &u, cid, and(vec![ran.clone(), or(earlier)]), false);
         }
     }
@@ -391,7 +428,16 @@ fn at_most_across_one_rollback(p: &Project, l: &Lowered, cid: CmdId, acc: &mut A
             .iter()
             .map(|(r, counted)| match counted {
                 Some((c, cap)) => (0..=*cap)
-                    .map(|k| (k, if k == 0 { var_is(*r, 0) } else { and(vec![not(var_is(*r, 0)), var_is(*c, k)]) }))
+                    .map(|k| {
+                        (
+                            k,
+                            if k == 0 {
+                                var_is(*r, 0)
+                            } else {
+                                and(vec![not(var_is(*r, 0)), var_is(*c, k)])
+                            },
+                        )
+                    })
                     .collect(),
                 None => vec![(0, var_is(*r, 0)), (1, not(var_is(*r, 0)))],
             })
@@ -426,7 +472,6 @@ fn product(domains: &[Vec<(u32, Expr)>]) -> Vec<Vec<(u32, Expr)>> {
     }
     out
 }
-
 
 /// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is
 /// not a dead action. (A Colang execute whose conditions contradict each other is one.)

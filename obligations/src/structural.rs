@@ -97,7 +97,12 @@ pub fn structural(p: &Project) -> Vec<Raw> {
     }
     // A remote MCP server (from a client configuration's lock) with no header that could
     // authenticate it: whoever answers at that address is the agent's tool.
-    for r in p.catalogue.remote_servers.iter().filter(|r| !r.authenticated) {
+    for r in p
+        .catalogue
+        .remote_servers
+        .iter()
+        .filter(|r| !r.authenticated)
+    {
         out.push(raw(
             "QG107",
             &format!("server:{}", r.name),

@@ -25,11 +25,19 @@ fn nemo_runtime_variables_are_host_context() {
     let text = std::fs::read_to_string(&path).expect("the shared NeMo rail is beside the repo");
     assert!(text.contains("$user_message = execute mask_sensitive_data"));
     let found = qg007_subjects("flows.v1.co", &text);
-    assert!(!found.iter().any(|s| s == "$user_message" || s == "$bot_message"), "{found:?}");
+    assert!(
+        !found
+            .iter()
+            .any(|s| s == "$user_message" || s == "$bot_message"),
+        "{found:?}"
+    );
 }
 
 #[test]
 fn a_variable_assigned_later_is_still_read_before_written() {
     let text = "define flow check\n  if $verified\n    bot say ok\n  $verified = True\n";
-    assert_eq!(qg007_subjects("rails.co", text), vec!["$verified".to_string()]);
+    assert_eq!(
+        qg007_subjects("rails.co", text),
+        vec!["$verified".to_string()]
+    );
 }

@@ -352,7 +352,9 @@ pub fn load_case(dir: &Path) -> Result<(encoder::Project, String, CaseSpec), Str
         Some(g) => (
             encoder::load_graph_project_with(
                 &dir.join(g),
-                &[dir.join(spec.catalogue.as_deref().unwrap_or_default()).as_path()],
+                &[dir
+                    .join(spec.catalogue.as_deref().unwrap_or_default())
+                    .as_path()],
                 at(&spec.rulebook).as_deref(),
                 at(&spec.settings).as_deref(),
                 &spec.langgraph,

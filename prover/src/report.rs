@@ -154,7 +154,9 @@ pub fn build(
                 engines: None,
                 obligation: None,
                 witness_file: None,
-                replay: None, fingerprint: String::new(), standing: Standing::New,
+                replay: None,
+                fingerprint: String::new(),
+                standing: Standing::New,
             });
         }
     }
@@ -194,7 +196,9 @@ pub fn build(
                 engines: Some(words.clone()),
                 obligation: None,
                 witness_file: None,
-                replay: None, fingerprint: String::new(), standing: Standing::New,
+                replay: None,
+                fingerprint: String::new(),
+                standing: Standing::New,
             });
         }
         match (&o.verdict, ob.inverted) {
@@ -245,7 +249,9 @@ pub fn build(
                     engines: Some(words),
                     obligation: Some(oi),
                     witness_file: None,
-                    replay: None, fingerprint: String::new(), standing: Standing::New,
+                    replay: None,
+                    fingerprint: String::new(),
+                    standing: Standing::New,
                 });
             }
         }
@@ -667,7 +673,9 @@ pub fn attach_witnesses(
                     engines: f.engines.clone(),
                     obligation: None,
                     witness_file: None,
-                    replay: None, fingerprint: String::new(), standing: Standing::New,
+                    replay: None,
+                    fingerprint: String::new(),
+                    standing: Standing::New,
                 });
             }
             f.replay = Some(out);

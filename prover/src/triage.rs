@@ -31,16 +31,15 @@ pub fn fingerprint(f: &Finding, ts: &TransitionSystem) -> String {
         None => (String::new(), String::new()),
     };
     // The file's name only: where the checkout sits must not change a fingerprint.
-    let file = f
-        .at
-        .as_ref()
-        .map(|a| {
-            std::path::Path::new(&a.file)
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_else(|| a.file.clone())
-        })
-        .unwrap_or_default();
+    let file =
+        f.at.as_ref()
+            .map(|a| {
+                std::path::Path::new(&a.file)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_else(|| a.file.clone())
+            })
+            .unwrap_or_default();
     digest(&[
         "qls-fingerprint/1",
         f.rule.id,
@@ -156,8 +155,9 @@ fn severity_rank(s: &str) -> u8 {
 impl Baseline {
     /// Reads a `qls-findings/1` file written by `qls verify --format json`.
     pub fn read(file: &str, text: &str) -> Result<Baseline, InputError> {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}")))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| {
+            InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
+        })?;
         if v.get("format").and_then(|f| f.as_str()) != Some("qls-findings/1") {
             return Err(InputError::at(
                 file,
@@ -176,7 +176,9 @@ impl Baseline {
                 InputError::at(
                     file,
                     1,
-                    format!("finding {i} has no `fingerprint`: write the baseline again with this qls"),
+                    format!(
+                        "finding {i} has no `fingerprint`: write the baseline again with this qls"
+                    ),
                 )
             })?;
             let locations = f
@@ -271,7 +273,10 @@ impl Diff {
             )
         };
         let mut s = String::new();
-        for (title, list) in [("Appeared", &self.appeared), ("Disappeared", &self.disappeared)] {
+        for (title, list) in [
+            ("Appeared", &self.appeared),
+            ("Disappeared", &self.disappeared),
+        ] {
             s.push_str(&format!("{title}: {}\n", list.len()));
             for f in list {
                 s.push_str(&format!("  {}\n", show(f)));

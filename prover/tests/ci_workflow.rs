@@ -16,7 +16,8 @@ fn workflow() -> Value {
     let doc = std::fs::read_to_string(root().join("docs/ci.md")).expect("docs/ci.md exists");
     let start = doc.find("```yaml\nname: qls").expect("the workflow block") + "```yaml\n".len();
     let end = start + doc[start..].find("\n```").expect("the block ends");
-    let node = encoder::yaml::load_yaml("docs/ci.md", &doc[start..end]).expect("the workflow is YAML");
+    let node =
+        encoder::yaml::load_yaml("docs/ci.md", &doc[start..end]).expect("the workflow is YAML");
     encoder::yaml::to_json(&node)
 }
 
@@ -54,12 +55,19 @@ fn the_documented_workflow_runs_on_the_shop_and_passes_its_gate() {
         let Some(script) = step["run"].as_str() else {
             continue;
         };
-        if script.lines().next().unwrap_or("").starts_with("# ci-test: skip") {
+        if script
+            .lines()
+            .next()
+            .unwrap_or("")
+            .starts_with("# ci-test: skip")
+        {
             continue;
         }
         let mut cmd = Command::new("bash");
         cmd.arg("-eo").arg("pipefail").arg("-c").arg(script);
-        cmd.current_dir(&dir).env("PATH", &path).env("GITHUB_ENV", &github_env);
+        cmd.current_dir(&dir)
+            .env("PATH", &path)
+            .env("GITHUB_ENV", &github_env);
         for env in [&job["env"], &step["env"]] {
             if let Some(m) = env.as_object() {
                 for (k, v) in m {
@@ -89,6 +97,9 @@ fn the_documented_workflow_runs_on_the_shop_and_passes_its_gate() {
     let findings: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("findings.json")).unwrap()).unwrap();
     assert_eq!(findings["gate"], "passed");
-    assert!(dir.join("witnesses").is_dir(), "--keep wrote the witnesses folder");
+    assert!(
+        dir.join("witnesses").is_dir(),
+        "--keep wrote the witnesses folder"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

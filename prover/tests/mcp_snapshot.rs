@@ -1,5 +1,5 @@
 //! `qls mcp snapshot` and `qls mcp check` against a real stdio MCP server written with the
-//! official Python SDK (`mcp` from PyPI, installed by `scripts/test.sh` from
+//! official Python SDK (`mcp` from PyPI, installed by `scripts/setup.sh` from
 //! `scripts/requirements-test.txt`): snapshot, verify an agent on the lock with a rule sheet that
 //! names `get-sum` and `admin.tools.list`, change a tool's description, and see the drift; a
 //! server that exits at once is reported, not skipped.
@@ -19,7 +19,7 @@ fn require_python_mcp() {
         .expect("python3 must be on PATH for the MCP snapshot test");
     assert!(
         o.status.success(),
-        "the Python MCP SDK is missing: `python3 -m pip install -r scripts/requirements-test.txt` (or `bash scripts/test.sh`)\n{}",
+        "the Python MCP SDK is missing: `python3 -m pip install -r scripts/requirements-test.txt` (or `bash scripts/setup.sh`)\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
 }

@@ -39,7 +39,13 @@ fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
         .arg(root.join("tools.catalogue.yaml"))
         .arg("--settings")
         .arg(root.join("agent.yaml"))
-        .args(["--format", "sarif", "--replay", "--rules-uri", "https://example.org/qls/docs/rules.md"])
+        .args([
+            "--format",
+            "sarif",
+            "--replay",
+            "--rules-uri",
+            "https://example.org/qls/docs/rules.md",
+        ])
         .output()
         .unwrap();
     assert_eq!(

@@ -36,7 +36,11 @@ fn copy_example(name: &str, tag: &str) -> PathBuf {
 
 /// Appends a `suppress:` list to the folder's agent.yaml (kept as it was otherwise).
 fn suppress(dir: &Path, original: &str, entries: &str) {
-    std::fs::write(dir.join("agent.yaml"), format!("{original}suppress:\n{entries}")).unwrap();
+    std::fs::write(
+        dir.join("agent.yaml"),
+        format!("{original}suppress:\n{entries}"),
+    )
+    .unwrap();
 }
 
 fn fingerprints(json: &str) -> Vec<(String, String, String)> {
@@ -85,7 +89,11 @@ fn inserting_lines_at_the_top_leaves_every_fingerprint_unchanged() {
     assert!(!b.is_empty());
     assert_eq!(b, a);
     let all: std::collections::BTreeSet<&String> = b.iter().map(|x| &x.2).collect();
-    assert_eq!(all.len(), b.len(), "every finding has its own fingerprint: {b:?}");
+    assert_eq!(
+        all.len(),
+        b.len(),
+        "every finding has its own fingerprint: {b:?}"
+    );
     // qls diff sees no finding appear or disappear.
     std::fs::write(dir.join("before.json"), out(&before)).unwrap();
     std::fs::write(dir.join("after.json"), out(&after)).unwrap();
@@ -99,12 +107,19 @@ fn inserting_lines_at_the_top_leaves_every_fingerprint_unchanged() {
 fn a_baseline_hides_an_existing_finding_and_not_a_new_one() {
     let dir = copy_example("handoff", "baseline");
     let first = verify(&dir, &["--format", "json"]);
-    assert_eq!(first.status.code(), Some(1), "the hand-off example fails its gate");
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "the hand-off example fails its gate"
+    );
     std::fs::write(dir.join("base.json"), out(&first)).unwrap();
     let again = verify(&dir, &["--baseline", "base.json"]);
     assert_eq!(again.status.code(), Some(0), "{}", out(&again));
     let t = out(&again);
-    assert!(t.contains("In the baseline (existing findings; they do not fail the gate):"), "{t}");
+    assert!(
+        t.contains("In the baseline (existing findings; they do not fail the gate):"),
+        "{t}"
+    );
     assert!(t.contains("  QG012 High on issue_refund"), "{t}");
     // A second unguarded write the desk can run: a new finding fails the gate.
     let cat = std::fs::read_to_string(dir.join("tools.catalogue.yaml")).unwrap();
@@ -115,9 +130,18 @@ fn a_baseline_hides_an_existing_finding_and_not_a_new_one() {
     .unwrap();
     let graph = std::fs::read_to_string(dir.join("graph.json")).unwrap();
     let graph = graph
-        .replace("\"tools\": [\"issue_refund\"], \"budget\"", "\"tools\": [\"issue_refund\", \"wire_cash\"], \"budget\"")
-        .replace("\"guarded\": false, \"tools\": [\"issue_refund\"]", "\"guarded\": false, \"tools\": [\"issue_refund\", \"wire_cash\"]");
-    assert!(graph.contains("\"wire_cash\"]"), "the fixture changed shape");
+        .replace(
+            "\"tools\": [\"issue_refund\"], \"budget\"",
+            "\"tools\": [\"issue_refund\", \"wire_cash\"], \"budget\"",
+        )
+        .replace(
+            "\"guarded\": false, \"tools\": [\"issue_refund\"]",
+            "\"guarded\": false, \"tools\": [\"issue_refund\", \"wire_cash\"]",
+        );
+    assert!(
+        graph.contains("\"wire_cash\"]"),
+        "the fixture changed shape"
+    );
     std::fs::write(dir.join("graph.json"), graph).unwrap();
     let later = verify(&dir, &["--baseline", "base.json", "--format", "json"]);
     assert_eq!(later.status.code(), Some(1), "{}", out(&later));
@@ -130,7 +154,10 @@ fn a_baseline_hides_an_existing_finding_and_not_a_new_one() {
             .find(|f| f["rule"] == rule && f["subject"] == subject)
             .map(|f| f["standing"].as_str().unwrap().to_string())
     };
-    assert_eq!(standing("QG012", "issue_refund").as_deref(), Some("existing"));
+    assert_eq!(
+        standing("QG012", "issue_refund").as_deref(),
+        Some("existing")
+    );
     assert_eq!(standing("QG012", "wire_cash").as_deref(), Some("new"));
     // qls diff names the new finding and exits 1.
     std::fs::write(dir.join("later.json"), out(&later)).unwrap();
@@ -151,13 +178,22 @@ fn a_suppression_is_shown_with_its_reason_and_an_expired_one_is_a_lint() {
     let o = qls(&["verify", "agent.yaml"], &dir);
     let t = out(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("Suppressed (accepted with a reason; they do not fail the gate):"), "{t}");
+    assert!(
+        t.contains("Suppressed (accepted with a reason; they do not fail the gate):"),
+        "{t}"
+    );
     assert!(
         t.contains("QG023 Medium on cycle:desk_model (agent.yaml:3): the host stops the loop (until 2999-01-01; suppressed at agent.yaml:"),
         "{t}"
     );
-    assert!(t.contains("suppression_expired (warning) on QG105 refund_card"), "{t}");
-    assert!(t.contains("suppression_unmatched (warning) on QG014 nothing_here"), "{t}");
+    assert!(
+        t.contains("suppression_expired (warning) on QG105 refund_card"),
+        "{t}"
+    );
+    assert!(
+        t.contains("suppression_unmatched (warning) on QG014 nothing_here"),
+        "{t}"
+    );
     // The expired one accepts nothing: QG105 is reported as a finding again.
     assert!(t.contains("\nQG105 Review on refund_card"), "{t}");
     assert!(!t.contains("\nQG023 Medium on cycle:desk_model"), "{t}");
@@ -188,7 +224,10 @@ fn a_suppressed_gate_failing_finding_passes_the_gate_and_qg312_cannot_be_suppres
     let o = verify(&dir, &[]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("agent.yaml:") && e.contains("cannot be suppressed"), "{e}");
+    assert!(
+        e.contains("agent.yaml:") && e.contains("cannot be suppressed"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -196,20 +235,34 @@ fn sarif_carries_fingerprints_rule_help_and_the_exit_status() {
     let dir = copy_example("handoff", "sarif");
     let o = verify(
         &dir,
-        &["--format", "sarif", "--rules-uri", "https://example.org/qls/docs/rules.md"],
+        &[
+            "--format",
+            "sarif",
+            "--rules-uri",
+            "https://example.org/qls/docs/rules.md",
+        ],
     );
     assert_eq!(o.status.code(), Some(1));
     let v: Value = serde_json::from_str(&out(&o)).unwrap();
     let run = &v["runs"][0];
     assert_eq!(run["invocations"][0]["exitCode"], 1);
-    assert!(run["automationDetails"]["id"].as_str().unwrap().starts_with("qls/verify/"));
+    assert!(run["automationDetails"]["id"]
+        .as_str()
+        .unwrap()
+        .starts_with("qls/verify/"));
     let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
     let qg012 = rules.iter().find(|r| r["id"] == "QG012").unwrap();
-    assert_eq!(qg012["helpUri"], "https://example.org/qls/docs/rules.md#qg012");
+    assert_eq!(
+        qg012["helpUri"],
+        "https://example.org/qls/docs/rules.md#qg012"
+    );
     assert_eq!(qg012["properties"]["helpPath"], "docs/rules.md#qg012");
     assert_eq!(qg012["properties"]["security-severity"], "8.0");
     let docs = std::fs::read_to_string(root().join("docs/rules.md")).unwrap();
-    assert!(docs.contains("<a id=\"qg012\"></a>"), "the anchor helpUri names exists");
+    assert!(
+        docs.contains("<a id=\"qg012\"></a>"),
+        "the anchor helpUri names exists"
+    );
     for r in run["results"].as_array().unwrap() {
         let fp = r["partialFingerprints"]["qlsFinding/v1"].as_str().unwrap();
         assert_eq!(fp.len(), 32);

@@ -19,7 +19,7 @@ def qls_bin() -> str:
     named = os.environ.get("QLS_BIN")
     b = named or str(ROOT / "target" / "debug" / "qls")
     if not Path(b).exists():
-        # A binary the caller named must be there (scripts/test.sh names it); without one named,
+        # A binary the caller named must be there (scripts/test-python.sh names it); without one named,
         # the tests cannot run and say so.
         if named:
             pytest.fail(f"QLS_BIN={named} does not exist")

@@ -776,6 +776,36 @@ fn rollback(catalogue: &Catalogue, history: &History, run: &[usize]) -> Vec<Valu
     steps
 }
 
+/// The compensations a refusal's `detail.rollback` plans, as the calls the runtime makes for the
+/// acting agent (last first, as planned).
+pub fn rollback_calls(d: &Decision, agent: &str, turn: u32) -> Vec<Call> {
+    let Some(steps) = d.detail.get("rollback").and_then(|r| r.as_array()) else {
+        return vec![];
+    };
+    steps
+        .iter()
+        .map(|step| Call {
+            tool: step
+                .get("tool")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string(),
+            agent: Some(agent.to_string()),
+            args: step
+                .get("args")
+                .and_then(|a| a.as_object())
+                .cloned()
+                .unwrap_or_default(),
+            undoes: step
+                .get("undoes")
+                .and_then(|v| v.as_u64())
+                .map(|v| v as usize),
+            turn: Some(turn as u64),
+            ..Call::default()
+        })
+        .collect()
+}
+
 /// Appends a decided call to the history as a signed entry (`qls check --append`): `ran` is
 /// whether it was allowed, `result` is `null` (a stub: nothing ran here), `marks` are the call's
 /// own marks plus those its tool's result carries, and the acting agent is recorded when known.

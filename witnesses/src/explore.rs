@@ -283,7 +283,6 @@ pub fn arg_class(t: &Tool, a: &str) -> &'static str {
     }
 }
 
-
 /// The agents of a graph: its `agents`, or, when it declares none, the distinct `agent` fields
 /// of its nodes, each low-privilege with the tools its tools nodes list (SPEC §3).
 pub fn graph_agents(p: &Project) -> IndexMap<String, AgentInfo> {
@@ -1012,28 +1011,17 @@ impl<'a> Explorer<'a> {
 
     /// A refusal undoes the run's earlier writes, last first, by their compensations (SPEC §2):
     /// the check's `detail.rollback` lists them, and the runtime runs each for the acting agent.
-    fn roll_back(&self, s: &mut Sim, d: &crate::check::Decision, agent: &str, st: &mut ConcreteStep) {
-        let Some(steps) = d.detail.get("rollback").and_then(|r| r.as_array()).cloned() else {
-            return;
-        };
-        for step in steps {
-            let tool = step.get("tool").and_then(|v| v.as_str()).unwrap_or_default();
-            let Some(t) = self.p.catalogue.get(tool) else {
-                continue;
-            };
-            let call = Call {
-                tool: tool.to_string(),
-                agent: Some(agent.to_string()),
-                args: step
-                    .get("args")
-                    .and_then(|a| a.as_object())
-                    .cloned()
-                    .unwrap_or_default(),
-                undoes: step.get("undoes").and_then(|v| v.as_u64()).map(|v| v as usize),
-                turn: Some(s.turn as u64),
-                ..Call::default()
-            };
-            self.execute(s, t, &call, agent, Some("rollback"), st);
+    fn roll_back(
+        &self,
+        s: &mut Sim,
+        d: &crate::check::Decision,
+        agent: &str,
+        st: &mut ConcreteStep,
+    ) {
+        for call in crate::check::rollback_calls(d, agent, s.turn) {
+            if let Some(t) = self.p.catalogue.get(&call.tool) {
+                self.execute(s, t, &call, agent, Some("rollback"), st);
+            }
         }
     }
 

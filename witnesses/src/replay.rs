@@ -412,11 +412,10 @@ impl<'a> Run<'a> {
                 .get("human.approve")
                 .map(|v| v == "approve")
                 .unwrap_or(false);
-            let into_tools = l
-                .to
-                .as_deref()
-                .and_then(|t| self.p.graph.node(t))
-                .is_some_and(|n| n.kind == NodeKind::Tools);
+            let into_tools =
+                l.to.as_deref()
+                    .and_then(|t| self.p.graph.node(t))
+                    .is_some_and(|n| n.kind == NodeKind::Tools);
             if !self.approved && into_tools {
                 return Err("a rejection at a human node leads into a tools node".into());
             }
@@ -607,29 +606,10 @@ impl<'a> Run<'a> {
     /// `detail.rollback` lists them, last first, and the runtime runs each for the acting agent.
     fn roll_back(&mut self, d: &Decision, agent: &str) -> Result<(), String> {
         self.last_rollback.clear();
-        let Some(steps) = d.detail.get("rollback").and_then(|r| r.as_array()) else {
-            return Ok(());
-        };
-        for st in steps.clone() {
-            let tool = st.get("tool").and_then(|v| v.as_str()).unwrap_or_default();
-            let t = self.tool(Some(tool))?;
-            let undoes = st.get("undoes").and_then(|v| v.as_u64()).map(|v| v as usize);
-            let call = Call {
-                tool: tool.to_string(),
-                agent: Some(agent.to_string()),
-                args: st
-                    .get("args")
-                    .and_then(|a| a.as_object())
-                    .cloned()
-                    .unwrap_or_default(),
-                origins: BTreeMap::new(),
-                context: Map::new(),
-                token: None,
-                undoes,
-                marks: vec![],
-                turn: Some(self.turn as u64),
-            };
-            let confirmed = undoes
+        for call in crate::check::rollback_calls(d, agent, self.turn) {
+            let t = self.tool(Some(&call.tool))?;
+            let confirmed = call
+                .undoes
                 .and_then(|i| self.confirmed_runs.get(i).copied())
                 .unwrap_or(false);
             let prov = self.prov.get(agent).cloned().unwrap_or_default();
@@ -639,7 +619,7 @@ impl<'a> Run<'a> {
                 *last = confirmed;
             }
             self.last_rollback.push(RollbackRun {
-                tool: tool.to_string(),
+                tool: call.tool.clone(),
                 confirmed,
                 prov,
                 wrote_irrev,
@@ -869,7 +849,10 @@ impl<'a> Run<'a> {
         // A refusal whose rollback ran the subject: that undo is the violating execution.
         // (An unconfirmed one first: the rules ask whether some run of it was unconfirmed.)
         let runs: Vec<&RollbackRun> = if l.decision == Some(Verdict::Refuse) {
-            self.last_rollback.iter().filter(|r| r.tool == subject).collect()
+            self.last_rollback
+                .iter()
+                .filter(|r| r.tool == subject)
+                .collect()
         } else {
             vec![]
         };
@@ -887,7 +870,9 @@ impl<'a> Run<'a> {
                     return Ok(());
                 }
             }
-            return Err(format!("no rollback run of {subject} violates {rule} on the concrete run"));
+            return Err(format!(
+                "no rollback run of {subject} violates {rule} on the concrete run"
+            ));
         }
         self.violates_by(rule, subject, st, before, false)
     }

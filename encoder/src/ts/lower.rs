@@ -375,7 +375,12 @@ impl<'a> B<'a> {
             if per_agent {
                 let mut agents = self.agents_running(&t);
                 // A compensation also runs in a refusal's rollback, for the refusing agent.
-                let is_undo = self.p.catalogue.tools.values().any(|w| w.undo.as_deref() == Some(t.as_str()));
+                let is_undo = self
+                    .p
+                    .catalogue
+                    .tools
+                    .values()
+                    .any(|w| w.undo.as_deref() == Some(t.as_str()));
                 if is_undo {
                     for n in g.nodes.iter().filter(|n| n.guarded == Some(true)) {
                         agents.extend(n.agent.clone());
@@ -449,7 +454,11 @@ impl<'a> B<'a> {
                 self.sv.turn_runs.insert(t.name.clone(), v);
                 // Counted when the undo has an order rule: enough to tell whether a rollback
                 // runs it twice (a `not_after` itself) or past its `at_most`.
-                let undo_order = t.undo.as_deref().and_then(|u| self.tool(u)).map(|u| &u.order);
+                let undo_order = t
+                    .undo
+                    .as_deref()
+                    .and_then(|u| self.tool(u))
+                    .map(|u| &u.order);
                 // (also when its result marks the context, or it is irreversible: a second run
                 // of it in one rollback sees what the first one did.)
                 let ut = t.undo.as_deref().and_then(|u| self.tool(u));
@@ -457,7 +466,10 @@ impl<'a> B<'a> {
                     u.returns_untrusted || u.confidential || (u.is_write() && u.irreversible)
                 });
                 if let Some(o) = undo_order.filter(|o| {
-                    leaves_trace || o.at_most.is_some() || !o.after.is_empty() || !o.not_after.is_empty()
+                    leaves_trace
+                        || o.at_most.is_some()
+                        || !o.after.is_empty()
+                        || !o.not_after.is_empty()
                 }) {
                     let cap = o.at_most.map(|n| n + 1).unwrap_or(2).max(2);
                     let v = self.var(format!("turn.runs.{}", t.name), cap + 1, 0, vec![]);
@@ -640,7 +652,10 @@ impl<'a> B<'a> {
             .iter()
             .map(|(k, ni)| {
                 (
-                    and(vec![choice_is(rc, 1), eq(post_held.clone(), Expr::Const(*k))]),
+                    and(vec![
+                        choice_is(rc, 1),
+                        eq(post_held.clone(), Expr::Const(*k)),
+                    ]),
                     *ni,
                 )
             })
@@ -842,9 +857,12 @@ impl<'a> B<'a> {
             // is open (its `exit_after` counts it); a spent edge does not stop the yes.
             let target = self.p.graph.nodes[ni as usize].id.clone();
             let from = self.p.graph.nodes[i].id.clone();
-            let edge = self.p.graph.edges.iter().position(|e| {
-                e.from == from && e.target_ids().contains(&target.as_str())
-            });
+            let edge = self
+                .p
+                .graph
+                .edges
+                .iter()
+                .position(|e| e.from == from && e.target_ids().contains(&target.as_str()));
             if let Some(cv) = edge.and_then(|ei| self.sv.exits.get(&ei).copied()) {
                 let cap = edge
                     .and_then(|ei| self.p.graph.edges[ei].exit_after)
@@ -925,9 +943,8 @@ impl<'a> B<'a> {
     /// hand-off edge: the result's marks travel with it), since updates are parallel.
     fn handoff_updates(&self, a: &str, b: &str, carries: bool, upd: &mut IndexMap<VarId, Expr>) {
         let sv = &self.sv;
-        let post = |upd: &IndexMap<VarId, Expr>, v: VarId| {
-            upd.get(&v).cloned().unwrap_or(Expr::Var(v))
-        };
+        let post =
+            |upd: &IndexMap<VarId, Expr>, v: VarId| upd.get(&v).cloned().unwrap_or(Expr::Var(v));
         let is_one = |e: Expr| match e {
             Expr::Const(c) => Expr::Bool(c == 1),
             e => eq(e, Expr::Const(1)),
@@ -1301,7 +1318,14 @@ impl<'a> B<'a> {
                 .collect();
             let mut l = self.label(i, LabelKind::Route);
             l.reasons = vec![if yes { "approve" } else { "reject" }.into()];
-            self.per_edge(i, &allowed, choice_is(approve, value), upd, vec![approve], l);
+            self.per_edge(
+                i,
+                &allowed,
+                choice_is(approve, value),
+                upd,
+                vec![approve],
+                l,
+            );
         }
     }
 
@@ -1420,7 +1444,11 @@ impl<'a> B<'a> {
                 may_refuse.push(and(vec![chosen.clone(), not(surely)]));
                 must_refuse.push(and(vec![chosen, not(self.undoable(w))]));
             }
-            refusals.push(("compensation_spent", or(may_refuse), Some(not(or(must_refuse)))));
+            refusals.push((
+                "compensation_spent",
+                or(may_refuse),
+                Some(not(or(must_refuse))),
+            ));
         }
         // Step 7: the rulebook's gate.
         let mut clarify = Expr::Bool(false);
@@ -1505,7 +1533,8 @@ impl<'a> B<'a> {
                 if let Some(uc) = undo_choice {
                     for (k, w) in undone.iter().enumerate() {
                         if let Some(&cu) = b.sv.comp_unconfirmed.get(w) {
-                            of_confirmed.push(and(vec![choice_is(uc, k as u32 + 1), var_is(cu, 0)]));
+                            of_confirmed
+                                .push(and(vec![choice_is(uc, k as u32 + 1), var_is(cu, 0)]));
                         }
                     }
                 }
@@ -1523,7 +1552,9 @@ impl<'a> B<'a> {
                         }
                         // The session's only run undone: nothing of it is left for a rollback
                         // this turn. (With two or more runs it may have been an earlier turn's.)
-                        if let (Some(&tr), Some(&r)) = (b.sv.turn_runs.get(w), b.sv.comp_runs.get(w)) {
+                        if let (Some(&tr), Some(&r)) =
+                            (b.sv.turn_runs.get(w), b.sv.comp_runs.get(w))
+                        {
                             let only = and(vec![chosen, var_is(r, 1)]);
                             upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
                             if let Some(&(c, _)) = b.sv.turn_run_counts.get(w) {
@@ -1617,7 +1648,8 @@ impl<'a> B<'a> {
             .iter()
             .map(|(w, v)| (w.clone(), *v))
             .collect();
-        let cur = |upd: &IndexMap<VarId, Expr>, v: VarId| upd.get(&v).cloned().unwrap_or(Expr::Var(v));
+        let cur =
+            |upd: &IndexMap<VarId, Expr>, v: VarId| upd.get(&v).cloned().unwrap_or(Expr::Var(v));
         // First what is rolled back stops counting as run this turn; then each compensation
         // runs (the runtime plans the rollback once, before running it, so a compensation it
         // runs counts as run this turn even when that tool was itself rolled back).
@@ -1640,7 +1672,11 @@ impl<'a> B<'a> {
             let mut effects = IndexMap::new();
             self.execution_updates(ut, agent, not(unconfirmed.clone()), &mut effects);
             if let Some(&ur) = self.sv.turn_runs.get(&u) {
-                let run_state = ite(unconfirmed.clone(), Expr::Const(2), ite(var_is(ur, 2), Expr::Const(2), Expr::Const(1)));
+                let run_state = ite(
+                    unconfirmed.clone(),
+                    Expr::Const(2),
+                    ite(var_is(ur, 2), Expr::Const(2), Expr::Const(1)),
+                );
                 effects.insert(ur, run_state);
             }
             if let Some(&uu) = self.sv.comp_unconfirmed.get(&u) {
@@ -1654,7 +1690,12 @@ impl<'a> B<'a> {
                 .get(&u)
                 .copied()
                 .into_iter()
-                .chain(self.sv.count_agent.get(&(u.clone(), agent.to_string())).copied())
+                .chain(
+                    self.sv
+                        .count_agent
+                        .get(&(u.clone(), agent.to_string()))
+                        .copied(),
+                )
                 .chain(self.sv.comp_runs.get(&u).map(|v| (*v, 2)))
                 .collect();
             // How many runs this rollback undoes: one per run of the write this turn.
@@ -1836,7 +1877,10 @@ fn active_agents(p: &Project) -> Vec<Vec<u32>> {
             if n.kind != NodeKind::Tools || n.guarded != Some(true) {
                 continue;
             }
-            let own_router = g.nodes.iter().any(|r| r.kind == NodeKind::Router && r.agent == n.agent);
+            let own_router = g
+                .nodes
+                .iter()
+                .any(|r| r.kind == NodeKind::Router && r.agent == n.agent);
             let add: BTreeSet<u32> = if own_router {
                 agent_of(v).into_iter().collect()
             } else {

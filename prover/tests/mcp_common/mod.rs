@@ -1,4 +1,5 @@
 //! What the MCP tests share: running `qls` in a folder.
+#![allow(dead_code)] // each test binary uses a different part
 
 use std::path::Path;
 use std::process::{Command, Output};
