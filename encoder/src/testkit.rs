@@ -338,3 +338,69 @@ pub fn synthetic(agents: usize, tools_per_agent: usize, seed: u64) -> Project {
     b = b.node("end", NodeKind::End, None, None, &[]);
     b.entry("a0_router").build()
 }
+
+/// A hand-off chain of `desks` desks for the scale benchmarks: each desk is an agent with a
+/// router, a model, a guarded tools node (a read whose result is untrusted, a confidential read
+/// and a write that sends out), a human who approves or rejects, and an unguarded tools node
+/// behind the human; each desk's model hands off to the next desk's model, and its tools node
+/// (a `transfer_to_…` tool) to the next desk's router. Marks and
+/// provenance of every desk travel down the chain, which is what made the BFS explode.
+pub fn handoff_chain(desks: usize) -> Project {
+    let mut b = Builder::new();
+    for d in 0..desks {
+        let a = format!("d{d}");
+        let privilege = if d % 2 == 0 {
+            Privilege::Low
+        } else {
+            Privilege::High
+        };
+        b = b.agent(&a, privilege, None);
+        let read = format!("{a}_read");
+        let secret = format!("{a}_secret");
+        let send = format!("{a}_send");
+        let raw = format!("{a}_lookup");
+        let mut t = Builder::mk_tool(&read, Effect::Read);
+        t.returns_untrusted = true;
+        b = b.tool(t);
+        let mut t = Builder::mk_tool(&secret, Effect::Read);
+        t.confidential = true;
+        b = b.tool(t);
+        let mut t = Builder::mk_tool(&send, Effect::Write);
+        t.sends_out = true;
+        b = b.tool(t);
+        b = b.tool(Builder::mk_tool(&raw, Effect::Read));
+        let n = |s: &str| format!("{a}_{s}");
+        b = b
+            .node(&n("router"), NodeKind::Router, Some(&a), None, &[])
+            .node(&n("model"), NodeKind::Model, Some(&a), None, &[])
+            .node(
+                &n("tools"),
+                NodeKind::Tools,
+                Some(&a),
+                Some(true),
+                &[&read, &secret, &send],
+            )
+            .node(&n("human"), NodeKind::Human, Some(&a), None, &[])
+            .node(&n("raw"), NodeKind::Tools, Some(&a), Some(false), &[&raw])
+            .edge(&n("router"), &n("model"), EdgeKind::Route)
+            .edge(&n("router"), "end", EdgeKind::Route)
+            .edge(&n("model"), &n("tools"), EdgeKind::Call)
+            .edge(&n("tools"), &n("model"), EdgeKind::Return)
+            .edge(&n("model"), &n("human"), EdgeKind::Call)
+            .edge(&n("human"), &n("raw"), EdgeKind::Route)
+            .edge(&n("human"), &n("model"), EdgeKind::Route)
+            .edge(&n("raw"), &n("model"), EdgeKind::Return)
+            .edge(&n("model"), "end", EdgeKind::Reply);
+        if d + 1 < desks {
+            b = b
+                .edge(&n("model"), &format!("d{}_model", d + 1), EdgeKind::Handoff)
+                .edge(
+                    &n("tools"),
+                    &format!("d{}_router", d + 1),
+                    EdgeKind::Handoff,
+                );
+        }
+    }
+    b = b.node("end", NodeKind::End, None, None, &[]);
+    b.entry("d0_router").build()
+}

@@ -2,25 +2,53 @@
 //! level by level (so witnesses are shortest and independent of thread timing), with parent
 //! pointers and every obligation monitored in one exploration. **Engines never print.**
 
-use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, Verdict};
-use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem};
+use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
+use encoder::ts::flow::Liveness;
+use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
+use hashbrown::HashTable;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
+use std::hash::BuildHasher;
 use std::time::Instant;
 
-/// Budgets for the search.
-#[derive(Clone, Copy, Debug)]
+/// Budgets for the search. Running out of any is `undecided` for every obligation still open,
+/// never clean.
+#[derive(Clone, Debug)]
 pub struct BfsBudget {
     /// At most this many distinct states.
     pub max_states: usize,
+    /// At most this many bytes in the state store (packed states, parents, options, index).
+    pub max_memory: usize,
+    /// When the search must stop. `None`: no limit.
+    pub deadline: Option<Instant>,
+    /// Store each state with the variables that are dead at its node (written before they
+    /// are read on every path from it, `encoder::ts::flow::Liveness`) set to their initial
+    /// value. States that differ only there have the same futures, so verdicts and shortest
+    /// depths are those of the full search (property-tested); only the state count shrinks.
+    /// Off for `count_states`, whose count SPIN's must equal.
+    pub drop_dead: bool,
+    /// Where to count states and depth as the search goes.
+    pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
 }
 
 impl Default for BfsBudget {
     fn default() -> Self {
         BfsBudget {
-            max_states: 20_000_000,
+            max_states: crate::proof::defaults::MAX_STATES,
+            max_memory: crate::proof::defaults::MAX_MEMORY_BYTES,
+            deadline: None,
+            drop_dead: true,
+            progress: None,
         }
     }
+}
+
+/// Which budget stopped a search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Exhausted {
+    States,
+    Memory,
+    Time,
 }
 
 /// Exact bit packing of a state vector.
@@ -43,8 +71,11 @@ impl Packer {
         }
     }
 
-    fn pack(&self, s: &[u32]) -> Box<[u64]> {
-        let mut out = vec![0u64; self.words];
+    /// Appends the packed state to `out`.
+    fn pack_into(&self, s: &[u32], out: &mut Vec<u64>) {
+        let base = out.len();
+        out.resize(base + self.words, 0);
+        let out = &mut out[base..];
         let mut bit = 0usize;
         for (v, w) in s.iter().zip(&self.widths) {
             let mut val = *v as u64;
@@ -67,7 +98,6 @@ impl Packer {
                 left -= take;
             }
         }
-        out.into_boxed_slice()
     }
 
     fn unpack(&self, p: &[u64]) -> Vec<u32> {
@@ -97,18 +127,79 @@ impl Packer {
     }
 }
 
-struct Entry {
-    parent: u32,
-    cmd: CmdId,
-    choices: Vec<u32>,
+/// Every state found, in discovery order, in one flat arena: state `i` is the `words` words at
+/// `i * words`, with its parent's index and the option (command, valuation of its choices) that
+/// reached it; a hash table of indices finds a state by its words. Nothing is allocated per
+/// state.
+struct Store {
+    words: usize,
+    arena: Vec<u64>,
+    parent: Vec<u32>,
+    cmd: Vec<u32>,
+    val: Vec<u32>,
+    table: HashTable<u32>,
+    hasher: FxBuildHasher,
 }
 
-/// Calls `f` for every valuation of a command's choices (other choices stay 0).
-fn for_each_choice(ts: &TransitionSystem, c: &Command, mut f: impl FnMut(&[u32])) {
+impl Store {
+    fn new(words: usize) -> Store {
+        Store {
+            words,
+            arena: Vec::new(),
+            parent: Vec::new(),
+            cmd: Vec::new(),
+            val: Vec::new(),
+            table: HashTable::new(),
+            hasher: FxBuildHasher,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.parent.len()
+    }
+
+    fn state(&self, i: u32) -> &[u64] {
+        let w = self.words;
+        &self.arena[i as usize * w..(i as usize + 1) * w]
+    }
+
+    fn contains(&self, s: &[u64]) -> bool {
+        let h = self.hasher.hash_one(s);
+        self.table.find(h, |&i| self.state(i) == s).is_some()
+    }
+
+    /// Adds a state not stored yet.
+    fn push(&mut self, s: &[u64], parent: u32, cmd: u32, val: u32) {
+        let i = self.len() as u32;
+        self.arena.extend_from_slice(s);
+        self.parent.push(parent);
+        self.cmd.push(cmd);
+        self.val.push(val);
+        let h = self.hasher.hash_one(s);
+        let (arena, words, hasher) = (&self.arena, self.words, &self.hasher);
+        self.table.insert_unique(h, i, |&j| {
+            hasher.hash_one(&arena[j as usize * words..(j as usize + 1) * words])
+        });
+    }
+
+    /// Bytes held (capacities, so growth is counted when it happens).
+    fn bytes(&self) -> usize {
+        self.arena.capacity() * 8
+            + (self.parent.capacity() + self.cmd.capacity() + self.val.capacity()) * 4
+            + self.table.capacity() * 5
+    }
+}
+
+/// Calls `f` for every valuation of a command's choices (other choices stay 0), with the
+/// valuation's number: the choices in the command's order as digits, the first the lowest
+/// (see [`valuation`]).
+fn for_each_choice(ts: &TransitionSystem, c: &Command, mut f: impl FnMut(&[u32], u32)) {
     let mut ch = vec![0u32; ts.choices.len()];
     let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
+    let mut n = 0u32;
     loop {
-        f(&ch);
+        f(&ch, n);
+        n += 1;
         let mut k = 0;
         loop {
             if k == ids.len() {
@@ -123,6 +214,17 @@ fn for_each_choice(ts: &TransitionSystem, c: &Command, mut f: impl FnMut(&[u32])
             k += 1;
         }
     }
+}
+
+/// The choices of valuation number `n` of a command (the inverse of [`for_each_choice`]'s count).
+fn valuation(ts: &TransitionSystem, c: &Command, mut n: u32) -> Vec<u32> {
+    let mut ch = vec![0u32; ts.choices.len()];
+    for id in &c.choices {
+        let d = ts.choices[id.0 as usize].domain.max(1);
+        ch[id.0 as usize] = n % d;
+        n /= d;
+    }
+    ch
 }
 
 /// A command's guard split into the conjuncts that read only the state (checked once per
@@ -153,15 +255,13 @@ fn split_guard(c: &Command) -> SplitGuard<'_> {
     g
 }
 
-/// A successor found while expanding one state.
-struct Succ {
-    packed: Box<[u64]>,
-    cmd: CmdId,
-    choices: Vec<u32>,
+/// The successors (packed one after the other, with their options) and obligation hits found
+/// while expanding one state.
+struct Expansion {
+    packed: Vec<u64>,
+    options: Vec<(u32, u32)>,
+    hits: Vec<(usize, CmdId, Vec<u32>)>,
 }
-
-/// The successors and obligation hits found while expanding one state.
-type Expansion = (Vec<Succ>, Vec<(usize, CmdId, Vec<u32>)>);
 
 /// Levels at least this wide are expanded in parallel.
 const PARALLEL_LEVEL: usize = 256;
@@ -178,27 +278,49 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
             by_cmd.entry(*c).or_default().push((i, cond));
         }
     }
-    let mut found: Vec<Option<(u32, CmdId, Vec<u32>)>> = vec![None; obligations.len()];
-    let mut index: HashMap<Box<[u64]>, u32> = HashMap::default();
-    let mut packed: Vec<Box<[u64]>> = Vec::new();
-    let mut entries: Vec<Entry> = Vec::new();
-    let init = packer.pack(&ts.init);
-    index.insert(init.clone(), 0);
-    packed.push(init);
-    entries.push(Entry {
-        parent: u32::MAX,
-        cmd: CmdId(u32::MAX),
-        choices: vec![],
+    let dead = budget.drop_dead.then(|| {
+        let mut extra: Vec<Vec<VarId>> = vec![vec![]; ts.commands.len()];
+        for o in obligations {
+            for (c, cond) in o.commands.iter().zip(&o.conds) {
+                cond.vars_read(&mut extra[c.0 as usize]);
+            }
+        }
+        Liveness::new(ts, &extra)
     });
+    let canonical = |mut next: Vec<u32>| -> Vec<u32> {
+        if let Some(l) = &dead {
+            for v in l.dead_at(next[ts.node_var.0 as usize]) {
+                next[v.0 as usize] = ts.init[v.0 as usize];
+            }
+        }
+        next
+    };
+    let mut found: Vec<Option<(u32, CmdId, Vec<u32>)>> = vec![None; obligations.len()];
+    let mut store = Store::new(packer.words);
+    let mut init = Vec::new();
+    packer.pack_into(&ts.init, &mut init);
+    store.push(&init, u32::MAX, u32::MAX, 0);
     let mut level_start = 0usize;
     let mut level = 0u32;
-    let mut exhausted_budget = false;
-    while level < ts.depth && level_start < packed.len() {
-        let level_end = packed.len();
+    let mut exhausted: Option<Exhausted> = None;
+    let out_of_time = || budget.deadline.is_some_and(|d| Instant::now() >= d);
+    while level < ts.depth && level_start < store.len() {
+        if out_of_time() {
+            exhausted = Some(Exhausted::Time);
+            break;
+        }
+        let level_end = store.len();
+        if let Some(p) = &budget.progress {
+            p.bfs(level, level_end);
+        }
+        let store_ref = &store;
         let expand = |si: usize| -> Expansion {
-            let state = packer.unpack(&packed[si]);
-            let mut succs = Vec::new();
-            let mut hits = Vec::new();
+            let state = packer.unpack(store_ref.state(si as u32));
+            let mut x = Expansion {
+                packed: Vec::new(),
+                options: Vec::new(),
+                hits: Vec::new(),
+            };
             let node = state[ts.node_var.0 as usize] as usize;
             for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
                 let c = ts.command(cid);
@@ -211,26 +333,22 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                     continue;
                 }
                 let obls = by_cmd.get(&cid);
-                for_each_choice(ts, c, |ch| {
+                for_each_choice(ts, c, |ch, n| {
                     if !g.choice_part.iter().all(|e| ts.eval_bool(e, &state, ch)) {
                         return;
                     }
                     if let Some(os) = obls {
                         for &(o, cond) in os {
                             if found[o].is_none() && ts.eval_bool(cond, &state, ch) {
-                                hits.push((o, cid, ch.to_vec()));
+                                x.hits.push((o, cid, ch.to_vec()));
                             }
                         }
                     }
-                    let next = ts.apply(c, &state, ch);
-                    succs.push(Succ {
-                        packed: packer.pack(&next),
-                        cmd: cid,
-                        choices: ch.to_vec(),
-                    });
+                    packer.pack_into(&canonical(ts.apply(c, &state, ch)), &mut x.packed);
+                    x.options.push((cid.0, n));
                 });
             }
-            (succs, hits)
+            x
         };
         // Small levels are expanded in order on this thread (rayon's dispatch would cost more
         // than the work); large ones in parallel. Either way the results come back in frontier
@@ -243,51 +361,72 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
         } else {
             (level_start..level_end).map(expand).collect()
         };
-        for (offset, (succs, hits)) in results.into_iter().enumerate() {
+        for (offset, x) in results.into_iter().enumerate() {
             let si = (level_start + offset) as u32;
-            for (o, cid, ch) in hits {
+            for (o, cid, ch) in x.hits {
                 if found[o].is_none() {
                     found[o] = Some((si, cid, ch));
                 }
             }
-            for s in succs {
-                if !index.contains_key(&s.packed) {
-                    if packed.len() >= budget.max_states {
-                        exhausted_budget = true;
+            // Past a budget the level's remaining hits are still recorded (they are real
+            // violations at this depth); only new states are no longer stored.
+            for (s, (cmd, val)) in x.packed.chunks_exact(packer.words).zip(x.options) {
+                if exhausted.is_some() || store.contains(s) {
+                    continue;
+                }
+                if store.len() >= budget.max_states {
+                    exhausted = Some(Exhausted::States);
+                    continue;
+                }
+                if store.len().is_multiple_of(4096) {
+                    if store.bytes() >= budget.max_memory {
+                        exhausted = Some(Exhausted::Memory);
                         continue;
                     }
-                    index.insert(s.packed.clone(), packed.len() as u32);
-                    packed.push(s.packed);
-                    entries.push(Entry {
-                        parent: si,
-                        cmd: s.cmd,
-                        choices: s.choices,
-                    });
+                    if out_of_time() {
+                        exhausted = Some(Exhausted::Time);
+                        continue;
+                    }
                 }
+                store.push(s, si, cmd, val);
             }
         }
         level_start = level_end;
         level += 1;
-        if (!found.is_empty() && found.iter().all(|f| f.is_some())) || exhausted_budget {
+        if (!found.is_empty() && found.iter().all(|f| f.is_some())) || exhausted.is_some() {
             break;
         }
     }
-    let complete_depth = if level_start >= packed.len() {
+    let complete_depth = if level_start >= store.len() {
         ts.depth
     } else {
         level
     };
     let verdicts = found
         .into_iter()
-        .map(|f| match f {
-            Some((si, cid, ch)) => {
-                Verdict::Reachable(witness(&packer, &packed, &entries, si, cid, ch))
-            }
-            None if exhausted_budget => Verdict::Undecided(format!(
-                "state budget of {} states exhausted at depth {level}",
-                budget.max_states
-            )),
-            None => Verdict::Unreachable {
+        .map(|f| match (f, exhausted) {
+            (Some((si, cid, ch)), _) => Verdict::Reachable(witness(ts, &store, si, cid, ch)),
+            (None, Some(why)) => match why {
+                Exhausted::States => Verdict::undecided(
+                    StopReason::StateBudget,
+                    format!(
+                        "state budget of {} states exhausted at depth {level}",
+                        budget.max_states
+                    ),
+                ),
+                Exhausted::Memory => Verdict::undecided(
+                    StopReason::MemoryBudget,
+                    format!(
+                        "memory budget of {} MiB exhausted at depth {level}",
+                        budget.max_memory >> 20
+                    ),
+                ),
+                Exhausted::Time => Verdict::undecided(
+                    StopReason::TimeBudget,
+                    format!("the time budget ran out at depth {level}"),
+                ),
+            },
+            (None, None) => Verdict::Unreachable {
                 depth: complete_depth.max(level),
             },
         })
@@ -295,41 +434,50 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
     EngineRun {
         verdicts,
         cost: Cost {
-            states: packed.len() as u64,
+            states: store.len() as u64,
             solver_calls: 0,
             ms: start.elapsed().as_millis() as u64,
         },
     }
 }
 
+/// The witness ending in option (`cmd`, `choices`) at stored state `last`: the options on the
+/// tree path to it, re-run from the initial state so every state is the real one (stored states
+/// may have dead variables reset).
 fn witness(
-    packer: &Packer,
-    packed: &[Box<[u64]>],
-    entries: &[Entry],
+    ts: &TransitionSystem,
+    store: &Store,
     last: u32,
     cmd: CmdId,
     choices: Vec<u32>,
 ) -> RawWitness {
-    let mut steps = vec![RawStep {
-        state: packer.unpack(&packed[last as usize]),
-        cmd,
-        choices,
-    }];
-    let mut cur = last;
-    while entries[cur as usize].parent != u32::MAX {
-        let e = &entries[cur as usize];
-        steps.push(RawStep {
-            state: packer.unpack(&packed[e.parent as usize]),
-            cmd: e.cmd,
-            choices: e.choices.clone(),
-        });
-        cur = e.parent;
+    let mut options = vec![(cmd, choices)];
+    let mut cur = last as usize;
+    while store.parent[cur] != u32::MAX {
+        let c = CmdId(store.cmd[cur]);
+        options.push((c, valuation(ts, ts.command(c), store.val[cur])));
+        cur = store.parent[cur] as usize;
     }
-    steps.reverse();
+    options.reverse();
+    let mut state = ts.init.clone();
+    let mut steps = Vec::with_capacity(options.len());
+    for (cmd, choices) in options {
+        let next = ts.apply(ts.command(cmd), &state, &choices);
+        steps.push(RawStep {
+            state,
+            cmd,
+            choices,
+        });
+        state = next;
+    }
     RawWitness { steps }
 }
 
 /// Every reachable state up to the depth, unpacked (for tests that pin state counts).
 pub fn count_states(ts: &TransitionSystem) -> u64 {
-    run(ts, &[], BfsBudget::default()).cost.states
+    let full = BfsBudget {
+        drop_dead: false,
+        ..Default::default()
+    };
+    run(ts, &[], full).cost.states
 }

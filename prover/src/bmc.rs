@@ -1,35 +1,96 @@
 //! The bounded model checker: the transition system unrolled step by step into Z3 bit-vector
-//! terms, one incremental solver, every open obligation asked at each depth through an
+//! terms, one incremental `QF_BV` solver, the open obligations asked at each depth through an
 //! assumption literal, so the first satisfiable depth gives a shortest witness.
 //! **Only `prover` names z3**, and within it only this module.
+//!
+//! Three things keep the unrolling small on large graphs (each can be switched off through
+//! [`BmcTactics`], which the benchmarks use to measure it against the plain encoding):
+//! - **the node image**: step `k` can only take a command at a node the control flow can be at
+//!   after `k` steps (`encoder::ts::flow::NodeImage`); commands elsewhere are false at `k` and are not asserted,
+//! - **shared frames**: a state variable no command possible at step `k` writes keeps the very
+//!   term of step `k` (no fresh variable, no frame equality), and a choice no such command reads
+//!   is the constant 0,
+//! - **harvest**: a model that violates one open obligation is evaluated against every other
+//!   open one at that depth, and each it violates is retired with its witness from that model.
 
-use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, Verdict};
-use encoder::ts::{CmdId, Expr, Obligation, TransitionSystem};
+use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
+use encoder::ts::flow::NodeImage;
+use encoder::ts::{ChoiceId, CmdId, Expr, Obligation, TransitionSystem, VarId};
 use std::time::{Duration, Instant};
 use z3::ast::{Bool, BV};
 use z3::{Params, SatResult, Solver};
 
-/// Budgets for the solver.
-#[derive(Clone, Copy, Debug)]
-pub struct BmcBudget {
-    /// Time one obligation may spend in the solver, over all depths.
-    pub per_obligation: Duration,
-    /// Time the whole unrolling may take; past it, every open obligation is undecided (by this
-    /// engine: the BFS may still decide it).
-    pub total: Duration,
+/// Which encodings the unrolling uses. All on by default; the benchmarks switch them off to
+/// measure the encoding as it first landed beside the current one, in one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BmcTactics {
+    /// A `QF_BV` solver (incremental bit-blasting) instead of Z3's general incremental core.
+    pub qf_bv: bool,
+    /// Assert at step `k` only the commands at nodes possible after `k` steps, with shared
+    /// frames for the variables none of them writes.
+    pub prune: bool,
+    /// Retire every open obligation a satisfying model violates, not only the one asked.
+    pub harvest: bool,
 }
 
-impl Default for BmcBudget {
+impl Default for BmcTactics {
     fn default() -> Self {
+        BmcTactics {
+            qf_bv: true,
+            prune: true,
+            harvest: true,
+        }
+    }
+}
+
+impl BmcTactics {
+    /// The encoding as it first landed: general solver, every command at every step, one
+    /// obligation per satisfiable answer.
+    pub fn plain() -> BmcTactics {
+        BmcTactics {
+            qf_bv: false,
+            prune: false,
+            harvest: false,
+        }
+    }
+}
+
+/// Budgets for the solver.
+#[derive(Clone, Debug, Default)]
+pub struct BmcBudget {
+    /// When the whole unrolling must stop; every obligation still open then is undecided (by
+    /// this engine: the BFS may still decide it). `None`: no limit.
+    pub deadline: Option<Instant>,
+    /// The encodings used.
+    pub tactics: BmcTactics,
+    /// Where to count depth and decided obligations as the unrolling goes.
+    pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
+}
+
+impl BmcBudget {
+    /// A budget of `d` from now.
+    pub fn within(d: Duration) -> BmcBudget {
         BmcBudget {
-            per_obligation: Duration::from_secs(60),
-            total: Duration::from_secs(600),
+            deadline: Some(Instant::now() + d),
+            ..Default::default()
+        }
+    }
+
+    /// Time left, or `None` when the deadline has passed.
+    fn left(&self) -> Option<Duration> {
+        match self.deadline {
+            None => Some(Duration::from_millis(u32::MAX as u64)),
+            Some(d) => d
+                .checked_duration_since(Instant::now())
+                .filter(|l| !l.is_zero()),
         }
     }
 }
 
 struct Unroller<'a> {
     ts: &'a TransitionSystem,
+    tactics: BmcTactics,
+    image: NodeImage,
     width: u32,
     states: Vec<Vec<BV>>,
     choices: Vec<Vec<BV>>,
@@ -64,10 +125,44 @@ impl<'a> Unroller<'a> {
         }
     }
 
-    /// Fresh variables for step `k`'s choices, constrained to their domains.
-    fn add_choices(&mut self, solver: &Solver, k: usize) {
+    /// Whether command `c` can be taken at step `k`.
+    fn live(&self, c: CmdId, k: usize) -> bool {
+        !self.tactics.prune || self.image.possible(k, self.ts.command(c).node)
+    }
+
+    fn live_commands(&self, k: usize) -> impl Iterator<Item = (CmdId, &encoder::ts::Command)> {
+        self.ts
+            .commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (CmdId(i as u32), c))
+            .filter(move |(i, _)| self.live(*i, k))
+    }
+
+    /// Variables for step `k`'s choices, constrained to their domains: fresh for each choice a
+    /// command or obligation possible at `k` reads, the constant 0 for the others.
+    fn add_choices(&mut self, solver: &Solver, k: usize, obligations: &[Obligation]) {
+        let mut read = vec![!self.tactics.prune; self.ts.choices.len()];
+        if self.tactics.prune {
+            let mut ids: Vec<ChoiceId> = vec![];
+            for (_, c) in self.live_commands(k) {
+                ids.extend(c.choices.iter().copied());
+            }
+            for o in obligations {
+                for (c, cond) in o.commands.iter().zip(&o.conds) {
+                    if self.live(*c, k) {
+                        cond.choices_read(&mut ids);
+                    }
+                }
+            }
+            ids.into_iter().for_each(|c| read[c.0 as usize] = true);
+        }
         let mut row = Vec::new();
         for (i, d) in self.ts.choices.iter().enumerate() {
+            if !read[i] {
+                row.push(self.konst(0));
+                continue;
+            }
             let v = BV::new_const(format!("c{k}_{i}"), self.width);
             solver.assert(v.bvult(self.konst(d.domain)));
             row.push(v);
@@ -75,30 +170,49 @@ impl<'a> Unroller<'a> {
         self.choices.push(row);
     }
 
-    /// Fresh variables for state `k`, constrained to their domains.
-    fn add_state(&mut self, solver: &Solver, k: usize) {
-        let mut row = Vec::new();
-        for (i, d) in self.ts.vars.iter().enumerate() {
-            let v = BV::new_const(format!("s{k}_{i}"), self.width);
-            solver.assert(v.bvult(self.konst(d.domain)));
-            row.push(v);
-        }
+    /// The initial state, as constants.
+    fn add_init(&mut self) {
+        let row = self.ts.init.iter().map(|v| self.konst(*v)).collect();
         self.states.push(row);
     }
 
-    /// Asserts that step `k` takes some enabled command into state `k + 1`.
+    /// Asserts that step `k` takes some enabled command into state `k + 1`. A variable no live
+    /// command writes is shared with state `k`; the others are fresh, and each live command
+    /// frames the fresh ones it does not write.
     fn add_transition(&mut self, solver: &Solver, k: usize) {
-        self.add_state(solver, k + 1);
-        let mut alts = Vec::with_capacity(self.ts.commands.len());
-        for c in &self.ts.commands {
+        let nv = self.ts.vars.len();
+        let mut written = vec![!self.tactics.prune; nv];
+        for (_, c) in self.live_commands(k) {
+            for (v, _) in &c.updates {
+                written[v.0 as usize] = true;
+            }
+        }
+        let mut row = Vec::with_capacity(nv);
+        for (i, d) in self.ts.vars.iter().enumerate() {
+            if written[i] {
+                let v = BV::new_const(format!("s{}_{i}", k + 1), self.width);
+                solver.assert(v.bvult(self.konst(d.domain)));
+                row.push(v);
+            } else {
+                row.push(self.states[k][i].clone());
+            }
+        }
+        self.states.push(row);
+        let fresh: Vec<VarId> = (0..nv as u32)
+            .map(VarId)
+            .filter(|v| written[v.0 as usize])
+            .collect();
+        let mut alts = Vec::new();
+        for (_, c) in self.live_commands(k) {
             let mut conj = vec![self.bool(&c.guard, k)];
-            let mut updated = vec![false; self.ts.vars.len()];
+            let mut updated = vec![false; nv];
             for (v, e) in &c.updates {
                 updated[v.0 as usize] = true;
                 conj.push(self.states[k + 1][v.0 as usize].eq(self.int(e, k)));
             }
-            for (i, u) in updated.iter().enumerate() {
-                if !u {
+            for v in &fresh {
+                if !updated[v.0 as usize] {
+                    let i = v.0 as usize;
                     conj.push(self.states[k + 1][i].eq(&self.states[k][i]));
                 }
             }
@@ -113,6 +227,7 @@ impl<'a> Unroller<'a> {
             .commands
             .iter()
             .zip(&o.conds)
+            .filter(|(c, _)| self.live(**c, k))
             .map(|(c, cond)| {
                 Bool::and(&[self.bool(&self.ts.command(*c).guard, k), self.bool(cond, k)])
             })
@@ -122,6 +237,14 @@ impl<'a> Unroller<'a> {
 
     fn read(&self, model: &z3::Model, v: &BV) -> u32 {
         model.eval(v, true).and_then(|x| x.as_u64()).unwrap_or(0) as u32
+    }
+
+    /// Whether a model makes an obligation's bad transition at step `k` true.
+    fn violates(&self, model: &z3::Model, o: &Obligation, k: usize) -> bool {
+        model
+            .eval(&self.bad(o, k), true)
+            .and_then(|b| b.as_bool())
+            .unwrap_or(false)
     }
 
     /// Reads a witness of depth `k + 1` out of a model: the states and choices, and for each
@@ -174,6 +297,76 @@ impl<'a> Unroller<'a> {
     }
 }
 
+/// The solver, with its timeout set to the time left; `None` when the deadline has passed.
+fn arm(solver: &Solver, budget: &BmcBudget) -> Option<()> {
+    let left = budget.left()?;
+    let mut p = Params::new();
+    p.set_u32(
+        "timeout",
+        left.as_millis().clamp(1, u32::MAX as u128) as u32,
+    );
+    solver.set_params(&p);
+    Some(())
+}
+
+/// Why an open obligation was left undecided at depth `k + 1`.
+fn out_of_time(k: usize) -> Verdict {
+    Verdict::undecided(
+        StopReason::TimeBudget,
+        format!(
+            "the time budget ran out at depth {} before the solver decided it",
+            k + 1
+        ),
+    )
+}
+
+/// Why the solver answered unknown, as a verdict.
+fn unknown(solver: &Solver, budget: &BmcBudget, k: usize) -> Verdict {
+    let why = solver
+        .get_reason_unknown()
+        .unwrap_or_else(|| "unknown".into());
+    if budget.left().is_none() || why.contains("timeout") || why.contains("canceled") {
+        out_of_time(k)
+    } else {
+        Verdict::undecided(
+            StopReason::SolverUnknown,
+            format!("solver answered unknown at depth {} ({why})", k + 1),
+        )
+    }
+}
+
+/// Asks each open obligation alone at step `k`; returns the solver calls made.
+fn ask_each(
+    solver: &Solver,
+    u: &Unroller<'_>,
+    obligations: &[Obligation],
+    open: &[usize],
+    k: usize,
+    budget: &BmcBudget,
+    verdicts: &mut [Option<Verdict>],
+) -> u64 {
+    let mut calls = 0;
+    for &oi in open {
+        if arm(solver, budget).is_none() {
+            verdicts[oi] = Some(out_of_time(k));
+            continue;
+        }
+        calls += 1;
+        verdicts[oi] = match solver.check_assumptions(&[u.bad(&obligations[oi], k)]) {
+            SatResult::Unsat => None,
+            SatResult::Sat => Some(match solver.get_model() {
+                Some(m) => Verdict::Reachable(u.witness(&m, &obligations[oi], k)),
+                None => Verdict::undecided(
+                    StopReason::SolverUnknown,
+                    "the solver reported a model it could not produce",
+                ),
+            }),
+            SatResult::Unknown => Some(unknown(solver, budget, k)),
+        };
+    }
+    calls
+}
+
 /// Decides every obligation by bounded unrolling to the system's depth.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget) -> EngineRun {
     let start = Instant::now();
@@ -185,113 +378,94 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         .max()
         .unwrap_or(2);
     let width = TransitionSystem::bits(max_domain.max(2)) + 1;
-    let solver = Solver::new();
-    let mut params = Params::new();
-    params.set_u32(
-        "timeout",
-        budget.per_obligation.as_millis().min(u32::MAX as u128) as u32,
-    );
-    solver.set_params(&params);
+    let solver = if budget.tactics.qf_bv {
+        Solver::new_for_logic("QF_BV").unwrap_or_default()
+    } else {
+        Solver::new()
+    };
     let mut u = Unroller {
         ts,
+        tactics: budget.tactics,
+        image: NodeImage::new(ts, ts.depth as usize),
         width,
         states: vec![],
         choices: vec![],
     };
-    u.add_state(&solver, 0);
-    for (i, v) in ts.init.iter().enumerate() {
-        solver.assert(u.states[0][i].eq(u.konst(*v)));
-    }
-    let mut verdicts: Vec<Option<Verdict>> = vec![None; obligations.len()];
-    let mut spent: Vec<Duration> = vec![Duration::ZERO; obligations.len()];
+    u.add_init();
+    let mut verdicts: Vec<Option<Verdict>> = obligations
+        .iter()
+        .map(|o| {
+            o.commands
+                .is_empty()
+                .then_some(Verdict::Unreachable { depth: ts.depth })
+        })
+        .collect();
     let mut calls = 0u64;
     for k in 0..ts.depth as usize {
-        u.add_choices(&solver, k);
         if k > 0 {
             u.add_transition(&solver, k - 1);
         }
-        // One question first: can any open obligation be violated at this depth? Most depths
-        // answer no for every obligation at once; only a yes (or an unknown) asks them one by one.
-        let open: Vec<usize> = (0..obligations.len())
-            .filter(|oi| verdicts[*oi].is_none() && !obligations[*oi].commands.is_empty())
+        u.add_choices(&solver, k, obligations);
+        if let Some(p) = &budget.progress {
+            p.bmc(
+                k + 1,
+                verdicts.iter().filter(|v| v.is_some()).count(),
+                obligations.len(),
+            );
+        }
+        let mut open: Vec<usize> = (0..obligations.len())
+            .filter(|oi| verdicts[*oi].is_none())
             .collect();
-        if open.len() > 1 && start.elapsed() < budget.total {
+        // One question first: can any open obligation be violated at this depth? Most depths
+        // answer no for all of them at once. A yes retires what its model violates (harvest)
+        // and asks again; without harvest, or when the model reads as violating none of them,
+        // the open obligations are asked one by one.
+        while !open.is_empty() {
+            let Some(()) = arm(&solver, &budget) else {
+                open.iter()
+                    .for_each(|oi| verdicts[*oi] = Some(out_of_time(k)));
+                break;
+            };
             let any = Bool::or(
                 &open
                     .iter()
                     .map(|oi| u.bad(&obligations[*oi], k))
                     .collect::<Vec<_>>(),
             );
-            let mut p = Params::new();
-            p.set_u32(
-                "timeout",
-                budget.per_obligation.as_millis().clamp(1, u32::MAX as u128) as u32,
-            );
-            solver.set_params(&p);
             calls += 1;
-            if solver.check_assumptions(&[any]) == SatResult::Unsat {
-                continue;
-            }
-        }
-        for (oi, o) in obligations.iter().enumerate() {
-            if verdicts[oi].is_some() || o.commands.is_empty() {
-                continue;
-            }
-            if start.elapsed() >= budget.total {
-                verdicts[oi] = Some(Verdict::Undecided(format!(
-                    "the unrolling's time budget of {}s ran out at depth {}",
-                    budget.total.as_secs(),
-                    k + 1
-                )));
-                continue;
-            }
-            let left = budget.per_obligation.saturating_sub(spent[oi]);
-            if left.is_zero() {
-                verdicts[oi] = Some(Verdict::Undecided(format!(
-                    "solver time budget of {}s exhausted at depth {}",
-                    budget.per_obligation.as_secs(),
-                    k + 1
-                )));
-                continue;
-            }
-            let mut p = Params::new();
-            p.set_u32(
-                "timeout",
-                left.as_millis().clamp(1, u32::MAX as u128) as u32,
-            );
-            solver.set_params(&p);
-            let t0 = Instant::now();
-            let lit = u.bad(o, k);
-            let res = solver.check_assumptions(&[lit]);
-            calls += 1;
-            spent[oi] += t0.elapsed();
-            match res {
-                SatResult::Sat => {
-                    let w = solver.get_model().map(|m| u.witness(&m, o, k));
-                    verdicts[oi] = Some(match w {
-                        Some(w) => Verdict::Reachable(w),
-                        None => Verdict::Undecided(
-                            "the solver reported a model it could not produce".into(),
-                        ),
-                    });
-                }
-                SatResult::Unsat => {}
+            match solver.check_assumptions(&[any]) {
+                SatResult::Unsat => break,
                 SatResult::Unknown => {
-                    let why = solver
-                        .get_reason_unknown()
-                        .unwrap_or_else(|| "unknown".into());
-                    verdicts[oi] = Some(Verdict::Undecided(format!(
-                        "solver answered unknown at depth {} ({why})",
-                        k + 1
-                    )));
+                    let v = unknown(&solver, &budget, k);
+                    open.iter().for_each(|oi| verdicts[*oi] = Some(v.clone()));
+                    break;
+                }
+                SatResult::Sat => {
+                    let hit: Vec<usize> = match (budget.tactics.harvest, solver.get_model()) {
+                        (true, Some(m)) => {
+                            let hit: Vec<usize> = open
+                                .iter()
+                                .copied()
+                                .filter(|oi| u.violates(&m, &obligations[*oi], k))
+                                .collect();
+                            for oi in &hit {
+                                verdicts[*oi] =
+                                    Some(Verdict::Reachable(u.witness(&m, &obligations[*oi], k)));
+                            }
+                            hit
+                        }
+                        _ => vec![],
+                    };
+                    if hit.is_empty() {
+                        calls +=
+                            ask_each(&solver, &u, obligations, &open, k, &budget, &mut verdicts);
+                        break;
+                    }
+                    open.retain(|oi| !hit.contains(oi));
                 }
             }
         }
-        if verdicts
-            .iter()
-            .zip(obligations)
-            .all(|(v, o)| v.is_some() || o.commands.is_empty())
-        {
+        if verdicts.iter().all(|v| v.is_some()) {
             break;
         }
     }

@@ -173,8 +173,9 @@ pub struct VerifyArgs {
     /// Worker threads (the output is identical whatever the count).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Per-obligation solver budget in seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Seconds the whole proof may take (both engines); what is open when it runs out is
+    /// undecided, never clean.
+    #[arg(long, default_value_t = prover::proof::defaults::TIMEOUT_SECS)]
     pub timeout: u64,
     /// Print each engine's cost (states, solver calls, wall-clock ms) to stderr after the report.
     #[arg(long)]
@@ -253,14 +254,13 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
         .build()?;
-    let spinner = progress(&format!(
+    let counters = std::sync::Arc::new(prover::progress::Progress::default());
+    o.progress = Some(counters.clone());
+    let title = format!(
         "proving to {} turn(s) of {} steps",
         o.session_steps, o.step_limit
-    ));
-    let proof = pool.install(|| prove(&project, &o));
-    if let Some(s) = spinner {
-        s.finish_and_clear();
-    }
+    );
+    let proof = with_progress(&title, &counters, || pool.install(|| prove(&project, &o)));
     let mut report = prover::report::build(
         &subject,
         &project,
@@ -468,15 +468,48 @@ fn emit_cases(
 
 /// A spinner on stderr while the engines run, only when stderr is a terminal (CI logs and
 /// redirected output stay clean and deterministic).
-fn progress(msg: &str) -> Option<indicatif::ProgressBar> {
+/// Runs `work`, and when it takes over a second and stderr is a terminal, shows a progress line
+/// (what the engines have reached, read from their counters) until it ends. Nothing is printed
+/// otherwise, so CI logs and piped output stay clean.
+fn with_progress<T: Send>(
+    title: &str,
+    counters: &prover::progress::Progress,
+    work: impl FnOnce() -> T + Send,
+) -> T {
     use std::io::IsTerminal;
+    use std::sync::atomic::{AtomicBool, Ordering};
     if !std::io::stderr().is_terminal() {
-        return None;
+        return work();
     }
-    let s = indicatif::ProgressBar::new_spinner();
-    s.set_message(msg.to_string());
-    s.enable_steady_tick(std::time::Duration::from_millis(120));
-    Some(s)
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let started = std::time::Instant::now();
+            let mut bar: Option<indicatif::ProgressBar> = None;
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                if started.elapsed() < std::time::Duration::from_secs(1) {
+                    continue;
+                }
+                let b = bar.get_or_insert_with(|| {
+                    let b = indicatif::ProgressBar::new_spinner();
+                    b.enable_steady_tick(std::time::Duration::from_millis(120));
+                    b
+                });
+                b.set_message(format!(
+                    "{title}: {} ({}s)",
+                    counters.seen().line(),
+                    started.elapsed().as_secs()
+                ));
+            }
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+        });
+        let out = work();
+        done.store(true, Ordering::Relaxed);
+        out
+    })
 }
 
 /// Arguments of `qls solve`.

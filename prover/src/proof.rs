@@ -2,13 +2,24 @@
 //! (in parallel with each other), compares their verdicts (QG312) and folds multi-turn findings
 //! into QG003. **Engines never print**; this module returns data.
 
-use crate::verdict::{disagree, EngineRun, Verdict};
+use crate::verdict::{disagree, EngineRun, StopReason, Verdict};
 use crate::{bfs, bmc};
 use encoder::ts::lower::lower;
 use encoder::ts::Obligation;
 use encoder::ts::TransitionSystem;
 use encoder::Project;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults
+/// and the engines' `Default`s read them).
+pub mod defaults {
+    /// Seconds the whole proof may take (both engines and the QG003 re-proof).
+    pub const TIMEOUT_SECS: u64 = 300;
+    /// Distinct states the BFS may store.
+    pub const MAX_STATES: usize = 20_000_000;
+    /// Bytes the BFS's state store may take (states, parents and index).
+    pub const MAX_MEMORY_BYTES: usize = 4 << 30;
+}
 
 /// Which engines to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,10 +41,15 @@ pub struct Options {
     pub step_limit: u32,
     /// Engines.
     pub engines: Engines,
-    /// Per-obligation solver budget.
+    /// The whole proof's time budget: both engines run within it, and what is open when it
+    /// runs out is undecided (never clean).
     pub timeout: Duration,
     /// BFS state budget.
     pub max_states: usize,
+    /// BFS memory budget, in bytes of its state store.
+    pub max_memory: usize,
+    /// Where the engines count how far they got (for the CLI's progress line).
+    pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
     /// Test-only fault: the BFS engine reports every reachable verdict as unreachable, so the
     /// cross-check's QG312 can be seen to fire.
     pub fault_bfs_blind: bool,
@@ -46,8 +62,10 @@ impl Options {
             session_steps: p.settings.session_steps,
             step_limit: p.settings.step_limit,
             engines: Engines::Both,
-            timeout: Duration::from_secs(60),
-            max_states: 20_000_000,
+            timeout: Duration::from_secs(defaults::TIMEOUT_SECS),
+            max_states: defaults::MAX_STATES,
+            max_memory: defaults::MAX_MEMORY_BYTES,
+            progress: None,
             fault_bfs_blind: false,
         }
     }
@@ -103,35 +121,40 @@ fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
     }
     all.first()
         .map(|v| (*v).clone())
-        .unwrap_or(Verdict::Undecided("no engine ran".into()))
+        .unwrap_or_else(|| Verdict::undecided(StopReason::NoEngine, "no engine ran"))
+}
+
+impl Options {
+    /// The BFS's budget, ending at `deadline`.
+    fn bfs_budget(&self, deadline: Instant) -> bfs::BfsBudget {
+        bfs::BfsBudget {
+            max_states: self.max_states,
+            max_memory: self.max_memory,
+            deadline: Some(deadline),
+            progress: self.progress.clone(),
+            ..Default::default()
+        }
+    }
 }
 
 fn run_engines(
     ts: &TransitionSystem,
     obls: &[Obligation],
     o: &Options,
+    deadline: Instant,
 ) -> (Option<EngineRun>, Option<EngineRun>) {
     let want_bfs = o.engines != Engines::Bmc;
     let want_bmc = o.engines != Engines::Bfs;
     let (mut b, m) = rayon::join(
-        || {
-            want_bfs.then(|| {
-                bfs::run(
-                    ts,
-                    obls,
-                    bfs::BfsBudget {
-                        max_states: o.max_states,
-                    },
-                )
-            })
-        },
+        || want_bfs.then(|| bfs::run(ts, obls, o.bfs_budget(deadline))),
         || {
             want_bmc.then(|| {
                 bmc::run(
                     ts,
                     obls,
                     bmc::BmcBudget {
-                        per_obligation: o.timeout,
+                        deadline: Some(deadline),
+                        progress: o.progress.clone(),
                         ..Default::default()
                     },
                 )
@@ -152,6 +175,7 @@ fn run_engines(
 
 /// Proves a project.
 pub fn prove(p: &Project, o: &Options) -> Proof {
+    let deadline = Instant::now() + o.timeout;
     let (ts, obls) = system(p, o.session_steps, o.step_limit);
     if let Some(e) = &p.rulebook_refusal {
         // Without its rulebook the system is not the agent's: proving it would claim what the
@@ -163,7 +187,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
                 obligation: ob.clone(),
                 bfs: None,
                 bmc: None,
-                verdict: Verdict::Undecided(why.clone()),
+                verdict: Verdict::undecided(StopReason::NotRun, why.clone()),
                 disagreement: false,
                 multi_turn: false,
             })
@@ -176,7 +200,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             not_run: Some(why),
         };
     }
-    let (b, m) = run_engines(&ts, &obls, o);
+    let (b, m) = run_engines(&ts, &obls, o, deadline);
     let mut outcomes: Vec<Outcome> = obls
         .iter()
         .enumerate()
@@ -196,7 +220,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         })
         .collect();
     if o.session_steps > 1 {
-        mark_multi_turn(p, o, &ts, &mut outcomes);
+        mark_multi_turn(p, o, &ts, &mut outcomes, deadline);
     }
     Proof {
         ts,
@@ -209,7 +233,13 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
 
 /// QG003: a reachable finding whose shortest witness spans two or more turns and which is
 /// unreachable in one turn (checked by a one-turn BFS over the same obligations).
-fn mark_multi_turn(p: &Project, o: &Options, ts: &TransitionSystem, outcomes: &mut [Outcome]) {
+fn mark_multi_turn(
+    p: &Project,
+    o: &Options,
+    ts: &TransitionSystem,
+    outcomes: &mut [Outcome],
+    deadline: Instant,
+) {
     let candidates: Vec<usize> = outcomes
         .iter()
         .enumerate()
@@ -220,13 +250,7 @@ fn mark_multi_turn(p: &Project, o: &Options, ts: &TransitionSystem, outcomes: &m
         return;
     }
     let (one, obls1) = system(p, 1, o.step_limit);
-    let run = bfs::run(
-        &one,
-        &obls1,
-        bfs::BfsBudget {
-            max_states: o.max_states,
-        },
-    );
+    let run = bfs::run(&one, &obls1, o.bfs_budget(deadline));
     for i in candidates {
         let id = &outcomes[i].obligation.id;
         let in_one = obls1

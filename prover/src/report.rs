@@ -92,6 +92,84 @@ pub struct Report {
     pub engines: Engines,
     /// Why no proof ran, when none could.
     pub not_run: Option<String>,
+    /// What each engine that ran decided, so a reader sees when an obligation was not
+    /// cross-checked.
+    pub per_engine: Vec<EngineSummary>,
+}
+
+/// What one engine decided over every obligation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineSummary {
+    /// `BFS` or `BMC`.
+    pub engine: &'static str,
+    /// Obligations it decided (reachable or unreachable).
+    pub decided: usize,
+    /// Obligations it left undecided, by stop reason.
+    pub undecided: std::collections::BTreeMap<crate::verdict::StopReason, usize>,
+}
+
+impl EngineSummary {
+    fn of<'a>(engine: &'static str, verdicts: impl Iterator<Item = &'a Verdict>) -> EngineSummary {
+        let mut s = EngineSummary {
+            engine,
+            decided: 0,
+            undecided: Default::default(),
+        };
+        for v in verdicts {
+            match v {
+                Verdict::Undecided(u) => *s.undecided.entry(u.why).or_default() += 1,
+                _ => s.decided += 1,
+            }
+        }
+        s
+    }
+
+    fn undecided_total(&self) -> usize {
+        self.undecided.values().sum()
+    }
+
+    /// "BMC: 23 decided, 2 undecided (time budget)".
+    fn text(&self) -> String {
+        let mut t = format!(
+            "{}: {} decided, {} undecided",
+            self.engine,
+            self.decided,
+            self.undecided_total()
+        );
+        if !self.undecided.is_empty() {
+            let why: Vec<String> = self
+                .undecided
+                .iter()
+                .map(|(r, n)| {
+                    if self.undecided.len() == 1 {
+                        r.phrase().to_string()
+                    } else {
+                        format!("{n} {}", r.phrase())
+                    }
+                })
+                .collect();
+            t.push_str(&format!(" ({})", why.join(", ")));
+        }
+        t
+    }
+}
+
+/// Per engine that ran, what it decided.
+fn per_engine(proof: &Proof) -> Vec<EngineSummary> {
+    let mut out = Vec::new();
+    if proof.bfs.is_some() {
+        out.push(EngineSummary::of(
+            "BFS",
+            proof.outcomes.iter().filter_map(|o| o.bfs.as_ref()),
+        ));
+    }
+    if proof.bmc.is_some() {
+        out.push(EngineSummary::of(
+            "BMC",
+            proof.outcomes.iter().filter_map(|o| o.bmc.as_ref()),
+        ));
+    }
+    out
 }
 
 fn severity_rank(r: &Rule) -> u8 {
@@ -268,6 +346,7 @@ pub fn build(
         depth,
         engines,
         not_run: proof.not_run.clone(),
+        per_engine: per_engine(proof),
     };
     crate::triage::apply_suppressions(&mut r, p, encoder::suppress::Date::today());
     settle(&mut r, &proof.ts);
@@ -395,7 +474,13 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         Some(why) => s.push_str(&format!(
             "\nThe proof did not run: {why}. {u} obligations are undecided.\n"
         )),
-        None => s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1)),
+        None => {
+            s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1));
+            let engines: Vec<String> = r.per_engine.iter().map(EngineSummary::text).collect();
+            if !engines.is_empty() {
+                s.push_str(&format!("{}.\n", engines.join("; ")));
+            }
+        }
     }
     for f in r.findings.iter().filter(|f| f.standing == Standing::New) {
         s.push_str(&format!("\n{}\n", headline(f)));
@@ -559,6 +644,8 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         "obligations": obls,
         "quiet_rules": r.quiet.iter().map(|(a, b)| json!({"rule": a, "reason": b})).collect::<Vec<_>>(),
         "states": proof.bfs.as_ref().map(|b| b.cost.states),
+        "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine, "decided": e.decided, "undecided": e.undecided_total(),
+            "undecided_by_reason": e.undecided.iter().map(|(k, n)| (serde_json::to_value(k).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
 }

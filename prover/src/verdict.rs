@@ -39,8 +39,65 @@ pub enum Verdict {
         /// The depth proved.
         depth: u32,
     },
-    /// A budget ran out; never reported as clean.
-    Undecided(String),
+    /// A budget ran out, or the engine could not tell; never reported as clean.
+    Undecided(Undecided),
+}
+
+/// Why an obligation was left undecided: the typed stop reason, and the words for the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Undecided {
+    /// What stopped the engine.
+    pub why: StopReason,
+    /// Where it stopped, in words ("at depth 12").
+    pub detail: String,
+}
+
+/// What stops an engine before it decides an obligation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The proof's time budget (`--timeout`) ran out.
+    TimeBudget,
+    /// The BFS stored as many states as it may.
+    StateBudget,
+    /// The BFS's state store reached its memory budget.
+    MemoryBudget,
+    /// The solver answered unknown for a reason other than time.
+    SolverUnknown,
+    /// No proof ran (the rulebook was refused).
+    NotRun,
+    /// No engine was asked.
+    NoEngine,
+}
+
+impl StopReason {
+    /// A short phrase for summaries ("time budget").
+    pub fn phrase(self) -> &'static str {
+        match self {
+            StopReason::TimeBudget => "time budget",
+            StopReason::StateBudget => "state budget",
+            StopReason::MemoryBudget => "memory budget",
+            StopReason::SolverUnknown => "solver unknown",
+            StopReason::NotRun => "proof not run",
+            StopReason::NoEngine => "no engine",
+        }
+    }
+}
+
+impl Verdict {
+    /// An undecided verdict.
+    pub fn undecided(why: StopReason, detail: impl Into<String>) -> Verdict {
+        Verdict::Undecided(Undecided {
+            why,
+            detail: detail.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for Undecided {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
 }
 
 impl Verdict {

@@ -77,7 +77,21 @@ proptest! {
         prop_assert!(bfs::count_states(&rts) <= bfs::count_states(&ts));
         let rb = bfs::run(&rts, &robls, bfs::BfsBudget::default());
         let m = bmc::run(&rts, &robls, bmc::BmcBudget::default());
+        // The reductions inside the engines against the engines without them: the BFS that
+        // stores every state whole, and the BMC's plain encoding (general solver, every command
+        // at every step, no harvest; on every fourth seed, as it is slower).
+        let full = bfs::run(&rts, &robls, bfs::BfsBudget { drop_dead: false, ..Default::default() });
+        prop_assert!(rb.cost.states <= full.cost.states);
+        let plain = (seed % 4 == 0).then(|| {
+            bmc::run(&rts, &robls, bmc::BmcBudget { tactics: bmc::BmcTactics::plain(), ..Default::default() })
+        });
         for (i, o) in obls.iter().enumerate() {
+            prop_assert_eq!(full.verdicts[i].word(), rb.verdicts[i].word(), "dead-variable reduction changed {} on seed {}", o.id, seed);
+            prop_assert_eq!(depth_of(&full.verdicts[i]), depth_of(&rb.verdicts[i]), "dead-variable reduction changed {} on seed {}", o.id, seed);
+            if let Some(plain) = &plain {
+                prop_assert_eq!(plain.verdicts[i].word(), m.verdicts[i].word(), "BMC tactics changed {} on seed {}", o.id, seed);
+                prop_assert_eq!(depth_of(&plain.verdicts[i]), depth_of(&m.verdicts[i]), "BMC tactics changed {} on seed {}", o.id, seed);
+            }
             prop_assert_eq!(b.verdicts[i].word(), rb.verdicts[i].word(), "reduction changed {} on seed {}", o.id, seed);
             prop_assert_eq!(depth_of(&b.verdicts[i]), depth_of(&rb.verdicts[i]), "reduction changed {} on seed {}", o.id, seed);
             prop_assert_eq!(rb.verdicts[i].word(), m.verdicts[i].word(), "{} on seed {}", o.id, seed);
@@ -122,11 +136,14 @@ fn random_graphs_produce_reachable_and_unreachable_obligations() {
 
 #[test]
 fn witnesses_replay_on_the_transition_system() {
-    // Every BMC witness is a real path: each step's guard holds and leads to the next state.
+    // Every witness of either engine is a real path: each step's guard holds and leads to the
+    // next state (the BFS's too, although it stores states with dead variables reset).
     for seed in 1..60u64 {
         let p = random_project(seed * 104729);
         let (ts, obls) = system(&p);
-        for v in bmc::run(&ts, &obls, bmc::BmcBudget::default()).verdicts {
+        let b = bfs::run(&ts, &obls, bfs::BfsBudget::default()).verdicts;
+        let m = bmc::run(&ts, &obls, bmc::BmcBudget::default()).verdicts;
+        for v in b.into_iter().chain(m) {
             if let Verdict::Reachable(w) = v {
                 let mut s = ts.init.clone();
                 for st in &w.steps {

@@ -10,21 +10,30 @@ fn ms(d: Duration) -> u128 {
 }
 
 fn synthetic(agents: usize, turns: u32, step_limit: u32, bmc: bool) {
-    let p = encoder::testkit::synthetic(agents, 4, 7);
+    measure(
+        encoder::testkit::synthetic(agents, 4, 7),
+        agents,
+        turns,
+        step_limit,
+        bmc,
+    );
+}
+
+fn measure(p: encoder::Project, agents: usize, turns: u32, step_limit: u32, bmc: bool) {
     let nodes = p.graph.nodes.len();
     let t = Instant::now();
     let s = obligations::structural::structural(&p);
     let structural = t.elapsed();
     let t = Instant::now();
-    let l = encoder::ts::lower::lower(&p, turns, step_limit);
-    let obls = obligations::reach::obligations(&p, &l);
+    let (ts, obls) = prover::proof::system(&p, turns, step_limit);
     let lowering = t.elapsed();
     let t = Instant::now();
     let b = prover::bfs::run(
-        &l.ts,
+        &ts,
         &obls,
         prover::bfs::BfsBudget {
             max_states: 50_000_000,
+            ..Default::default()
         },
     );
     let bfs = t.elapsed();
@@ -40,8 +49,8 @@ fn synthetic(agents: usize, turns: u32, step_limit: u32, bmc: bool) {
         .count();
     println!(
         "synthetic agents={agents} nodes={nodes} commands={} vars={} obligations={} structural_findings={} structural_ms={} lower_ms={} bfs_ms={} bfs_states={} reachable={reach} undecided={und}",
-        l.ts.commands.len(),
-        l.ts.vars.len(),
+        ts.commands.len(),
+        ts.vars.len(),
         obls.len(),
         s.len(),
         ms(structural),
@@ -52,12 +61,9 @@ fn synthetic(agents: usize, turns: u32, step_limit: u32, bmc: bool) {
     if bmc {
         let t = Instant::now();
         let m = prover::bmc::run(
-            &l.ts,
+            &ts,
             &obls,
-            prover::bmc::BmcBudget {
-                per_obligation: Duration::from_secs(120),
-                total: Duration::from_secs(900),
-            },
+            prover::bmc::BmcBudget::within(Duration::from_secs(900)),
         );
         let reach_m = m
             .verdicts
@@ -107,6 +113,19 @@ fn main() {
             let step_limit = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(60);
             let bmc = args.get(5).map(|s| s == "bmc").unwrap_or(false);
             synthetic(agents, turns, step_limit, bmc);
+        }
+        Some("chain") => {
+            let desks = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(8);
+            let turns = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
+            let step_limit = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(60);
+            let bmc = args.get(5).map(|s| s == "bmc").unwrap_or(false);
+            measure(
+                encoder::testkit::handoff_chain(desks),
+                desks,
+                turns,
+                step_limit,
+                bmc,
+            );
         }
         Some("turns") => turns(),
         _ => eprintln!("usage: scale synthetic AGENTS [TURNS] [STEP_LIMIT] [bmc] | scale turns"),

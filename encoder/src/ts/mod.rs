@@ -2,6 +2,7 @@
 //! state and guarded commands with labels. **Both engines read this one structure; neither
 //! re-derives semantics from the graph.**
 
+pub mod flow;
 pub mod lower;
 pub mod regions;
 
