@@ -31,6 +31,12 @@ pub struct BmcTactics {
     pub prune: bool,
     /// Retire every open obligation a satisfying model violates, not only the one asked.
     pub harvest: bool,
+    /// Each variable as wide as its domain needs (a boolean is one bit), not all as wide as the
+    /// widest.
+    pub narrow: bool,
+    /// Ask depths where nothing is found yet as ranges (up to eight at once), narrowing only
+    /// on a yes.
+    pub ranges: bool,
 }
 
 impl Default for BmcTactics {
@@ -39,6 +45,8 @@ impl Default for BmcTactics {
             qf_bv: true,
             prune: true,
             harvest: true,
+            narrow: true,
+            ranges: false,
         }
     }
 }
@@ -51,6 +59,8 @@ impl BmcTactics {
             qf_bv: false,
             prune: false,
             harvest: false,
+            narrow: false,
+            ranges: false,
         }
     }
 }
@@ -91,14 +101,48 @@ struct Unroller<'a> {
     ts: &'a TransitionSystem,
     tactics: BmcTactics,
     image: NodeImage,
-    width: u32,
+    /// One width for every term (the plain encoding), or `None`: each variable as wide as its
+    /// domain needs and each expression as wide as its values.
+    width: Option<u32>,
     states: Vec<Vec<BV>>,
     choices: Vec<Vec<BV>>,
 }
 
 impl<'a> Unroller<'a> {
+    /// The width of a variable with `domain` values.
+    fn width_of(&self, domain: u32) -> u32 {
+        self.width
+            .unwrap_or_else(|| TransitionSystem::bits(domain).max(1))
+    }
+
     fn konst(&self, v: u32) -> BV {
-        BV::from_u64(v as u64, self.width)
+        BV::from_u64(v as u64, self.width_of(v.saturating_add(1)))
+    }
+
+    /// A fresh variable with `domain` values, constrained to them.
+    fn fresh(&self, solver: &Solver, name: String, domain: u32) -> BV {
+        let w = self.width_of(domain);
+        let v = BV::new_const(name, w);
+        if (domain as u64) < (1u64 << w) {
+            solver.assert(v.bvult(BV::from_u64(domain as u64, w)));
+        }
+        v
+    }
+
+    /// Two terms at one width (the narrower zero-extended).
+    fn fit(a: BV, b: BV) -> (BV, BV) {
+        let (wa, wb) = (a.get_size(), b.get_size());
+        match wa.cmp(&wb) {
+            std::cmp::Ordering::Less => (a.zero_ext(wb - wa), b),
+            std::cmp::Ordering::Greater => (a, b.zero_ext(wa - wb)),
+            std::cmp::Ordering::Equal => (a, b),
+        }
+    }
+
+    /// `a == b` over terms of any widths.
+    fn same(a: BV, b: BV) -> Bool {
+        let (a, b) = Self::fit(a, b);
+        a.eq(b)
     }
 
     fn int(&self, e: &Expr, k: usize) -> BV {
@@ -106,8 +150,25 @@ impl<'a> Unroller<'a> {
             Expr::Const(c) => self.konst(*c),
             Expr::Var(v) => self.states[k][v.0 as usize].clone(),
             Expr::Choice(c) => self.choices[k][c.0 as usize].clone(),
-            Expr::Add(a, n) => self.int(a, k).bvadd(self.konst(*n)),
-            Expr::Ite(c, a, b) => self.bool(c, k).ite(&self.int(a, k), &self.int(b, k)),
+            Expr::Add(a, n) => {
+                let x = self.int(a, k);
+                match self.width {
+                    Some(_) => x.bvadd(self.konst(*n)),
+                    None => {
+                        // One bit wider than both operands: the sum cannot wrap.
+                        let w = x
+                            .get_size()
+                            .max(TransitionSystem::bits(n.saturating_add(1)))
+                            + 1;
+                        let x = x.zero_ext(w - x.get_size());
+                        x.bvadd(BV::from_u64(*n as u64, w))
+                    }
+                }
+            }
+            Expr::Ite(c, a, b) => {
+                let (x, y) = Self::fit(self.int(a, k), self.int(b, k));
+                self.bool(c, k).ite(&x, &y)
+            }
             Expr::Bool(b) => self.konst(*b as u32),
             other => self.bool(other, k).ite(&self.konst(1), &self.konst(0)),
         }
@@ -119,9 +180,12 @@ impl<'a> Unroller<'a> {
             Expr::Not(a) => self.bool(a, k).not(),
             Expr::And(es) => Bool::and(&es.iter().map(|x| self.bool(x, k)).collect::<Vec<_>>()),
             Expr::Or(es) => Bool::or(&es.iter().map(|x| self.bool(x, k)).collect::<Vec<_>>()),
-            Expr::Eq(a, b) => self.int(a, k).eq(self.int(b, k)),
-            Expr::Lt(a, b) => self.int(a, k).bvult(self.int(b, k)),
-            other => self.int(other, k).eq(self.konst(0)).not(),
+            Expr::Eq(a, b) => Self::same(self.int(a, k), self.int(b, k)),
+            Expr::Lt(a, b) => {
+                let (x, y) = Self::fit(self.int(a, k), self.int(b, k));
+                x.bvult(y)
+            }
+            other => Self::same(self.int(other, k), self.konst(0)).not(),
         }
     }
 
@@ -163,20 +227,25 @@ impl<'a> Unroller<'a> {
                 row.push(self.konst(0));
                 continue;
             }
-            let v = BV::new_const(format!("c{k}_{i}"), self.width);
-            solver.assert(v.bvult(self.konst(d.domain)));
-            row.push(v);
+            row.push(self.fresh(solver, format!("c{k}_{i}"), d.domain));
         }
         self.choices.push(row);
     }
 
     /// The initial state, as constants.
     fn add_init(&mut self) {
-        let row = self.ts.init.iter().map(|v| self.konst(*v)).collect();
+        let row = self
+            .ts
+            .init
+            .iter()
+            .zip(&self.ts.vars)
+            .map(|(v, d)| BV::from_u64(*v as u64, self.width_of(d.domain)))
+            .collect();
         self.states.push(row);
     }
 
-    /// Asserts that step `k` takes some enabled command into state `k + 1`. A variable no live
+    /// Asserts that step `k` takes some enabled command into state `k + 1`, or, when none is
+    /// enabled, stays. A variable no live
     /// command writes is shared with state `k`; the others are fresh, and each live command
     /// frames the fresh ones it does not write.
     fn add_transition(&mut self, solver: &Solver, k: usize) {
@@ -190,9 +259,7 @@ impl<'a> Unroller<'a> {
         let mut row = Vec::with_capacity(nv);
         for (i, d) in self.ts.vars.iter().enumerate() {
             if written[i] {
-                let v = BV::new_const(format!("s{}_{i}", k + 1), self.width);
-                solver.assert(v.bvult(self.konst(d.domain)));
-                row.push(v);
+                row.push(self.fresh(solver, format!("s{}_{i}", k + 1), d.domain));
             } else {
                 row.push(self.states[k][i].clone());
             }
@@ -203,12 +270,18 @@ impl<'a> Unroller<'a> {
             .filter(|v| written[v.0 as usize])
             .collect();
         let mut alts = Vec::new();
+        let mut none_enabled = Vec::new();
         for (_, c) in self.live_commands(k) {
-            let mut conj = vec![self.bool(&c.guard, k)];
+            let guard = self.bool(&c.guard, k);
+            none_enabled.push(guard.not());
+            let mut conj = vec![guard];
             let mut updated = vec![false; nv];
             for (v, e) in &c.updates {
                 updated[v.0 as usize] = true;
-                conj.push(self.states[k + 1][v.0 as usize].eq(self.int(e, k)));
+                conj.push(Self::same(
+                    self.states[k + 1][v.0 as usize].clone(),
+                    self.int(e, k),
+                ));
             }
             for v in &fresh {
                 if !updated[v.0 as usize] {
@@ -217,6 +290,17 @@ impl<'a> Unroller<'a> {
                 }
             }
             alts.push(Bool::and(&conj));
+        }
+        // A state where no command is enabled (the session is over) stays as it is. No bad
+        // transition can be taken from it, so this adds no violation and changes no shortest
+        // depth; it lets a question about an earlier depth ignore the steps after it (ranges).
+        if self.tactics.ranges {
+            let mut stay = none_enabled;
+            for v in &fresh {
+                let i = v.0 as usize;
+                stay.push(self.states[k + 1][i].eq(&self.states[k][i]));
+            }
+            alts.push(Bool::and(&stay));
         }
         solver.assert(Bool::or(&alts));
     }
@@ -367,6 +451,120 @@ fn ask_each(
     calls
 }
 
+/// Decides the open obligations at step `k`: one question for all of them; a yes retires what
+/// its model violates (harvest) and asks again; without harvest, or when the model reads as
+/// violating none of them, the open obligations are asked one by one. Returns the solver calls.
+fn decide_at(
+    solver: &Solver,
+    u: &Unroller<'_>,
+    obligations: &[Obligation],
+    k: usize,
+    budget: &BmcBudget,
+    verdicts: &mut [Option<Verdict>],
+) -> u64 {
+    let mut calls = 0u64;
+    let mut open: Vec<usize> = (0..obligations.len())
+        .filter(|oi| verdicts[*oi].is_none())
+        .collect();
+    while !open.is_empty() {
+        let Some(()) = arm(solver, budget) else {
+            open.iter()
+                .for_each(|oi| verdicts[*oi] = Some(out_of_time(k)));
+            break;
+        };
+        let any = Bool::or(
+            &open
+                .iter()
+                .map(|oi| u.bad(&obligations[*oi], k))
+                .collect::<Vec<_>>(),
+        );
+        calls += 1;
+        match solver.check_assumptions(&[any]) {
+            SatResult::Unsat => break,
+            SatResult::Unknown => {
+                let v = unknown(solver, budget, k);
+                open.iter().for_each(|oi| verdicts[*oi] = Some(v.clone()));
+                break;
+            }
+            SatResult::Sat => {
+                let hit: Vec<usize> = match (budget.tactics.harvest, solver.get_model()) {
+                    (true, Some(m)) => {
+                        let hit: Vec<usize> = open
+                            .iter()
+                            .copied()
+                            .filter(|oi| u.violates(&m, &obligations[*oi], k))
+                            .collect();
+                        for oi in &hit {
+                            verdicts[*oi] =
+                                Some(Verdict::Reachable(u.witness(&m, &obligations[*oi], k)));
+                        }
+                        hit
+                    }
+                    _ => vec![],
+                };
+                if hit.is_empty() {
+                    calls += ask_each(solver, u, obligations, &open, k, budget, verdicts);
+                    break;
+                }
+                open.retain(|oi| !hit.contains(oi));
+            }
+        }
+    }
+    calls
+}
+
+/// What one question over a range of depths answered.
+enum RangeAnswer {
+    /// No open obligation is violated at any depth of the range.
+    Clean,
+    /// Some may be: ask depth by depth.
+    Found,
+}
+
+/// The longest range of depths asked as one question.
+const MAX_SPAN: usize = 8;
+
+/// Asks whether any open obligation is violated at any depth of `range`. A range of one depth
+/// is asked by [`decide_at`] directly. An unknown answer (time) leaves every open obligation
+/// undecided.
+fn ask_range(
+    solver: &Solver,
+    u: &Unroller<'_>,
+    obligations: &[Obligation],
+    range: std::ops::RangeInclusive<usize>,
+    budget: &BmcBudget,
+    verdicts: &mut [Option<Verdict>],
+    calls: &mut u64,
+) -> RangeAnswer {
+    let (a, b) = (*range.start(), *range.end());
+    let open: Vec<usize> = (0..obligations.len())
+        .filter(|oi| verdicts[*oi].is_none())
+        .collect();
+    if a == b || open.is_empty() {
+        return RangeAnswer::Found;
+    }
+    if arm(solver, budget).is_none() {
+        open.iter()
+            .for_each(|oi| verdicts[*oi] = Some(out_of_time(a)));
+        return RangeAnswer::Clean;
+    }
+    let any = Bool::or(
+        &range
+            .flat_map(|j| open.iter().map(move |oi| u.bad(&obligations[*oi], j)))
+            .collect::<Vec<_>>(),
+    );
+    *calls += 1;
+    match solver.check_assumptions(&[any]) {
+        SatResult::Unsat => RangeAnswer::Clean,
+        SatResult::Sat => RangeAnswer::Found,
+        SatResult::Unknown => {
+            let v = unknown(solver, budget, a);
+            open.iter().for_each(|oi| verdicts[*oi] = Some(v.clone()));
+            RangeAnswer::Clean
+        }
+    }
+}
+
 /// Decides every obligation by bounded unrolling to the system's depth.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget) -> EngineRun {
     let start = Instant::now();
@@ -377,7 +575,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         .map(|d| d.domain)
         .max()
         .unwrap_or(2);
-    let width = TransitionSystem::bits(max_domain.max(2)) + 1;
+    let width = (!budget.tactics.narrow).then(|| TransitionSystem::bits(max_domain.max(2)) + 1);
     let solver = if budget.tactics.qf_bv {
         Solver::new_for_logic("QF_BV").unwrap_or_default()
     } else {
@@ -401,6 +599,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         })
         .collect();
     let mut calls = 0u64;
+    let (mut from, mut span) = (0usize, 1usize);
     for k in 0..ts.depth as usize {
         if k > 0 {
             u.add_transition(&solver, k - 1);
@@ -413,58 +612,33 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
                 obligations.len(),
             );
         }
-        let mut open: Vec<usize> = (0..obligations.len())
-            .filter(|oi| verdicts[*oi].is_none())
-            .collect();
-        // One question first: can any open obligation be violated at this depth? Most depths
-        // answer no for all of them at once. A yes retires what its model violates (harvest)
-        // and asks again; without harvest, or when the model reads as violating none of them,
-        // the open obligations are asked one by one.
-        while !open.is_empty() {
-            let Some(()) = arm(&solver, &budget) else {
-                open.iter()
-                    .for_each(|oi| verdicts[*oi] = Some(out_of_time(k)));
-                break;
-            };
-            let any = Bool::or(
-                &open
-                    .iter()
-                    .map(|oi| u.bad(&obligations[*oi], k))
-                    .collect::<Vec<_>>(),
-            );
-            calls += 1;
-            match solver.check_assumptions(&[any]) {
-                SatResult::Unsat => break,
-                SatResult::Unknown => {
-                    let v = unknown(&solver, &budget, k);
-                    open.iter().for_each(|oi| verdicts[*oi] = Some(v.clone()));
-                    break;
+        // Depths where nothing was found yet are asked together: one question for the whole
+        // range, narrowed depth by depth only when it is satisfiable (the first depth with a
+        // yes is then the shortest, since every earlier one was no for every open obligation).
+        let last = k + 1 == ts.depth as usize;
+        if budget.tactics.ranges && k + 1 - from < span && !last {
+            continue;
+        }
+        match ask_range(
+            &solver,
+            &u,
+            obligations,
+            from..=k,
+            &budget,
+            &mut verdicts,
+            &mut calls,
+        ) {
+            RangeAnswer::Clean => span = (span * 2).min(MAX_SPAN),
+            RangeAnswer::Found => {
+                let before = verdicts.iter().filter(|v| v.is_some()).count();
+                for j in from..=k {
+                    calls += decide_at(&solver, &u, obligations, j, &budget, &mut verdicts);
                 }
-                SatResult::Sat => {
-                    let hit: Vec<usize> = match (budget.tactics.harvest, solver.get_model()) {
-                        (true, Some(m)) => {
-                            let hit: Vec<usize> = open
-                                .iter()
-                                .copied()
-                                .filter(|oi| u.violates(&m, &obligations[*oi], k))
-                                .collect();
-                            for oi in &hit {
-                                verdicts[*oi] =
-                                    Some(Verdict::Reachable(u.witness(&m, &obligations[*oi], k)));
-                            }
-                            hit
-                        }
-                        _ => vec![],
-                    };
-                    if hit.is_empty() {
-                        calls +=
-                            ask_each(&solver, &u, obligations, &open, k, &budget, &mut verdicts);
-                        break;
-                    }
-                    open.retain(|oi| !hit.contains(oi));
-                }
+                let found = verdicts.iter().filter(|v| v.is_some()).count() > before;
+                span = if found { 1 } else { (span * 2).min(MAX_SPAN) };
             }
         }
+        from = k + 1;
         if verdicts.iter().all(|v| v.is_some()) {
             break;
         }

@@ -1,81 +1,174 @@
-//! Scale measurements for `benchmarks/README.md`: the synthetic generator at a given size, the
-//! time for the structural rules, the lowering, BFS over every reachability obligation, and BMC;
-//! and the shop's BMC time per added turn. Run in release:
-//! `cargo run --release -p benchmarks --bin scale -- synthetic 1250 1` or `-- turns`.
+//! Scale measurements for `benchmarks/README.md`, each row measured in one run so its ratios
+//! compare like with like: a system (the synthetic generator, the hand-off chain, or an
+//! agent.yaml) is lowered once, and then searched by the BFS that stores whole states and the
+//! one that resets dead variables, and by Z3 with the plain encoding and with the current one.
+//! Every pair of engines that decided an obligation must give the same verdict and shortest
+//! depth; the row says `agree` or lists what differs. Run in release:
+//!
+//! ```text
+//! cargo run --release -p benchmarks --bin scale -- row synthetic:1540 [turns] [step_limit] [--current-only] [--before SECS]
+//! cargo run --release -p benchmarks --bin scale -- row chain:60
+//! cargo run --release -p benchmarks --bin scale -- row file:benchmarks/fixtures/banking-two-desks/agent.yaml 3 12
+//! cargo run --release -p benchmarks --bin scale -- turns
+//! ```
 
+use prover::verdict::{EngineRun, Verdict};
+use prover::{bfs, bmc};
 use std::time::{Duration, Instant};
 
 fn ms(d: Duration) -> u128 {
     d.as_millis()
 }
 
-fn synthetic(agents: usize, turns: u32, step_limit: u32, bmc: bool) {
-    measure(
-        encoder::testkit::synthetic(agents, 4, 7),
-        agents,
-        turns,
-        step_limit,
-        bmc,
-    );
+fn project(what: &str) -> encoder::Project {
+    match what.split_once(':') {
+        Some(("synthetic", n)) => encoder::testkit::synthetic(n.parse().expect("agents"), 4, 7),
+        Some(("chain", n)) => encoder::testkit::handoff_chain(n.parse().expect("desks")),
+        Some(("file", f)) => encoder::load_project(std::path::Path::new(f)).expect("loads"),
+        _ => panic!("give synthetic:AGENTS, chain:DESKS or file:agent.yaml"),
+    }
 }
 
-fn measure(p: encoder::Project, agents: usize, turns: u32, step_limit: u32, bmc: bool) {
-    let nodes = p.graph.nodes.len();
+fn undecided(r: &EngineRun) -> usize {
+    r.verdicts
+        .iter()
+        .filter(|v| matches!(v, Verdict::Undecided(_)))
+        .count()
+}
+
+fn reachable(r: &EngineRun) -> usize {
+    r.verdicts
+        .iter()
+        .filter(|v| matches!(v, Verdict::Reachable(_)))
+        .count()
+}
+
+/// The obligations on which two runs both decided and differ (verdict or shortest depth).
+fn differences(a: &EngineRun, b: &EngineRun) -> usize {
+    a.verdicts
+        .iter()
+        .zip(&b.verdicts)
+        .enumerate()
+        .filter(|(i, (x, y))| {
+            let differ = !matches!(x, Verdict::Undecided(_))
+                && !matches!(y, Verdict::Undecided(_))
+                && (x.word() != y.word() || x.depth() != y.depth());
+            if differ {
+                eprintln!(
+                    "  obligation #{i}: {} at {:?} against {} at {:?}",
+                    x.word(),
+                    x.depth(),
+                    y.word(),
+                    y.depth()
+                );
+            }
+            differ
+        })
+        .count()
+}
+
+fn timed(f: impl FnOnce() -> EngineRun) -> (EngineRun, Duration) {
     let t = Instant::now();
-    let s = obligations::structural::structural(&p);
-    let structural = t.elapsed();
+    let r = f();
+    (r, t.elapsed())
+}
+
+fn row(what: &str, turns: u32, step_limit: u32, current_only: bool, before: Duration) {
+    let p = project(what);
+    let nodes = p.graph.nodes.len();
     let t = Instant::now();
     let (ts, obls) = prover::proof::system(&p, turns, step_limit);
     let lowering = t.elapsed();
-    let t = Instant::now();
-    let b = prover::bfs::run(
-        &ts,
-        &obls,
-        prover::bfs::BfsBudget {
-            max_states: 50_000_000,
-            ..Default::default()
-        },
-    );
-    let bfs = t.elapsed();
-    let reach = b
-        .verdicts
-        .iter()
-        .filter(|v| matches!(v, prover::verdict::Verdict::Reachable(_)))
-        .count();
-    let und = b
-        .verdicts
-        .iter()
-        .filter(|v| matches!(v, prover::verdict::Verdict::Undecided(_)))
-        .count();
     println!(
-        "synthetic agents={agents} nodes={nodes} commands={} vars={} obligations={} structural_findings={} structural_ms={} lower_ms={} bfs_ms={} bfs_states={} reachable={reach} undecided={und}",
+        "{what} turns={turns} step_limit={step_limit} nodes={nodes} commands={} vars={} obligations={} lower_ms={}",
         ts.commands.len(),
         ts.vars.len(),
         obls.len(),
-        s.len(),
-        ms(structural),
-        ms(lowering),
-        ms(bfs),
-        b.cost.states
+        ms(lowering)
     );
-    if bmc {
-        let t = Instant::now();
-        let m = prover::bmc::run(
-            &ts,
-            &obls,
-            prover::bmc::BmcBudget::within(Duration::from_secs(900)),
-        );
-        let reach_m = m
-            .verdicts
-            .iter()
-            .filter(|v| matches!(v, prover::verdict::Verdict::Reachable(_)))
-            .count();
+    let (b, tb) = timed(|| bfs::run(&ts, &obls, bfs::BfsBudget::default()));
+    println!(
+        "  bfs          ms={:>8} states={:>9} reachable={} undecided={}",
+        ms(tb),
+        b.cost.states,
+        reachable(&b),
+        undecided(&b)
+    );
+    let (m, tm) = current_bmc(&ts, &obls);
+    println!(
+        "  bmc          ms={:>8} calls={:>9} reachable={} undecided={}",
+        ms(tm),
+        m.cost.solver_calls,
+        reachable(&m),
+        undecided(&m)
+    );
+    let mut diff = differences(&b, &m);
+    if !current_only {
+        let full = bfs::BfsBudget {
+            drop_dead: false,
+            deadline: Some(Instant::now() + before),
+            ..Default::default()
+        };
+        let (bf, tbf) = timed(|| bfs::run(&ts, &obls, full));
         println!(
-            "  bmc_ms={} solver_calls={} reachable={reach_m}",
-            ms(t.elapsed()),
-            m.cost.solver_calls
+            "  bfs (whole)  ms={:>8} states={:>9} reachable={} undecided={}  ratio={:.1}x",
+            ms(tbf),
+            bf.cost.states,
+            reachable(&bf),
+            undecided(&bf),
+            tbf.as_secs_f64() / tb.as_secs_f64().max(1e-6)
         );
+        let plain = bmc::BmcBudget {
+            deadline: Some(Instant::now() + before),
+            tactics: bmc::BmcTactics::plain(),
+            ..Default::default()
+        };
+        let (mp, tmp) = timed(|| bmc::run(&ts, &obls, plain));
+        println!(
+            "  bmc (plain)  ms={:>8} calls={:>9} reachable={} undecided={}  ratio={}{:.1}x",
+            ms(tmp),
+            mp.cost.solver_calls,
+            reachable(&mp),
+            undecided(&mp),
+            if undecided(&mp) > 0 { ">" } else { "" },
+            tmp.as_secs_f64() / tm.as_secs_f64().max(1e-6)
+        );
+        diff += differences(&b, &bf) + differences(&m, &mp) + differences(&bf, &mp);
     }
+    println!(
+        "  {}",
+        if diff == 0 {
+            "agree".to_string()
+        } else {
+            format!("DIFFER on {diff} obligation pairs")
+        }
+    );
+}
+
+/// The current tactics, or those `QLS_TACTICS` names (comma-separated; for ablations).
+fn tactics() -> bmc::BmcTactics {
+    match std::env::var("QLS_TACTICS") {
+        Ok(t) => bmc::BmcTactics {
+            qf_bv: t.contains("qf_bv"),
+            prune: t.contains("prune"),
+            harvest: t.contains("harvest"),
+            narrow: t.contains("narrow"),
+            ranges: t.contains("ranges"),
+        },
+        Err(_) => bmc::BmcTactics::default(),
+    }
+}
+
+/// The BMC with [`tactics`], timed.
+fn current_bmc(
+    ts: &encoder::ts::TransitionSystem,
+    obls: &[encoder::ts::Obligation],
+) -> (EngineRun, Duration) {
+    let budget = bmc::BmcBudget {
+        tactics: tactics(),
+        ..Default::default()
+    };
+    timed(|| bmc::run(ts, obls, budget))
 }
 
 fn turns() {
@@ -85,49 +178,45 @@ fn turns() {
     )))
     .expect("shop");
     for turns in 1..=4u32 {
-        let l = encoder::ts::lower::lower(&p, turns, 60);
-        let obls = obligations::reach::obligations(&p, &l);
-        let t = Instant::now();
-        let m = prover::bmc::run(&l.ts, &obls, prover::bmc::BmcBudget::default());
-        let bmc = t.elapsed();
-        let t = Instant::now();
-        let b = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
-        let bfs = t.elapsed();
+        let (ts, obls) = prover::proof::system(&p, turns, 60);
+        let (m, tm) = current_bmc(&ts, &obls);
+        let (b, tb) = timed(|| bfs::run(&ts, &obls, bfs::BfsBudget::default()));
         println!(
-            "shop turns={turns} depth={} bmc_ms={} solver_calls={} bfs_ms={} bfs_states={}",
-            l.ts.depth,
-            ms(bmc),
+            "shop turns={turns} depth={} bmc_ms={} solver_calls={} bfs_ms={} bfs_states={} agree={}",
+            ts.depth,
+            ms(tm),
             m.cost.solver_calls,
-            ms(bfs),
-            b.cost.states
+            ms(tb),
+            b.cost.states,
+            differences(&b, &m) == 0
         );
     }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let num = |i: usize, d: u32| {
+        args.get(i)
+            .filter(|s| !s.starts_with("--"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(d)
+    };
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let before = args
+        .iter()
+        .position(|a| a == "--before")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
     match args.get(1).map(String::as_str) {
-        Some("synthetic") => {
-            let agents = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(8);
-            let turns = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
-            let step_limit = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(60);
-            let bmc = args.get(5).map(|s| s == "bmc").unwrap_or(false);
-            synthetic(agents, turns, step_limit, bmc);
-        }
-        Some("chain") => {
-            let desks = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(8);
-            let turns = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
-            let step_limit = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(60);
-            let bmc = args.get(5).map(|s| s == "bmc").unwrap_or(false);
-            measure(
-                encoder::testkit::handoff_chain(desks),
-                desks,
-                turns,
-                step_limit,
-                bmc,
-            );
-        }
+        Some("row") => row(
+            args.get(2).expect("what"),
+            num(3, 1),
+            num(4, 60),
+            flag("--current-only"),
+            Duration::from_secs(before),
+        ),
         Some("turns") => turns(),
-        _ => eprintln!("usage: scale synthetic AGENTS [TURNS] [STEP_LIMIT] [bmc] | scale turns"),
+        _ => eprintln!("usage: scale row WHAT [TURNS] [STEP_LIMIT] [--current-only] [--before SECS] | scale turns"),
     }
 }
