@@ -2,7 +2,7 @@
 //! level by level (so witnesses are shortest and independent of thread timing), with parent
 //! pointers and every obligation monitored in one exploration. **Engines never print.**
 
-use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, Verdict};
+use crate::verdict::{AnyLength, Cost, EngineRun, RawStep, RawWitness, Verdict};
 use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
@@ -101,6 +101,9 @@ struct Entry {
     parent: u32,
     cmd: CmdId,
     choices: Vec<u32>,
+    /// The turn (from 0) this state is in on its BFS tree path: the parent's, plus one when the
+    /// step into it ended a turn (the step counter is 0 exactly at a turn's start).
+    turn: u32,
 }
 
 /// Calls `f` for every valuation of a command's choices (other choices stay 0).
@@ -158,6 +161,8 @@ struct Succ {
     packed: Box<[u64]>,
     cmd: CmdId,
     choices: Vec<u32>,
+    /// The step into this successor ended a turn.
+    turn_start: bool,
 }
 
 /// The successors and obligation hits found while expanding one state.
@@ -168,6 +173,32 @@ const PARALLEL_LEVEL: usize = 256;
 
 /// Explores the system breadth-first to its depth and decides every obligation.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
+    search(ts, obligations, budget, Some(ts.depth)).0
+}
+
+/// Explores a looping system (sessions of any length, `lower` with `SessionSteps::Any`) to its
+/// fixpoint: no depth bound, every reachable state visited. An obligation no reachable step
+/// violates is unreachable for any length; a witness is shortest in steps. Returns K, the
+/// number of turns within which every reachable state is reached (the most turns on any BFS
+/// tree path), or `None` when the state budget ran out — then every obligation not found is
+/// undecided, never clean.
+pub fn fixpoint(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+) -> (EngineRun, Option<u32>) {
+    search(ts, obligations, budget, None)
+}
+
+/// The search behind [`run`] (to `max_depth` levels, stopping once every obligation is found)
+/// and [`fixpoint`] (`None`: to the last new state). The second result is K for a complete
+/// fixpoint search.
+fn search(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+    max_depth: Option<u32>,
+) -> (EngineRun, Option<u32>) {
     let start = Instant::now();
     let packer = Packer::new(ts);
     let guards: Vec<SplitGuard<'_>> = ts.commands.iter().map(split_guard).collect();
@@ -189,11 +220,13 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
         parent: u32::MAX,
         cmd: CmdId(u32::MAX),
         choices: vec![],
+        turn: 0,
     });
+    let step_var = ts.step_var.0 as usize;
     let mut level_start = 0usize;
     let mut level = 0u32;
     let mut exhausted_budget = false;
-    while level < ts.depth && level_start < packed.len() {
+    while max_depth.is_none_or(|d| level < d) && level_start < packed.len() {
         let level_end = packed.len();
         let expand = |si: usize| -> Expansion {
             let state = packer.unpack(&packed[si]);
@@ -224,6 +257,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                     }
                     let next = ts.apply(c, &state, ch);
                     succs.push(Succ {
+                        turn_start: next.get(step_var) == Some(&0),
                         packed: packer.pack(&next),
                         cmd: cid,
                         choices: ch.to_vec(),
@@ -258,17 +292,21 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                     }
                     index.insert(s.packed.clone(), packed.len() as u32);
                     packed.push(s.packed);
+                    let turn = entries[si as usize].turn + s.turn_start as u32;
                     entries.push(Entry {
                         parent: si,
                         cmd: s.cmd,
                         choices: s.choices,
+                        turn,
                     });
                 }
             }
         }
         level_start = level_end;
         level += 1;
-        if (!found.is_empty() && found.iter().all(|f| f.is_some())) || exhausted_budget {
+        let all_found = !found.is_empty() && found.iter().all(|f| f.is_some());
+        // A fixpoint search goes on after every obligation is found: K needs every state.
+        if (all_found && max_depth.is_some()) || exhausted_budget {
             break;
         }
     }
@@ -277,6 +315,9 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
     } else {
         level
     };
+    // K: the most turns any state needs on its tree path (turns counted from 1).
+    let fixpoint_turns = (max_depth.is_none() && !exhausted_budget)
+        .then(|| entries.iter().map(|e| e.turn + 1).max().unwrap_or(1));
     let verdicts = found
         .into_iter()
         .map(|f| match f {
@@ -287,19 +328,23 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                 "state budget of {} states exhausted at depth {level}",
                 budget.max_states
             )),
-            None => Verdict::Unreachable {
-                depth: complete_depth.max(level),
+            None => match fixpoint_turns {
+                Some(turns) => Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns }),
+                None => Verdict::Unreachable {
+                    depth: complete_depth.max(level),
+                },
             },
         })
         .collect();
-    EngineRun {
+    let run = EngineRun {
         verdicts,
         cost: Cost {
             states: packed.len() as u64,
             solver_calls: 0,
             ms: start.elapsed().as_millis() as u64,
         },
-    }
+    };
+    (run, fixpoint_turns)
 }
 
 fn witness(

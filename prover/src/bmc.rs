@@ -28,19 +28,30 @@ impl Default for BmcBudget {
     }
 }
 
-struct Unroller<'a> {
-    ts: &'a TransitionSystem,
-    width: u32,
-    states: Vec<Vec<BV>>,
-    choices: Vec<Vec<BV>>,
+pub(crate) struct Unroller<'a> {
+    pub(crate) ts: &'a TransitionSystem,
+    pub(crate) width: u32,
+    pub(crate) states: Vec<Vec<BV>>,
+    pub(crate) choices: Vec<Vec<BV>>,
 }
 
 impl<'a> Unroller<'a> {
-    fn konst(&self, v: u32) -> BV {
+    /// An empty unrolling of `ts`, its bit-vectors wide enough for every domain (as `run`'s).
+    pub(crate) fn new(ts: &'a TransitionSystem) -> Unroller<'a> {
+        let max = ts.vars.iter().chain(&ts.choices).map(|d| d.domain).max();
+        Unroller {
+            ts,
+            width: TransitionSystem::bits(max.unwrap_or(2).max(2)) + 1,
+            states: vec![],
+            choices: vec![],
+        }
+    }
+
+    pub(crate) fn konst(&self, v: u32) -> BV {
         BV::from_u64(v as u64, self.width)
     }
 
-    fn int(&self, e: &Expr, k: usize) -> BV {
+    pub(crate) fn int(&self, e: &Expr, k: usize) -> BV {
         match e {
             Expr::Const(c) => self.konst(*c),
             Expr::Var(v) => self.states[k][v.0 as usize].clone(),
@@ -52,7 +63,7 @@ impl<'a> Unroller<'a> {
         }
     }
 
-    fn bool(&self, e: &Expr, k: usize) -> Bool {
+    pub(crate) fn bool(&self, e: &Expr, k: usize) -> Bool {
         match e {
             Expr::Bool(b) => Bool::from_bool(*b),
             Expr::Not(a) => self.bool(a, k).not(),
@@ -65,7 +76,7 @@ impl<'a> Unroller<'a> {
     }
 
     /// Fresh variables for step `k`'s choices, constrained to their domains.
-    fn add_choices(&mut self, solver: &Solver, k: usize) {
+    pub(crate) fn add_choices(&mut self, solver: &Solver, k: usize) {
         let mut row = Vec::new();
         for (i, d) in self.ts.choices.iter().enumerate() {
             let v = BV::new_const(format!("c{k}_{i}"), self.width);
@@ -76,7 +87,7 @@ impl<'a> Unroller<'a> {
     }
 
     /// Fresh variables for state `k`, constrained to their domains.
-    fn add_state(&mut self, solver: &Solver, k: usize) {
+    pub(crate) fn add_state(&mut self, solver: &Solver, k: usize) {
         let mut row = Vec::new();
         for (i, d) in self.ts.vars.iter().enumerate() {
             let v = BV::new_const(format!("s{k}_{i}"), self.width);
@@ -87,7 +98,7 @@ impl<'a> Unroller<'a> {
     }
 
     /// Asserts that step `k` takes some enabled command into state `k + 1`.
-    fn add_transition(&mut self, solver: &Solver, k: usize) {
+    pub(crate) fn add_transition(&mut self, solver: &Solver, k: usize) {
         self.add_state(solver, k + 1);
         let mut alts = Vec::with_capacity(self.ts.commands.len());
         for c in &self.ts.commands {
@@ -108,7 +119,7 @@ impl<'a> Unroller<'a> {
     }
 
     /// The bad transition of an obligation at step `k`.
-    fn bad(&self, o: &Obligation, k: usize) -> Bool {
+    pub(crate) fn bad(&self, o: &Obligation, k: usize) -> Bool {
         let alts: Vec<Bool> = o
             .commands
             .iter()
@@ -120,13 +131,13 @@ impl<'a> Unroller<'a> {
         Bool::or(&alts)
     }
 
-    fn read(&self, model: &z3::Model, v: &BV) -> u32 {
+    pub(crate) fn read(&self, model: &z3::Model, v: &BV) -> u32 {
         model.eval(v, true).and_then(|x| x.as_u64()).unwrap_or(0) as u32
     }
 
     /// Reads a witness of depth `k + 1` out of a model: the states and choices, and for each
     /// step the command that connects consecutive states (the last one from the obligation).
-    fn witness(&self, model: &z3::Model, o: &Obligation, k: usize) -> RawWitness {
+    pub(crate) fn witness(&self, model: &z3::Model, o: &Obligation, k: usize) -> RawWitness {
         let states: Vec<Vec<u32>> = (0..=k)
             .map(|i| self.states[i].iter().map(|v| self.read(model, v)).collect())
             .collect();

@@ -3,7 +3,8 @@
 //! into QG003. **Engines never print**; this module returns data.
 
 use crate::verdict::{disagree, EngineRun, Verdict};
-use crate::{bfs, bmc};
+use crate::{bfs, bmc, induction};
+use encoder::agent::SessionSteps;
 use encoder::ts::lower::lower;
 use encoder::ts::Obligation;
 use encoder::ts::TransitionSystem;
@@ -24,8 +25,8 @@ pub enum Engines {
 /// How to prove.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Turns.
-    pub session_steps: u32,
+    /// Turns: a number, or sessions of any length.
+    pub session_steps: SessionSteps,
     /// Steps per turn.
     pub step_limit: u32,
     /// Engines.
@@ -82,6 +83,9 @@ pub struct Proof {
     pub bfs: Option<EngineRun>,
     /// BMC cost.
     pub bmc: Option<EngineRun>,
+    /// Under `any`: K, the turns within which the BFS fixpoint reached every reachable state
+    /// (`None` when it did not run or ran out of its state budget).
+    pub fixpoint_turns: Option<u32>,
     /// Why no proof ran, when none could (the rulebook was refused, QG005): every obligation
     /// is then undecided, and the report says the proof did not run (SPEC §3 Nothing is proved
     /// silently less).
@@ -89,15 +93,20 @@ pub struct Proof {
 }
 
 /// Combines two verdicts: a reachable one (BFS's witness first, for determinism) wins, then an
-/// unreachable one; undecided only when no engine decided.
+/// unreachable one for any length, then a bounded one; undecided only when no engine decided.
 fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
     let all: Vec<&Verdict> = bfs.into_iter().chain(bmc).collect();
     if let Some(v) = all.iter().find(|v| matches!(v, Verdict::Reachable(_))) {
         return (*v).clone();
     }
+    // A proof for any length says more than a bounded one, whichever engine gave it.
     if let Some(v) = all
         .iter()
-        .find(|v| matches!(v, Verdict::Unreachable { .. }))
+        .find(|v| matches!(v, Verdict::UnreachableAnyLength(_)))
+        .or_else(|| {
+            all.iter()
+                .find(|v| matches!(v, Verdict::Unreachable { .. }))
+        })
     {
         return (*v).clone();
     }
@@ -106,35 +115,47 @@ fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
         .unwrap_or(Verdict::Undecided("no engine ran".into()))
 }
 
-fn run_engines(
-    ts: &TransitionSystem,
-    obls: &[Obligation],
-    o: &Options,
-) -> (Option<EngineRun>, Option<EngineRun>) {
+/// Both engines' runs, and K from the BFS fixpoint under `any`.
+type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
+
+/// Runs the engines side by side. Under `any` the BFS searches the looping system to its
+/// fixpoint and Z3 tries k-induction (with its bounded answer where the induction does not
+/// close); otherwise both search to the system's depth.
+fn run_engines(ts: &TransitionSystem, obls: &[Obligation], o: &Options) -> EngineRuns {
     let want_bfs = o.engines != Engines::Bmc;
     let want_bmc = o.engines != Engines::Bfs;
-    let (mut b, m) = rayon::join(
-        || {
-            want_bfs.then(|| {
-                bfs::run(
-                    ts,
-                    obls,
-                    bfs::BfsBudget {
-                        max_states: o.max_states,
-                    },
-                )
-            })
+    let any = o.session_steps == SessionSteps::Any;
+    let bfs_budget = bfs::BfsBudget {
+        max_states: o.max_states,
+    };
+    let bmc_budget = bmc::BmcBudget {
+        per_obligation: o.timeout,
+        ..Default::default()
+    };
+    let ((mut b, k), m) = rayon::join(
+        || match (want_bfs, any) {
+            (false, _) => (None, None),
+            (true, false) => (Some(bfs::run(ts, obls, bfs_budget)), None),
+            (true, true) => {
+                let (run, k) = bfs::fixpoint(ts, obls, bfs_budget);
+                (Some(run), k)
+            }
         },
         || {
             want_bmc.then(|| {
-                bmc::run(
-                    ts,
-                    obls,
-                    bmc::BmcBudget {
-                        per_obligation: o.timeout,
-                        ..Default::default()
-                    },
-                )
+                if any {
+                    induction::run(
+                        ts,
+                        obls,
+                        induction::InductionBudget {
+                            bounded: bmc_budget,
+                            per_query: o.timeout,
+                            ..Default::default()
+                        },
+                    )
+                } else {
+                    bmc::run(ts, obls, bmc_budget)
+                }
             })
         },
     );
@@ -142,12 +163,19 @@ fn run_engines(
         if let Some(run) = b.as_mut() {
             for v in run.verdicts.iter_mut() {
                 if matches!(v, Verdict::Reachable(_)) {
-                    *v = Verdict::Unreachable { depth: ts.depth };
+                    *v = match k {
+                        Some(turns) => {
+                            Verdict::UnreachableAnyLength(crate::verdict::AnyLength::Fixpoint {
+                                turns,
+                            })
+                        }
+                        None => Verdict::Unreachable { depth: ts.depth },
+                    };
                 }
             }
         }
     }
-    (b, m)
+    (b, m, k)
 }
 
 /// Proves a project.
@@ -173,10 +201,11 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             outcomes,
             bfs: None,
             bmc: None,
+            fixpoint_turns: None,
             not_run: Some(why),
         };
     }
-    let (b, m) = run_engines(&ts, &obls, o);
+    let (b, m, fixpoint_turns) = run_engines(&ts, &obls, o);
     let mut outcomes: Vec<Outcome> = obls
         .iter()
         .enumerate()
@@ -195,7 +224,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             }
         })
         .collect();
-    if o.session_steps > 1 {
+    if o.session_steps != SessionSteps::Turns(1) {
         mark_multi_turn(p, o, &ts, &mut outcomes);
     }
     Proof {
@@ -203,6 +232,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         outcomes,
         bfs: b,
         bmc: m,
+        fixpoint_turns,
         not_run: None,
     }
 }
@@ -239,17 +269,9 @@ fn mark_multi_turn(p: &Project, o: &Options, ts: &TransitionSystem, outcomes: &m
     }
 }
 
-fn turns_of(ts: &TransitionSystem, v: &Verdict) -> usize {
+fn turns_of(ts: &TransitionSystem, v: &Verdict) -> u32 {
     match v {
-        Verdict::Reachable(w) => {
-            let mut t: Vec<u32> = w
-                .steps
-                .iter()
-                .map(|s| s.state[ts.turn_var.0 as usize])
-                .collect();
-            t.dedup();
-            t.len()
-        }
+        Verdict::Reachable(w) => w.turns(ts),
         _ => 0,
     }
 }
@@ -258,7 +280,7 @@ fn turns_of(ts: &TransitionSystem, v: &Verdict) -> usize {
 /// reduced to its cone of influence.
 pub fn system(
     p: &Project,
-    session_steps: u32,
+    session_steps: impl Into<SessionSteps>,
     step_limit: u32,
 ) -> (TransitionSystem, Vec<Obligation>) {
     let lowered = lower(p, session_steps, step_limit);

@@ -1,0 +1,348 @@
+//! The Z3 side of proofs for sessions of any length: k-induction over the looping system's
+//! unrolling (the terms of `bmc::Unroller`), strengthened by an inductive invariant found
+//! Houdini-style from candidates the lowering's structure suggests.
+//!
+//! An obligation holds for any session from this engine only when its induction closes *and*
+//! a fresh solver re-checks the certificate: the invariant's initiation and consecution, the
+//! base case (no bad step in the first k steps from the initial state) and the induction step.
+//! Anything else gets Z3's bounded answer (the bounded unrolling of `bmc::run` on the same
+//! looping system), so the report can say which engine proved what. **Engines never print.**
+
+use crate::bmc::{self, BmcBudget, Unroller};
+use crate::verdict::{AnyLength, Cost, EngineRun, Verdict};
+use encoder::ts::{Obligation, TransitionSystem};
+use std::time::{Duration, Instant};
+use z3::ast::Bool;
+use z3::{Params, SatResult, Solver};
+
+/// Budgets for the induction.
+#[derive(Clone, Copy, Debug)]
+pub struct InductionBudget {
+    /// The largest induction depth k tried.
+    pub max_depth: u32,
+    /// Time one solver question may take.
+    pub per_query: Duration,
+    /// The bounded unrolling for obligations the induction does not close.
+    pub bounded: BmcBudget,
+}
+
+impl Default for InductionBudget {
+    fn default() -> Self {
+        InductionBudget {
+            max_depth: 4,
+            per_query: Duration::from_secs(20),
+            bounded: BmcBudget::default(),
+        }
+    }
+}
+
+/// One conjunct of the invariant: these (variable, value) pairs never hold all at once.
+/// One pair says a variable never takes a value; two pairs with `node` say which values a
+/// variable can have at a node (which includes the step counter: the nodes possible at each
+/// step of a turn).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Conjunct(Vec<(usize, u32)>);
+
+impl Conjunct {
+    fn holds(&self, state: &[u32]) -> bool {
+        !self.0.iter().all(|(v, c)| state[*v] == *c)
+    }
+
+    fn term(&self, u: &Unroller<'_>, k: usize) -> Bool {
+        let all: Vec<Bool> = self
+            .0
+            .iter()
+            .map(|(v, c)| u.states[k][*v].eq(u.konst(*c)))
+            .collect();
+        Bool::and(&all).not()
+    }
+}
+
+/// At most this many candidate conjuncts; past it only the (node, step) pairs are paired.
+const MAX_CANDIDATES: usize = 20_000;
+
+/// The candidates, each true in the initial state: every value a variable does not start
+/// with, and every (node, value) pair the initial state does not have.
+fn candidates(ts: &TransitionSystem) -> Vec<Conjunct> {
+    let node = ts.node_var.0 as usize;
+    let mut out = Vec::new();
+    for (v, d) in ts.vars.iter().enumerate() {
+        for c in (0..d.domain).filter(|c| *c != ts.init[v]) {
+            out.push(Conjunct(vec![(v, c)]));
+        }
+    }
+    let values: usize = ts.vars.iter().map(|d| d.domain as usize).sum();
+    let nodes = ts.vars[node].domain as usize;
+    let paired: Vec<usize> = if nodes * values <= MAX_CANDIDATES {
+        (0..ts.vars.len()).filter(|v| *v != node).collect()
+    } else {
+        vec![ts.step_var.0 as usize]
+    };
+    for n in 0..ts.vars[node].domain {
+        for &v in &paired {
+            for c in 0..ts.vars[v].domain {
+                let pair = Conjunct(vec![(node, n), (v, c)]);
+                if pair.holds(&ts.init) {
+                    out.push(pair);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn set_timeout(solver: &Solver, d: Duration) {
+    let mut p = Params::new();
+    p.set_u32("timeout", d.as_millis().clamp(1, u32::MAX as u128) as u32);
+    solver.set_params(&p);
+}
+
+fn read_state(u: &Unroller<'_>, model: &z3::Model, k: usize) -> Vec<u32> {
+    u.states[k].iter().map(|v| u.read(model, v)).collect()
+}
+
+/// Houdini: drops every candidate some successor of a state satisfying the rest falsifies,
+/// until the rest is inductive. `None` when the solver gave up (no invariant is used then).
+fn houdini(ts: &TransitionSystem, per_query: Duration) -> Option<Vec<Conjunct>> {
+    let mut alive = candidates(ts);
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    u.add_choices(&solver, 0);
+    u.add_transition(&solver, 0);
+    loop {
+        if alive.is_empty() {
+            return Some(alive);
+        }
+        let pre: Vec<Bool> = alive.iter().map(|c| c.term(&u, 0)).collect();
+        let broken = Bool::or(
+            &alive
+                .iter()
+                .map(|c| c.term(&u, 1).not())
+                .collect::<Vec<_>>(),
+        );
+        let mut assumptions = pre;
+        assumptions.push(broken);
+        match solver.check_assumptions(&assumptions) {
+            SatResult::Unsat => return Some(alive),
+            SatResult::Unknown => return None,
+            SatResult::Sat => {
+                let model = solver.get_model()?;
+                let post = read_state(&u, &model, 1);
+                let before = alive.len();
+                alive.retain(|c| c.holds(&post));
+                if alive.len() == before {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Re-checks an invariant in a fresh solver: it holds initially and every step keeps it.
+fn invariant_checks(ts: &TransitionSystem, inv: &[Conjunct], per_query: Duration) -> bool {
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    let init: Vec<Bool> = ts
+        .init
+        .iter()
+        .enumerate()
+        .map(|(i, v)| u.states[0][i].eq(u.konst(*v)))
+        .collect();
+    let not_inv = |u: &Unroller<'_>, k: usize| {
+        Bool::or(&inv.iter().map(|c| c.term(u, k).not()).collect::<Vec<_>>())
+    };
+    let initiation = [Bool::and(&init), not_inv(&u, 0)];
+    if solver.check_assumptions(&initiation) != SatResult::Unsat {
+        return false;
+    }
+    u.add_choices(&solver, 0);
+    u.add_transition(&solver, 0);
+    let mut consecution: Vec<Bool> = inv.iter().map(|c| c.term(&u, 0)).collect();
+    consecution.push(not_inv(&u, 1));
+    solver.check_assumptions(&consecution) == SatResult::Unsat
+}
+
+/// The states of rows `i` and `k` differ somewhere.
+fn distinct(u: &Unroller<'_>, i: usize, k: usize) -> Bool {
+    Bool::or(
+        &(0..u.ts.vars.len())
+            .map(|v| u.states[i][v].eq(&u.states[k][v]).not())
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Extends an unanchored unrolling to row `k`: the step into it (for k > 0), the invariant on
+/// it, and that it differs from every earlier row (a shortest counterexample is a simple path).
+fn extend(u: &mut Unroller<'_>, solver: &Solver, inv: &[Conjunct], k: usize) {
+    u.add_choices(solver, k);
+    if k > 0 {
+        u.add_transition(solver, k - 1);
+    }
+    for c in inv {
+        solver.assert(c.term(u, k));
+    }
+    for j in 0..k {
+        solver.assert(distinct(u, j, k));
+    }
+}
+
+/// The induction step at depth k for one obligation, in its own fresh solver: a simple path of
+/// k + 1 states, each satisfying the invariant, no bad step at the first k, a bad step at the
+/// last. `Unsat` means the step holds.
+fn step_case(
+    ts: &TransitionSystem,
+    inv: &[Conjunct],
+    o: &Obligation,
+    k: usize,
+    per_query: Duration,
+) -> SatResult {
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    for i in 0..=k {
+        extend(&mut u, &solver, inv, i);
+        if i > 0 {
+            solver.assert(u.bad(o, i - 1).not());
+        }
+    }
+    solver.check_assumptions(&[u.bad(o, k)])
+}
+
+/// The base case at depth k in a fresh solver: no bad step in the first k steps from the
+/// initial state.
+fn base_case(ts: &TransitionSystem, o: &Obligation, k: usize, per_query: Duration) -> bool {
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    for (i, v) in ts.init.iter().enumerate() {
+        solver.assert(u.states[0][i].eq(u.konst(*v)));
+    }
+    for i in 0..k {
+        u.add_choices(&solver, i);
+        if i > 0 {
+            u.add_transition(&solver, i - 1);
+        }
+        if solver.check_assumptions(&[u.bad(o, i)]) != SatResult::Unsat {
+            return false;
+        }
+    }
+    true
+}
+
+/// What the search for an induction proof found, per obligation.
+struct Search {
+    /// The depth at which the step closed (unchecked).
+    closed: Option<u32>,
+    calls: u64,
+}
+
+/// The induction step for k = 0, 1, …, `max_depth` over one incremental solver shared by all
+/// obligations (the unrolling, the invariant and the simple-path constraints are asserted
+/// once; each obligation's bad and good steps are assumptions).
+fn search(
+    ts: &TransitionSystem,
+    inv: &[Conjunct],
+    obligations: &[Obligation],
+    open: &[usize],
+    b: &InductionBudget,
+) -> Vec<Search> {
+    let mut out: Vec<Search> = obligations
+        .iter()
+        .map(|_| Search {
+            closed: None,
+            calls: 0,
+        })
+        .collect();
+    let solver = Solver::new();
+    set_timeout(&solver, b.per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    let mut todo: Vec<usize> = open.to_vec();
+    for k in 0..=b.max_depth as usize {
+        extend(&mut u, &solver, inv, k);
+        let mut left = Vec::new();
+        for oi in todo {
+            let o = &obligations[oi];
+            let mut assumptions: Vec<Bool> = (0..k).map(|j| u.bad(o, j).not()).collect();
+            assumptions.push(u.bad(o, k));
+            out[oi].calls += 1;
+            match solver.check_assumptions(&assumptions) {
+                SatResult::Unsat => out[oi].closed = Some(k as u32),
+                SatResult::Sat => left.push(oi),
+                // The solver gave up on this one: no deeper attempt is likely to help.
+                SatResult::Unknown => {}
+            }
+        }
+        todo = left;
+        if todo.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// Decides every obligation of a looping system: Z3's bounded answer first (a shortest
+/// witness, or no bad step to the system's depth), then, for each obligation with no witness,
+/// k-induction; a closed and re-checked induction is `UnreachableAnyLength`.
+pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget) -> EngineRun {
+    let start = Instant::now();
+    let bounded = bmc::run(ts, obligations, b.bounded);
+    let mut calls = bounded.cost.solver_calls;
+    let mut verdicts = bounded.verdicts;
+    // An obligation no command can violate holds by construction: an induction of depth 0
+    // with nothing to assume.
+    for (v, o) in verdicts.iter_mut().zip(obligations) {
+        if o.commands.is_empty() {
+            *v = Verdict::UnreachableAnyLength(AnyLength::Induction {
+                depth: 0,
+                invariant: 0,
+            });
+        }
+    }
+    let open: Vec<usize> = (0..obligations.len())
+        .filter(|i| {
+            matches!(verdicts[*i], Verdict::Unreachable { .. })
+                && !obligations[*i].commands.is_empty()
+        })
+        .collect();
+    if open.is_empty() {
+        return finish(verdicts, calls, start);
+    }
+    let inv = houdini(ts, b.per_query)
+        .filter(|inv| invariant_checks(ts, inv, b.per_query))
+        .unwrap_or_default();
+    calls += 2;
+    let found = search(ts, &inv, obligations, &open, &b);
+    for oi in open {
+        calls += found[oi].calls;
+        let Some(k) = found[oi].closed else { continue };
+        let o = &obligations[oi];
+        // The certificate counts only when a fresh solver agrees on both halves.
+        calls += 1 + k as u64;
+        if step_case(ts, &inv, o, k as usize, b.per_query) == SatResult::Unsat
+            && base_case(ts, o, k as usize, b.per_query)
+        {
+            verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Induction {
+                depth: k,
+                invariant: inv.len() as u32,
+            });
+        }
+    }
+    finish(verdicts, calls, start)
+}
+
+fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
+    let ms = start.elapsed().as_millis() as u64;
+    let cost = Cost {
+        solver_calls: calls,
+        ms,
+        ..Cost::default()
+    };
+    EngineRun { verdicts, cost }
+}
