@@ -346,3 +346,97 @@ fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
     };
     EngineRun { verdicts, cost }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use encoder::ts::{ex, CmdId, Command, Decl, Expr, Label, LabelKind, VarId};
+
+    fn decl(name: &str, domain: u32) -> Decl {
+        Decl {
+            name: name.into(),
+            domain,
+            values: vec![],
+        }
+    }
+
+    /// One node, turn and step fixed at 0, `x` ∈ 0..4 starting at 0 and counting up to 2,
+    /// where it stays: 3 is never reached, 2 is reached at the third step.
+    fn counter() -> TransitionSystem {
+        let x = VarId(3);
+        TransitionSystem {
+            vars: vec![
+                decl("node", 1),
+                decl("turn", 1),
+                decl("step", 1),
+                decl("x", 4),
+            ],
+            choices: vec![],
+            init: vec![0, 0, 0, 0],
+            commands: vec![Command {
+                node: 0,
+                guard: Expr::Bool(true),
+                updates: vec![(
+                    x,
+                    ex::ite(
+                        ex::var_is(x, 2),
+                        Expr::Const(2),
+                        Expr::Add(Box::new(Expr::Var(x)), 1),
+                    ),
+                )],
+                choices: vec![],
+                label: Label::new(LabelKind::Route, "n", None, None),
+            }],
+            by_node: vec![vec![CmdId(0)]],
+            node_var: VarId(0),
+            turn_var: VarId(1),
+            step_var: VarId(2),
+            depth: 1,
+        }
+    }
+
+    fn when_x_is(v: u32) -> Obligation {
+        Obligation {
+            id: format!("QG001:x{v}"),
+            rule: "QG001".into(),
+            subject: format!("x{v}"),
+            commands: vec![CmdId(0)],
+            conds: vec![ex::var_is(VarId(3), v)],
+            inverted: false,
+        }
+    }
+
+    #[test]
+    fn induction_closes_where_nothing_reaches_and_finds_what_does_beyond_the_bound() {
+        let ts = counter();
+        let run = run(
+            &ts,
+            &[when_x_is(3), when_x_is(2)],
+            InductionBudget::default(),
+        );
+        assert!(
+            matches!(
+                run.verdicts[0],
+                Verdict::UnreachableAnyLength(AnyLength::Induction { .. })
+            ),
+            "{:?}",
+            run.verdicts[0]
+        );
+        // x = 2 is reached only at the third step, past the bounded answer's one step: the
+        // induction must not close on it, so the answer stays bounded.
+        assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
+    }
+
+    #[test]
+    fn houdini_keeps_only_true_conjuncts_and_the_recheck_refuses_false_ones() {
+        let ts = counter();
+        let inv = houdini(&ts, Duration::from_secs(10)).expect("the solver answers");
+        assert!(inv.contains(&Conjunct(vec![(3, 3)])), "{inv:?}");
+        assert!(!inv.contains(&Conjunct(vec![(3, 2)])), "{inv:?}");
+        assert!(invariant_checks(&ts, &inv, Duration::from_secs(10)));
+        // x ≠ 1 holds initially but the first step breaks it; x ≠ 0 fails initially.
+        let d = Duration::from_secs(10);
+        assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 1)])], d));
+        assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 0)])], d));
+    }
+}

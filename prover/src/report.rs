@@ -717,6 +717,7 @@ pub fn witness_doc(
     depth: (SessionSteps, u32),
 ) -> witnesses::witness::Witness {
     use witnesses::witness::{Witness, WitnessStep, FORMAT};
+    let looping = depth.0 == SessionSteps::Any;
     let turns = raw.turn_of_steps(ts);
     let steps = raw
         .steps
@@ -735,16 +736,40 @@ pub fn witness_doc(
                 })
                 .collect();
             let after = ts.apply(c, &st.state, &st.choices);
+            let mut state: indexmap::IndexMap<String, String> =
+                ts.show_state(&after).into_iter().collect();
+            if looping {
+                // The looping system has no turn counter; the replayed session has one: the
+                // turn after the step, counted on the path.
+                let ended = after[ts.step_var.0 as usize] == 0;
+                let name = &ts.vars[ts.turn_var.0 as usize].name;
+                if let Some(v) = state.get_mut(name) {
+                    *v = (turn + ended as u32).to_string();
+                }
+            }
             WitnessStep {
                 turn: *turn,
                 step: st.state[ts.step_var.0 as usize],
                 node: c.label.node.clone(),
                 label: c.label.clone(),
                 choices,
-                state: ts.show_state(&after).into_iter().collect(),
+                state,
             }
         })
         .collect();
+    // A witness of a session of any length is replayed as a bounded session of the turns it
+    // spans, one more when its last step ends a turn (so that turn's end starts the next turn,
+    // as in the looping system, instead of ending the session).
+    let session_steps = match depth.0 {
+        SessionSteps::Turns(n) => n,
+        SessionSteps::Any => {
+            let ends_turn = raw.steps.last().is_some_and(|st| {
+                let after = ts.apply(ts.command(st.cmd), &st.state, &st.choices);
+                after[ts.step_var.0 as usize] == 0
+            });
+            raw.turns(ts).max(1) + ends_turn as u32
+        }
+    };
     Witness {
         format: FORMAT.into(),
         obligation: obligation.id.clone(),
@@ -752,8 +777,7 @@ pub fn witness_doc(
         subject: obligation.subject.clone(),
         engine: engine.into(),
         depth: raw.depth(),
-        // A witness of a session of any length is replayed as a session of the turns it spans.
-        session_steps: depth.0.turns().unwrap_or_else(|| raw.turns(ts).max(1)),
+        session_steps,
         step_limit: depth.1,
         inputs: p.inputs.iter().cloned().collect(),
         steps,
