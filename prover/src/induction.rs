@@ -352,12 +352,14 @@ mod tests {
     use super::*;
     use encoder::ts::{ex, CmdId, Command, Decl, Expr, Label, LabelKind, VarId};
 
-    fn decl(name: &str, domain: u32) -> Decl {
-        Decl {
-            name: name.into(),
-            domain,
+    /// Numeric variables by name and domain.
+    fn numbers(vars: &[(&str, u32)]) -> Vec<Decl> {
+        let decl = |(name, domain): &(&str, u32)| Decl {
+            name: name.to_string(),
+            domain: *domain,
             values: vec![],
-        }
+        };
+        vars.iter().map(decl).collect()
     }
 
     /// One node, turn and step fixed at 0, `x` ∈ 0..4 starting at 0 and counting up to 2,
@@ -365,12 +367,7 @@ mod tests {
     fn counter() -> TransitionSystem {
         let x = VarId(3);
         TransitionSystem {
-            vars: vec![
-                decl("node", 1),
-                decl("turn", 1),
-                decl("step", 1),
-                decl("x", 4),
-            ],
+            vars: numbers(&[("node", 1), ("turn", 1), ("step", 1), ("x", 4)]),
             choices: vec![],
             init: vec![0, 0, 0, 0],
             commands: vec![Command {
