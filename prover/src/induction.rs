@@ -58,37 +58,112 @@ impl Conjunct {
     }
 }
 
-/// At most this many candidate conjuncts; past it only the (node, step) pairs are paired.
+/// At most this many candidate conjuncts; past it only the (node, step) pairs are paired, and
+/// other variables are not paired at all.
 const MAX_CANDIDATES: usize = 20_000;
 
-/// The candidates, each true in the initial state: every value a variable does not start
-/// with, and every (node, value) pair the initial state does not have.
-fn candidates(ts: &TransitionSystem) -> Vec<Conjunct> {
+/// Which candidates to start from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidates {
+    /// Every value a variable does not start with, and every (node, value) pair the initial
+    /// state does not have: cheap, and enough for most obligations.
+    Nodes,
+    /// Pairs of the other variables too (a held call and the provenance it was made under, a
+    /// mark and a count), for what the first set leaves open.
+    Pairs,
+}
+
+/// The candidates of a kind, each true in the initial state.
+fn candidates(ts: &TransitionSystem, kind: Candidates) -> Vec<Conjunct> {
     let node = ts.node_var.0 as usize;
     let mut out = Vec::new();
-    for (v, d) in ts.vars.iter().enumerate() {
-        for c in (0..d.domain).filter(|c| *c != ts.init[v]) {
-            out.push(Conjunct(vec![(v, c)]));
+    let others: Vec<usize> = (0..ts.vars.len()).filter(|v| *v != node).collect();
+    let mut push = |c: Conjunct| {
+        if c.holds(&ts.init) {
+            out.push(c);
         }
-    }
-    let values: usize = ts.vars.iter().map(|d| d.domain as usize).sum();
-    let nodes = ts.vars[node].domain as usize;
-    let paired: Vec<usize> = if nodes * values <= MAX_CANDIDATES {
-        (0..ts.vars.len()).filter(|v| *v != node).collect()
-    } else {
-        vec![ts.step_var.0 as usize]
     };
-    for n in 0..ts.vars[node].domain {
-        for &v in &paired {
-            for c in 0..ts.vars[v].domain {
-                let pair = Conjunct(vec![(node, n), (v, c)]);
-                if pair.holds(&ts.init) {
-                    out.push(pair);
+    match kind {
+        Candidates::Nodes => {
+            for (v, d) in ts.vars.iter().enumerate() {
+                (0..d.domain).for_each(|c| push(Conjunct(vec![(v, c)])));
+            }
+            let values: usize = ts.vars.iter().map(|d| d.domain as usize).sum();
+            let paired = if ts.vars[node].domain as usize * values <= MAX_CANDIDATES {
+                others.clone()
+            } else {
+                vec![ts.step_var.0 as usize]
+            };
+            for n in 0..ts.vars[node].domain {
+                for &v in &paired {
+                    (0..ts.vars[v].domain).for_each(|c| push(Conjunct(vec![(node, n), (v, c)])));
+                }
+            }
+        }
+        Candidates::Pairs => {
+            let pairs: usize = others
+                .iter()
+                .enumerate()
+                .flat_map(|(i, a)| others[i + 1..].iter().map(move |b| (a, b)))
+                .map(|(a, b)| (ts.vars[*a].domain * ts.vars[*b].domain) as usize)
+                .sum();
+            if pairs > MAX_CANDIDATES {
+                return out;
+            }
+            for (i, &a) in others.iter().enumerate() {
+                for &b in &others[i + 1..] {
+                    for ca in 0..ts.vars[a].domain {
+                        (0..ts.vars[b].domain)
+                            .for_each(|cb| push(Conjunct(vec![(a, ca), (b, cb)])));
+                    }
                 }
             }
         }
     }
     out
+}
+
+/// Drops the candidates that some state of a few deterministic random walks from the initial
+/// state falsifies: those are no invariant, and dropping them here saves the solver one
+/// question each. (Only ever drops; the solver decides what stays.)
+fn simulate(ts: &TransitionSystem, alive: &mut Vec<Conjunct>, walks: u32, steps: u32) {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: u32| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n.max(1) as u64) as u32
+    };
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..walks {
+        let mut state = ts.init.clone();
+        for _ in 0..steps {
+            let node = state[ts.node_var.0 as usize] as usize;
+            let cmds = ts.by_node.get(node).map(Vec::as_slice).unwrap_or(&[]);
+            let mut moves = Vec::new();
+            for &cid in cmds {
+                let c = ts.command(cid);
+                // A few random valuations of the command's choices; the others stay 0.
+                for _ in 0..4 {
+                    let mut ch = vec![0u32; ts.choices.len()];
+                    for id in &c.choices {
+                        ch[id.0 as usize] = next(ts.choices[id.0 as usize].domain);
+                    }
+                    if ts.eval_bool(&c.guard, &state, &ch) {
+                        moves.push((cid, ch));
+                    }
+                }
+            }
+            if moves.is_empty() {
+                break;
+            }
+            let (cid, ch) = &moves[next(moves.len() as u32) as usize];
+            state = ts.apply(ts.command(*cid), &state, ch);
+            if seen.insert(state.clone()) {
+                alive.retain(|c| c.holds(&state));
+            }
+        }
+    }
 }
 
 fn set_timeout(solver: &Solver, d: Duration) {
@@ -103,8 +178,12 @@ fn read_state(u: &Unroller<'_>, model: &z3::Model, k: usize) -> Vec<u32> {
 
 /// Houdini: drops every candidate some successor of a state satisfying the rest falsifies,
 /// until the rest is inductive. `None` when the solver gave up (no invariant is used then).
-fn houdini(ts: &TransitionSystem, per_query: Duration) -> Option<Vec<Conjunct>> {
-    let mut alive = candidates(ts);
+fn houdini(
+    ts: &TransitionSystem,
+    mut alive: Vec<Conjunct>,
+    per_query: Duration,
+) -> Option<Vec<Conjunct>> {
+    simulate(ts, &mut alive, 64, 8 * ts.depth.max(1));
     let solver = Solver::new();
     set_timeout(&solver, per_query);
     let mut u = Unroller::new(ts);
@@ -314,25 +393,43 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget
     if open.is_empty() {
         return finish(verdicts, calls, start);
     }
-    let inv = houdini(ts, b.per_query)
-        .filter(|inv| invariant_checks(ts, inv, b.per_query))
-        .unwrap_or_default();
-    calls += 2;
-    let found = search(ts, &inv, obligations, &open, &b);
-    for oi in open {
-        calls += found[oi].calls;
-        let Some(k) = found[oi].closed else { continue };
-        let o = &obligations[oi];
-        // The certificate counts only when a fresh solver agrees on both halves.
-        calls += 1 + k as u64;
-        if step_case(ts, &inv, o, k as usize, b.per_query) == SatResult::Unsat
-            && base_case(ts, o, k as usize, b.per_query)
-        {
-            verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Induction {
-                depth: k,
-                invariant: inv.len() as u32,
-            });
+    // Two rounds: the cheap candidates first, then, for what they leave open, the pairs too
+    // (seeded with the first invariant: its conjuncts stay, as an inductive set always does).
+    let mut open = open;
+    let mut inv: Vec<Conjunct> = Vec::new();
+    for kind in [Candidates::Nodes, Candidates::Pairs] {
+        if open.is_empty() {
+            break;
         }
+        let mut start_from = std::mem::take(&mut inv);
+        start_from.extend(candidates(ts, kind));
+        inv = houdini(ts, start_from, b.per_query)
+            .filter(|inv| invariant_checks(ts, inv, b.per_query))
+            .unwrap_or_default();
+        calls += 2;
+        let found = search(ts, &inv, obligations, &open, &b);
+        let mut left = Vec::new();
+        for oi in open {
+            calls += found[oi].calls;
+            let Some(k) = found[oi].closed else {
+                left.push(oi);
+                continue;
+            };
+            let o = &obligations[oi];
+            // The certificate counts only when a fresh solver agrees on both halves.
+            calls += 1 + k as u64;
+            if step_case(ts, &inv, o, k as usize, b.per_query) == SatResult::Unsat
+                && base_case(ts, o, k as usize, b.per_query)
+            {
+                verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Induction {
+                    depth: k,
+                    invariant: inv.len() as u32,
+                });
+            } else {
+                left.push(oi);
+            }
+        }
+        open = left;
     }
     finish(verdicts, calls, start)
 }
@@ -427,7 +524,8 @@ mod tests {
     #[test]
     fn houdini_keeps_only_true_conjuncts_and_the_recheck_refuses_false_ones() {
         let ts = counter();
-        let inv = houdini(&ts, Duration::from_secs(10)).expect("the solver answers");
+        let all = candidates(&ts, Candidates::Nodes);
+        let inv = houdini(&ts, all, Duration::from_secs(10)).expect("the solver answers");
         assert!(inv.contains(&Conjunct(vec![(3, 3)])), "{inv:?}");
         assert!(!inv.contains(&Conjunct(vec![(3, 2)])), "{inv:?}");
         assert!(invariant_checks(&ts, &inv, Duration::from_secs(10)));

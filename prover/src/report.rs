@@ -532,6 +532,9 @@ fn engines_sentence(proof: &Proof) -> String {
     }
     depths.sort_unstable();
     depths.dedup();
+    if closed + bfs_only == 0 {
+        return String::new();
+    }
     let mut s = format!(
         "Z3's induction closed for {closed} of the {} unreachable obligations",
         closed + bfs_only
@@ -593,7 +596,7 @@ fn any_length_summary(r: &Report, ts: &TransitionSystem, agree: &str) -> String 
         "\nProved for sessions of any length (step limit {}): {h} obligations hold, {re} reachable{shortest}, {u} undecided; {within}; {agree}.\n",
         r.depth.1
     );
-    if let Some(how) = &r.any_engines {
+    if let Some(how) = r.any_engines.as_ref().filter(|h| !h.is_empty()) {
         s.push_str(&format!("  {how}\n"));
     }
     s
