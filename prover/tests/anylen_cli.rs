@@ -21,6 +21,13 @@ fn qls(args: &[&str]) -> Output {
     qls_in(&root(), args)
 }
 
+/// `qls verify AGENT --session-steps any EXTRA…` from the repository root.
+fn verify_any(agent: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["verify", agent, "--session-steps", "any"];
+    args.extend_from_slice(extra);
+    qls(&args)
+}
+
 fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
@@ -54,12 +61,7 @@ fn scratch(name: &str, settings: &str) -> PathBuf {
 
 #[test]
 fn a_clean_case_holds_for_any_length_with_both_engines_named() {
-    let o = qls(&[
-        "verify",
-        "corpus/qg003-clean/agent.yaml",
-        "--session-steps",
-        "any",
-    ]);
+    let o = verify_any("corpus/qg003-clean/agent.yaml", &[]);
     assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
     let t = out(&o);
     assert!(
@@ -68,14 +70,7 @@ fn a_clean_case_holds_for_any_length_with_both_engines_named() {
         "{t}"
     );
     assert!(t.contains("Z3's induction closed for "), "{t}");
-    let o = qls(&[
-        "verify",
-        "corpus/qg003-clean/agent.yaml",
-        "--session-steps",
-        "any",
-        "--format",
-        "json",
-    ]);
+    let o = verify_any("corpus/qg003-clean/agent.yaml", &["--format", "json"]);
     let v = json(&o);
     assert_eq!(v["depth"]["session_steps"], "any");
     assert!(v["fixpoint_turns"].as_u64().is_some_and(|k| k >= 2), "{v}");
@@ -85,13 +80,9 @@ fn a_clean_case_holds_for_any_length_with_both_engines_named() {
         .find(|o| o["id"] == "QG012:issue_refund")
         .expect("the QG012 obligation");
     assert_eq!(qg012["verdict"], "unreachable_any_length");
-    let engines: Vec<&str> = qg012["proved_by"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["engine"].as_str().unwrap())
-        .collect();
-    assert_eq!(engines, ["bfs", "z3"], "{qg012}");
+    // Both engines proved it: the fixpoint first, then the induction.
+    assert_eq!(qg012["proved_by"][0]["engine"], "bfs", "{qg012}");
+    assert_eq!(qg012["proved_by"][1]["engine"], "z3", "{qg012}");
     assert_eq!(qg012["proved_by"][1]["method"], "k_induction");
     assert!(qg012["proved_by"][1]["induction_depth"].is_u64());
     assert!(qg012["proved_by"][1]["invariant_size"].as_u64() > Some(0));
@@ -99,12 +90,7 @@ fn a_clean_case_holds_for_any_length_with_both_engines_named() {
 
 #[test]
 fn qg003_under_any_names_the_base_rule_and_the_turns() {
-    let o = qls(&[
-        "verify",
-        "corpus/qg003-fires/agent.yaml",
-        "--session-steps",
-        "any",
-    ]);
+    let o = verify_any("corpus/qg003-fires/agent.yaml", &[]);
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     let t = out(&o);
     assert!(
@@ -115,15 +101,10 @@ fn qg003_under_any_names_the_base_rule_and_the_turns() {
         "{t}"
     );
     assert!(t.contains("1 reachable (shortest in 2 turns)"), "{t}");
-    let o = qls(&[
-        "verify",
+    let o = verify_any(
         "corpus/qg003-fires/agent.yaml",
-        "--session-steps",
-        "any",
-        "--format",
-        "json",
-        "--replay",
-    ]);
+        &["--format", "json", "--replay"],
+    );
     let v = json(&o);
     let f = &v["findings"]
         .as_array()
@@ -214,14 +195,10 @@ fn anything_but_a_positive_number_or_any_is_refused_with_exit_2() {
     );
     std::fs::remove_dir_all(&dir).ok();
     // A corpus case written from a proof for any length could not say what it expects.
-    let o = qls(&[
-        "verify",
+    let o = verify_any(
         "corpus/qg003-fires/agent.yaml",
-        "--session-steps",
-        "any",
-        "--emit-case",
-        "/nonexistent/qls-anylen-cases",
-    ]);
+        &["--emit-case", "/nonexistent/qls-anylen-cases"],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     assert!(
         err(&o).contains("--emit-case writes bounded corpus cases"),
