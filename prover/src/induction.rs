@@ -22,6 +22,9 @@ pub struct InductionBudget {
     pub max_depth: u32,
     /// Time one solver question may take.
     pub per_query: Duration,
+    /// Time the search for an invariant may take in all (each candidate dropped costs one
+    /// question, and a large system has thousands).
+    pub invariant_time: Duration,
     /// The bounded unrolling for obligations the induction does not close.
     pub bounded: BmcBudget,
 }
@@ -31,6 +34,7 @@ impl Default for InductionBudget {
         InductionBudget {
             max_depth: 4,
             per_query: Duration::from_secs(20),
+            invariant_time: Duration::from_secs(120),
             bounded: BmcBudget::default(),
         }
     }
@@ -177,11 +181,13 @@ fn read_state(u: &Unroller<'_>, model: &z3::Model, k: usize) -> Vec<u32> {
 }
 
 /// Houdini: drops every candidate some successor of a state satisfying the rest falsifies,
-/// until the rest is inductive. `None` when the solver gave up (no invariant is used then).
+/// until the rest is inductive. `None` when the solver gave up or the time ran out (no
+/// invariant is used then).
 fn houdini(
     ts: &TransitionSystem,
     mut alive: Vec<Conjunct>,
     per_query: Duration,
+    until: Instant,
 ) -> Option<Vec<Conjunct>> {
     simulate(ts, &mut alive, 64, 8 * ts.depth.max(1));
     let solver = Solver::new();
@@ -193,6 +199,9 @@ fn houdini(
     loop {
         if alive.is_empty() {
             return Some(alive);
+        }
+        if Instant::now() >= until {
+            return None;
         }
         let pre: Vec<Bool> = alive.iter().map(|c| c.term(&u, 0)).collect();
         let broken = Bool::or(
@@ -403,9 +412,16 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget
         }
         let mut start_from = std::mem::take(&mut inv);
         start_from.extend(candidates(ts, kind));
-        inv = houdini(ts, start_from, b.per_query)
+        let until = Instant::now() + b.invariant_time;
+        match houdini(ts, start_from, b.per_query, until)
             .filter(|inv| invariant_checks(ts, inv, b.per_query))
-            .unwrap_or_default();
+        {
+            Some(found) => inv = found,
+            // Without the pairs there is nothing new to try; without any invariant plain
+            // k-induction (simple paths, the domains) may still close some.
+            None if kind == Candidates::Pairs => break,
+            None => inv = Vec::new(),
+        }
         calls += 2;
         let found = search(ts, &inv, obligations, &open, &b);
         let mut left = Vec::new();
@@ -525,12 +541,12 @@ mod tests {
     fn houdini_keeps_only_true_conjuncts_and_the_recheck_refuses_false_ones() {
         let ts = counter();
         let all = candidates(&ts, Candidates::Nodes);
-        let inv = houdini(&ts, all, Duration::from_secs(10)).expect("the solver answers");
+        let d = Duration::from_secs(10);
+        let inv = houdini(&ts, all, d, Instant::now() + d).expect("the solver answers");
         assert!(inv.contains(&Conjunct(vec![(3, 3)])), "{inv:?}");
         assert!(!inv.contains(&Conjunct(vec![(3, 2)])), "{inv:?}");
         assert!(invariant_checks(&ts, &inv, Duration::from_secs(10)));
         // x ≠ 1 holds initially but the first step breaks it; x ≠ 0 fails initially.
-        let d = Duration::from_secs(10);
         assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 1)])], d));
         assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 0)])], d));
     }
