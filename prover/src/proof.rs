@@ -115,6 +115,19 @@ fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
         .unwrap_or(Verdict::Undecided("no engine ran".into()))
 }
 
+/// Under `any`, a bounded "no bad step within d steps" proves nothing about longer sessions:
+/// when neither the BFS fixpoint nor a closed induction decided, the obligation is undecided
+/// (never clean), whatever the bounded answer.
+fn for_any_length(v: Verdict) -> Verdict {
+    match v {
+        Verdict::Unreachable { depth } => Verdict::Undecided(format!(
+            "no bad step within {depth} steps, but neither the BFS fixpoint nor Z3's induction \
+             proved it for sessions of any length"
+        )),
+        other => other,
+    }
+}
+
 /// Both engines' runs, and K from the BFS fixpoint under `any`.
 type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
 
@@ -213,7 +226,10 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             let bv = b.as_ref().map(|r| r.verdicts[i].clone());
             let mv = m.as_ref().map(|r| r.verdicts[i].clone());
             let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
-            let verdict = combine(bv.as_ref(), mv.as_ref());
+            let mut verdict = combine(bv.as_ref(), mv.as_ref());
+            if o.session_steps == SessionSteps::Any {
+                verdict = for_any_length(verdict);
+            }
             Outcome {
                 obligation: ob.clone(),
                 bfs: bv,
@@ -286,4 +302,24 @@ pub fn system(
     let lowered = lower(p, session_steps, step_limit);
     let obls = obligations::reach::obligations(p, &lowered);
     lowered.ts.without_unread(&obls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::AnyLength;
+
+    #[test]
+    fn under_any_a_bounded_answer_alone_is_undecided() {
+        let bounded = Verdict::Unreachable { depth: 8 };
+        assert!(
+            matches!(for_any_length(bounded), Verdict::Undecided(r) if r.contains("within 8 steps"))
+        );
+        let proved = Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns: 3 });
+        assert_eq!(for_any_length(proved.clone()), proved);
+        // The fixpoint's proof wins over Z3's bounded answer, whichever comes first.
+        let bounded = Verdict::Unreachable { depth: 8 };
+        assert_eq!(combine(Some(&bounded), Some(&proved)), proved);
+        assert_eq!(combine(Some(&proved), Some(&bounded)), proved);
+    }
 }

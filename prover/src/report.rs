@@ -278,7 +278,8 @@ pub fn build(
         passed: false,
         depth,
         fixpoint_turns: proof.fixpoint_turns,
-        any_engines: (depth.0 == SessionSteps::Any).then(|| engines_sentence(proof)),
+        any_engines: (depth.0 == SessionSteps::Any && engines != Engines::Bfs)
+            .then(|| engines_sentence(proof)),
         engines,
         not_run: proof.not_run.clone(),
     };
@@ -590,7 +591,8 @@ fn any_length_summary(r: &Report, ts: &TransitionSystem, agree: &str) -> String 
             "every reachable state is reached within {k} turn{}",
             if k == 1 { "" } else { "s" }
         ),
-        None => "the BFS did not reach its fixpoint".to_string(),
+        None if r.engines == Engines::Bmc => "the BFS did not run".to_string(),
+        None => "the BFS ran out of its state budget before its fixpoint".to_string(),
     };
     let mut s = format!(
         "\nProved for sessions of any length (step limit {}): {h} obligations hold, {re} reachable{shortest}, {u} undecided; {within}; {agree}.\n",

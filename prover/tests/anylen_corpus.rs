@@ -172,3 +172,44 @@ fn every_case_under_any_agrees_with_the_bfs_fixpoint() {
         share(t.closed, t.unreachable)
     );
 }
+
+#[test]
+fn a_bfs_out_of_budget_under_any_is_undecided_and_fails_the_gate() {
+    let dir = corpus_dir().join("qg003-clean");
+    let (project, subject, spec) = load_case(&dir).expect("the case loads");
+    let mut o = options(&project, &spec, SessionSteps::Any);
+    o.engines = prover::proof::Engines::Bfs;
+    o.max_states = 20;
+    let proof = prove(&project, &o);
+    assert_eq!(proof.fixpoint_turns, None);
+    let live: Vec<_> = proof
+        .outcomes
+        .iter()
+        .filter(|x| !x.obligation.commands.is_empty())
+        .collect();
+    assert!(!live.is_empty());
+    for x in live {
+        assert!(
+            matches!(x.verdict, Verdict::Undecided(_)),
+            "{}: {:?}",
+            x.obligation.id,
+            x.verdict
+        );
+    }
+    let rep = report::build(
+        &subject,
+        &project,
+        &proof,
+        o.engines,
+        (o.session_steps, o.step_limit),
+    );
+    assert!(
+        !rep.passed,
+        "an undecided gate-failing obligation must fail the gate"
+    );
+    let text = report::text(&rep, &project, &proof.ts);
+    assert!(
+        text.contains("the BFS ran out of its state budget before its fixpoint"),
+        "{text}"
+    );
+}
