@@ -127,44 +127,47 @@ fn candidates(ts: &TransitionSystem, kind: Candidates) -> Vec<Conjunct> {
     out
 }
 
-/// Drops the candidates that some state of a few deterministic random walks from the initial
-/// state falsifies: those are no invariant, and dropping them here saves the solver one
-/// question each. (Only ever drops; the solver decides what stays.)
-fn simulate(ts: &TransitionSystem, alive: &mut Vec<Conjunct>, walks: u32, steps: u32) {
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move |n: u32| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n.max(1) as u64) as u32
-    };
+/// At most this many states are visited to propose which candidates to drop.
+const SEED_STATES: usize = 20_000;
+/// At most this many valuations of one command's choices are tried per state.
+const SEED_VALUATIONS: usize = 4_096;
+
+/// Drops the candidates that some state reached from the initial one falsifies: those are no
+/// invariant, and dropping them here saves the solver one question each. The states come from
+/// a breadth-first walk of at most [`SEED_STATES`] states. This only ever drops, and only what
+/// a concrete path falsifies; what stays is for the solver to decide, so a walk that missed a
+/// state costs questions, never soundness.
+fn seed(ts: &TransitionSystem, alive: &mut Vec<Conjunct>) {
     let mut seen = std::collections::HashSet::new();
-    for _ in 0..walks {
-        let mut state = ts.init.clone();
-        for _ in 0..steps {
-            let node = state[ts.node_var.0 as usize] as usize;
-            let cmds = ts.by_node.get(node).map(Vec::as_slice).unwrap_or(&[]);
-            let mut moves = Vec::new();
-            for &cid in cmds {
-                let c = ts.command(cid);
-                // A few random valuations of the command's choices; the others stay 0.
-                for _ in 0..4 {
-                    let mut ch = vec![0u32; ts.choices.len()];
-                    for id in &c.choices {
-                        ch[id.0 as usize] = next(ts.choices[id.0 as usize].domain);
-                    }
-                    if ts.eval_bool(&c.guard, &state, &ch) {
-                        moves.push((cid, ch));
+    let mut queue = std::collections::VecDeque::new();
+    seen.insert(ts.init.clone());
+    queue.push_back(ts.init.clone());
+    while let Some(state) = queue.pop_front() {
+        let node = state[ts.node_var.0 as usize] as usize;
+        for &cid in ts.by_node.get(node).map(Vec::as_slice).unwrap_or(&[]) {
+            let c = ts.command(cid);
+            let mut ch = vec![0u32; ts.choices.len()];
+            for _ in 0..SEED_VALUATIONS {
+                if ts.eval_bool(&c.guard, &state, &ch) {
+                    let next = ts.apply(c, &state, &ch);
+                    if seen.len() < SEED_STATES && seen.insert(next.clone()) {
+                        alive.retain(|x| x.holds(&next));
+                        queue.push_back(next);
                     }
                 }
-            }
-            if moves.is_empty() {
-                break;
-            }
-            let (cid, ch) = &moves[next(moves.len() as u32) as usize];
-            state = ts.apply(ts.command(*cid), &state, ch);
-            if seen.insert(state.clone()) {
-                alive.retain(|c| c.holds(&state));
+                // The next valuation of the command's choices (odometer order), or done.
+                let rolled = c.choices.iter().all(|id| {
+                    let i = id.0 as usize;
+                    ch[i] += 1;
+                    if ch[i] < ts.choices[i].domain {
+                        return false;
+                    }
+                    ch[i] = 0;
+                    true
+                });
+                if rolled {
+                    break;
+                }
             }
         }
     }
@@ -189,7 +192,7 @@ fn houdini(
     per_query: Duration,
     until: Instant,
 ) -> Option<Vec<Conjunct>> {
-    simulate(ts, &mut alive, 64, 8 * ts.depth.max(1));
+    seed(ts, &mut alive);
     let solver = Solver::new();
     set_timeout(&solver, per_query);
     let mut u = Unroller::new(ts);
