@@ -123,7 +123,87 @@ pub struct Settings {
     /// The recursion limit per turn.
     pub step_limit: u32,
     /// Turns the proof covers.
-    pub session_steps: u32,
+    pub session_steps: SessionSteps,
+}
+
+/// How many turns a proof covers: a fixed number, or sessions of any length.
+///
+/// `Any` is its own value rather than a large number because the engines answer it differently:
+/// the lowering loops (a turn's end starts the next turn), the BFS searches to its fixpoint and
+/// Z3 proves by induction, so "holds" means "holds after every number of turns".
+///
+/// Serialised as written: a number, or the string `any`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "serde_json::Value", try_from = "serde_json::Value")]
+pub enum SessionSteps {
+    /// Exactly this many turns (at least 1).
+    Turns(u32),
+    /// Every number of turns.
+    Any,
+}
+
+impl SessionSteps {
+    /// The turn count of a bounded session; `None` for sessions of any length.
+    pub fn turns(self) -> Option<u32> {
+        match self {
+            SessionSteps::Turns(n) => Some(n),
+            SessionSteps::Any => None,
+        }
+    }
+
+    /// Reads the value as written in settings, job files and on the command line: a positive
+    /// whole number or `any`. The error is the sentence to show after the location.
+    pub fn parse(text: &str) -> Result<SessionSteps, String> {
+        let t = text.trim();
+        if t == "any" {
+            return Ok(SessionSteps::Any);
+        }
+        match t.parse::<u32>() {
+            Ok(0) => Err("session_steps must be at least 1 (or `any`)".into()),
+            Ok(n) => Ok(SessionSteps::Turns(n)),
+            Err(_) => Err(format!(
+                "session_steps `{t}` is not a positive whole number or `any`"
+            )),
+        }
+    }
+}
+
+impl From<SessionSteps> for serde_json::Value {
+    fn from(s: SessionSteps) -> serde_json::Value {
+        match s {
+            SessionSteps::Turns(n) => serde_json::Value::from(n),
+            SessionSteps::Any => serde_json::Value::from("any"),
+        }
+    }
+}
+
+impl TryFrom<serde_json::Value> for SessionSteps {
+    type Error = String;
+    fn try_from(v: serde_json::Value) -> Result<SessionSteps, String> {
+        match &v {
+            serde_json::Value::Number(n) => SessionSteps::parse(&n.to_string()),
+            serde_json::Value::String(t) if t == "any" => Ok(SessionSteps::Any),
+            _ => Err(format!(
+                "session_steps `{v}` is not a positive whole number or `any`"
+            )),
+        }
+    }
+}
+
+/// A bare number of turns, as the bounded callers (tests, benchmarks) pass it.
+impl From<u32> for SessionSteps {
+    fn from(n: u32) -> SessionSteps {
+        SessionSteps::Turns(n)
+    }
+}
+
+impl std::fmt::Display for SessionSteps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionSteps::Turns(n) => write!(f, "{n}"),
+            SessionSteps::Any => f.write_str("any"),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -134,7 +214,7 @@ impl Default for Settings {
             history: HistoryScope::Shared,
             memory_keeps_marks: true,
             step_limit: 60,
-            session_steps: 1,
+            session_steps: SessionSteps::Turns(1),
         }
     }
 }
@@ -421,15 +501,33 @@ pub fn read_settings(file: &str, m: &Map<'_>) -> Result<Settings, InputError> {
         }
         s.step_limit = n;
     }
-    if let Some(n) = m.opt_u32("session_steps")? {
-        if n == 0 {
-            return Err(InputError::at(
-                file,
-                m.key_line("session_steps"),
-                "session_steps must be at least 1",
-            ));
+    if let Some(node) = m.get("session_steps") {
+        // A whole number or the word `any`; a quoted number, a float, a negative number or any
+        // other word is refused at the value's line (strict: this is qls's own format).
+        let parsed = match yaml::to_json(node) {
+            serde_json::Value::Null => None,
+            serde_json::Value::Number(x) => Some(
+                x.as_u64()
+                    .filter(|v| (1..=u32::MAX as u64).contains(v))
+                    .map(|v| SessionSteps::Turns(v as u32))
+                    .ok_or_else(|| {
+                        format!(
+                            "session_steps `{}` is not a positive whole number or `any`",
+                            yaml::scalar_text(node)
+                        )
+                    }),
+            ),
+            serde_json::Value::String(t) if t == "any" => Some(Ok(SessionSteps::Any)),
+            _ => Some(Err(format!(
+                "session_steps `{}` is not a positive whole number or `any`",
+                yaml::scalar_text(node)
+            ))),
+        };
+        match parsed {
+            None => {}
+            Some(Ok(v)) => s.session_steps = v,
+            Some(Err(msg)) => return Err(InputError::at(file, yaml::line_of(node), msg)),
         }
-        s.session_steps = n;
     }
     Ok(s)
 }
@@ -460,6 +558,46 @@ mod tests {
         assert_eq!(a.settings, Settings::default());
         assert_eq!(a.agents["billing"].privilege, Privilege::High);
         assert_eq!(a.agents["desk"].tools[0].at.line, 2);
+    }
+
+    fn settings_of(text: &str) -> Result<Settings, InputError> {
+        read_agent_file(
+            "agent.yaml",
+            &format!("agents:\n  desk: {{}}\nsettings:\n{text}"),
+        )
+        .map(|a| a.settings)
+    }
+
+    #[test]
+    fn session_steps_reads_a_positive_number_or_any() {
+        assert_eq!(
+            settings_of("  session_steps: 3\n").unwrap().session_steps,
+            SessionSteps::Turns(3)
+        );
+        assert_eq!(
+            settings_of("  session_steps: any\n").unwrap().session_steps,
+            SessionSteps::Any
+        );
+        for bad in ["0", "-1", "2.5", "\"3\"", "forever", "Any", "[1]"] {
+            let e = settings_of(&format!("  step_limit: 4\n  session_steps: {bad}\n")).unwrap_err();
+            assert_eq!(e.line, 5, "{bad}: {e}");
+            assert!(e.message.contains("session_steps"), "{bad}: {e}");
+        }
+        assert_eq!(SessionSteps::parse("any"), Ok(SessionSteps::Any));
+        assert_eq!(SessionSteps::parse("7"), Ok(SessionSteps::Turns(7)));
+        assert!(SessionSteps::parse("0").is_err());
+        assert!(SessionSteps::parse("all").is_err());
+        assert_eq!(SessionSteps::Any.to_string(), "any");
+        assert_eq!(
+            serde_json::to_string(&SessionSteps::Any).unwrap(),
+            "\"any\""
+        );
+        assert_eq!(serde_json::to_string(&SessionSteps::Turns(2)).unwrap(), "2");
+        assert_eq!(
+            serde_json::from_str::<SessionSteps>("3").unwrap(),
+            SessionSteps::Turns(3)
+        );
+        assert!(serde_json::from_str::<SessionSteps>("0").is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! level by level (so witnesses are shortest and independent of thread timing), with parent
 //! pointers and every obligation monitored in one exploration. **Engines never print.**
 
-use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
+use crate::verdict::{AnyLength, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::flow::Liveness;
 use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
 use hashbrown::HashTable;
@@ -137,6 +137,9 @@ struct Store {
     parent: Vec<u32>,
     cmd: Vec<u32>,
     val: Vec<u32>,
+    /// The turn (from 0) each state is in on its tree path: the parent's, plus one when the
+    /// step into it ended a turn (the step counter is 0 exactly at a turn's start).
+    turn: Vec<u32>,
     table: HashTable<u32>,
     hasher: FxBuildHasher,
 }
@@ -149,6 +152,7 @@ impl Store {
             parent: Vec::new(),
             cmd: Vec::new(),
             val: Vec::new(),
+            turn: Vec::new(),
             table: HashTable::new(),
             hasher: FxBuildHasher,
         }
@@ -169,12 +173,13 @@ impl Store {
     }
 
     /// Adds a state not stored yet.
-    fn push(&mut self, s: &[u64], parent: u32, cmd: u32, val: u32) {
+    fn push(&mut self, s: &[u64], parent: u32, cmd: u32, val: u32, turn: u32) {
         let i = self.len() as u32;
         self.arena.extend_from_slice(s);
         self.parent.push(parent);
         self.cmd.push(cmd);
         self.val.push(val);
+        self.turn.push(turn);
         let h = self.hasher.hash_one(s);
         let (arena, words, hasher) = (&self.arena, self.words, &self.hasher);
         self.table.insert_unique(h, i, |&j| {
@@ -185,7 +190,11 @@ impl Store {
     /// Bytes held (capacities, so growth is counted when it happens).
     fn bytes(&self) -> usize {
         self.arena.capacity() * 8
-            + (self.parent.capacity() + self.cmd.capacity() + self.val.capacity()) * 4
+            + (self.parent.capacity()
+                + self.cmd.capacity()
+                + self.val.capacity()
+                + self.turn.capacity())
+                * 4
             + self.table.capacity() * 5
     }
 }
@@ -259,7 +268,8 @@ fn split_guard(c: &Command) -> SplitGuard<'_> {
 /// while expanding one state.
 struct Expansion {
     packed: Vec<u64>,
-    options: Vec<(u32, u32)>,
+    /// Per successor: command, valuation, and whether the step into it ended a turn.
+    options: Vec<(u32, u32, bool)>,
     hits: Vec<(usize, CmdId, Vec<u32>)>,
 }
 
@@ -268,7 +278,34 @@ const PARALLEL_LEVEL: usize = 256;
 
 /// Explores the system breadth-first to its depth and decides every obligation.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
+    search(ts, obligations, budget, Some(ts.depth)).0
+}
+
+/// Explores a looping system (sessions of any length, `lower` with `SessionSteps::Any`) to its
+/// fixpoint: no depth bound, every reachable state visited. An obligation no reachable step
+/// violates is unreachable for any length; a witness is shortest in steps. Returns K, the
+/// number of turns within which every reachable state is reached (the most turns on any BFS
+/// tree path), or `None` when a budget ran out — then every obligation not found is
+/// undecided, never clean.
+pub fn fixpoint(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+) -> (EngineRun, Option<u32>) {
+    search(ts, obligations, budget, None)
+}
+
+/// The search behind [`run`] (to `max_depth` levels, stopping once every obligation is found)
+/// and [`fixpoint`] (`None`: to the last new state). The second result is K for a complete
+/// fixpoint search.
+fn search(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+    max_depth: Option<u32>,
+) -> (EngineRun, Option<u32>) {
     let start = Instant::now();
+    let step_var = ts.step_var.0 as usize;
     let packer = Packer::new(ts);
     let guards: Vec<SplitGuard<'_>> = ts.commands.iter().map(split_guard).collect();
     let no_choices = vec![0u32; ts.choices.len()];
@@ -278,7 +315,9 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
             by_cmd.entry(*c).or_default().push((i, cond));
         }
     }
-    let dead = budget.drop_dead.then(|| {
+    // A fixpoint search stores whole states: K speaks of every reachable state, and a state
+    // with dead variables reset stands for states that may need more turns.
+    let dead = (budget.drop_dead && max_depth.is_some()).then(|| {
         let mut extra: Vec<Vec<VarId>> = vec![vec![]; ts.commands.len()];
         for o in obligations {
             for (c, cond) in o.commands.iter().zip(&o.conds) {
@@ -299,12 +338,12 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
     let mut store = Store::new(packer.words);
     let mut init = Vec::new();
     packer.pack_into(&ts.init, &mut init);
-    store.push(&init, u32::MAX, u32::MAX, 0);
+    store.push(&init, u32::MAX, u32::MAX, 0, 0);
     let mut level_start = 0usize;
     let mut level = 0u32;
     let mut exhausted: Option<Exhausted> = None;
     let out_of_time = || budget.deadline.is_some_and(|d| Instant::now() >= d);
-    while level < ts.depth && level_start < store.len() {
+    while max_depth.is_none_or(|d| level < d) && level_start < store.len() {
         if out_of_time() {
             exhausted = Some(Exhausted::Time);
             break;
@@ -344,8 +383,10 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                             }
                         }
                     }
-                    packer.pack_into(&canonical(ts.apply(c, &state, ch)), &mut x.packed);
-                    x.options.push((cid.0, n));
+                    let next = canonical(ts.apply(c, &state, ch));
+                    let turn_start = next.get(step_var) == Some(&0);
+                    packer.pack_into(&next, &mut x.packed);
+                    x.options.push((cid.0, n, turn_start));
                 });
             }
             x
@@ -370,7 +411,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
             }
             // Past a budget the level's remaining hits are still recorded (they are real
             // violations at this depth); only new states are no longer stored.
-            for (s, (cmd, val)) in x.packed.chunks_exact(packer.words).zip(x.options) {
+            for (s, (cmd, val, turn_start)) in x.packed.chunks_exact(packer.words).zip(x.options) {
                 if exhausted.is_some() || store.contains(s) {
                     continue;
                 }
@@ -388,12 +429,15 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                         continue;
                     }
                 }
-                store.push(s, si, cmd, val);
+                let turn = store.turn[si as usize] + turn_start as u32;
+                store.push(s, si, cmd, val, turn);
             }
         }
         level_start = level_end;
         level += 1;
-        if (!found.is_empty() && found.iter().all(|f| f.is_some())) || exhausted.is_some() {
+        let all_found = !found.is_empty() && found.iter().all(|f| f.is_some());
+        // A fixpoint search goes on after every obligation is found: K needs every state.
+        if (all_found && max_depth.is_some()) || exhausted.is_some() {
             break;
         }
     }
@@ -402,6 +446,9 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
     } else {
         level
     };
+    // K: the most turns any state needs on its tree path (turns counted from 1).
+    let fixpoint_turns = (max_depth.is_none() && exhausted.is_none())
+        .then(|| store.turn.iter().map(|t| t + 1).max().unwrap_or(1));
     let verdicts = found
         .into_iter()
         .map(|f| match (f, exhausted) {
@@ -426,19 +473,23 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
                     format!("the time budget ran out at depth {level}"),
                 ),
             },
-            (None, None) => Verdict::Unreachable {
-                depth: complete_depth.max(level),
+            (None, None) => match fixpoint_turns {
+                Some(turns) => Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns }),
+                None => Verdict::Unreachable {
+                    depth: complete_depth.max(level),
+                },
             },
         })
         .collect();
-    EngineRun {
+    let run = EngineRun {
         verdicts,
         cost: Cost {
             states: store.len() as u64,
             solver_calls: 0,
             ms: start.elapsed().as_millis() as u64,
         },
-    }
+    };
+    (run, fixpoint_turns)
 }
 
 /// The witness ending in option (`cmd`, `choices`) at stored state `last`: the options on the

@@ -97,25 +97,53 @@ impl BmcBudget {
     }
 }
 
-struct Unroller<'a> {
-    ts: &'a TransitionSystem,
+pub(crate) struct Unroller<'a> {
+    pub(crate) ts: &'a TransitionSystem,
     tactics: BmcTactics,
     image: NodeImage,
     /// One width for every term (the plain encoding), or `None`: each variable as wide as its
     /// domain needs and each expression as wide as its values.
     width: Option<u32>,
-    states: Vec<Vec<BV>>,
-    choices: Vec<Vec<BV>>,
+    pub(crate) states: Vec<Vec<BV>>,
+    pub(crate) choices: Vec<Vec<BV>>,
 }
 
 impl<'a> Unroller<'a> {
+    /// An empty unrolling of `ts` for the induction (`induction.rs`): every command at every
+    /// step (its states are not reached from the initial one, so the node image does not hold
+    /// for them) and one width for every term, so a state variable compares with any constant.
+    pub(crate) fn new(ts: &'a TransitionSystem) -> Unroller<'a> {
+        let max = ts.vars.iter().chain(&ts.choices).map(|d| d.domain).max();
+        Unroller {
+            ts,
+            tactics: BmcTactics::plain(),
+            image: NodeImage::new(ts, 0),
+            width: Some(TransitionSystem::bits(max.unwrap_or(2).max(2)) + 1),
+            states: vec![],
+            choices: vec![],
+        }
+    }
+
+    /// Fresh variables for state `k` (a state the induction does not fix), constrained to
+    /// their domains.
+    pub(crate) fn add_state(&mut self, solver: &Solver, k: usize) {
+        let row = self
+            .ts
+            .vars
+            .iter()
+            .enumerate()
+            .map(|(i, d)| self.fresh(solver, format!("s{k}_{i}"), d.domain))
+            .collect();
+        self.states.push(row);
+    }
+
     /// The width of a variable with `domain` values.
     fn width_of(&self, domain: u32) -> u32 {
         self.width
             .unwrap_or_else(|| TransitionSystem::bits(domain).max(1))
     }
 
-    fn konst(&self, v: u32) -> BV {
+    pub(crate) fn konst(&self, v: u32) -> BV {
         BV::from_u64(v as u64, self.width_of(v.saturating_add(1)))
     }
 
@@ -145,7 +173,7 @@ impl<'a> Unroller<'a> {
         a.eq(b)
     }
 
-    fn int(&self, e: &Expr, k: usize) -> BV {
+    pub(crate) fn int(&self, e: &Expr, k: usize) -> BV {
         match e {
             Expr::Const(c) => self.konst(*c),
             Expr::Var(v) => self.states[k][v.0 as usize].clone(),
@@ -174,7 +202,7 @@ impl<'a> Unroller<'a> {
         }
     }
 
-    fn bool(&self, e: &Expr, k: usize) -> Bool {
+    pub(crate) fn bool(&self, e: &Expr, k: usize) -> Bool {
         match e {
             Expr::Bool(b) => Bool::from_bool(*b),
             Expr::Not(a) => self.bool(a, k).not(),
@@ -205,7 +233,7 @@ impl<'a> Unroller<'a> {
 
     /// Variables for step `k`'s choices, constrained to their domains: fresh for each choice a
     /// command or obligation possible at `k` reads, the constant 0 for the others.
-    fn add_choices(&mut self, solver: &Solver, k: usize, obligations: &[Obligation]) {
+    pub(crate) fn add_choices(&mut self, solver: &Solver, k: usize, obligations: &[Obligation]) {
         let mut read = vec![!self.tactics.prune; self.ts.choices.len()];
         if self.tactics.prune {
             let mut ids: Vec<ChoiceId> = vec![];
@@ -248,7 +276,7 @@ impl<'a> Unroller<'a> {
     /// enabled, stays. A variable no live
     /// command writes is shared with state `k`; the others are fresh, and each live command
     /// frames the fresh ones it does not write.
-    fn add_transition(&mut self, solver: &Solver, k: usize) {
+    pub(crate) fn add_transition(&mut self, solver: &Solver, k: usize) {
         let nv = self.ts.vars.len();
         let mut written = vec![!self.tactics.prune; nv];
         for (_, c) in self.live_commands(k) {
@@ -306,7 +334,7 @@ impl<'a> Unroller<'a> {
     }
 
     /// The bad transition of an obligation at step `k`.
-    fn bad(&self, o: &Obligation, k: usize) -> Bool {
+    pub(crate) fn bad(&self, o: &Obligation, k: usize) -> Bool {
         let alts: Vec<Bool> = o
             .commands
             .iter()
@@ -319,12 +347,12 @@ impl<'a> Unroller<'a> {
         Bool::or(&alts)
     }
 
-    fn read(&self, model: &z3::Model, v: &BV) -> u32 {
+    pub(crate) fn read(&self, model: &z3::Model, v: &BV) -> u32 {
         model.eval(v, true).and_then(|x| x.as_u64()).unwrap_or(0) as u32
     }
 
     /// Whether a model makes an obligation's bad transition at step `k` true.
-    fn violates(&self, model: &z3::Model, o: &Obligation, k: usize) -> bool {
+    pub(crate) fn violates(&self, model: &z3::Model, o: &Obligation, k: usize) -> bool {
         model
             .eval(&self.bad(o, k), true)
             .and_then(|b| b.as_bool())
@@ -333,7 +361,7 @@ impl<'a> Unroller<'a> {
 
     /// Reads a witness of depth `k + 1` out of a model: the states and choices, and for each
     /// step the command that connects consecutive states (the last one from the obligation).
-    fn witness(&self, model: &z3::Model, o: &Obligation, k: usize) -> RawWitness {
+    pub(crate) fn witness(&self, model: &z3::Model, o: &Obligation, k: usize) -> RawWitness {
         let states: Vec<Vec<u32>> = (0..=k)
             .map(|i| self.states[i].iter().map(|v| self.read(model, v)).collect())
             .collect();

@@ -77,7 +77,7 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
     let mut o = Options::for_project(&project);
     if let Some(n) = a.session_steps.or(case_turns) {
         anyhow::ensure!(n >= 1, "--session-steps must be at least 1");
-        o.session_steps = n;
+        o.session_steps = n.into();
     }
     if let Some(n) = a.step_limit.or(case_steps) {
         anyhow::ensure!(n >= 1, "--step-limit must be at least 1");
@@ -113,7 +113,7 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
         for (k, (ob, v)) in obls.iter().zip(&run.verdicts).enumerate() {
             let word = match v {
                 Verdict::Reachable(_) => "reachable",
-                Verdict::Unreachable { .. } => "unreachable",
+                Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => "unreachable",
                 Verdict::Undecided(_) => "undecided",
             };
             let _ = writeln!(out, "obligation {} {} {word}", k + 1, ob.id);

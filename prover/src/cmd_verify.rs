@@ -1,6 +1,7 @@
 //! `qls verify` and `qls export`.
 
 use clap::{Args, ValueEnum};
+use encoder::agent::SessionSteps;
 use prover::proof::{prove, Engines, Options};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -158,9 +159,10 @@ pub struct VerifyArgs {
     /// What to prove.
     #[command(flatten)]
     pub inputs: Inputs,
-    /// Turns to prove (default: the settings' session_steps).
-    #[arg(long)]
-    pub session_steps: Option<u32>,
+    /// Turns to prove, or `any` for sessions of any length (default: the settings'
+    /// session_steps).
+    #[arg(long, value_parser = SessionSteps::parse)]
+    pub session_steps: Option<SessionSteps>,
     /// Steps per turn (default: the settings' step_limit).
     #[arg(long)]
     pub step_limit: Option<u32>,
@@ -238,9 +240,12 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     };
     let mut o = Options::for_project(&project);
     if let Some(n) = args.session_steps {
-        anyhow::ensure!(n >= 1, "--session-steps must be at least 1");
         o.session_steps = n;
     }
+    anyhow::ensure!(
+        args.emit_case.is_none() || o.session_steps != SessionSteps::Any,
+        "--emit-case writes bounded corpus cases: give --session-steps a number of turns"
+    );
     if let Some(n) = args.step_limit {
         anyhow::ensure!(n >= 1, "--step-limit must be at least 1");
         o.step_limit = n;
@@ -256,10 +261,10 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         .build()?;
     let counters = std::sync::Arc::new(prover::progress::Progress::default());
     o.progress = Some(counters.clone());
-    let title = format!(
-        "proving to {} turn(s) of {} steps",
-        o.session_steps, o.step_limit
-    );
+    let title = match o.session_steps {
+        SessionSteps::Any => format!("proving for any number of turns of {} steps", o.step_limit),
+        n => format!("proving to {n} turn(s) of {} steps", o.step_limit),
+    };
     let proof = with_progress(&title, &counters, || pool.install(|| prove(&project, &o)));
     let mut report = prover::report::build(
         &subject,
@@ -378,7 +383,7 @@ fn emit_cases(
     project: &encoder::Project,
     proof: &prover::proof::Proof,
     report: &prover::report::Report,
-    depth: (u32, u32),
+    depth: (SessionSteps, u32),
 ) -> anyhow::Result<()> {
     use serde_json::json;
     let expected = json!({
@@ -610,18 +615,22 @@ pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
             .as_object()
             .ok_or_else(|| InputError::at(&name, 1, "`operands` must be an object"))?;
         for (k, v) in ops {
+            let bad =
+                |what: &str| InputError::at(&name, 1, format!("`operands.{k}` must be {what}"));
+            // `session_steps` may also be `any` (sessions of any length).
+            if k == "session_steps" && v.as_str() == Some("any") {
+                o.session_steps = SessionSteps::Any;
+                continue;
+            }
             let n = v
                 .as_u64()
                 .filter(|n| *n >= 1 && *n <= u32::MAX as u64)
-                .ok_or_else(|| {
-                    InputError::at(
-                        &name,
-                        1,
-                        format!("`operands.{k}` must be a whole number of at least 1"),
-                    )
+                .ok_or_else(|| match k.as_str() {
+                    "session_steps" => bad("a whole number of at least 1 or \"any\""),
+                    _ => bad("a whole number of at least 1"),
                 })? as u32;
             match k.as_str() {
-                "session_steps" => o.session_steps = n,
+                "session_steps" => o.session_steps = SessionSteps::Turns(n),
                 "step_limit" => o.step_limit = n,
                 other => {
                     return Err(InputError::at(

@@ -375,7 +375,7 @@ fn prove_case(dir: &Path) -> Result<Proved, String> {
     let (project, subject, spec) = load_case(dir)?;
     let mut o = Options::for_project(&project);
     if let Some(n) = spec.session_steps {
-        o.session_steps = n;
+        o.session_steps = n.into();
     }
     if let Some(n) = spec.step_limit {
         o.step_limit = n;

@@ -6,6 +6,7 @@ pub mod bfs;
 pub mod bmc;
 pub mod corpus;
 pub mod diagnostics;
+pub mod induction;
 pub mod progress;
 pub mod promela;
 pub mod proof;

@@ -3,7 +3,8 @@
 //! into QG003. **Engines never print**; this module returns data.
 
 use crate::verdict::{disagree, EngineRun, StopReason, Verdict};
-use crate::{bfs, bmc};
+use crate::{bfs, bmc, induction};
+use encoder::agent::SessionSteps;
 use encoder::ts::lower::lower;
 use encoder::ts::Obligation;
 use encoder::ts::TransitionSystem;
@@ -35,8 +36,8 @@ pub enum Engines {
 /// How to prove.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Turns.
-    pub session_steps: u32,
+    /// Turns: a number, or sessions of any length.
+    pub session_steps: SessionSteps,
     /// Steps per turn.
     pub step_limit: u32,
     /// Engines.
@@ -100,6 +101,9 @@ pub struct Proof {
     pub bfs: Option<EngineRun>,
     /// BMC cost.
     pub bmc: Option<EngineRun>,
+    /// Under `any`: K, the turns within which the BFS fixpoint reached every reachable state
+    /// (`None` when it did not run or ran out of its state budget).
+    pub fixpoint_turns: Option<u32>,
     /// Why no proof ran, when none could (the rulebook was refused, QG005): every obligation
     /// is then undecided, and the report says the proof did not run (SPEC §3 Nothing is proved
     /// silently less).
@@ -107,15 +111,20 @@ pub struct Proof {
 }
 
 /// Combines two verdicts: a reachable one (BFS's witness first, for determinism) wins, then an
-/// unreachable one; undecided only when no engine decided.
+/// unreachable one for any length, then a bounded one; undecided only when no engine decided.
 fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
     let all: Vec<&Verdict> = bfs.into_iter().chain(bmc).collect();
     if let Some(v) = all.iter().find(|v| matches!(v, Verdict::Reachable(_))) {
         return (*v).clone();
     }
+    // A proof for any length says more than a bounded one, whichever engine gave it.
     if let Some(v) = all
         .iter()
-        .find(|v| matches!(v, Verdict::Unreachable { .. }))
+        .find(|v| matches!(v, Verdict::UnreachableAnyLength(_)))
+        .or_else(|| {
+            all.iter()
+                .find(|v| matches!(v, Verdict::Unreachable { .. }))
+        })
     {
         return (*v).clone();
     }
@@ -137,27 +146,65 @@ impl Options {
     }
 }
 
+/// Under `any`, a bounded "no bad step within d steps" proves nothing about longer sessions:
+/// when neither the BFS fixpoint nor a closed induction decided, the obligation is undecided
+/// (never clean), whatever the bounded answer.
+fn for_any_length(v: Verdict) -> Verdict {
+    match v {
+        Verdict::Unreachable { depth } => Verdict::undecided(
+            StopReason::NotProvedForAnyLength,
+            format!(
+                "no bad step within {depth} steps, but neither the BFS fixpoint nor Z3's \
+                 induction proved it for sessions of any length"
+            ),
+        ),
+        other => other,
+    }
+}
+
+/// Both engines' runs, and K from the BFS fixpoint under `any`.
+type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
+
+/// Runs the engines side by side within one deadline. Under `any` the BFS searches the
+/// looping system to its fixpoint and Z3 tries k-induction (with its bounded answer where the
+/// induction does not close); otherwise both search to the system's depth.
 fn run_engines(
     ts: &TransitionSystem,
     obls: &[Obligation],
     o: &Options,
     deadline: Instant,
-) -> (Option<EngineRun>, Option<EngineRun>) {
+) -> EngineRuns {
     let want_bfs = o.engines != Engines::Bmc;
     let want_bmc = o.engines != Engines::Bfs;
-    let (mut b, m) = rayon::join(
-        || want_bfs.then(|| bfs::run(ts, obls, o.bfs_budget(deadline))),
+    let any = o.session_steps == SessionSteps::Any;
+    let bmc_budget = bmc::BmcBudget {
+        deadline: Some(deadline),
+        progress: o.progress.clone(),
+        ..Default::default()
+    };
+    let ((mut b, k), m) = rayon::join(
+        || match (want_bfs, any) {
+            (false, _) => (None, None),
+            (true, false) => (Some(bfs::run(ts, obls, o.bfs_budget(deadline))), None),
+            (true, true) => {
+                let (run, k) = bfs::fixpoint(ts, obls, o.bfs_budget(deadline));
+                (Some(run), k)
+            }
+        },
         || {
             want_bmc.then(|| {
-                bmc::run(
-                    ts,
-                    obls,
-                    bmc::BmcBudget {
-                        deadline: Some(deadline),
-                        progress: o.progress.clone(),
-                        ..Default::default()
-                    },
-                )
+                if any {
+                    induction::run(
+                        ts,
+                        obls,
+                        induction::InductionBudget {
+                            bounded: bmc_budget,
+                            ..Default::default()
+                        },
+                    )
+                } else {
+                    bmc::run(ts, obls, bmc_budget)
+                }
             })
         },
     );
@@ -165,12 +212,19 @@ fn run_engines(
         if let Some(run) = b.as_mut() {
             for v in run.verdicts.iter_mut() {
                 if matches!(v, Verdict::Reachable(_)) {
-                    *v = Verdict::Unreachable { depth: ts.depth };
+                    *v = match k {
+                        Some(turns) => {
+                            Verdict::UnreachableAnyLength(crate::verdict::AnyLength::Fixpoint {
+                                turns,
+                            })
+                        }
+                        None => Verdict::Unreachable { depth: ts.depth },
+                    };
                 }
             }
         }
     }
-    (b, m)
+    (b, m, k)
 }
 
 /// Proves a project.
@@ -197,10 +251,11 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             outcomes,
             bfs: None,
             bmc: None,
+            fixpoint_turns: None,
             not_run: Some(why),
         };
     }
-    let (b, m) = run_engines(&ts, &obls, o, deadline);
+    let (b, m, fixpoint_turns) = run_engines(&ts, &obls, o, deadline);
     let mut outcomes: Vec<Outcome> = obls
         .iter()
         .enumerate()
@@ -208,7 +263,10 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             let bv = b.as_ref().map(|r| r.verdicts[i].clone());
             let mv = m.as_ref().map(|r| r.verdicts[i].clone());
             let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
-            let verdict = combine(bv.as_ref(), mv.as_ref());
+            let mut verdict = combine(bv.as_ref(), mv.as_ref());
+            if o.session_steps == SessionSteps::Any {
+                verdict = for_any_length(verdict);
+            }
             Outcome {
                 obligation: ob.clone(),
                 bfs: bv,
@@ -219,7 +277,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             }
         })
         .collect();
-    if o.session_steps > 1 {
+    if o.session_steps != SessionSteps::Turns(1) {
         mark_multi_turn(p, o, &ts, &mut outcomes, deadline);
     }
     Proof {
@@ -227,6 +285,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         outcomes,
         bfs: b,
         bmc: m,
+        fixpoint_turns,
         not_run: None,
     }
 }
@@ -263,17 +322,9 @@ fn mark_multi_turn(
     }
 }
 
-fn turns_of(ts: &TransitionSystem, v: &Verdict) -> usize {
+fn turns_of(ts: &TransitionSystem, v: &Verdict) -> u32 {
     match v {
-        Verdict::Reachable(w) => {
-            let mut t: Vec<u32> = w
-                .steps
-                .iter()
-                .map(|s| s.state[ts.turn_var.0 as usize])
-                .collect();
-            t.dedup();
-            t.len()
-        }
+        Verdict::Reachable(w) => w.turns(ts),
         _ => 0,
     }
 }
@@ -282,10 +333,30 @@ fn turns_of(ts: &TransitionSystem, v: &Verdict) -> usize {
 /// reduced to its cone of influence.
 pub fn system(
     p: &Project,
-    session_steps: u32,
+    session_steps: impl Into<SessionSteps>,
     step_limit: u32,
 ) -> (TransitionSystem, Vec<Obligation>) {
     let lowered = lower(p, session_steps, step_limit);
     let obls = obligations::reach::obligations(p, &lowered);
     lowered.ts.without_unread(&obls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::AnyLength;
+
+    #[test]
+    fn under_any_a_bounded_answer_alone_is_undecided() {
+        let bounded = Verdict::Unreachable { depth: 8 };
+        assert!(
+            matches!(for_any_length(bounded), Verdict::Undecided(r) if r.detail.contains("within 8 steps"))
+        );
+        let proved = Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns: 3 });
+        assert_eq!(for_any_length(proved.clone()), proved);
+        // The fixpoint's proof wins over Z3's bounded answer, whichever comes first.
+        let bounded = Verdict::Unreachable { depth: 8 };
+        assert_eq!(combine(Some(&bounded), Some(&proved)), proved);
+        assert_eq!(combine(Some(&proved), Some(&bounded)), proved);
+    }
 }

@@ -3,6 +3,7 @@
 
 use crate::proof::{Engines, Proof};
 use crate::verdict::{RawWitness, Verdict};
+use encoder::agent::SessionSteps;
 use encoder::ts::TransitionSystem;
 use encoder::{Loc, Project};
 use obligations::catalog::{rule, Rule};
@@ -87,7 +88,11 @@ pub struct Report {
     /// Whether the gate passed.
     pub passed: bool,
     /// Turns and step limit proved.
-    pub depth: (u32, u32),
+    pub depth: (SessionSteps, u32),
+    /// Under `any`: K, the turns within which the BFS fixpoint reached every state.
+    pub fixpoint_turns: Option<u32>,
+    /// Under `any`: which engine proved what, in one sentence.
+    pub any_engines: Option<String>,
     /// The engines that ran.
     pub engines: Engines,
     /// Why no proof ran, when none could.
@@ -151,6 +156,14 @@ impl EngineSummary {
             t.push_str(&format!(" ({})", why.join(", ")));
         }
         t
+    }
+}
+
+/// The line saying what each engine decided ("BFS: 6 decided, 0 undecided; BMC: …").
+fn engine_lines(s: &mut String, r: &Report) {
+    let engines: Vec<String> = r.per_engine.iter().map(EngineSummary::text).collect();
+    if !engines.is_empty() {
+        s.push_str(&format!("{}.\n", engines.join("; ")));
     }
 }
 
@@ -218,7 +231,7 @@ pub fn build(
     p: &Project,
     proof: &Proof,
     engines: Engines,
-    depth: (u32, u32),
+    depth: (SessionSteps, u32),
 ) -> Report {
     let mut findings = Vec::new();
     for s in obligations::structural::structural(p) {
@@ -286,15 +299,21 @@ pub fn build(
                     undecided_gate.push(ob.id.clone());
                 }
             }
-            (Verdict::Reachable(_), true) | (Verdict::Unreachable { .. }, false) => hold += 1,
-            (Verdict::Unreachable { depth }, true) => {
+            (Verdict::Reachable(_), true)
+            | (Verdict::Unreachable { .. }, false)
+            | (Verdict::UnreachableAnyLength(_), false) => hold += 1,
+            (v @ (Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_)), true) => {
                 reach += 1;
+                let within = match v {
+                    Verdict::Unreachable { depth } => format!("within {depth} steps"),
+                    _ => "in a session of any length".to_string(),
+                };
                 let at = p
                     .rulebook
                     .as_ref()
                     .and_then(|rb| rb.executes.iter().find(|e| e.action == ob.subject))
                     .map(|e| e.at.clone());
-                findings.push(Finding { rule: r, subject: ob.subject.clone(), at, message: format!("no reachable step within {depth} steps has the rulebook allow '{}': the execute is dead", ob.subject), witness: None, engines: Some(words), obligation: None, witness_file: None, replay: None, fingerprint: String::new(), standing: Standing::New });
+                findings.push(Finding { rule: r, subject: ob.subject.clone(), at, message: format!("no reachable step {within} has the rulebook allow '{}': the execute is dead", ob.subject), witness: None, engines: Some(words), obligation: None, witness_file: None, replay: None, fingerprint: String::new(), standing: Standing::New });
             }
             (Verdict::Reachable(w), false) => {
                 reach += 1;
@@ -344,6 +363,9 @@ pub fn build(
         undecided_gate,
         passed: false,
         depth,
+        fixpoint_turns: proof.fixpoint_turns,
+        any_engines: (depth.0 == SessionSteps::Any && engines != Engines::Bfs)
+            .then(|| engines_sentence(proof)),
         engines,
         not_run: proof.not_run.clone(),
         per_engine: per_engine(proof),
@@ -379,20 +401,17 @@ pub fn settle(r: &mut Report, ts: &TransitionSystem) {
         && r.undecided_gate.is_empty();
 }
 
-fn count_turns(ts: &TransitionSystem, w: &RawWitness) -> usize {
-    let mut t: Vec<u32> = w
-        .steps
-        .iter()
-        .map(|s| s.state[ts.turn_var.0 as usize])
-        .collect();
-    t.dedup();
-    t.len()
+fn count_turns(ts: &TransitionSystem, w: &RawWitness) -> u32 {
+    w.turns(ts)
 }
 
 fn describe(v: Option<&Verdict>) -> String {
     match v {
         Some(Verdict::Reachable(w)) => format!("reachable at depth {}", w.depth()),
         Some(Verdict::Unreachable { depth }) => format!("unreachable to depth {depth}"),
+        Some(Verdict::UnreachableAnyLength(how)) => {
+            format!("unreachable for any length ({})", how.describe())
+        }
         Some(Verdict::Undecided(r)) => format!("undecided ({r})"),
         None => "not run".into(),
     }
@@ -453,7 +472,7 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         }
     }
     let (h, re, u) = r.counts;
-    let turns = if r.depth.0 == 1 {
+    let turns = if r.depth.0 == SessionSteps::Turns(1) {
         "1 turn".to_string()
     } else {
         format!("{} turns", r.depth.0)
@@ -474,12 +493,13 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         Some(why) => s.push_str(&format!(
             "\nThe proof did not run: {why}. {u} obligations are undecided.\n"
         )),
+        None if r.depth.0 == SessionSteps::Any => {
+            s.push_str(&any_length_summary(r, ts, agree));
+            engine_lines(&mut s, r);
+        }
         None => {
             s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1));
-            let engines: Vec<String> = r.per_engine.iter().map(EngineSummary::text).collect();
-            if !engines.is_empty() {
-                s.push_str(&format!("{}.\n", engines.join("; ")));
-            }
+            engine_lines(&mut s, r);
         }
     }
     for f in r.findings.iter().filter(|f| f.standing == Standing::New) {
@@ -565,6 +585,118 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
     s
 }
 
+/// One engine's proof for any length in `qls-findings/1`: the engine, and the fixpoint's K or
+/// the induction's depth and invariant size.
+fn any_length_json(how: &crate::verdict::AnyLength) -> Value {
+    match how {
+        crate::verdict::AnyLength::Fixpoint { turns } => {
+            json!({"engine": how.engine(), "method": "fixpoint", "turns": turns})
+        }
+        crate::verdict::AnyLength::Induction { depth, invariant } => json!({
+            "engine": how.engine(), "method": "k_induction", "induction_depth": depth, "invariant_size": invariant
+        }),
+    }
+}
+
+/// Which engine proved the unbounded verdicts: how many unreachable obligations Z3's induction
+/// closed (at which depths), how many only the BFS fixpoint proved, and Z3's bounded depth.
+fn engines_sentence(proof: &Proof) -> String {
+    let mut closed = 0usize;
+    let mut bfs_only = 0usize;
+    let mut depths: Vec<u32> = Vec::new();
+    let mut bounded: Option<u32> = None;
+    for o in &proof.outcomes {
+        if !o.verdict.is_unreachable() {
+            continue;
+        }
+        match &o.bmc {
+            Some(Verdict::UnreachableAnyLength(crate::verdict::AnyLength::Induction {
+                depth,
+                ..
+            })) => {
+                closed += 1;
+                depths.push(*depth);
+            }
+            Some(Verdict::Unreachable { depth }) => {
+                bfs_only += 1;
+                bounded = Some(bounded.map_or(*depth, |b: u32| b.min(*depth)));
+            }
+            _ => bfs_only += 1,
+        }
+    }
+    depths.sort_unstable();
+    depths.dedup();
+    if closed + bfs_only == 0 {
+        return String::new();
+    }
+    let mut s = format!(
+        "Z3's induction closed for {closed} of the {} unreachable obligations",
+        closed + bfs_only
+    );
+    if !depths.is_empty() {
+        s.push_str(&format!(
+            " (depth {})",
+            depths
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if bfs_only > 0 {
+        s.push_str(&format!("; {bfs_only} rest on the BFS fixpoint"));
+        if let Some(b) = bounded {
+            s.push_str(&format!(" (Z3 bounded to {b} steps)"));
+        }
+    }
+    s.push('.');
+    s
+}
+
+/// The summary of a proof for sessions of any length: the counts, the turns each reachable
+/// finding's shortest witness needs, K, and which engine proved what.
+fn any_length_summary(r: &Report, ts: &TransitionSystem, agree: &str) -> String {
+    let (h, re, u) = r.counts;
+    let mut turns: Vec<u32> = r
+        .findings
+        .iter()
+        .filter_map(|f| f.witness.as_ref())
+        .map(|w| w.turns(ts))
+        .collect();
+    turns.sort_unstable();
+    turns.dedup();
+    let shortest = match turns.as_slice() {
+        [] => String::new(),
+        [one] => format!(
+            " (shortest in {one} turn{})",
+            if *one == 1 { "" } else { "s" }
+        ),
+        many => format!(
+            " (shortest in {} turns)",
+            many.iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let within = match r.fixpoint_turns {
+        Some(k) => format!(
+            "every reachable state is reached within {k} turn{}",
+            if k == 1 { "" } else { "s" }
+        ),
+        None if r.engines == Engines::Bmc => "the BFS did not run".to_string(),
+        None => "the BFS ran out of its state budget before its fixpoint".to_string(),
+    };
+    let mut s = format!(
+        "\nProved for sessions of any length (step limit {}): {h} obligations hold, {re} reachable{shortest}, {u} undecided; {within}; {agree}.\n",
+        r.depth.1
+    );
+    if let Some(how) = r.any_engines.as_ref().filter(|h| !h.is_empty()) {
+        s.push_str(&format!("  {how}\n"));
+    }
+    s
+}
+
 /// The path a witness takes, as node names.
 pub fn witness_path(ts: &TransitionSystem, w: &RawWitness) -> String {
     w.steps
@@ -576,10 +708,12 @@ pub fn witness_path(ts: &TransitionSystem, w: &RawWitness) -> String {
 
 /// One witness step as JSON (`qls-witness/1` step).
 pub fn witness_json(ts: &TransitionSystem, w: &RawWitness) -> Value {
+    let turns = w.turn_of_steps(ts);
     let steps: Vec<Value> = w
         .steps
         .iter()
-        .map(|st| {
+        .zip(&turns)
+        .map(|(st, turn)| {
             let c = ts.command(st.cmd);
             let choices: serde_json::Map<String, Value> = c
                 .choices
@@ -592,7 +726,7 @@ pub fn witness_json(ts: &TransitionSystem, w: &RawWitness) -> Value {
                 })
                 .collect();
             json!({
-                "turn": st.state[ts.turn_var.0 as usize],
+                "turn": turn,
                 "step": st.state[ts.step_var.0 as usize],
                 "node": c.label.node,
                 "label": c.label,
@@ -627,9 +761,27 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         .outcomes
         .iter()
         .map(|o| {
-            json!({"id": o.obligation.id, "rule": o.obligation.rule, "subject": o.obligation.subject, "inverted": o.obligation.inverted,
+            let mut doc = json!({"id": o.obligation.id, "rule": o.obligation.rule, "subject": o.obligation.subject, "inverted": o.obligation.inverted,
                    "verdict": o.verdict.word(), "depth": o.verdict.depth(),
-                   "bfs": o.bfs.as_ref().map(|v| v.word()), "bmc": o.bmc.as_ref().map(|v| v.word())})
+                   "bfs": o.bfs.as_ref().map(|v| v.word()), "bmc": o.bmc.as_ref().map(|v| v.word())});
+            // Under `any`: which engine proved it for any length and how (bounded reports keep
+            // their exact shape).
+            let proved: Vec<Value> = [&o.bfs, &o.bmc]
+                .into_iter()
+                .filter_map(|v| match v {
+                    Some(Verdict::UnreachableAnyLength(how)) => Some(any_length_json(how)),
+                    _ => None,
+                })
+                .collect();
+            if !proved.is_empty() {
+                doc["proved_by"] = json!(proved);
+            }
+            if r.depth.0 == SessionSteps::Any {
+                if let Verdict::Reachable(w) = &o.verdict {
+                    doc["turns"] = json!(w.turns(&proof.ts));
+                }
+            }
+            doc
         })
         .collect();
     let v = json!({
@@ -647,6 +799,10 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine, "decided": e.decided, "undecided": e.undecided_total(),
             "undecided_by_reason": e.undecided.iter().map(|(k, n)| (serde_json::to_value(k).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),
     });
+    let mut v = v;
+    if r.depth.0 == SessionSteps::Any {
+        v["fixpoint_turns"] = json!(r.fixpoint_turns);
+    }
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
 }
 
@@ -658,13 +814,16 @@ pub fn witness_doc(
     raw: &RawWitness,
     obligation: &encoder::ts::Obligation,
     engine: &str,
-    depth: (u32, u32),
+    depth: (SessionSteps, u32),
 ) -> witnesses::witness::Witness {
     use witnesses::witness::{Witness, WitnessStep, FORMAT};
+    let looping = depth.0 == SessionSteps::Any;
+    let turns = raw.turn_of_steps(ts);
     let steps = raw
         .steps
         .iter()
-        .map(|st| {
+        .zip(&turns)
+        .map(|(st, turn)| {
             let c = ts.command(st.cmd);
             let choices = c
                 .choices
@@ -677,16 +836,40 @@ pub fn witness_doc(
                 })
                 .collect();
             let after = ts.apply(c, &st.state, &st.choices);
+            let mut state: indexmap::IndexMap<String, String> =
+                ts.show_state(&after).into_iter().collect();
+            if looping {
+                // The looping system has no turn counter; the replayed session has one: the
+                // turn after the step, counted on the path.
+                let ended = after[ts.step_var.0 as usize] == 0;
+                let name = &ts.vars[ts.turn_var.0 as usize].name;
+                if let Some(v) = state.get_mut(name) {
+                    *v = (turn + ended as u32).to_string();
+                }
+            }
             WitnessStep {
-                turn: st.state[ts.turn_var.0 as usize],
+                turn: *turn,
                 step: st.state[ts.step_var.0 as usize],
                 node: c.label.node.clone(),
                 label: c.label.clone(),
                 choices,
-                state: ts.show_state(&after).into_iter().collect(),
+                state,
             }
         })
         .collect();
+    // A witness of a session of any length is replayed as a bounded session of the turns it
+    // spans, one more when its last step ends a turn (so that turn's end starts the next turn,
+    // as in the looping system, instead of ending the session).
+    let session_steps = match depth.0 {
+        SessionSteps::Turns(n) => n,
+        SessionSteps::Any => {
+            let ends_turn = raw.steps.last().is_some_and(|st| {
+                let after = ts.apply(ts.command(st.cmd), &st.state, &st.choices);
+                after[ts.step_var.0 as usize] == 0
+            });
+            raw.turns(ts).max(1) + ends_turn as u32
+        }
+    };
     Witness {
         format: FORMAT.into(),
         obligation: obligation.id.clone(),
@@ -694,7 +877,7 @@ pub fn witness_doc(
         subject: obligation.subject.clone(),
         engine: engine.into(),
         depth: raw.depth(),
-        session_steps: depth.0,
+        session_steps,
         step_limit: depth.1,
         inputs: p.inputs.iter().cloned().collect(),
         steps,
@@ -841,14 +1024,16 @@ pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
             }
             if let Some(w) = &f.witness {
                 let ts = &proof.ts;
+                let turns = w.turn_of_steps(ts);
                 let steps: Vec<Value> = w
                     .steps
                     .iter()
-                    .map(|st| {
+                    .zip(&turns)
+                    .map(|(st, turn)| {
                         let c = ts.command(st.cmd);
                         let text = format!(
                             "turn {} step {}: {} at {}{}",
-                            st.state[ts.turn_var.0 as usize],
+                            turn,
                             st.state[ts.step_var.0 as usize],
                             label_text(&c.label),
                             c.label.node,

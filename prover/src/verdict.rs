@@ -1,7 +1,7 @@
 //! Verdicts are data: `Reachable(witness) | Unreachable { depth } | Undecided(reason)`.
 //! `Result` is only for operational failures.
 
-use encoder::ts::CmdId;
+use encoder::ts::{CmdId, TransitionSystem};
 use serde::Serialize;
 
 /// One step of a raw witness: the pre-state, the command taken and the choices made.
@@ -27,6 +27,71 @@ impl RawWitness {
     pub fn depth(&self) -> u32 {
         self.steps.len() as u32
     }
+
+    /// The turn (from 0) each step is taken in. A turn starts exactly where the step counter
+    /// is 0 (every other step increments it), so this reads the path, not the `turn` variable:
+    /// a looping system (sessions of any length) has no turn counter, and in a bounded one the
+    /// two agree step for step.
+    pub fn turn_of_steps(&self, ts: &TransitionSystem) -> Vec<u32> {
+        let mut turn = 0u32;
+        self.steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i > 0 && s.state[ts.step_var.0 as usize] == 0 {
+                    turn += 1;
+                }
+                turn
+            })
+            .collect()
+    }
+
+    /// The number of turns the witness spans.
+    pub fn turns(&self, ts: &TransitionSystem) -> u32 {
+        self.turn_of_steps(ts).last().map_or(0, |t| t + 1)
+    }
+}
+
+/// How a verdict for sessions of any length was proved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "engine", rename_all = "snake_case")]
+pub enum AnyLength {
+    /// The BFS searched the looping system to its fixpoint; every reachable state is reached
+    /// within `turns` turns.
+    Fixpoint {
+        /// K: the turns after which no new state appears.
+        turns: u32,
+    },
+    /// Z3's k-induction closed at `depth` steps, strengthened by an inductive invariant of
+    /// `invariant` conjuncts; the invariant and the induction were re-checked in a fresh solver.
+    Induction {
+        /// The induction depth k.
+        depth: u32,
+        /// The invariant's conjuncts.
+        invariant: u32,
+    },
+}
+
+impl AnyLength {
+    /// The engine's name in reports.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            AnyLength::Fixpoint { .. } => "bfs",
+            AnyLength::Induction { .. } => "z3",
+        }
+    }
+
+    /// How it was proved, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            AnyLength::Fixpoint { turns } => {
+                format!("the BFS fixpoint (every state within {turns} turns)")
+            }
+            AnyLength::Induction { depth, invariant } => format!(
+                "Z3's {depth}-induction with an invariant of {invariant} conjuncts, re-checked"
+            ),
+        }
+    }
 }
 
 /// An engine's answer for one obligation.
@@ -39,6 +104,8 @@ pub enum Verdict {
         /// The depth proved.
         depth: u32,
     },
+    /// No violating step in a session of any length.
+    UnreachableAnyLength(AnyLength),
     /// A budget ran out, or the engine could not tell; never reported as clean.
     Undecided(Undecided),
 }
@@ -68,6 +135,9 @@ pub enum StopReason {
     NotRun,
     /// No engine was asked.
     NoEngine,
+    /// Under `--session-steps any`: only a bounded answer, neither the BFS fixpoint nor a
+    /// closed induction.
+    NotProvedForAnyLength,
 }
 
 impl StopReason {
@@ -80,6 +150,7 @@ impl StopReason {
             StopReason::SolverUnknown => "solver unknown",
             StopReason::NotRun => "proof not run",
             StopReason::NoEngine => "no engine",
+            StopReason::NotProvedForAnyLength => "bounded only",
         }
     }
 }
@@ -106,6 +177,7 @@ impl Verdict {
         match self {
             Verdict::Reachable(_) => "reachable",
             Verdict::Unreachable { .. } => "unreachable",
+            Verdict::UnreachableAnyLength(_) => "unreachable_any_length",
             Verdict::Undecided(_) => "undecided",
         }
     }
@@ -116,6 +188,14 @@ impl Verdict {
             Verdict::Reachable(w) => Some(w.depth()),
             _ => None,
         }
+    }
+
+    /// No violating step: to a depth or for any length.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_)
+        )
     }
 }
 
@@ -140,12 +220,15 @@ pub struct EngineRun {
 }
 
 /// Whether two engines' verdicts on one obligation disagree (QG312): reachable against
-/// unreachable, or two different shortest depths. An undecided side is not a disagreement.
+/// unreachable (to at least the witness's depth, or for any length), or two different shortest
+/// depths. An undecided side is not a disagreement.
 pub fn disagree(a: &Verdict, b: &Verdict) -> bool {
     match (a, b) {
         (Verdict::Reachable(x), Verdict::Reachable(y)) => x.depth() != y.depth(),
         (Verdict::Reachable(w), Verdict::Unreachable { depth })
         | (Verdict::Unreachable { depth }, Verdict::Reachable(w)) => w.depth() <= *depth,
+        (Verdict::Reachable(_), Verdict::UnreachableAnyLength(_))
+        | (Verdict::UnreachableAnyLength(_), Verdict::Reachable(_)) => true,
         _ => false,
     }
 }

@@ -86,7 +86,7 @@ proptest! {
         let mut p = random_project(seed);
         // Longer sessions than the engine tests use: walks are cheap.
         p.settings.step_limit = 3 + (seed % 5) as u32;
-        p.settings.session_steps = 1 + (seed / 5 % 3) as u32;
+        p.settings.session_steps = (1 + (seed / 5 % 3) as u32).into();
         let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
         let mut r = Rng(seed.rotate_left(17) | 1);
         for _ in 0..12 {

@@ -11,7 +11,7 @@ fn a_proof_ends_within_its_time_budget_and_leaves_the_rest_undecided() {
     // Sixty desks at three turns: far more than either engine decides in one second.
     let p = encoder::testkit::handoff_chain(60);
     let mut o = Options::for_project(&p);
-    o.session_steps = 3;
+    o.session_steps = 3.into();
     o.step_limit = 60;
     o.timeout = Duration::from_secs(1);
     let t = Instant::now();
@@ -34,7 +34,7 @@ fn a_proof_ends_within_its_time_budget_and_leaves_the_rest_undecided() {
             );
         }
     }
-    let report = prover::report::build("chain", &p, &proof, o.engines, (3, 60));
+    let report = prover::report::build("chain", &p, &proof, o.engines, (3.into(), 60));
     let text = prover::report::text(&report, &p, &proof.ts);
     assert!(text.contains("undecided (time budget)"), "{text}");
 }

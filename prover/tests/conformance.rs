@@ -509,7 +509,10 @@ struct Found {
 fn check_graph(seed: u64, walks: usize, with_bmc: bool) -> Found {
     let p = random_project_with(seed, Shapes::ALL);
     let mut runs = random_runs(&p, seed.rotate_left(29), walks);
-    if p.graph.nodes.len() <= 5 && p.settings.step_limit <= 3 && p.settings.session_steps == 1 {
+    if p.graph.nodes.len() <= 5
+        && p.settings.step_limit <= 3
+        && p.settings.session_steps == 1.into()
+    {
         runs.extend(all_runs(&p, 300).0);
     }
     check_project(&p, &runs, seed, with_bmc)
@@ -582,7 +585,7 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
         for (name, vs) in &engines {
             let ok = match &vs[oi] {
                 Verdict::Reachable(w) => w.depth() <= d,
-                Verdict::Unreachable { .. } => false,
+                Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => false,
                 Verdict::Undecided(_) => true,
             };
             if !ok {
@@ -722,7 +725,7 @@ fn with_model_loop(b: encoder::testkit::Builder, step_limit: u32) -> Project {
         .fold(b, |b, (from, to, kind)| b.edge(from, to, kind))
         .settings(encoder::agent::Settings {
             step_limit,
-            session_steps: 1,
+            session_steps: 1.into(),
             ..Default::default()
         })
         .build()

@@ -15,7 +15,7 @@ fn shop() -> encoder::Project {
 fn run(turns: u32) -> prover::proof::Proof {
     let p = shop();
     let mut o = Options::for_project(&p);
-    o.session_steps = turns;
+    o.session_steps = turns.into();
     prove(&p, &o)
 }
 
@@ -77,7 +77,7 @@ fn a_blind_bfs_makes_qg312_fire() {
         qg001.disagreement,
         "the cross-check must flag the blinded engine"
     );
-    let report = prover::report::build("t", &p, &faulty, Engines::Both, (1, 4));
+    let report = prover::report::build("t", &p, &faulty, Engines::Both, (1.into(), 4));
     assert!(report.findings.iter().any(|f| f.rule.id == "QG312"));
     assert!(!report.passed);
 }

@@ -435,11 +435,24 @@ impl<'a> Explorer<'a> {
         }
     }
 
+    /// The session's turns; a session of any length has no bound of its own (the run stops
+    /// when the step count saturates).
+    fn turn_bound(&self) -> u32 {
+        self.p
+            .settings
+            .session_steps
+            .turns()
+            .unwrap_or(u32::MAX)
+            .max(1)
+    }
+
     /// One whole run (every turn of the session), each decision asked of the chooser.
     pub fn run(&self, ch: &mut dyn Chooser) -> ConcreteRun {
         let mut s = self.initial();
         let mut steps = vec![];
-        let limit = self.p.settings.session_steps.max(1) * self.p.settings.step_limit.max(1);
+        let limit = self
+            .turn_bound()
+            .saturating_mul(self.p.settings.step_limit.max(1));
         while let Some(ni) = s.node {
             if steps.len() as u32 >= limit {
                 break;
@@ -1126,7 +1139,7 @@ impl<'a> Explorer<'a> {
                     m.remove("confidential");
                 }
             }
-            if s.turn + 1 >= self.p.settings.session_steps.max(1) {
+            if s.turn + 1 >= self.turn_bound() {
                 s.node = None;
             } else {
                 s.turn += 1;

@@ -4,7 +4,7 @@
 use super::ex::*;
 use super::regions::satisfiable;
 use super::*;
-use crate::agent::{HistoryScope, Privilege, TaintPolicy, WritePolicy};
+use crate::agent::{HistoryScope, Privilege, SessionSteps, TaintPolicy, WritePolicy};
 use crate::catalogue::{Tool, Trust};
 use crate::graph::{EdgeKind, GraphEdge, NodeKind};
 use crate::rulebook::{Literal, Operand};
@@ -136,14 +136,28 @@ struct B<'a> {
     done: u32,
     session_steps: u32,
     step_limit: u32,
+    /// Sessions of any length: a turn's end always starts the next turn and `turn` stays 0.
+    looping: bool,
     /// Each agent's router node (by agent index), where its next turn starts.
     routers: Vec<Option<u32>>,
     /// Per node, the agents that can be active when the run is there (sorted).
     active_at: Vec<Vec<u32>>,
 }
 
-/// Lowers a project at a depth of `session_steps` turns of `step_limit` steps.
-pub fn lower(p: &Project, session_steps: u32, step_limit: u32) -> Lowered {
+/// Lowers a project at a depth of `session` turns (a number, or [`SessionSteps`]) of
+/// `step_limit` steps each.
+///
+/// Under [`SessionSteps::Any`] the system loops: every turn end leads to the next turn's start
+/// (per-turn state reset exactly as in a bounded session), the `turn` variable has the single
+/// value 0 and the depth is one turn's `step_limit` steps (a bound only for engines that answer
+/// boundedly; the BFS fixpoint and the induction ignore it). No turn end leads to `done`: a
+/// session that stops after some turn is a prefix of one that goes on, and every obligation is
+/// a bad *step*, so stopping adds no violation (ARCHITECTURE.md Decisions).
+pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> Lowered {
+    let (session_steps, looping) = match session.into() {
+        SessionSteps::Turns(n) => (n, false),
+        SessionSteps::Any => (1, true),
+    };
     let mut b = B {
         p,
         vars: vec![],
@@ -163,6 +177,7 @@ pub fn lower(p: &Project, session_steps: u32, step_limit: u32) -> Lowered {
         done: p.graph.nodes.len() as u32,
         session_steps: session_steps.max(1),
         step_limit: step_limit.max(1),
+        looping,
         routers: p
             .graph
             .agents
@@ -549,7 +564,11 @@ impl<'a> B<'a> {
         } else {
             var_is(step, self.step_limit - 1)
         };
-        let last_turn = var_is(turn, self.session_steps - 1);
+        let last_turn = if self.looping {
+            Expr::Bool(false)
+        } else {
+            var_is(turn, self.session_steps - 1)
+        };
         let post_agent = upd.get(&agentv).cloned().unwrap_or(Expr::Var(agentv));
         let normal_node = upd.get(&nodev).cloned().unwrap_or(Expr::Var(nodev));
         let (resume_start, resumed) = self.resume_at_turn_start(&upd, &mut choices);
@@ -562,14 +581,16 @@ impl<'a> B<'a> {
             },
         );
         upd.insert(nodev, ite(ends.clone(), start, normal_node));
-        upd.insert(
-            turn,
-            ite(
-                and(vec![ends.clone(), not(last_turn)]),
-                Expr::Add(Box::new(Expr::Var(turn)), 1),
-                Expr::Var(turn),
-            ),
-        );
+        if !self.looping {
+            upd.insert(
+                turn,
+                ite(
+                    and(vec![ends.clone(), not(last_turn)]),
+                    Expr::Add(Box::new(Expr::Var(turn)), 1),
+                    Expr::Var(turn),
+                ),
+            );
+        }
         upd.insert(
             step,
             ite(

@@ -294,7 +294,8 @@ pub struct TransitionSystem {
     pub turn_var: VarId,
     /// The `step` variable.
     pub step_var: VarId,
-    /// The depth the proof covers (session_steps × step_limit).
+    /// The depth the proof covers (session_steps × step_limit); for a looping system (sessions
+    /// of any length, `lower::lower`) one turn's steps, a bound only for bounded answers.
     pub depth: u32,
 }
 

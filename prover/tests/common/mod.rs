@@ -295,7 +295,7 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
         },
         memory_keeps_marks: r.coin(),
         step_limit,
-        session_steps,
+        session_steps: session_steps.into(),
     };
     if r.below(6) == 0 && shapes.derived_agents {
         b = b.without_agents();

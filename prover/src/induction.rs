@@ -1,0 +1,579 @@
+//! The Z3 side of proofs for sessions of any length: k-induction over the looping system's
+//! unrolling (the terms of `bmc::Unroller`), strengthened by an inductive invariant found
+//! Houdini-style from candidates the lowering's structure suggests.
+//!
+//! An obligation holds for any session from this engine only when its induction closes *and*
+//! a fresh solver re-checks the certificate: the invariant's initiation and consecution, the
+//! base case (no bad step in the first k steps from the initial state) and the induction step.
+//! Anything else gets Z3's bounded answer (the bounded unrolling of `bmc::run` on the same
+//! looping system), so the report can say which engine proved what. **Engines never print.**
+
+use crate::bmc::{self, BmcBudget, Unroller};
+use crate::verdict::{AnyLength, Cost, EngineRun, Verdict};
+use encoder::ts::{Obligation, TransitionSystem};
+use std::time::{Duration, Instant};
+use z3::ast::Bool;
+use z3::{Params, SatResult, Solver};
+
+/// Budgets for the induction.
+#[derive(Clone, Debug)]
+pub struct InductionBudget {
+    /// The largest induction depth k tried.
+    pub max_depth: u32,
+    /// Time one solver question may take.
+    pub per_query: Duration,
+    /// Time the search for an invariant may take in all (each candidate dropped costs one
+    /// question, and a large system has thousands).
+    pub invariant_time: Duration,
+    /// The bounded unrolling for obligations the induction does not close.
+    pub bounded: BmcBudget,
+}
+
+impl Default for InductionBudget {
+    fn default() -> Self {
+        InductionBudget {
+            max_depth: 4,
+            per_query: Duration::from_secs(20),
+            invariant_time: Duration::from_secs(120),
+            bounded: BmcBudget::default(),
+        }
+    }
+}
+
+impl InductionBudget {
+    /// Time one question may take: its own cap, and never past the proof's deadline (the
+    /// bounded budget's), so `--timeout` bounds the induction too.
+    fn query_time(&self) -> Duration {
+        let left = self
+            .bounded
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        left.map_or(self.per_query, |l| {
+            l.min(self.per_query).max(Duration::from_millis(1))
+        })
+    }
+
+    /// Whether the proof's deadline has passed.
+    fn out_of_time(&self) -> bool {
+        self.bounded.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// One conjunct of the invariant: these (variable, value) pairs never hold all at once.
+/// One pair says a variable never takes a value; two pairs with `node` say which values a
+/// variable can have at a node (which includes the step counter: the nodes possible at each
+/// step of a turn).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Conjunct(Vec<(usize, u32)>);
+
+impl Conjunct {
+    fn holds(&self, state: &[u32]) -> bool {
+        !self.0.iter().all(|(v, c)| state[*v] == *c)
+    }
+
+    fn term(&self, u: &Unroller<'_>, k: usize) -> Bool {
+        let all: Vec<Bool> = self
+            .0
+            .iter()
+            .map(|(v, c)| u.states[k][*v].eq(u.konst(*c)))
+            .collect();
+        Bool::and(&all).not()
+    }
+}
+
+/// At most this many candidate conjuncts; past it only the (node, step) pairs are paired, and
+/// other variables are not paired at all.
+const MAX_CANDIDATES: usize = 20_000;
+
+/// Which candidates to start from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidates {
+    /// Every value a variable does not start with, and every (node, value) pair the initial
+    /// state does not have: cheap, and enough for most obligations.
+    Nodes,
+    /// Pairs of the other variables too (a held call and the provenance it was made under, a
+    /// mark and a count), for what the first set leaves open.
+    Pairs,
+}
+
+/// The candidates of a kind, each true in the initial state.
+fn candidates(ts: &TransitionSystem, kind: Candidates) -> Vec<Conjunct> {
+    let node = ts.node_var.0 as usize;
+    let mut out = Vec::new();
+    let others: Vec<usize> = (0..ts.vars.len()).filter(|v| *v != node).collect();
+    let mut push = |c: Conjunct| {
+        if c.holds(&ts.init) {
+            out.push(c);
+        }
+    };
+    match kind {
+        Candidates::Nodes => {
+            for (v, d) in ts.vars.iter().enumerate() {
+                (0..d.domain).for_each(|c| push(Conjunct(vec![(v, c)])));
+            }
+            let values: usize = ts.vars.iter().map(|d| d.domain as usize).sum();
+            let paired = if ts.vars[node].domain as usize * values <= MAX_CANDIDATES {
+                others.clone()
+            } else {
+                vec![ts.step_var.0 as usize]
+            };
+            for n in 0..ts.vars[node].domain {
+                for &v in &paired {
+                    (0..ts.vars[v].domain).for_each(|c| push(Conjunct(vec![(node, n), (v, c)])));
+                }
+            }
+        }
+        Candidates::Pairs => {
+            let pairs: usize = others
+                .iter()
+                .enumerate()
+                .flat_map(|(i, a)| others[i + 1..].iter().map(move |b| (a, b)))
+                .map(|(a, b)| (ts.vars[*a].domain * ts.vars[*b].domain) as usize)
+                .sum();
+            if pairs > MAX_CANDIDATES {
+                return out;
+            }
+            for (i, &a) in others.iter().enumerate() {
+                for &b in &others[i + 1..] {
+                    for ca in 0..ts.vars[a].domain {
+                        (0..ts.vars[b].domain)
+                            .for_each(|cb| push(Conjunct(vec![(a, ca), (b, cb)])));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// At most this many states are visited to propose which candidates to drop.
+const SEED_STATES: usize = 20_000;
+/// At most this many valuations of one command's choices are tried per state.
+const SEED_VALUATIONS: usize = 4_096;
+
+/// Drops the candidates that some state reached from the initial one falsifies: those are no
+/// invariant, and dropping them here saves the solver one question each. The states come from
+/// a breadth-first walk of at most [`SEED_STATES`] states. This only ever drops, and only what
+/// a concrete path falsifies; what stays is for the solver to decide, so a walk that missed a
+/// state costs questions, never soundness.
+fn seed(ts: &TransitionSystem, alive: &mut Vec<Conjunct>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut queue = std::collections::VecDeque::new();
+    seen.insert(ts.init.clone());
+    queue.push_back(ts.init.clone());
+    while let Some(state) = queue.pop_front() {
+        let node = state[ts.node_var.0 as usize] as usize;
+        for &cid in ts.by_node.get(node).map(Vec::as_slice).unwrap_or(&[]) {
+            let c = ts.command(cid);
+            let mut ch = vec![0u32; ts.choices.len()];
+            for _ in 0..SEED_VALUATIONS {
+                if ts.eval_bool(&c.guard, &state, &ch) {
+                    let next = ts.apply(c, &state, &ch);
+                    if seen.len() < SEED_STATES && seen.insert(next.clone()) {
+                        alive.retain(|x| x.holds(&next));
+                        queue.push_back(next);
+                    }
+                }
+                // The next valuation of the command's choices (odometer order), or done.
+                let rolled = c.choices.iter().all(|id| {
+                    let i = id.0 as usize;
+                    ch[i] += 1;
+                    if ch[i] < ts.choices[i].domain {
+                        return false;
+                    }
+                    ch[i] = 0;
+                    true
+                });
+                if rolled {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn set_timeout(solver: &Solver, d: Duration) {
+    let mut p = Params::new();
+    p.set_u32("timeout", d.as_millis().clamp(1, u32::MAX as u128) as u32);
+    solver.set_params(&p);
+}
+
+fn read_state(u: &Unroller<'_>, model: &z3::Model, k: usize) -> Vec<u32> {
+    u.states[k].iter().map(|v| u.read(model, v)).collect()
+}
+
+/// Houdini: drops every candidate some successor of a state satisfying the rest falsifies,
+/// until the rest is inductive. `None` when the solver gave up or the time ran out (no
+/// invariant is used then).
+fn houdini(
+    ts: &TransitionSystem,
+    mut alive: Vec<Conjunct>,
+    per_query: Duration,
+    until: Instant,
+) -> Option<Vec<Conjunct>> {
+    seed(ts, &mut alive);
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    u.add_choices(&solver, 0, &[]);
+    u.add_transition(&solver, 0);
+    loop {
+        if alive.is_empty() {
+            return Some(alive);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        let pre: Vec<Bool> = alive.iter().map(|c| c.term(&u, 0)).collect();
+        let broken = Bool::or(
+            &alive
+                .iter()
+                .map(|c| c.term(&u, 1).not())
+                .collect::<Vec<_>>(),
+        );
+        let mut assumptions = pre;
+        assumptions.push(broken);
+        match solver.check_assumptions(&assumptions) {
+            SatResult::Unsat => return Some(alive),
+            SatResult::Unknown => return None,
+            SatResult::Sat => {
+                let model = solver.get_model()?;
+                let post = read_state(&u, &model, 1);
+                let before = alive.len();
+                alive.retain(|c| c.holds(&post));
+                if alive.len() == before {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Re-checks an invariant in a fresh solver: it holds initially and every step keeps it.
+fn invariant_checks(ts: &TransitionSystem, inv: &[Conjunct], per_query: Duration) -> bool {
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    let init: Vec<Bool> = ts
+        .init
+        .iter()
+        .enumerate()
+        .map(|(i, v)| u.states[0][i].eq(u.konst(*v)))
+        .collect();
+    let not_inv = |u: &Unroller<'_>, k: usize| {
+        Bool::or(&inv.iter().map(|c| c.term(u, k).not()).collect::<Vec<_>>())
+    };
+    let initiation = [Bool::and(&init), not_inv(&u, 0)];
+    if solver.check_assumptions(&initiation) != SatResult::Unsat {
+        return false;
+    }
+    u.add_choices(&solver, 0, &[]);
+    u.add_transition(&solver, 0);
+    let mut consecution: Vec<Bool> = inv.iter().map(|c| c.term(&u, 0)).collect();
+    consecution.push(not_inv(&u, 1));
+    solver.check_assumptions(&consecution) == SatResult::Unsat
+}
+
+/// The states of rows `i` and `k` differ somewhere.
+fn distinct(u: &Unroller<'_>, i: usize, k: usize) -> Bool {
+    Bool::or(
+        &(0..u.ts.vars.len())
+            .map(|v| u.states[i][v].eq(&u.states[k][v]).not())
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Extends an unanchored unrolling to row `k`: the step into it (for k > 0), the invariant on
+/// it, and that it differs from every earlier row (a shortest counterexample is a simple path).
+fn extend(u: &mut Unroller<'_>, solver: &Solver, inv: &[Conjunct], k: usize) {
+    u.add_choices(solver, k, &[]);
+    if k > 0 {
+        u.add_transition(solver, k - 1);
+    }
+    for c in inv {
+        solver.assert(c.term(u, k));
+    }
+    for j in 0..k {
+        solver.assert(distinct(u, j, k));
+    }
+}
+
+/// The induction step at depth k for one obligation, in its own fresh solver: a simple path of
+/// k + 1 states, each satisfying the invariant, no bad step at the first k, a bad step at the
+/// last. `Unsat` means the step holds.
+fn step_case(
+    ts: &TransitionSystem,
+    inv: &[Conjunct],
+    o: &Obligation,
+    k: usize,
+    per_query: Duration,
+) -> SatResult {
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    for i in 0..=k {
+        extend(&mut u, &solver, inv, i);
+        if i > 0 {
+            solver.assert(u.bad(o, i - 1).not());
+        }
+    }
+    solver.check_assumptions(&[u.bad(o, k)])
+}
+
+/// The base case at depth k in a fresh solver: no bad step in the first k steps from the
+/// initial state.
+fn base_case(ts: &TransitionSystem, o: &Obligation, k: usize, per_query: Duration) -> bool {
+    let solver = Solver::new();
+    set_timeout(&solver, per_query);
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    for (i, v) in ts.init.iter().enumerate() {
+        solver.assert(u.states[0][i].eq(u.konst(*v)));
+    }
+    for i in 0..k {
+        u.add_choices(&solver, i, &[]);
+        if i > 0 {
+            u.add_transition(&solver, i - 1);
+        }
+        if solver.check_assumptions(&[u.bad(o, i)]) != SatResult::Unsat {
+            return false;
+        }
+    }
+    true
+}
+
+/// What the search for an induction proof found, per obligation.
+struct Search {
+    /// The depth at which the step closed (unchecked).
+    closed: Option<u32>,
+    calls: u64,
+}
+
+/// The induction step for k = 0, 1, …, `max_depth` over one incremental solver shared by all
+/// obligations (the unrolling, the invariant and the simple-path constraints are asserted
+/// once; each obligation's bad and good steps are assumptions).
+fn search(
+    ts: &TransitionSystem,
+    inv: &[Conjunct],
+    obligations: &[Obligation],
+    open: &[usize],
+    b: &InductionBudget,
+) -> Vec<Search> {
+    let mut out: Vec<Search> = obligations
+        .iter()
+        .map(|_| Search {
+            closed: None,
+            calls: 0,
+        })
+        .collect();
+    let solver = Solver::new();
+    set_timeout(&solver, b.query_time());
+    let mut u = Unroller::new(ts);
+    u.add_state(&solver, 0);
+    let mut todo: Vec<usize> = open.to_vec();
+    for k in 0..=b.max_depth as usize {
+        extend(&mut u, &solver, inv, k);
+        let mut left = Vec::new();
+        for oi in todo {
+            let o = &obligations[oi];
+            let mut assumptions: Vec<Bool> = (0..k).map(|j| u.bad(o, j).not()).collect();
+            assumptions.push(u.bad(o, k));
+            out[oi].calls += 1;
+            match solver.check_assumptions(&assumptions) {
+                SatResult::Unsat => out[oi].closed = Some(k as u32),
+                SatResult::Sat => left.push(oi),
+                // The solver gave up on this one: no deeper attempt is likely to help.
+                SatResult::Unknown => {}
+            }
+        }
+        todo = left;
+        if todo.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// Decides every obligation of a looping system: Z3's bounded answer first (a shortest
+/// witness, or no bad step to the system's depth), then, for each obligation with no witness,
+/// k-induction; a closed and re-checked induction is `UnreachableAnyLength`.
+pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget) -> EngineRun {
+    let start = Instant::now();
+    let bounded = bmc::run(ts, obligations, b.bounded.clone());
+    let mut calls = bounded.cost.solver_calls;
+    let mut verdicts = bounded.verdicts;
+    // An obligation no command can violate holds by construction: an induction of depth 0
+    // with nothing to assume.
+    for (v, o) in verdicts.iter_mut().zip(obligations) {
+        if o.commands.is_empty() {
+            *v = Verdict::UnreachableAnyLength(AnyLength::Induction {
+                depth: 0,
+                invariant: 0,
+            });
+        }
+    }
+    let open: Vec<usize> = (0..obligations.len())
+        .filter(|i| {
+            matches!(verdicts[*i], Verdict::Unreachable { .. })
+                && !obligations[*i].commands.is_empty()
+        })
+        .collect();
+    if open.is_empty() {
+        return finish(verdicts, calls, start);
+    }
+    // Two rounds: the cheap candidates first, then, for what they leave open, the pairs too
+    // (seeded with the first invariant: its conjuncts stay, as an inductive set always does).
+    let mut open = open;
+    let mut inv: Vec<Conjunct> = Vec::new();
+    for kind in [Candidates::Nodes, Candidates::Pairs] {
+        if open.is_empty() {
+            break;
+        }
+        let mut start_from = std::mem::take(&mut inv);
+        start_from.extend(candidates(ts, kind));
+        let until = Instant::now() + b.invariant_time;
+        if b.out_of_time() {
+            break;
+        }
+        let until = b.bounded.deadline.map_or(until, |d| d.min(until));
+        match houdini(ts, start_from, b.query_time(), until)
+            .filter(|inv| invariant_checks(ts, inv, b.query_time()))
+        {
+            Some(found) => inv = found,
+            // Without the pairs there is nothing new to try; without any invariant plain
+            // k-induction (simple paths, the domains) may still close some.
+            None if kind == Candidates::Pairs => break,
+            None => inv = Vec::new(),
+        }
+        calls += 2;
+        let found = search(ts, &inv, obligations, &open, &b);
+        let mut left = Vec::new();
+        for oi in open {
+            calls += found[oi].calls;
+            let Some(k) = found[oi].closed else {
+                left.push(oi);
+                continue;
+            };
+            let o = &obligations[oi];
+            // The certificate counts only when a fresh solver agrees on both halves.
+            calls += 1 + k as u64;
+            if step_case(ts, &inv, o, k as usize, b.query_time()) == SatResult::Unsat
+                && base_case(ts, o, k as usize, b.query_time())
+            {
+                verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Induction {
+                    depth: k,
+                    invariant: inv.len() as u32,
+                });
+            } else {
+                left.push(oi);
+            }
+        }
+        open = left;
+    }
+    finish(verdicts, calls, start)
+}
+
+fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
+    let ms = start.elapsed().as_millis() as u64;
+    let cost = Cost {
+        solver_calls: calls,
+        ms,
+        ..Cost::default()
+    };
+    EngineRun { verdicts, cost }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use encoder::ts::{ex, CmdId, Command, Decl, Expr, Label, LabelKind, VarId};
+
+    /// Numeric variables by name and domain.
+    fn numbers(vars: &[(&str, u32)]) -> Vec<Decl> {
+        let decl = |(name, domain): &(&str, u32)| Decl {
+            name: name.to_string(),
+            domain: *domain,
+            values: vec![],
+        };
+        vars.iter().map(decl).collect()
+    }
+
+    /// One node, turn and step fixed at 0, `x` ∈ 0..4 starting at 0 and counting up to 2,
+    /// where it stays: 3 is never reached, 2 is reached at the third step.
+    fn counter() -> TransitionSystem {
+        let x = VarId(3);
+        TransitionSystem {
+            vars: numbers(&[("node", 1), ("turn", 1), ("step", 1), ("x", 4)]),
+            choices: vec![],
+            init: vec![0, 0, 0, 0],
+            commands: vec![Command {
+                node: 0,
+                guard: Expr::Bool(true),
+                updates: vec![(
+                    x,
+                    ex::ite(
+                        ex::var_is(x, 2),
+                        Expr::Const(2),
+                        Expr::Add(Box::new(Expr::Var(x)), 1),
+                    ),
+                )],
+                choices: vec![],
+                label: Label::new(LabelKind::Route, "n", None, None),
+            }],
+            by_node: vec![vec![CmdId(0)]],
+            node_var: VarId(0),
+            turn_var: VarId(1),
+            step_var: VarId(2),
+            depth: 1,
+        }
+    }
+
+    fn when_x_is(v: u32) -> Obligation {
+        Obligation {
+            id: format!("QG001:x{v}"),
+            rule: "QG001".into(),
+            subject: format!("x{v}"),
+            commands: vec![CmdId(0)],
+            conds: vec![ex::var_is(VarId(3), v)],
+            inverted: false,
+        }
+    }
+
+    #[test]
+    fn induction_closes_where_nothing_reaches_and_finds_what_does_beyond_the_bound() {
+        let ts = counter();
+        let run = run(
+            &ts,
+            &[when_x_is(3), when_x_is(2)],
+            InductionBudget::default(),
+        );
+        assert!(
+            matches!(
+                run.verdicts[0],
+                Verdict::UnreachableAnyLength(AnyLength::Induction { .. })
+            ),
+            "{:?}",
+            run.verdicts[0]
+        );
+        // x = 2 is reached only at the third step, past the bounded answer's one step: the
+        // induction must not close on it, so the answer stays bounded.
+        assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
+    }
+
+    #[test]
+    fn houdini_keeps_only_true_conjuncts_and_the_recheck_refuses_false_ones() {
+        let ts = counter();
+        let all = candidates(&ts, Candidates::Nodes);
+        let d = Duration::from_secs(10);
+        let inv = houdini(&ts, all, d, Instant::now() + d).expect("the solver answers");
+        assert!(inv.contains(&Conjunct(vec![(3, 3)])), "{inv:?}");
+        assert!(!inv.contains(&Conjunct(vec![(3, 2)])), "{inv:?}");
+        assert!(invariant_checks(&ts, &inv, Duration::from_secs(10)));
+        // x ≠ 1 holds initially but the first step breaks it; x ≠ 0 fails initially.
+        assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 1)])], d));
+        assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 0)])], d));
+    }
+}
