@@ -70,3 +70,35 @@ pub fn read_json(dir: &Path, name: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join(name)).unwrap();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
+
+/// Signs `plain.json` of `dir` into `h.json` with the key `k.key` (written here).
+pub fn sign_history(dir: &Path) {
+    write(dir, "k.key", "test key\n");
+    let o = qls_in(
+        dir,
+        &["history", "sign", "plain.json", "--key-file", "k.key"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    write(dir, "h.json", &String::from_utf8_lossy(&o.stdout));
+}
+
+/// `qls check` of one call against the catalogue, the rulebook `rules.yaml` and the history of
+/// `sign_history`: its decision as JSON.
+pub fn decide(dir: &Path, catalogue: &str, call: &str) -> serde_json::Value {
+    write(dir, "call.json", call);
+    let args = [
+        "check",
+        "--catalogue",
+        catalogue,
+        "--rulebook",
+        "rules.yaml",
+        "--history",
+        "h.json",
+        "--call",
+        "call.json",
+        "--key-file",
+        "k.key",
+    ];
+    let o = qls_in(dir, &args);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", out(&o)))
+}
