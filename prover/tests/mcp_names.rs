@@ -8,7 +8,7 @@ use prover::corpus::run_all;
 use std::path::{Path, PathBuf};
 
 mod mcp_common;
-use mcp_common::{decide, out, qls_in, sign_history, write};
+use mcp_common::{decide, decide_with, out, qls_in, sign_history, write};
 
 /// The one case whose finding reads a tool's name inside another word: QG008 matches the bot
 /// message `execute_refund` against the tool `refund`, and a rename of `refund` alone leaves
@@ -219,4 +219,39 @@ fn a_check_reads_the_result_of_a_dotted_tool_by_its_longest_declared_name() {
     );
     let d = decide(3);
     assert_ne!(d["decision"], "refuse", "{d}");
+}
+
+#[test]
+fn colang_rulebooks_govern_dotted_and_dashed_tools_in_the_tool_check() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_names_colang");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    write(&dir, "c.yaml", "tools:\n  get-sum: {effect: read, args: {type: object, properties: {a: {type: integer}}}}\n  admin.tools.list: {effect: read, args: {type: object, properties: {}}}\n  github.CreateIssue: {effect: read, args: {type: object, properties: {}}}\n");
+    write(&dir, "plain.json", r#"{"session": "s", "entries": []}"#);
+    sign_history(&dir);
+    let colang1 = "define flow sums\n  if $ok\n    execute get-sum\n  else\n    bot refuse\n\ndefine flow admin\n  if $ok\n    execute admin.tools.list\n\ndefine flow issues\n  if $ok\n    execute github.CreateIssue\n";
+    let colang2 = "import core\n\nflow sums\n  if $ok\n    await get-sum(a=$a)\n  else\n    bot say \"no\"\n\nflow admin\n  if $ok\n    await admin.tools.list()\n\nflow issues\n  if $ok\n    await github.CreateIssue()\n";
+    for (rulebook, text) in [("v1", colang1), ("v2", colang2)] {
+        write(&dir, "rules.co", text);
+        for (tool, flow) in [
+            ("get-sum", "sums"),
+            ("admin.tools.list", "admin"),
+            ("github.CreateIssue", "issues"),
+        ] {
+            for ok in [false, true] {
+                let call =
+                    format!(r#"{{"tool": "{tool}", "args": {{}}, "context": {{"ok": {ok}}}}}"#);
+                let d = decide_with(&dir, "c.yaml", "rules.co", &call);
+                if ok {
+                    assert_eq!(d["decision"], "allow", "{rulebook} {tool}: {d}");
+                } else {
+                    assert_eq!(
+                        (d["decision"].as_str(), d["detail"]["flow"].as_str()),
+                        (Some("refuse"), Some(flow)),
+                        "{rulebook} {tool}: {d}"
+                    );
+                }
+            }
+        }
+    }
 }

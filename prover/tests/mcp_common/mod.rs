@@ -85,13 +85,18 @@ pub fn sign_history(dir: &Path) {
 /// `qls check` of one call against the catalogue, the rulebook `rules.yaml` and the history of
 /// `sign_history`: its decision as JSON.
 pub fn decide(dir: &Path, catalogue: &str, call: &str) -> serde_json::Value {
+    decide_with(dir, catalogue, "rules.yaml", call)
+}
+
+/// `decide` with another rulebook.
+pub fn decide_with(dir: &Path, catalogue: &str, rulebook: &str, call: &str) -> serde_json::Value {
     write(dir, "call.json", call);
     let args = [
         "check",
         "--catalogue",
         catalogue,
         "--rulebook",
-        "rules.yaml",
+        rulebook,
         "--history",
         "h.json",
         "--call",
