@@ -530,6 +530,55 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_keeps_every_current_field_and_digests_what_qls_reads() {
+        let tool = serde_json::json!({"name": "admin.tools.list", "title": "List", "description": "Lists",
+            "inputSchema": {"type": "object"}, "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "execution": {"taskSupport": "optional"}, "icons": [{"src": "https://i/x.png"}],
+            "annotations": {"title": "List", "readOnlyHint": true}, "_meta": {"k": 1}});
+        let lock = |t: &Value, digest: &str| {
+            serde_json::to_string_pretty(
+                &serde_json::json!({"format": LOCK_FORMAT, "config": "mcp.json", "servers": {
+                "s": {"transport": "stdio", "command": "python3", "args": ["s.py"], "pin": "local",
+                      "sha256": {"admin.tools.list": digest}, "tools": [t]}}}),
+            )
+            .unwrap()
+        };
+        let d = tool_digest(&tool);
+        let c = crate::catalogue::read_catalogue("mcp.lock.json", &lock(&tool, &d)).unwrap();
+        assert!(c.notes.is_empty(), "every field is known: {:?}", c.notes);
+        let t = c.get("admin.tools.list").unwrap();
+        assert_eq!(t.result, Some(tool["outputSchema"].clone()));
+        assert!(t.mcp_extra.is_empty());
+        // Fields for people and clients may change without changing the digest …
+        let mut cosmetic = tool.clone();
+        cosmetic["title"] = "Other".into();
+        cosmetic["execution"] = serde_json::json!({"taskSupport": "required"});
+        cosmetic["icons"] = serde_json::json!([]);
+        cosmetic["_meta"] = serde_json::json!({"k": 2});
+        assert_eq!(tool_digest(&cosmetic), d);
+        // … what the model is told and what qls reads may not: a hand edit is refused.
+        for (k, v) in [
+            ("description", serde_json::json!("Lists and sends")),
+            (
+                "inputSchema",
+                serde_json::json!({"type": "object", "properties": {"x": {}}}),
+            ),
+            ("outputSchema", serde_json::json!({"type": "object"})),
+            ("annotations", serde_json::json!({"readOnlyHint": false})),
+        ] {
+            let mut edited = tool.clone();
+            edited[k] = v;
+            assert_ne!(tool_digest(&edited), d, "{k}");
+            let e =
+                crate::catalogue::read_catalogue("mcp.lock.json", &lock(&edited, &d)).unwrap_err();
+            assert!(
+                e.message.contains("no longer matches its digest"),
+                "{k}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn header_values_fill_their_variables_or_say_why_not() {
         let env = |n: &str| (n == "TOK").then(|| "s3cret".to_string());
         assert_eq!(
