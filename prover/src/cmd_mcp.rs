@@ -619,10 +619,12 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
         }
         let Some(result) = listed.get(name) else {
             // Remote and not asked for: said, so a locked listing is never taken as checked.
-            let locked_tools = old["tools"].as_array().map_or(0, Vec::len);
-            eprintln!(
-                "server `{name}`: remote, not contacted: its {locked_tools} locked tools were not compared (`--contact-remote` compares them)"
-            );
+            match old["tools"].as_array().map_or(0, Vec::len) {
+                0 => eprintln!("server `{name}`: remote, not contacted"),
+                n => eprintln!(
+                    "server `{name}`: remote, not contacted: its {n} locked tools were not compared (`--contact-remote` compares them)"
+                ),
+            }
             continue;
         };
         let live = match result {
