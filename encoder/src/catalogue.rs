@@ -443,6 +443,17 @@ impl Catalogue {
         self.tools.get(name)
     }
 
+    /// The tool and the result path a check's `{from: "<tool>.<path>"}` reads. An MCP tool name
+    /// may itself contain `.` (`admin.tools.list`), so the tool is the **longest** prefix ending
+    /// before a `.` that this catalogue declares (`admin.tools.list.count` reads `count` of
+    /// `admin.tools.list` even when a tool `admin` exists); `None` when no prefix is declared.
+    pub fn split_from<'a>(&self, src: &'a str) -> Option<(&'a str, &'a str)> {
+        src.match_indices('.')
+            .rev()
+            .map(|(i, _)| (&src[..i], &src[i + 1..]))
+            .find(|(t, p)| !p.is_empty() && self.tools.contains_key(*t))
+    }
+
     /// Adds every tool of another catalogue; a tool declared twice is refused at its second place.
     pub fn merge(&mut self, other: Catalogue) -> Result<(), InputError> {
         for (name, tool) in other.tools {

@@ -1,7 +1,8 @@
 //! The bounded model checker: the transition system unrolled step by step into Z3 bit-vector
 //! terms, one incremental `QF_BV` solver, the open obligations asked at each depth through an
 //! assumption literal, so the first satisfiable depth gives a shortest witness.
-//! **Only `prover` names z3**, and within it only this module.
+//! **Only `prover` names z3**, and within it only this module and `induction.rs` (which reuses
+//! this unrolling).
 //!
 //! Three things keep the unrolling small on large graphs (each can be switched off through
 //! [`BmcTactics`], which the benchmarks use to measure it against the plain encoding):

@@ -3,18 +3,36 @@
 //!
 //! Each stdio server of the client configuration is started as configured, sent `initialize`
 //! and every page of `tools/list` with the official Rust SDK (`rmcp`), and stopped. Remote
-//! servers (`url`) are recorded, never contacted. A server that fails to start or to answer is
-//! reported by name and recorded with its error: it is never silently left out.
+//! servers (`url`) are recorded without being contacted unless `--contact-remote` asks: then
+//! they are listed the same way over rmcp's streamable-HTTP client, with their configured
+//! headers. A server that fails to start or to answer is reported by name and recorded with its
+//! error: it is never silently left out.
+//!
+//! The SDK's typed model drops fields it does not know (`execution`, anything newer), so the
+//! bytes each server sends are also kept as JSON (`Wire`) and the lock holds each tool exactly
+//! as the server wrote it, whenever that listing names the same tools the SDK read.
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use encoder::catalogue::lock::{read_config, tool_digest, McpConfig, ServerConfig, LOCK_FORMAT};
+use encoder::catalogue::lock::{
+    expand_value, read_config, tool_digest, McpConfig, ServerConfig, LOCK_FORMAT,
+};
 use encoder::{display_name, read_text};
+use futures::stream::{BoxStream, StreamExt as _};
+use http::{HeaderName, HeaderValue};
 use indexmap::IndexMap;
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse,
+};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// `qls mcp …`.
@@ -37,6 +55,10 @@ pub struct SnapshotArgs {
     /// Seconds each server has to start and answer.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// Also list the tools of remote (`url`) servers, over streamable HTTP with their configured
+    /// headers; without it they are recorded, not contacted.
+    #[arg(long)]
+    pub contact_remote: bool,
 }
 
 /// Arguments of `qls mcp check`.
@@ -50,6 +72,9 @@ pub struct CheckArgs {
     /// Seconds each server has to start and answer.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// Also list the tools of remote (`url`) servers and compare them with the lock.
+    #[arg(long)]
+    pub contact_remote: bool,
 }
 
 /// Runs `qls mcp …`.
@@ -64,7 +89,7 @@ pub fn run(c: McpCommand) -> anyhow::Result<u8> {
 struct Listed {
     /// `initialize`'s `serverInfo`.
     info: Value,
-    /// The tools in the order the server listed them, as the SDK read them.
+    /// The tools in the order the server listed them, as it wrote them.
     tools: Vec<Value>,
 }
 
@@ -78,11 +103,13 @@ fn load_config(path: &Path) -> anyhow::Result<(McpConfig, String)> {
     Ok((cfg, name))
 }
 
-/// Lists every stdio server, one at a time, in configuration order.
+/// Lists every stdio server (and every remote one when `remote`), one at a time, in
+/// configuration order. A server left out here is remote and was not asked for.
 fn list_all(
     cfg: &McpConfig,
     base: &Path,
     timeout: Duration,
+    remote: bool,
 ) -> anyhow::Result<IndexMap<String, Result<Listed, String>>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -90,15 +117,242 @@ fn list_all(
         .context("cannot start the async runtime")?;
     let mut out = IndexMap::new();
     for (name, s) in &cfg.servers {
-        if s.command.is_none() {
+        let listed = if s.command.is_some() {
+            rt.block_on(list_stdio(s, base, timeout))
+        } else if remote {
+            rt.block_on(list_remote(s, timeout))
+        } else {
             continue;
-        }
-        out.insert(name.clone(), rt.block_on(list_server(s, base, timeout)));
+        };
+        out.insert(name.clone(), listed);
     }
     Ok(out)
 }
 
-async fn list_server(s: &ServerConfig, base: &Path, timeout: Duration) -> Result<Listed, String> {
+/// Every JSON-RPC message a server sent, in arrival order, as the JSON it wrote.
+#[derive(Clone, Default)]
+struct Wire(Arc<Mutex<Vec<Value>>>);
+
+impl Wire {
+    fn push(&self, v: Value) {
+        if let Ok(mut m) = self.0.lock() {
+            m.push(v);
+        }
+    }
+
+    /// One message's text; what is not JSON is the SDK's to refuse, not kept here.
+    fn push_text(&self, text: &str) {
+        if let Ok(v) = serde_json::from_str::<Value>(text.trim()) {
+            match v {
+                Value::Array(batch) => batch.into_iter().for_each(|m| self.push(m)),
+                m => self.push(m),
+            }
+        }
+    }
+
+    /// The tools of every `tools/list` result, pages concatenated in order.
+    fn tools(&self) -> Vec<Value> {
+        let Ok(m) = self.0.lock() else {
+            return Vec::new();
+        };
+        m.iter()
+            .filter_map(|msg| msg.get("result")?.get("tools")?.as_array())
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// The tools as the server wrote them when that listing names the tools the SDK read, in
+    /// the same order; else the SDK's (which it validated), so nothing unread enters a lock.
+    fn choose(&self, typed: Vec<Value>) -> Vec<Value> {
+        let raw = self.tools();
+        let same = raw.len() == typed.len()
+            && raw
+                .iter()
+                .zip(&typed)
+                .all(|(r, t)| r.get("name") == t.get("name"));
+        if same {
+            raw
+        } else {
+            typed
+        }
+    }
+}
+
+/// A child's stdout that copies every line it reads (one JSON-RPC message each) to a `Wire`.
+struct TeeRead<R> {
+    inner: R,
+    wire: Wire,
+    line: Vec<u8>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for TeeRead<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            let fresh = buf.filled()[before..].to_vec();
+            for b in fresh {
+                if b == b'\n' {
+                    let line = std::mem::take(&mut self.line);
+                    self.wire.push_text(&String::from_utf8_lossy(&line));
+                } else {
+                    self.line.push(b);
+                }
+            }
+        }
+        polled
+    }
+}
+
+/// rmcp's reqwest client for streamable HTTP, copying every message the server sends (a JSON
+/// body or each event of an event stream) to a `Wire`. Redirects are not followed: the
+/// configured headers (often credentials) go to the configured address only.
+#[derive(Clone)]
+struct TeeHttp {
+    inner: reqwest::Client,
+    wire: Wire,
+}
+
+type Events = BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>;
+
+impl TeeHttp {
+    fn tee_events(&self, events: Events) -> Events {
+        let wire = self.wire.clone();
+        events
+            .inspect(move |e| {
+                if let Ok(Some(d)) = e.as_ref().map(|e| e.data.as_deref()) {
+                    wire.push_text(d);
+                }
+            })
+            .boxed()
+    }
+
+    fn tee(&self, r: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
+        match r {
+            StreamableHttpPostResponse::Sse(events, sid) => {
+                StreamableHttpPostResponse::Sse(self.tee_events(events), sid)
+            }
+            StreamableHttpPostResponse::Json(m, sid) => {
+                // A plain JSON body reaches us already typed: what the SDK's model keeps.
+                if let Ok(v) = serde_json::to_value(&m) {
+                    self.wire.push(v);
+                }
+                StreamableHttpPostResponse::Json(m, sid)
+            }
+            other => other,
+        }
+    }
+}
+
+type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+type Headers = HashMap<HeaderName, HeaderValue>;
+
+/// Only the three methods the trait requires: the transport is configured with the SDK's default
+/// response limits, which the plain forms of reqwest's client apply, so the worker's calls to the
+/// `…_with_response_limits` forms (by default routed here) are bounded the same.
+impl StreamableHttpClient for TeeHttp {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: rmcp::model::ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let r = self
+            .inner
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await?;
+        Ok(self.tee(r))
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> HttpResult<()> {
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> HttpResult<Events> {
+        let s = self
+            .inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await?;
+        Ok(self.tee_events(s))
+    }
+}
+
+/// An SDK error as a person reads it: with its causes (the HTTP client's "connection refused"
+/// is only in the source chain), without the Rust type of the transport rmcp names in it.
+fn tidy(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    if let Some(i) = s.find("Transport [") {
+        if let Some(j) = s[i..].find("] ") {
+            s = format!("{}{}", &s[..i], &s[i + j + 2..]);
+        }
+    }
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s = format!("{s}: {t}");
+        }
+        cause = c.source();
+    }
+    s
+}
+
+/// `initialize`, every page of `tools/list`, and the end of the session, over any transport.
+async fn list_over<T, E, A>(transport: T, wire: &Wire) -> Result<Listed, String>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let client = ()
+        .serve(transport)
+        .await
+        .map_err(|e| format!("`initialize` failed: {}", tidy(&e)))?;
+    let info = client
+        .peer_info()
+        .and_then(|p| p.server_info.clone())
+        .map(|i| json!({"name": i.name, "version": i.version}))
+        .unwrap_or(Value::Null);
+    let tools = client
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("`tools/list` failed: {}", tidy(&e)))?;
+    let _ = client.cancel().await;
+    let typed = tools
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("a tool does not serialise: {e}"))?;
+    Ok(Listed {
+        info,
+        tools: wire.choose(typed),
+    })
+}
+
+async fn list_stdio(s: &ServerConfig, base: &Path, timeout: Duration) -> Result<Listed, String> {
     use tokio::io::AsyncReadExt as _;
     let program = s.command.as_deref().unwrap_or_default();
     let mut cmd = tokio::process::Command::new(program);
@@ -114,10 +368,18 @@ async fn list_server(s: &ServerConfig, base: &Path, timeout: Duration) -> Result
         Some(c) => base.join(c),
         None => base.to_path_buf(),
     });
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start `{}`: {e}", s.origin()))?;
+    let (Some(stdin), Some(stdout), stderr) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(format!("cannot start `{}`: no pipes to it", s.origin()));
+    };
     // The server's own words on stderr explain most failures to start.
     let stderr = tokio::spawn(async move {
         let mut text = String::new();
@@ -126,29 +388,24 @@ async fn list_server(s: &ServerConfig, base: &Path, timeout: Duration) -> Result
         }
         text
     });
-    let work = async {
-        let client = ().serve(transport).await.map_err(|e| format!("`initialize` failed: {e}"))?;
-        let info = client
-            .peer_info()
-            .and_then(|p| p.server_info.clone())
-            .map(|i| json!({"name": i.name, "version": i.version}))
-            .unwrap_or(Value::Null);
-        let tools = client
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("`tools/list` failed: {e}"))?;
-        let _ = client.cancel().await;
-        let tools = tools
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("a tool does not serialise: {e}"))?;
-        Ok::<_, String>(Listed { info, tools })
+    let wire = Wire::default();
+    let reader = TeeRead {
+        inner: stdout,
+        wire: wire.clone(),
+        line: Vec::new(),
     };
-    let result = match tokio::time::timeout(timeout, work).await {
+    let result = match tokio::time::timeout(timeout, list_over((reader, stdin), &wire)).await {
         Ok(r) => r,
         Err(_) => Err(format!("no answer within {}s", timeout.as_secs())),
     };
+    // The session's end closed the server's stdin; a server that does not leave then is
+    // stopped (MCP's stdio shutdown: close, wait, then kill).
+    if tokio::time::timeout(Duration::from_secs(2), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
+    }
     match result {
         Ok(l) => {
             stderr.abort();
@@ -170,6 +427,52 @@ async fn list_server(s: &ServerConfig, base: &Path, timeout: Duration) -> Result
             })
         }
     }
+}
+
+/// The configured headers, variables filled, as HTTP headers.
+fn http_headers(s: &ServerConfig) -> Result<Headers, String> {
+    let mut out = Headers::new();
+    for (k, v) in &s.header_values {
+        let v = expand_value(v, |n| std::env::var(n).ok())
+            .map_err(|e| format!("header `{k}` cannot be sent: {e}"))?;
+        let name = HeaderName::try_from(k.as_str())
+            .map_err(|_| format!("header `{k}` is not a valid HTTP header name"))?;
+        let value = HeaderValue::try_from(v)
+            .map_err(|_| format!("header `{k}`'s value is not a valid HTTP header value"))?;
+        out.insert(name, value);
+    }
+    Ok(out)
+}
+
+async fn list_remote(s: &ServerConfig, timeout: Duration) -> Result<Listed, String> {
+    let url = s.url.clone().unwrap_or_default();
+    let headers = http_headers(s)?;
+    // reqwest is built without a TLS provider of its own; ring is installed once per process
+    // (a second install fails harmlessly).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let inner = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let wire = Wire::default();
+    let client = TeeHttp {
+        inner,
+        wire: wire.clone(),
+    };
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let result = match tokio::time::timeout(timeout, list_over(transport, &wire)).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("no answer within {}s", timeout.as_secs())),
+    };
+    result.map_err(|e| {
+        if s.transport == "sse" {
+            format!("{e} (qls speaks streamable HTTP only, not the legacy SSE transport)")
+        } else {
+            e
+        }
+    })
 }
 
 /// A server's lock entry without its tools: how it is started, its pin, what it said it is.
@@ -199,14 +502,22 @@ fn server_entry(s: &ServerConfig) -> Map<String, Value> {
 fn snapshot(a: SnapshotArgs) -> anyhow::Result<u8> {
     let (cfg, cname) = load_config(&a.config)?;
     let base = encoder::project_dir(&a.config);
-    let listed = list_all(&cfg, &base, Duration::from_secs(a.timeout))?;
+    let listed = list_all(
+        &cfg,
+        &base,
+        Duration::from_secs(a.timeout),
+        a.contact_remote,
+    )?;
     let mut servers = Map::new();
     let mut failed = 0;
     for (name, s) in &cfg.servers {
         let mut e = server_entry(s);
+        if s.url.is_some() && listed.contains_key(name) {
+            e.insert("contacted".into(), json!(true));
+        }
         match listed.get(name) {
             None => eprintln!(
-                "server `{name}`: remote ({}), recorded without being contacted",
+                "server `{name}`: remote ({}), recorded without being contacted (`--contact-remote` lists its tools)",
                 s.origin()
             ),
             Some(Err(err)) => {
@@ -254,6 +565,7 @@ fn tool_name(t: &Value) -> String {
 const DRIFT_FIELDS: &[(&str, &str)] = &[
     ("description", "description"),
     ("inputSchema", "input schema"),
+    ("outputSchema", "output schema"),
     ("annotations", "annotations"),
 ];
 
@@ -275,7 +587,12 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
     let empty = Map::new();
     let locked = lock["servers"].as_object().unwrap_or(&empty);
     let base = encoder::project_dir(&a.config);
-    let listed = list_all(&cfg, &base, Duration::from_secs(a.timeout))?;
+    let listed = list_all(
+        &cfg,
+        &base,
+        Duration::from_secs(a.timeout),
+        a.contact_remote,
+    )?;
     let mut changes: Vec<String> = Vec::new();
     for name in locked.keys() {
         if !cfg.servers.contains_key(name) {
@@ -301,6 +618,13 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
             }
         }
         let Some(result) = listed.get(name) else {
+            // Remote and not asked for: said, so a locked listing is never taken as checked.
+            match old["tools"].as_array().map_or(0, Vec::len) {
+                0 => eprintln!("server `{name}`: remote, not contacted"),
+                n => eprintln!(
+                    "server `{name}`: remote, not contacted: its {n} locked tools were not compared (`--contact-remote` compares them)"
+                ),
+            }
             continue;
         };
         let live = match result {
@@ -371,6 +695,9 @@ mod tests {
         )
         .unwrap();
         let e = Value::Object(server_entry(&cfg.servers["gh"]));
+        let io =
+            std::io::Error::other("Send message error Transport [rmcp::W<qls::T>] error: HTTP 401");
+        assert_eq!(tidy(&io), "Send message error error: HTTP 401");
         assert!(!e.to_string().contains("ghp_secret"), "{e}");
         assert_eq!(e["env"], json!(["GITHUB_TOKEN"]));
         assert_eq!(e["pin"], json!("1.2.0"));

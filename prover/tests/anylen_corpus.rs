@@ -213,3 +213,58 @@ fn a_bfs_out_of_budget_under_any_is_undecided_and_fails_the_gate() {
         "{text}"
     );
 }
+
+#[test]
+fn both_examples_under_any_agree_with_the_bfs_fixpoint() {
+    // The shipped examples (the shop of seed 000, the hand-off of seed 001) under `any`: both
+    // engines decide every obligation, agree, and every reachable witness replays.
+    for ex in ["shop", "handoff"] {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/{ex}/agent.yaml"));
+        let project = encoder::load_project(&path).expect("the example loads");
+        let mut o = Options::for_project(&project);
+        o.session_steps = SessionSteps::Any;
+        let proof = prove(&project, &o);
+        assert!(
+            proof.fixpoint_turns.is_some(),
+            "{ex}: the BFS reached its fixpoint"
+        );
+        for x in &proof.outcomes {
+            assert!(!x.disagreement, "{ex}: QG312 on {}", x.obligation.id);
+            assert!(
+                !matches!(x.verdict, Verdict::Undecided(_)),
+                "{ex}: {} undecided",
+                x.obligation.id
+            );
+            if matches!(x.verdict, Verdict::UnreachableAnyLength(_)) {
+                assert!(
+                    matches!(
+                        x.bfs,
+                        Some(Verdict::UnreachableAnyLength(AnyLength::Fixpoint { .. }))
+                    ),
+                    "{ex}: {} is proved but not by the fixpoint",
+                    x.obligation.id
+                );
+            }
+        }
+        let mut r = report::build(
+            ex,
+            &project,
+            &proof,
+            o.engines,
+            (o.session_steps, o.step_limit),
+        );
+        report::attach_witnesses(&mut r, &project, &proof, None, true).expect("replay runs");
+        for f in &r.findings {
+            if let Some(rep) = &f.replay {
+                assert_eq!(
+                    rep.text(),
+                    "reproduced",
+                    "{ex}: {} {}",
+                    f.rule.id,
+                    f.subject
+                );
+            }
+        }
+    }
+}

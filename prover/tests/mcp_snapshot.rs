@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod mcp_common;
-use mcp_common::{qls_in, write};
+use mcp_common::{decide, qls_in, sign_history, write};
 
 /// The Python SDK must be importable: this test fails loudly rather than skip without it.
 fn require_python_mcp() {
@@ -118,34 +118,9 @@ fn snapshot_then_drift_of_a_description_is_reported() {
 
     // The sheet governs both tools in the concrete tool check: `admin.tools.list` never runs,
     // `get-sum` is refused unless the user is verified.
-    write(&dir, "k.key", "test key\n");
     write(&dir, "plain.json", "{\"session\": \"s\", \"entries\": []}");
-    let o = qls_in(
-        &dir,
-        &["history", "sign", "plain.json", "--key-file", "k.key"],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
-    write(&dir, "h.json", &String::from_utf8_lossy(&o.stdout));
-    let decide = |call: &str| -> Value {
-        write(&dir, "call.json", call);
-        let o = qls_in(
-            &dir,
-            &[
-                "check",
-                "--catalogue",
-                "mcp.lock.json",
-                "--rulebook",
-                "rules.yaml",
-                "--history",
-                "h.json",
-                "--call",
-                "call.json",
-                "--key-file",
-                "k.key",
-            ],
-        );
-        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", out(&o)))
-    };
+    sign_history(&dir);
+    let decide = |call: &str| decide(&dir, "mcp.lock.json", call);
     let d = decide("{\"tool\": \"admin.tools.list\", \"args\": {}}");
     assert_eq!(
         (d["decision"].as_str(), d["detail"]["flow"].as_str()),

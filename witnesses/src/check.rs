@@ -179,7 +179,7 @@ fn decide_verified(
         Ok(c) => c,
         Err(d) => return d,
     };
-    if let Some(d) = sheet_check_rule(tool, history, call) {
+    if let Some(d) = sheet_check_rule(ctx.catalogue, tool, history, call) {
         return d;
     }
     let bound_undo = call.undoes.is_some();
@@ -463,20 +463,31 @@ fn rulebook_rule(rulebook: Option<&Rulebook>, call: &Call) -> Result<Vec<String>
 
 /// Rule 7 (sheet checks): every condition a rule sheet laid over the tool holds; a value that
 /// cannot be read refuses.
-fn sheet_check_rule(tool: &Tool, history: &History, call: &Call) -> Option<Decision> {
+fn sheet_check_rule(
+    catalogue: &Catalogue,
+    tool: &Tool,
+    history: &History,
+    call: &Call,
+) -> Option<Decision> {
     tool.checks.iter().find_map(|c| {
-        sheet_check_fails(c, history, call).map(|detail| Decision::refuse("check", detail))
+        sheet_check_fails(c, catalogue, history, call)
+            .map(|detail| Decision::refuse("check", detail))
     })
 }
 
 /// Why one sheet check fails, as the refusal's detail, or `None` when it holds.
-fn sheet_check_fails(c: &ArgCheck, history: &History, call: &Call) -> Option<Value> {
+fn sheet_check_fails(
+    c: &ArgCheck,
+    catalogue: &Catalogue,
+    history: &History,
+    call: &Call,
+) -> Option<Value> {
     let unreadable = |why: String| Some(json!({"field": c.field, "op": c.op, "why": why}));
     let actual = match call.args.get(&c.field) {
         Some(v) => v,
         None => return unreadable(format!("the call has no argument `{}`", c.field)),
     };
-    let bound = match resolve_check_value(&c.value, history) {
+    let bound = match resolve_check_value(&c.value, catalogue, history) {
         Ok(v) => v,
         Err(why) => return unreadable(why),
     };
@@ -502,16 +513,21 @@ fn sheet_check_fails(c: &ArgCheck, history: &History, call: &Call) -> Option<Val
 }
 
 /// A check's comparison value: a literal, or `{"from": "tool.field"}` read from the result of the
-/// most recent run of that tool.
-fn resolve_check_value(value: &Value, history: &History) -> Result<Value, String> {
+/// most recent run of that tool (the tool split off as `Catalogue::split_from` says, since MCP
+/// tool names may contain `.`).
+fn resolve_check_value(
+    value: &Value,
+    catalogue: &Catalogue,
+    history: &History,
+) -> Result<Value, String> {
     let from = match value.as_object().and_then(|m| m.get("from")) {
         Some(Value::String(f)) => f,
         Some(_) => return Err("`from` must name `tool.field`".into()),
         None => return Ok(value.clone()),
     };
-    let (tool, path) = from
-        .split_once('.')
-        .ok_or_else(|| format!("`{from}` is not `tool.field`"))?;
+    let (tool, path) = catalogue.split_from(from).ok_or_else(|| {
+        format!("`{from}` is not `<tool>.<field>` of a tool the catalogue declares")
+    })?;
     let entry = history
         .entries
         .iter()

@@ -62,6 +62,10 @@ pub struct ServerConfig {
     /// The names of the headers sent to a remote server (values are never copied to the lock).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<String>,
+    /// The headers as configured, values included, for `--contact-remote` to send; never
+    /// serialised (values are often secrets).
+    #[serde(skip)]
+    pub header_values: IndexMap<String, String>,
     /// Where the server is configured.
     #[serde(skip)]
     pub at: Loc,
@@ -108,6 +112,38 @@ impl ServerConfig {
     pub fn remote_without_auth(&self) -> bool {
         self.url.is_some() && !authenticates(&self.headers)
     }
+}
+
+/// A configured header value with its variables filled in, as the clients that write these
+/// configurations fill them: `${env:NAME}` (VS Code, Cursor) and `${NAME}` (Claude Code) from the
+/// environment. A variable that is not set, or a VS Code `${input:…}` prompt (only VS Code can ask
+/// it), is an error: sending the text unfilled or empty would contact the server as someone else.
+pub fn expand_value(value: &str, env: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(end) = after.find('}') else {
+            // No closing brace: not a variable, kept as written.
+            out.push_str(&rest[i..]);
+            return Ok(out);
+        };
+        let var = &after[..end];
+        if let Some(id) = var.strip_prefix("input:") {
+            return Err(format!(
+                "it needs the VS Code input `{id}`, which only VS Code can ask for; give the value as `${{env:NAME}}` to contact the server"
+            ));
+        }
+        let name = var.strip_prefix("env:").unwrap_or(var);
+        match env(name) {
+            Some(v) => out.push_str(&v),
+            None => return Err(format!("the environment variable `{name}` is not set")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// Whether any of these header names could carry credentials.
@@ -192,6 +228,7 @@ pub fn read_config(file: &str, text: &str) -> Result<McpConfig, InputError> {
             cwd: None,
             url: None,
             headers: Vec::new(),
+            header_values: IndexMap::new(),
             at: Loc::new(file, line),
         };
         let mut kind = None;
@@ -207,7 +244,10 @@ pub fn read_config(file: &str, text: &str) -> Result<McpConfig, InputError> {
                 "env" => s.env = str_map(file, v, "`env`")?,
                 "cwd" => s.cwd = m.opt_str(k)?,
                 "url" | "serverUrl" => s.url = m.opt_str(k)?,
-                "headers" => s.headers = str_map(file, v, "`headers`")?.into_keys().collect(),
+                "headers" => {
+                    s.header_values = str_map(file, v, "`headers`")?;
+                    s.headers = s.header_values.keys().cloned().collect();
+                }
                 "type" | "transport" => kind = m.opt_str(k)?,
                 _ => notes.field(file, &format!("server `{name}`'s key"), k, kl),
             }
@@ -253,9 +293,13 @@ fn canonical(v: &Value) -> Value {
     }
 }
 
-/// The SHA-256 of a tool's name, description, input schema and annotations (canonical JSON;
-/// an absent field is `null`): what a "rug pull" changes. Titles, icons and `_meta` are not in
-/// it: they do not change what the model is told the tool does.
+/// The SHA-256 of a tool's name, description, input and output schemas and annotations
+/// (canonical JSON; an absent field is `null`). These are what a "rug pull" changes — the words
+/// the model is told — and every field this reader turns into the catalogue (the schemas become
+/// `args`/`result`, the hints the effect and flags), so a lock edited by hand is caught too.
+/// `title`, `icons`, `execution` and `_meta` are not in it: they are for people and clients, qls
+/// does not read them, and a server may change them freely (`annotations.title` is in it, as
+/// part of the annotations).
 pub fn tool_digest(tool: &Value) -> String {
     let field = |k: &str, alt: &str| {
         tool.get(k)
@@ -267,6 +311,7 @@ pub fn tool_digest(tool: &Value) -> String {
         "name": field("name", "name"),
         "description": field("description", "description"),
         "inputSchema": field("inputSchema", "input_schema"),
+        "outputSchema": field("outputSchema", "output_schema"),
         "annotations": field("annotations", "annotations"),
     });
     crate::sha256_hex(canonical(&v).to_string().as_bytes())
@@ -482,6 +527,85 @@ mod tests {
             pin_of("/usr/bin/python3", &["server.py"]).as_deref(),
             Some("local")
         );
+    }
+
+    #[test]
+    fn a_lock_keeps_every_current_field_and_digests_what_qls_reads() {
+        let tool = serde_json::json!({"name": "admin.tools.list", "title": "List", "description": "Lists",
+            "inputSchema": {"type": "object"}, "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "execution": {"taskSupport": "optional"}, "icons": [{"src": "https://i/x.png"}],
+            "annotations": {"title": "List", "readOnlyHint": true}, "_meta": {"k": 1}});
+        let lock = |t: &Value, digest: &str| {
+            serde_json::to_string_pretty(
+                &serde_json::json!({"format": LOCK_FORMAT, "config": "mcp.json", "servers": {
+                "s": {"transport": "stdio", "command": "python3", "args": ["s.py"], "pin": "local",
+                      "sha256": {"admin.tools.list": digest}, "tools": [t]}}}),
+            )
+            .unwrap()
+        };
+        let d = tool_digest(&tool);
+        let c = crate::catalogue::read_catalogue("mcp.lock.json", &lock(&tool, &d)).unwrap();
+        assert!(c.notes.is_empty(), "every field is known: {:?}", c.notes);
+        let t = c.get("admin.tools.list").unwrap();
+        assert_eq!(t.result, Some(tool["outputSchema"].clone()));
+        assert!(t.mcp_extra.is_empty());
+        // Fields for people and clients may change without changing the digest …
+        let mut cosmetic = tool.clone();
+        cosmetic["title"] = "Other".into();
+        cosmetic["execution"] = serde_json::json!({"taskSupport": "required"});
+        cosmetic["icons"] = serde_json::json!([]);
+        cosmetic["_meta"] = serde_json::json!({"k": 2});
+        assert_eq!(tool_digest(&cosmetic), d);
+        // … what the model is told and what qls reads may not: a hand edit is refused.
+        for (k, v) in [
+            ("description", serde_json::json!("Lists and sends")),
+            (
+                "inputSchema",
+                serde_json::json!({"type": "object", "properties": {"x": {}}}),
+            ),
+            ("outputSchema", serde_json::json!({"type": "object"})),
+            ("annotations", serde_json::json!({"readOnlyHint": false})),
+        ] {
+            let mut edited = tool.clone();
+            edited[k] = v;
+            assert_ne!(tool_digest(&edited), d, "{k}");
+            let e =
+                crate::catalogue::read_catalogue("mcp.lock.json", &lock(&edited, &d)).unwrap_err();
+            assert!(
+                e.message.contains("no longer matches its digest"),
+                "{k}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn header_values_fill_their_variables_or_say_why_not() {
+        let env = |n: &str| (n == "TOK").then(|| "s3cret".to_string());
+        assert_eq!(
+            expand_value("Bearer ${env:TOK}", env).as_deref(),
+            Ok("Bearer s3cret")
+        );
+        assert_eq!(
+            expand_value("${TOK}-${TOK}", env).as_deref(),
+            Ok("s3cret-s3cret")
+        );
+        assert_eq!(
+            expand_value("plain ${oops", env).as_deref(),
+            Ok("plain ${oops")
+        );
+        let e = expand_value("Bearer ${env:NOPE}", env).unwrap_err();
+        assert!(e.contains("`NOPE` is not set"), "{e}");
+        let e = expand_value("Bearer ${input:tok}", env).unwrap_err();
+        assert!(e.contains("VS Code input `tok`"), "{e}");
+        let cfg = read_config(
+            "mcp.json",
+            r#"{"mcpServers": {"r": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer ${env:TOK}"}}}}"#,
+        )
+        .unwrap();
+        let r = &cfg.servers["r"];
+        assert_eq!(r.headers, vec!["Authorization"]);
+        assert_eq!(r.header_values["Authorization"], "Bearer ${env:TOK}");
+        assert!(!serde_json::to_string(r).unwrap().contains("Bearer"));
     }
 
     #[test]

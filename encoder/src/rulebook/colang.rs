@@ -1858,8 +1858,16 @@ fn adjacent(c: &Cursor<'_>, k: usize) -> bool {
     a.col + len == b.col
 }
 
+/// The members Colang 2.x gives actions and flows (`X.Finished()`, `$ref.Stop()`, …), and the
+/// endings of the events an action declares (`UtteranceUserAction.TranscriptUpdated()`): a `.`
+/// before a part that is or ends in one of these is member access, not part of a name.
+const COLANG_MEMBERS: &[&str] = &[
+    "Start", "Started", "Change", "Updated", "Stop", "Finished", "Failed", "Paused", "Resumed",
+];
+
 /// A name word: an identifier, joined with what follows it without spaces by `-` (always) or
-/// `.` (before a lower-case part): `get-sum`, `admin.tools.list`. `.Finished` stays a member.
+/// `.` (before any part but a Colang member): `get-sum`, `admin.tools.list`, MCP's
+/// `github.CreateIssue`. `.Finished` stays a member.
 fn name_word(c: &mut Cursor<'_>) -> Option<String> {
     let Some(Tok::Ident(w)) = c.peek() else {
         return None;
@@ -1873,7 +1881,7 @@ fn name_word(c: &mut Cursor<'_>) -> Option<String> {
         let joins = match (c.peek(), c.peek2()) {
             (Some(Tok::Op("-")), Some(Tok::Ident(_))) => true,
             (Some(Tok::Op(".")), Some(Tok::Ident(p))) => {
-                p.chars().next().is_some_and(|ch| !ch.is_uppercase())
+                !COLANG_MEMBERS.iter().any(|m| p.ends_with(m))
             }
             _ => false,
         };
@@ -2190,6 +2198,26 @@ mod tests {
         );
         assert!(rb.gates.contains_key("CheckAction"));
         assert_eq!(rb.bot_uses[0].message, "say");
+    }
+
+    #[test]
+    fn colang2_names_mcp_tools_with_dots_and_dashes_but_keeps_members() {
+        let t = "import core\n\nflow f\n  if $ok\n    await get-sum(a=$a)\n    await admin.tools.list()\n    await github.CreateIssue()\n  $r = start Long.Job()\n  await Fetch.Finished()\n  match UtteranceUserAction.TranscriptUpdated()\n";
+        let rb = compile_colang2("p.co", t).unwrap_or_else(|e| panic!("{e}"));
+        let gated: Vec<&str> = rb.gates.keys().map(String::as_str).collect();
+        assert_eq!(
+            gated,
+            [
+                "get-sum",
+                "admin.tools.list",
+                "github.CreateIssue",
+                "Long.Job"
+            ]
+        );
+        assert!(
+            !rb.gates.contains_key("Fetch"),
+            "`.Finished` is a member: {gated:?}"
+        );
     }
 
     #[test]

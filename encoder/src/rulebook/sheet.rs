@@ -652,6 +652,14 @@ fn is_context_name(s: &str) -> bool {
     s.split('.').all(is_ident)
 }
 
+/// Whether `src` can be `<tool>.<field path>` at some `.`: the tool may contain `.` and `-`, so
+/// every split is tried here; which one is meant is the catalogue's to say
+/// (`Catalogue::split_from`: the longest declared tool).
+fn is_from_ref(src: &str) -> bool {
+    src.match_indices('.')
+        .any(|(i, _)| is_tool_name(&src[..i]) && is_context_name(&src[i + 1..]))
+}
+
 fn read_rule(file: &str, item: &Item) -> Result<Rule, InputError> {
     for (k, e) in item.entries.iter().enumerate() {
         if !RULE_KEYS.contains(&e.key.as_str()) {
@@ -979,18 +987,13 @@ fn read_checks(file: &str, e: &Entry) -> Result<Vec<ArgCheck>, InputError> {
 fn check_value(file: &str, line: u32, op: &str, v: &Val) -> Result<Value, InputError> {
     if let Val::Map(m) = v {
         return match m.as_slice() {
-            [(k, Val::Str(src))]
-                if k == "from"
-                    && src
-                        .split_once('.')
-                        .is_some_and(|(t, f)| is_tool_name(t) && is_context_name(f)) =>
-            {
+            [(k, Val::Str(src))] if k == "from" && is_from_ref(src) => {
                 Ok(v.to_json())
             }
             _ => Err(refusal(
                 file,
                 line,
-                "a value from an earlier tool is written `{from: <tool>.<field>}`",
+                "a value from an earlier tool is written `{from: <tool>.<field>}` (the tool as MCP names it, `admin.tools.list.count` included)",
             )),
         };
     }
@@ -1364,6 +1367,18 @@ pub fn lint_sheet(
         .filter(|a| catalogue.get(a).is_none())
         .map(|a| lint("rule_action_unknown", a, UNKNOWN_MSG))
         .collect();
+    for (name, o) in &overlay.tools {
+        for c in &o.checks {
+            let from = c.value.get("from").and_then(Value::as_str);
+            if let Some(src) = from.filter(|f| catalogue.split_from(f).is_none()) {
+                out.push(lint(
+                    "check_from_unknown",
+                    name,
+                    &format!("a check reads `{src}`, and no tool the catalogue declares precedes a `.` in it, so the check refuses every call"),
+                ));
+            }
+        }
+    }
     for t in catalogue.tools.values() {
         if t.is_write() && !named.contains(&t.name.as_str()) {
             out.push(lint(
@@ -1629,6 +1644,51 @@ mod tests {
             e.message.contains("each item of `after` is a tool name"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_check_reads_from_a_dotted_or_dashed_tool_by_the_longest_declared_name() {
+        let sheet = "rules:\n- action: get-sum\n  check: [{field: a, at_most: {from: admin.tools.list.count}}, {field: b, under: {from: fs.read-file.size.bytes}}, {field: c, is: {from: nowhere.x}}]\n";
+        let c = compile_sheet("rules.yaml", sheet).unwrap_or_else(|e| panic!("{e}"));
+        let checks = &c.overlay.tools["get-sum"].checks;
+        assert_eq!(
+            checks[0].value,
+            serde_json::json!({"from": "admin.tools.list.count"})
+        );
+        let cat = crate::catalogue::read_catalogue("c.yaml", "tools:\n  get-sum: {effect: read}\n  admin: {effect: read}\n  admin.tools.list: {effect: read}\n  fs.read-file: {effect: read}\n").unwrap();
+        // `admin` is declared too: the longer declared name wins.
+        assert_eq!(
+            cat.split_from("admin.tools.list.count"),
+            Some(("admin.tools.list", "count"))
+        );
+        assert_eq!(cat.split_from("admin.version"), Some(("admin", "version")));
+        assert_eq!(
+            cat.split_from("fs.read-file.size.bytes"),
+            Some(("fs.read-file", "size.bytes"))
+        );
+        assert_eq!(
+            cat.split_from("admin.tools.list"),
+            Some(("admin", "tools.list"))
+        );
+        assert_eq!(cat.split_from("nowhere.x"), None);
+        assert_eq!(cat.split_from("get-sum."), None);
+        let l: Vec<String> = lint_sheet(&c.rulebook, &c.overlay, &cat)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(l, vec!["check_from_unknown (warning) on get-sum: a check reads `nowhere.x`, and no tool the catalogue declares precedes a `.` in it, so the check refuses every call"]);
+        for bad in [
+            "{from: get-sum}",
+            "{from: get-sum.a-b}",
+            "{from: \"get sum.x\"}",
+        ] {
+            let e = compile_sheet(
+                "rules.yaml",
+                &format!("rules:\n- action: t\n  check: [{{field: a, is: {bad}}}]\n"),
+            )
+            .unwrap_err();
+            assert!(e.message.contains("{from: <tool>.<field>}"), "{bad}: {e}");
+        }
     }
 
     #[test]
