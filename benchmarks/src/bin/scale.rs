@@ -111,11 +111,12 @@ fn row(what: &str, turns: u32, step_limit: u32, current_only: bool, before: Dura
         };
         let (bf, tbf) = timed(|| bfs::run(&ts, &obls, full));
         println!(
-            "  bfs (whole)  ms={:>8} states={:>9} reachable={} undecided={}  ratio={:.1}x",
+            "  bfs (whole)  ms={:>8} states={:>9} reachable={} undecided={}  ratio={}{:.1}x",
             ms(tbf),
             bf.cost.states,
             reachable(&bf),
             undecided(&bf),
+            if undecided(&bf) > 0 { ">" } else { "" },
             tbf.as_secs_f64() / tb.as_secs_f64().max(1e-6)
         );
         let plain = bmc::BmcBudget {
