@@ -43,14 +43,6 @@ impl Default for BfsBudget {
     }
 }
 
-/// Which budget stopped a search.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Exhausted {
-    States,
-    Memory,
-    Time,
-}
-
 /// Exact bit packing of a state vector.
 struct Packer {
     widths: Vec<u32>,
@@ -341,11 +333,11 @@ fn search(
     store.push(&init, u32::MAX, u32::MAX, 0, 0);
     let mut level_start = 0usize;
     let mut level = 0u32;
-    let mut exhausted: Option<Exhausted> = None;
+    let mut exhausted: Option<StopReason> = None;
     let out_of_time = || budget.deadline.is_some_and(|d| Instant::now() >= d);
     while max_depth.is_none_or(|d| level < d) && level_start < store.len() {
         if out_of_time() {
-            exhausted = Some(Exhausted::Time);
+            exhausted = Some(StopReason::TimeBudget);
             break;
         }
         let level_end = store.len();
@@ -416,16 +408,16 @@ fn search(
                     continue;
                 }
                 if store.len() >= budget.max_states {
-                    exhausted = Some(Exhausted::States);
+                    exhausted = Some(StopReason::StateBudget);
                     continue;
                 }
                 if store.len().is_multiple_of(4096) {
                     if store.bytes() >= budget.max_memory {
-                        exhausted = Some(Exhausted::Memory);
+                        exhausted = Some(StopReason::MemoryBudget);
                         continue;
                     }
                     if out_of_time() {
-                        exhausted = Some(Exhausted::Time);
+                        exhausted = Some(StopReason::TimeBudget);
                         continue;
                     }
                 }
@@ -453,26 +445,18 @@ fn search(
         .into_iter()
         .map(|f| match (f, exhausted) {
             (Some((si, cid, ch)), _) => Verdict::Reachable(witness(ts, &store, si, cid, ch)),
-            (None, Some(why)) => match why {
-                Exhausted::States => Verdict::undecided(
-                    StopReason::StateBudget,
-                    format!(
-                        "state budget of {} states exhausted at depth {level}",
-                        budget.max_states
-                    ),
-                ),
-                Exhausted::Memory => Verdict::undecided(
-                    StopReason::MemoryBudget,
-                    format!(
-                        "memory budget of {} MiB exhausted at depth {level}",
-                        budget.max_memory >> 20
-                    ),
-                ),
-                Exhausted::Time => Verdict::undecided(
-                    StopReason::TimeBudget,
-                    format!("the time budget ran out at depth {level}"),
-                ),
-            },
+            (None, Some(why)) => {
+                let what = match why {
+                    StopReason::StateBudget => {
+                        format!("state budget of {} states exhausted", budget.max_states)
+                    }
+                    StopReason::MemoryBudget => {
+                        format!("memory budget of {} MiB exhausted", budget.max_memory >> 20)
+                    }
+                    _ => "the time budget ran out".to_string(),
+                };
+                Verdict::undecided(why, format!("{what} at depth {level}"))
+            }
             (None, None) => match fixpoint_turns {
                 Some(turns) => Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns }),
                 None => Verdict::Unreachable {

@@ -79,14 +79,6 @@ pub struct BmcBudget {
 }
 
 impl BmcBudget {
-    /// A budget of `d` from now.
-    pub fn within(d: Duration) -> BmcBudget {
-        BmcBudget {
-            deadline: Some(Instant::now() + d),
-            ..Default::default()
-        }
-    }
-
     /// Time left, or `None` when the deadline has passed.
     fn left(&self) -> Option<Duration> {
         match self.deadline {
