@@ -20,6 +20,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 REPEAT=${REPEAT:-5}
 JOBS=${JOBS:-1}
+# ONLY=REGEX: only the systems whose name matches. QLS_BEFORE=PATH: an earlier qls binary, timed
+# on the same systems in the same run (column "before ms").
+ONLY=${ONLY:-}
+QLS_BEFORE=${QLS_BEFORE:-}
 
 if ! command -v spin >/dev/null 2>&1; then
     echo "spin not found: installing it with apt-get" >&2
@@ -54,6 +58,10 @@ SYSTEMS=(
     "agentdojo-travel 6x16 (scaled)|--case corpus/agentdojo-travel --session-steps 6 --step-limit 16"
     "agentdojo-banking 6x12 (scaled)|--case corpus/agentdojo-banking --session-steps 6 --step-limit 12"
     "taubench-retail 6x12 (scaled)|--case corpus/taubench-retail --session-steps 6 --step-limit 12"
+    "shop 64x16 (large)|examples/shop/agent.yaml --session-steps 64 --step-limit 16"
+    "agentdojo-banking 60x12 (large)|--case corpus/agentdojo-banking --session-steps 60 --step-limit 12"
+    "agentdojo-travel 50x16 (large)|--case corpus/agentdojo-travel --session-steps 50 --step-limit 16"
+    "banking-two-desks 5x12 (large)|benchmarks/fixtures/banking-two-desks/agent.yaml --session-steps 5 --step-limit 12"
 )
 
 now_ns() { date +%s%N; }
@@ -69,13 +77,14 @@ compile() {
 
 stored() { sed -n 's/^ *\([0-9][0-9]*\) states, stored.*/\1/p' "$1" | head -1; }
 
-printf '%-32s %8s %8s %8s %5s %8s %6s %6s %10s %10s %9s %12s %12s %7s\n' \
-    system ours pan pan+asr equal "pan dflt" oblig. equal "ours ms" "pan ms" "pan s(rep)" "ours st/s" "pan st/s" ratio
+printf '%-32s %8s %8s %8s %5s %8s %6s %6s %10s %10s %10s %9s %12s %12s %7s %12s %8s\n' \
+    system ours pan pan+asr equal "pan dflt" oblig. equal "before ms" "ours ms" "pan ms" "pan s(rep)" "ours st/s" "pan st/s" ratio "pan rate" "vs rate"
 failed=0
 i=0
 for entry in "${SYSTEMS[@]}"; do
     i=$((i + 1))
     name=${entry%%|*}
+    if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then continue; fi
     read -r -a args <<<"${entry#*|}"
     dir="$WORK/$i"
     mkdir -p "$dir/plain" "$dir/asserts" "$dir/default"
@@ -84,6 +93,10 @@ for entry in "${SYSTEMS[@]}"; do
     "$QLS" emit promela "${args[@]}" --no-assertions -o "$dir/plain/model.pml"
     ours=$(sed -n 's/^states=//p' "$dir/ours.txt")
     ours_ms=$(sed -n 's/^ms=//p' "$dir/ours.txt")
+    before_ms=-
+    if [ -n "$QLS_BEFORE" ]; then
+        before_ms=$("$QLS_BEFORE" emit promela "${args[@]}" -o "$dir/before.pml" --stats --jobs "$JOBS" --repeat "$REPEAT" | sed -n 's/^ms=//p')
+    fi
     depth=$(sed -n 's/^depth=//p' "$dir/ours.txt")
     maxdepth=$((depth * 2 + 100))
     # Hash table sized to the state count (2^w slots, at least 2^10), the same for both models.
@@ -108,6 +121,7 @@ for entry in "${SYSTEMS[@]}"; do
     done
     pan=$(stored "$dir/plain/pan.out")
     pan_rep=$(sed -n 's/^pan: elapsed time \([0-9.e+-]*\) seconds.*/\1/p' "$dir/plain/pan.out" | head -1)
+    pan_rate=$(sed -n 's/^pan: rate *\([0-9.e+-]*\) states\/second.*/\1/p' "$dir/plain/pan.out" | head -1)
     if grep -q "max search depth too small" "$dir/plain/pan.out"; then
         echo "$name: pan's depth limit $maxdepth is too small" >&2
         failed=1
@@ -139,12 +153,14 @@ for entry in "${SYSTEMS[@]}"; do
     nreach=$(wc -l <"$dir/our_reach.txt")
 
     pan_ms=$(awk -v n="$best_ns" 'BEGIN { printf "%.3f", n / 1e6 }')
-    read -r ours_sps pan_sps ratio < <(awk -v s="$ours" -v a="$ours_ms" -v b="$pan_ms" 'BEGIN {
+    read -r ours_sps pan_sps ratio rate_ratio < <(awk -v s="$ours" -v a="$ours_ms" -v b="$pan_ms" -v pr="${pan_rate:-0}" 'BEGIN {
         oa = (a > 0) ? s / (a / 1000) : 0; ob = (b > 0) ? s / (b / 1000) : 0;
         r = (a > 0) ? b / a : 0;
-        printf "%.0f %.0f %.1f\n", oa, ob, r }')
-    printf '%-32s %8s %8s %8s %5s %8s %6s %6s %10s %10s %9s %12s %12s %7s\n' \
-        "$name" "$ours" "$pan" "$pan_asr" "$st_eq" "$pan_dflt" "$nreach/$nobl" "$v_eq" "$ours_ms" "$pan_ms" "${pan_rep:-?}" "$ours_sps" "$pan_sps" "${ratio}x"
+        rr = (pr > 0) ? oa / pr : 0;
+        printf "%.0f %.0f %.1f %.2f\n", oa, ob, r, rr }')
+    if [ -z "${pan_rate:-}" ]; then rate_ratio=-; pan_rate=-; else rate_ratio="${rate_ratio}x"; fi
+    printf '%-32s %8s %8s %8s %5s %8s %6s %6s %10s %10s %10s %9s %12s %12s %7s %12s %8s\n' \
+        "$name" "$ours" "$pan" "$pan_asr" "$st_eq" "$pan_dflt" "$nreach/$nobl" "$v_eq" "$before_ms" "$ours_ms" "$pan_ms" "${pan_rep:-?}" "$ours_sps" "$pan_sps" "${ratio}x" "$pan_rate" "$rate_ratio"
 done
 
 echo
@@ -154,6 +170,8 @@ echo "  pan ms: wall time of ./pan on that model, best of $REPEAT (excludes spin
 echo "pan+asr: states stored by pan -c0 on the model with assertions; oblig.: obligations reachable / obligations (ours, equal to pan's when 'equal')."
 echo "pan dflt: states stored with SPIN's default options (write-only variables hidden), not compared."
 echo "ratio: pan ms / ours ms (above 1: our BFS is faster)."
+echo "pan rate: the states/second pan reports itself (its search alone, start-up excluded); vs rate: ours st/s / pan rate."
+echo "before ms: \$QLS_BEFORE's time on the same system in this run (- when not given)."
 if [ "$failed" -ne 0 ]; then
     echo "MISMATCH: a state count or a verdict differs (see above)" >&2
     exit 1

@@ -4,11 +4,12 @@
 
 use crate::verdict::{AnyLength, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::flow::Liveness;
-use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
+mod compiled;
+
+use compiled::Compiled;
+use encoder::ts::{CmdId, Command, Obligation, TransitionSystem, VarId};
 use hashbrown::HashTable;
 use rayon::prelude::*;
-use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
-use std::hash::BuildHasher;
 use std::time::Instant;
 
 /// Budgets for the search. Running out of any is `undecided` for every obligation still open,
@@ -43,80 +44,18 @@ impl Default for BfsBudget {
     }
 }
 
-/// Exact bit packing of a state vector.
-struct Packer {
-    widths: Vec<u32>,
-    words: usize,
-}
-
-impl Packer {
-    fn new(ts: &TransitionSystem) -> Packer {
-        let widths: Vec<u32> = ts
-            .vars
-            .iter()
-            .map(|d| TransitionSystem::bits(d.domain))
-            .collect();
-        let total: u32 = widths.iter().sum();
-        Packer {
-            widths,
-            words: (total as usize).div_ceil(64).max(1),
-        }
+/// A packed state's hash: each word mixed in with a multiply and a rotate (the words are
+/// already dense bits, so this is enough to spread them over the table), then finished with a
+/// 64-bit avalanche so the table's top bits (its control bytes) vary too.
+#[inline]
+fn hash(s: &[u64]) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15u64;
+    for &w in s {
+        h = (h ^ w).wrapping_mul(0xbf58_476d_1ce4_e5b9).rotate_left(31);
     }
-
-    /// Appends the packed state to `out`.
-    fn pack_into(&self, s: &[u32], out: &mut Vec<u64>) {
-        let base = out.len();
-        out.resize(base + self.words, 0);
-        let out = &mut out[base..];
-        let mut bit = 0usize;
-        for (v, w) in s.iter().zip(&self.widths) {
-            let mut val = *v as u64;
-            let mut left = *w as usize;
-            while left > 0 {
-                let word = bit / 64;
-                let off = bit % 64;
-                let take = left.min(64 - off);
-                let mask = if take == 64 {
-                    u64::MAX
-                } else {
-                    (1u64 << take) - 1
-                };
-                out[word] |= (val & mask) << off;
-                val >>= take.min(63);
-                if take == 64 {
-                    val = 0;
-                }
-                bit += take;
-                left -= take;
-            }
-        }
-    }
-
-    fn unpack(&self, p: &[u64]) -> Vec<u32> {
-        let mut out = Vec::with_capacity(self.widths.len());
-        let mut bit = 0usize;
-        for w in &self.widths {
-            let mut val = 0u64;
-            let mut got = 0usize;
-            let mut left = *w as usize;
-            while left > 0 {
-                let word = bit / 64;
-                let off = bit % 64;
-                let take = left.min(64 - off);
-                let mask = if take == 64 {
-                    u64::MAX
-                } else {
-                    (1u64 << take) - 1
-                };
-                val |= ((p[word] >> off) & mask) << got;
-                got += take;
-                bit += take;
-                left -= take;
-            }
-            out.push(val as u32);
-        }
-        out
-    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
 }
 
 /// Every state found, in discovery order, in one flat arena: state `i` is the `words` words at
@@ -133,7 +72,6 @@ struct Store {
     /// step into it ended a turn (the step counter is 0 exactly at a turn's start).
     turn: Vec<u32>,
     table: HashTable<u32>,
-    hasher: FxBuildHasher,
 }
 
 impl Store {
@@ -146,7 +84,6 @@ impl Store {
             val: Vec::new(),
             turn: Vec::new(),
             table: HashTable::new(),
-            hasher: FxBuildHasher,
         }
     }
 
@@ -159,24 +96,33 @@ impl Store {
         &self.arena[i as usize * w..(i as usize + 1) * w]
     }
 
-    fn contains(&self, s: &[u64]) -> bool {
-        let h = self.hasher.hash_one(s);
-        self.table.find(h, |&i| self.state(i) == s).is_some()
+    fn find(&self, h: u64, s: &[u64]) -> bool {
+        let w = self.words;
+        self.table
+            .find(h, |&i| {
+                let t = &self.arena[i as usize * w..(i as usize + 1) * w];
+                t.iter().zip(s).all(|(a, b)| a == b)
+            })
+            .is_some()
     }
 
-    /// Adds a state not stored yet.
-    fn push(&mut self, s: &[u64], parent: u32, cmd: u32, val: u32, turn: u32) {
+    /// Adds a state not stored yet, whose hash is `h`.
+    fn push_hashed(&mut self, h: u64, s: &[u64], parent: u32, cmd: u32, val: u32, turn: u32) {
         let i = self.len() as u32;
         self.arena.extend_from_slice(s);
         self.parent.push(parent);
         self.cmd.push(cmd);
         self.val.push(val);
         self.turn.push(turn);
-        let h = self.hasher.hash_one(s);
-        let (arena, words, hasher) = (&self.arena, self.words, &self.hasher);
+        let (arena, words) = (&self.arena, self.words);
         self.table.insert_unique(h, i, |&j| {
-            hasher.hash_one(&arena[j as usize * words..(j as usize + 1) * words])
+            hash(&arena[j as usize * words..(j as usize + 1) * words])
         });
+    }
+
+    fn push(&mut self, s: &[u64], parent: u32, cmd: u32, val: u32, turn: u32) {
+        let h = hash(s);
+        self.push_hashed(h, s, parent, cmd, val, turn);
     }
 
     /// Bytes held (capacities, so growth is counted when it happens).
@@ -194,7 +140,7 @@ impl Store {
 /// Calls `f` for every valuation of a command's choices (other choices stay 0), with the
 /// valuation's number: the choices in the command's order as digits, the first the lowest
 /// (see [`valuation`]).
-fn for_each_choice(ts: &TransitionSystem, c: &Command, mut f: impl FnMut(&[u32], u32)) {
+pub(crate) fn for_each_choice(ts: &TransitionSystem, c: &Command, mut f: impl FnMut(&[u32], u32)) {
     let mut ch = vec![0u32; ts.choices.len()];
     let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
     let mut n = 0u32;
@@ -228,41 +174,14 @@ fn valuation(ts: &TransitionSystem, c: &Command, mut n: u32) -> Vec<u32> {
     ch
 }
 
-/// A command's guard split into the conjuncts that read only the state (checked once per
-/// state, before any choice is enumerated) and the rest (checked per valuation of the choices).
-struct SplitGuard<'a> {
-    state_part: Vec<&'a Expr>,
-    choice_part: Vec<&'a Expr>,
-}
-
-fn split_guard(c: &Command) -> SplitGuard<'_> {
-    let conjuncts: Vec<&Expr> = match &c.guard {
-        Expr::And(es) => es.iter().collect(),
-        other => vec![other],
-    };
-    let mut g = SplitGuard {
-        state_part: vec![],
-        choice_part: vec![],
-    };
-    for e in conjuncts {
-        let mut read = vec![];
-        e.choices_read(&mut read);
-        if read.is_empty() {
-            g.state_part.push(e);
-        } else {
-            g.choice_part.push(e);
-        }
-    }
-    g
-}
-
-/// The successors (packed one after the other, with their options) and obligation hits found
-/// while expanding one state.
+/// The successors (packed one after the other, with their options and the frontier state they
+/// came from) and obligation hits found while expanding a chunk of a level in parallel.
+#[derive(Default)]
 struct Expansion {
     packed: Vec<u64>,
-    /// Per successor: command, valuation, and whether the step into it ended a turn.
-    options: Vec<(u32, u32, bool)>,
-    hits: Vec<(usize, CmdId, Vec<u32>)>,
+    /// Per successor: the frontier state, command, valuation, and whether it starts a turn.
+    options: Vec<(u32, u32, u32, bool)>,
+    hits: Vec<(u32, u32, CmdId, u32)>,
 }
 
 /// Levels at least this wide are expanded in parallel.
@@ -297,19 +216,9 @@ fn search(
     max_depth: Option<u32>,
 ) -> (EngineRun, Option<u32>) {
     let start = Instant::now();
-    let step_var = ts.step_var.0 as usize;
-    let packer = Packer::new(ts);
-    let guards: Vec<SplitGuard<'_>> = ts.commands.iter().map(split_guard).collect();
-    let no_choices = vec![0u32; ts.choices.len()];
-    let mut by_cmd: HashMap<CmdId, Vec<(usize, &Expr)>> = HashMap::default();
-    for (i, o) in obligations.iter().enumerate() {
-        for (c, cond) in o.commands.iter().zip(&o.conds) {
-            by_cmd.entry(*c).or_default().push((i, cond));
-        }
-    }
     // A fixpoint search stores whole states: K speaks of every reachable state, and a state
     // with dead variables reset stands for states that may need more turns.
-    let dead = (budget.drop_dead && max_depth.is_some()).then(|| {
+    let liveness = (budget.drop_dead && max_depth.is_some()).then(|| {
         let mut extra: Vec<Vec<VarId>> = vec![vec![]; ts.commands.len()];
         for o in obligations {
             for (c, cond) in o.commands.iter().zip(&o.conds) {
@@ -318,23 +227,25 @@ fn search(
         }
         Liveness::new(ts, &extra)
     });
-    let canonical = |mut next: Vec<u32>| -> Vec<u32> {
-        if let Some(l) = &dead {
-            for v in l.dead_at(next[ts.node_var.0 as usize]) {
-                next[v.0 as usize] = ts.init[v.0 as usize];
-            }
-        }
-        next
-    };
-    let mut found: Vec<Option<(u32, CmdId, Vec<u32>)>> = vec![None; obligations.len()];
-    let mut store = Store::new(packer.words);
-    let mut init = Vec::new();
-    packer.pack_into(&ts.init, &mut init);
-    store.push(&init, u32::MAX, u32::MAX, 0, 0);
+    let dead_at = liveness
+        .as_ref()
+        .map(|l| move |n: u32| l.dead_at(n).to_vec());
+    let system = Compiled::new(
+        ts,
+        obligations,
+        dead_at.as_ref().map(|f| f as &dyn Fn(u32) -> Vec<VarId>),
+    );
+    let words = system.layout.words;
+    let mut found: Vec<Option<(u32, CmdId, u32)>> = vec![None; obligations.len()];
+    let mut store = Store::new(words);
+    store.push(&system.layout.pack(&ts.init), u32::MAX, u32::MAX, 0, 0);
     let mut level_start = 0usize;
     let mut level = 0u32;
     let mut exhausted: Option<StopReason> = None;
     let out_of_time = || budget.deadline.is_some_and(|d| Instant::now() >= d);
+    let parallel = rayon::current_num_threads() > 1;
+    let mut cur = vec![0u64; words];
+    let mut next = vec![0u64; words];
     while max_depth.is_none_or(|d| level < d) && level_start < store.len() {
         if out_of_time() {
             exhausted = Some(StopReason::TimeBudget);
@@ -344,85 +255,64 @@ fn search(
         if let Some(p) = &budget.progress {
             p.bfs(level, level_end);
         }
-        let store_ref = &store;
-        let expand = |si: usize| -> Expansion {
-            let state = packer.unpack(store_ref.state(si as u32));
-            let mut x = Expansion {
-                packed: Vec::new(),
-                options: Vec::new(),
-                hits: Vec::new(),
-            };
-            let node = state[ts.node_var.0 as usize] as usize;
-            for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
-                let c = ts.command(cid);
-                let g = &guards[cid.0 as usize];
-                if !g
-                    .state_part
-                    .iter()
-                    .all(|e| ts.eval_bool(e, &state, &no_choices))
-                {
-                    continue;
-                }
-                let obls = by_cmd.get(&cid);
-                for_each_choice(ts, c, |ch, n| {
-                    if !g.choice_part.iter().all(|e| ts.eval_bool(e, &state, ch)) {
-                        return;
-                    }
-                    if let Some(os) = obls {
-                        for &(o, cond) in os {
-                            if found[o].is_none() && ts.eval_bool(cond, &state, ch) {
-                                x.hits.push((o, cid, ch.to_vec()));
-                            }
-                        }
-                    }
-                    let next = canonical(ts.apply(c, &state, ch));
-                    let turn_start = next.get(step_var) == Some(&0);
-                    packer.pack_into(&next, &mut x.packed);
-                    x.options.push((cid.0, n, turn_start));
-                });
-            }
-            x
+        let mut admit = Admit {
+            store: &mut store,
+            budget: &budget,
+            exhausted: &mut exhausted,
+            out_of_time: &out_of_time,
         };
-        // Small levels are expanded in order on this thread (rayon's dispatch would cost more
-        // than the work); large ones in parallel. Either way the results come back in frontier
-        // order, so the search is the same whatever the thread count.
-        let results: Vec<Expansion> = if level_end - level_start >= PARALLEL_LEVEL {
-            (level_start..level_end)
-                .into_par_iter()
-                .map(expand)
-                .collect()
+        if parallel && level_end - level_start >= PARALLEL_LEVEL {
+            // Large levels are expanded in parallel, chunk by chunk, and the results admitted
+            // in frontier order: the search is the same whatever the thread count.
+            let open: Vec<bool> = found.iter().map(|f| f.is_none()).collect();
+            let frontier = admit.store.arena[level_start * words..level_end * words].to_vec();
+            let results: Vec<Expansion> = frontier
+                .par_chunks(CHUNK_STATES * words)
+                .enumerate()
+                .map(|(k, chunk)| {
+                    let mut x = Expansion::default();
+                    let mut next = vec![0u64; words];
+                    for (j, p) in chunk.chunks_exact(words).enumerate() {
+                        let si = (level_start + k * CHUNK_STATES + j) as u32;
+                        system.expand(
+                            p,
+                            &mut next,
+                            |o| open[o as usize],
+                            |o, cid, val| x.hits.push((si, o, cid, val)),
+                            |st| {
+                                x.packed.extend_from_slice(st.next);
+                                x.options.push((si, st.cmd, st.val, st.turn_start));
+                            },
+                        );
+                    }
+                    x
+                })
+                .collect();
+            for x in results {
+                for (si, o, cid, val) in x.hits {
+                    found[o as usize].get_or_insert((si, cid, val));
+                }
+                for (s, (si, cmd, val, turn_start)) in x.packed.chunks_exact(words).zip(x.options) {
+                    admit.state(s, si, cmd, val, turn_start);
+                }
+            }
         } else {
-            (level_start..level_end).map(expand).collect()
-        };
-        for (offset, x) in results.into_iter().enumerate() {
-            let si = (level_start + offset) as u32;
-            for (o, cid, ch) in x.hits {
-                if found[o].is_none() {
-                    found[o] = Some((si, cid, ch));
+            for si in level_start..level_end {
+                cur.copy_from_slice(admit.store.state(si as u32));
+                let si = si as u32;
+                let found_now = &mut found;
+                let open = |o: u32| found_now[o as usize].is_none();
+                let mut hits: Vec<(u32, CmdId, u32)> = vec![];
+                system.expand(
+                    &cur,
+                    &mut next,
+                    open,
+                    |o, cid, val| hits.push((o, cid, val)),
+                    |st| admit.state(st.next, si, st.cmd, st.val, st.turn_start),
+                );
+                for (o, cid, val) in hits {
+                    found[o as usize].get_or_insert((si, cid, val));
                 }
-            }
-            // Past a budget the level's remaining hits are still recorded (they are real
-            // violations at this depth); only new states are no longer stored.
-            for (s, (cmd, val, turn_start)) in x.packed.chunks_exact(packer.words).zip(x.options) {
-                if exhausted.is_some() || store.contains(s) {
-                    continue;
-                }
-                if store.len() >= budget.max_states {
-                    exhausted = Some(StopReason::StateBudget);
-                    continue;
-                }
-                if store.len().is_multiple_of(4096) {
-                    if store.bytes() >= budget.max_memory {
-                        exhausted = Some(StopReason::MemoryBudget);
-                        continue;
-                    }
-                    if out_of_time() {
-                        exhausted = Some(StopReason::TimeBudget);
-                        continue;
-                    }
-                }
-                let turn = store.turn[si as usize] + turn_start as u32;
-                store.push(s, si, cmd, val, turn);
             }
         }
         level_start = level_end;
@@ -444,7 +334,10 @@ fn search(
     let verdicts = found
         .into_iter()
         .map(|f| match (f, exhausted) {
-            (Some((si, cid, ch)), _) => Verdict::Reachable(witness(ts, &store, si, cid, ch)),
+            (Some((si, cid, val)), _) => {
+                let choices = valuation(ts, ts.command(cid), val);
+                Verdict::Reachable(witness(ts, &store, si, cid, choices))
+            }
             (None, Some(why)) => {
                 let what = match why {
                     StopReason::StateBudget => {
@@ -474,6 +367,50 @@ fn search(
         },
     };
     (run, fixpoint_turns)
+}
+
+/// Frontier states per parallel task.
+const CHUNK_STATES: usize = 64;
+
+/// Admits successors into the store while the budgets last.
+struct Admit<'a, F: Fn() -> bool> {
+    store: &'a mut Store,
+    budget: &'a BfsBudget,
+    exhausted: &'a mut Option<StopReason>,
+    out_of_time: &'a F,
+}
+
+impl<F: Fn() -> bool> Admit<'_, F> {
+    /// Stores successor `s` of state `si` unless it is known. Past a budget nothing new is
+    /// stored (the level's remaining hits are still recorded: they are real violations at
+    /// this depth).
+    #[inline]
+    fn state(&mut self, s: &[u64], si: u32, cmd: u32, val: u32, turn_start: bool) {
+        if self.exhausted.is_some() {
+            return;
+        }
+        let store = &mut *self.store;
+        let h = hash(s);
+        if store.find(h, s) {
+            return;
+        }
+        if store.len() >= self.budget.max_states {
+            *self.exhausted = Some(StopReason::StateBudget);
+            return;
+        }
+        if store.len().is_multiple_of(4096) {
+            if store.bytes() >= self.budget.max_memory {
+                *self.exhausted = Some(StopReason::MemoryBudget);
+                return;
+            }
+            if (self.out_of_time)() {
+                *self.exhausted = Some(StopReason::TimeBudget);
+                return;
+            }
+        }
+        let turn = store.turn[si as usize] + turn_start as u32;
+        store.push_hashed(h, s, si, cmd, val, turn);
+    }
 }
 
 /// The witness ending in option (`cmd`, `choices`) at stored state `last`: the options on the
