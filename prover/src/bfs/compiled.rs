@@ -598,6 +598,7 @@ fn specialise(
         .map(|(o, e)| (*o, fold(e, ch, facts)))
         .collect();
     if let Some((v, values)) = split_variable(&guard, &updates, &conds, facts, product) {
+        let product = product * (values.len() + 1);
         let s = l.slot(v);
         for &k in &values {
             if k as u64 & !s.mask != 0 {
@@ -609,15 +610,7 @@ fn specialise(
                 mask: s.mask << s.shift,
                 bits: (k as u64) << s.shift,
             });
-            specialise(
-                l,
-                parts,
-                ch,
-                facts,
-                select,
-                product * (values.len() + 1),
-                out,
-            );
+            specialise(l, parts, ch, facts, select, product, out);
             select.pop();
             facts.pop();
         }
@@ -626,15 +619,7 @@ fn specialise(
             excluded.extend(before);
         }
         facts.push((v, Known::NoneOf(excluded)));
-        specialise(
-            l,
-            parts,
-            ch,
-            facts,
-            select,
-            product * (values.len() + 1),
-            out,
-        );
+        specialise(l, parts, ch, facts, select, product, out);
         facts.pop();
         return;
     }
