@@ -286,3 +286,71 @@ fn operands(ops: &Value, at: &impl Fn(String) -> InputError) -> Result<Depth, In
     Ok(depth)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job_file(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("qls-job-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("job.json");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_job_file_reads_its_inputs_then_its_operands() {
+        let path = job_file(
+            "good",
+            r#"{"mode": "graph", "inputs": {"export": "g.json", "catalogue": ["a.yaml", "b.json"]},
+                "operands": {"session_steps": "any", "step_limit": 8}}"#,
+        );
+        let dir = path.parent().unwrap().to_path_buf();
+        let file = GraphJobFile::read(&path, Default::default()).unwrap();
+        match file.inputs() {
+            Inputs::Graph(g) => {
+                assert_eq!(g.graph, dir.join("g.json"));
+                assert_eq!(g.catalogues, vec![dir.join("a.yaml"), dir.join("b.json")]);
+                assert_eq!(g.name, dir.join("g.json").display().to_string());
+            }
+            other => panic!("expected a graph, got {other:?}"),
+        }
+        let job = file.job().unwrap();
+        assert_eq!(
+            job.depth,
+            Depth {
+                session_steps: Some(SessionSteps::Any),
+                step_limit: Some(8)
+            }
+        );
+        assert_eq!(job.outputs.format, Format::Json);
+        assert_eq!(job.budgets, Budgets::default());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_operands_are_refused_only_once_the_inputs_are_read() {
+        // The inputs are fine as far as the file goes: reading succeeds, the job does not.
+        let path = job_file(
+            "bad",
+            r#"{"mode": "graph", "inputs": {"export": "g.json", "catalogue": "c.yaml"}, "operands": {"step_limit": "x"}}"#,
+        );
+        let file = GraphJobFile::read(&path, Default::default()).unwrap();
+        let e = file.job().unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(
+            e.to_string()
+                .contains("`operands.step_limit` must be a whole number of at least 1"),
+            "{e}"
+        );
+        let bad_key = job_file(
+            "key",
+            r#"{"mode": "graph", "inputs": {"export": "g.json", "catalog": "c.yaml"}}"#,
+        );
+        let e = GraphJobFile::read(&bad_key, Default::default()).unwrap_err();
+        assert!(e.to_string().contains("`catalog`"), "{e}");
+        for p in [path, bad_key] {
+            std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
+        }
+    }
+}

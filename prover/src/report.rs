@@ -719,3 +719,81 @@ pub fn witness_engine(proof: &Proof, oi: usize) -> &'static str {
 }
 
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proof::{prove, Options};
+
+    /// The hand-off example's graph with its settings (seed 001's QG012 case): its gate fails
+    /// on reachable findings.
+    fn handoff() -> (Project, Proof, (SessionSteps, u32)) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/handoff");
+        let p = encoder::load_graph_project_from(
+            &dir.join("graph.json"),
+            &[&dir.join("tools.catalogue.yaml")],
+            None,
+            Some(&dir.join("agent.yaml")),
+        )
+        .expect("the example loads");
+        let o = Options::for_project(&p);
+        let proof = prove(&p, &o);
+        (p, proof, (o.session_steps, o.step_limit))
+    }
+
+    #[test]
+    fn a_report_as_its_own_baseline_leaves_nothing_new() {
+        let (p, proof, depth) = handoff();
+        let first = build("agent.yaml", &p, &proof, Engines::Both, depth);
+        assert!(!first.passed, "the hand-off fails its gate");
+        let json = crate::print::json(&first, &p, &proof);
+        let b = Baseline::read("baseline.json", &json).expect("the JSON is a baseline");
+        let rq = Request {
+            baseline: Some(&b),
+            ..Request::new("agent.yaml", Engines::Both, depth)
+        };
+        let again = findings(&p, &proof, &rq);
+        assert!(again.passed, "every finding is in the baseline");
+        assert!(again.findings.iter().all(|f| f.standing == Standing::Existing));
+        // The baseline re-judges; it neither adds, drops nor reorders.
+        let ids = |r: &Report| -> Vec<(String, String)> {
+            r.findings
+                .iter()
+                .map(|f| (f.rule.id.to_string(), f.fingerprint.clone()))
+                .collect()
+        };
+        assert_eq!(ids(&first), ids(&again));
+    }
+
+    #[test]
+    fn kept_witnesses_are_named_and_replayed_in_report_order() {
+        let (p, proof, depth) = handoff();
+        let dir = Path::new("kept");
+        let rq = Request {
+            replay: true,
+            keep: Some(dir),
+            ..Request::new("agent.yaml", Engines::Both, depth)
+        };
+        let r = findings(&p, &proof, &rq);
+        let named: Vec<String> = r
+            .findings
+            .iter()
+            .filter_map(|f| f.witness_file.clone())
+            .collect();
+        let files: Vec<String> = r
+            .witness_files(dir)
+            .map(|(path, _)| path.display().to_string())
+            .collect();
+        assert!(!files.is_empty(), "the hand-off has reachable findings");
+        assert_eq!(named, files);
+        for f in r.findings.iter().filter(|f| f.document.is_some()) {
+            assert_eq!(f.replay, Some(ReplayOutcome::Reproduced), "{}", f.subject);
+        }
+        assert!(r.findings.iter().all(|f| f.rule.id != "QG312"));
+        // Without --replay nothing is replayed and nothing is named.
+        let plain = build("agent.yaml", &p, &proof, Engines::Both, depth);
+        assert!(plain
+            .findings
+            .iter()
+            .all(|f| f.replay.is_none() && f.witness_file.is_none()));
+    }
+}

@@ -307,3 +307,70 @@ impl Session {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    #[test]
+    fn the_depth_is_the_jobs_then_the_cases_then_the_settings() {
+        // qg001-fires's case.json asks for 1 turn of 8 steps.
+        let case = root().join("corpus/qg001-fires");
+        let s = Session::open(Job::new(Inputs::Case(case.clone()))).unwrap();
+        assert_eq!(s.depth(), (SessionSteps::Turns(1), 8));
+        assert_eq!(s.subject(), "graph.json");
+        let mut job = Job::new(Inputs::Case(case));
+        job.depth.step_limit = Some(3);
+        let s = Session::open(job).unwrap();
+        assert_eq!(s.depth(), (SessionSteps::Turns(1), 3));
+        // An agent.yaml names its own depth in its settings.
+        let shop = root().join("examples/shop/agent.yaml");
+        let s = Session::open(Job::new(Inputs::Agent(shop.clone()))).unwrap();
+        let settings = &s.project().settings;
+        assert_eq!(s.depth(), (settings.session_steps, settings.step_limit));
+        assert_eq!(s.subject(), "agent.yaml");
+        let mut job = Job::new(Inputs::Agent(shop));
+        job.depth.session_steps = Some(SessionSteps::Any);
+        assert_eq!(Session::open(job).unwrap().depth().0, SessionSteps::Any);
+    }
+
+    #[test]
+    fn a_job_that_cannot_run_says_why() {
+        let shop = root().join("examples/shop/agent.yaml");
+        let mut job = Job::new(Inputs::Agent(shop.clone()));
+        job.depth.step_limit = Some(0);
+        let e = Session::open(job).unwrap_err().to_string();
+        assert_eq!(e, "--step-limit must be at least 1");
+        let mut job = Job::new(Inputs::Agent(shop));
+        job.depth.session_steps = Some(SessionSteps::Any);
+        job.outputs.emit_case = Some(PathBuf::from("cases"));
+        let e = Session::open(job).unwrap_err().to_string();
+        assert!(e.starts_with("--emit-case writes bounded corpus cases"), "{e}");
+        // A case folder with nothing in it names itself and what did not load.
+        let none = root().join("corpus/no-such-case");
+        match Session::open(Job::new(Inputs::Case(none.clone()))).unwrap_err() {
+            SessionError::Case { dir, message } => {
+                assert_eq!(dir, none);
+                assert!(message.starts_with("the case does not load: "), "{message}");
+            }
+            other => panic!("expected a case error, got {other:?}"),
+        }
+        // A graph needs a catalogue, before any file is read.
+        let g = Inputs::Graph(crate::job::GraphInputs {
+            graph: PathBuf::from("no-such-graph.json"),
+            name: "g".into(),
+            catalogues: Vec::new(),
+            rulebook: None,
+            settings: None,
+            langgraph: Default::default(),
+        });
+        assert_eq!(
+            load(&g).unwrap_err().to_string(),
+            "--graph needs --catalogue"
+        );
+    }
+}

@@ -56,9 +56,41 @@ fn loc_text(at: &Option<Loc>) -> String {
     at.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
 }
 
-/// The text report (SPEC §7).
+/// The text report (SPEC §7), section by section.
 pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
     let mut s = format!("qls verify {}\n\n", r.subject);
+    inputs(&mut s, r, p);
+    summary(&mut s, r);
+    for f in r.findings.iter().filter(|f| f.standing == Standing::New) {
+        finding(&mut s, f, ts);
+    }
+    accepted(&mut s, r);
+    if !r.undecided_gate.is_empty() {
+        let why = if r.not_run.is_some() {
+            "the proof did not run"
+        } else {
+            "a budget ran out"
+        };
+        s.push_str(&format!(
+            "\nUndecided ({why}; never clean): {}\n",
+            r.undecided_gate.join(", ")
+        ));
+    }
+    if !r.quiet.is_empty() {
+        s.push_str("\nRules with nothing to read, so nothing raised:\n");
+        for (id, why) in &r.quiet {
+            s.push_str(&format!("  {id}: {why}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "\nGate: {}\n",
+        if r.passed { "passed" } else { "failed" }
+    ));
+    s
+}
+
+/// What was read: the catalogue, the rulebook, the registration lints, derived agents.
+fn inputs(s: &mut String, r: &Report, p: &Project) {
     let writes = p.catalogue.tools.values().filter(|t| t.is_write()).count();
     let plural = |n: usize, w: &str| {
         if n == 1 {
@@ -95,6 +127,16 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
             ));
         }
     }
+    if p.graph.agents_derived {
+        s.push_str(&format!(
+            "Agents derived from the graph's nodes (it has no `agents`): {} (privilege low, no budget)\n",
+            p.graph.agents.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+}
+
+/// What was proved: the counts at the depth, whether the engines agree, what each decided.
+fn summary(s: &mut String, r: &Report) {
     let (h, re, u) = r.counts;
     let turns = if r.depth.0 == SessionSteps::Turns(1) {
         "1 turn".to_string()
@@ -107,51 +149,51 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
         Engines::Bmc => "BMC only",
         Engines::Bfs => "BFS only",
     };
-    if p.graph.agents_derived {
-        s.push_str(&format!(
-            "Agents derived from the graph's nodes (it has no `agents`): {} (privilege low, no budget)\n",
-            p.graph.agents.keys().cloned().collect::<Vec<_>>().join(", ")
-        ));
-    }
     match &r.not_run {
         Some(why) => s.push_str(&format!(
             "\nThe proof did not run: {why}. {u} obligations are undecided.\n"
         )),
         None if r.depth.0 == SessionSteps::Any => {
             s.push_str(&any_length_summary(r, agree));
-            engine_lines(&mut s, r);
+            engine_lines(s, r);
         }
         None => {
             s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1));
-            engine_lines(&mut s, r);
+            engine_lines(s, r);
         }
     }
-    for f in r.findings.iter().filter(|f| f.standing == Standing::New) {
-        s.push_str(&format!("\n{}\n", headline(f)));
-        s.push_str(&format!("  {}\n", f.message));
-        s.push_str(&format!("  OWASP {}\n", f.rule.owasp.join(", ")));
-        s.push_str(&format!(
-            "  Fix: {}\n",
-            f.rule.fix.replace("{tool}", &f.subject)
-        ));
-        if let Some(w) = &f.witness {
-            match &f.witness_file {
-                Some(file) => s.push_str(&format!(
-                    "  Witness: {file} ({} steps: {})\n",
-                    w.depth(),
-                    witness_path(ts, w)
-                )),
-                None => s.push_str(&format!(
-                    "  Witness: {} steps: {}\n",
-                    w.depth(),
-                    witness_path(ts, w)
-                )),
-            }
-        }
-        if let Some(r) = &f.replay {
-            s.push_str(&format!("  Replay: {}\n", r.text()));
+}
+
+/// One new finding: headline, message, OWASP, fix, witness, replay.
+fn finding(s: &mut String, f: &Finding, ts: &TransitionSystem) {
+    s.push_str(&format!("\n{}\n", headline(f)));
+    s.push_str(&format!("  {}\n", f.message));
+    s.push_str(&format!("  OWASP {}\n", f.rule.owasp.join(", ")));
+    s.push_str(&format!(
+        "  Fix: {}\n",
+        f.rule.fix.replace("{tool}", &f.subject)
+    ));
+    if let Some(w) = &f.witness {
+        match &f.witness_file {
+            Some(file) => s.push_str(&format!(
+                "  Witness: {file} ({} steps: {})\n",
+                w.depth(),
+                witness_path(ts, w)
+            )),
+            None => s.push_str(&format!(
+                "  Witness: {} steps: {}\n",
+                w.depth(),
+                witness_path(ts, w)
+            )),
         }
     }
+    if let Some(r) = &f.replay {
+        s.push_str(&format!("  Replay: {}\n", r.text()));
+    }
+}
+
+/// The findings that do not fail the gate: in the baseline, or suppressed with a reason.
+fn accepted(s: &mut String, r: &Report) {
     let existing: Vec<&Finding> = r
         .findings
         .iter()
@@ -185,28 +227,6 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
             }
         }
     }
-    if !r.undecided_gate.is_empty() {
-        let why = if r.not_run.is_some() {
-            "the proof did not run"
-        } else {
-            "a budget ran out"
-        };
-        s.push_str(&format!(
-            "\nUndecided ({why}; never clean): {}\n",
-            r.undecided_gate.join(", ")
-        ));
-    }
-    if !r.quiet.is_empty() {
-        s.push_str("\nRules with nothing to read, so nothing raised:\n");
-        for (id, why) in &r.quiet {
-            s.push_str(&format!("  {id}: {why}\n"));
-        }
-    }
-    s.push_str(&format!(
-        "\nGate: {}\n",
-        if r.passed { "passed" } else { "failed" }
-    ));
-    s
 }
 
 /// The summary of a proof for sessions of any length: the counts, the turns each reachable
