@@ -3,8 +3,11 @@
 //! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`.
 
 use clap::{Args, Subcommand};
+use crate::cmd_verify::{lift, print_notes, Shown};
+use encoder::agent::SessionSteps;
 use prover::bfs;
-use prover::proof::Options;
+use prover::job::{Inputs, Job};
+use prover::session::Session;
 use prover::verdict::Verdict;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -58,32 +61,36 @@ pub fn run(c: EmitCommand) -> anyhow::Result<u8> {
     }
 }
 
-fn load(a: &PromelaArgs) -> anyhow::Result<(encoder::Project, Option<u32>, Option<u32>)> {
-    match &a.case {
-        None => Ok((a.inputs.load()?.0, None, None)),
-        Some(dir) if a.inputs.agent.is_none() && a.inputs.graph.is_none() => {
-            let (project, _, spec) = prover::corpus::load_case(dir)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-            Ok((project, spec.session_steps, spec.step_limit))
-        }
-        Some(_) => anyhow::bail!(
-            "give exactly one of an agent.yaml, --graph FILE --catalogue FILE, or --case DIR"
-        ),
+impl PromelaArgs {
+    /// The job these flags ask for: a corpus case, or the inputs named; the depth given (else
+    /// the case's, else the settings').
+    fn job(&self) -> anyhow::Result<Job> {
+        let inputs = match &self.case {
+            None => self.inputs.job_inputs()?,
+            Some(dir) if self.inputs.agent.is_none() && self.inputs.graph.is_none() => {
+                Inputs::Case(dir.clone())
+            }
+            Some(_) => anyhow::bail!(
+                "give exactly one of an agent.yaml, --graph FILE --catalogue FILE, or --case DIR"
+            ),
+        };
+        let mut job = Job::new(inputs);
+        job.depth.session_steps = self.session_steps.map(SessionSteps::Turns);
+        job.depth.step_limit = self.step_limit;
+        job.budgets.jobs = self.jobs;
+        Ok(job)
     }
 }
 
 fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
-    let (project, case_turns, case_steps) = load(&a)?;
-    let mut o = Options::for_project(&project);
-    if let Some(n) = a.session_steps.or(case_turns) {
-        anyhow::ensure!(n >= 1, "--session-steps must be at least 1");
-        o.session_steps = n.into();
+    let job = a.job()?;
+    let loaded = prover::session::load(&job.inputs).map_err(lift)?;
+    // A corpus case's notes are not shown (as its runner does not show them).
+    if a.case.is_none() {
+        print_notes(&loaded.notes, Shown::All);
     }
-    if let Some(n) = a.step_limit.or(case_steps) {
-        anyhow::ensure!(n >= 1, "--step-limit must be at least 1");
-        o.step_limit = n;
-    }
-    let (reduced, obls) = prover::proof::system(&project, o.session_steps, o.step_limit);
+    let session = Session::new(job, loaded).map_err(lift)?;
+    let (reduced, obls) = session.system();
     let ts = &reduced;
     let model = prover::promela::emit(ts, if a.no_assertions { &[] } else { &obls });
     match &a.output {
@@ -93,10 +100,7 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
         None => {}
     }
     if a.stats {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(a.jobs.unwrap_or(0))
-            .build()?;
-        let (states, secs, run) = pool.install(|| {
+        let (states, secs, run) = session.install(|| {
             let mut best = f64::INFINITY;
             let mut states = 0;
             for _ in 0..a.repeat.max(1) {

@@ -1,8 +1,12 @@
-//! `qls verify` and `qls export`.
+//! `qls verify`, `qls solve`, `qls replay` and `qls export`: each lowers its arguments once into
+//! a [`Job`] (or the job's inputs) and ends in one call through a [`Session`].
 
 use clap::{Args, ValueEnum};
 use encoder::agent::SessionSteps;
-use prover::proof::{prove, Engines, Options};
+use prover::job::{GraphInputs, Job};
+use prover::print::Format as Printed;
+use prover::proof::Engines;
+use prover::session::{Loaded, Note, Run, Session, SessionError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -51,21 +55,32 @@ impl LangGraphArgs {
     }
 }
 
-/// Loads a graph project, printing the LangGraph reader's notes to stderr (they say what it read
-/// as less than certain; the graph itself carries the custom nodes they name).
-fn load_graph(
-    graph: &std::path::Path,
-    catalogues: &[&std::path::Path],
-    rulebook: Option<&std::path::Path>,
-    settings: Option<&std::path::Path>,
-    lg: &LangGraphArgs,
-) -> anyhow::Result<encoder::Project> {
-    let (project, notes) =
-        encoder::load_graph_project_with(graph, catalogues, rulebook, settings, &lg.options())?;
-    for n in notes {
-        eprintln!("note: {}: {n}", graph.display());
+/// A session's error for the binary: an input error stays an [`encoder::InputError`], so it is
+/// shown with its line and a caret.
+pub fn lift(e: SessionError) -> anyhow::Error {
+    match e {
+        SessionError::Input(ie) => ie.into(),
+        other => other.into(),
     }
-    Ok(project)
+}
+
+/// Which of the readers' notes a command shows on stderr.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// Every note.
+    All,
+    /// Only the LangGraph reader's (what `solve` and `export` have always shown).
+    GraphReader,
+}
+
+/// Prints what the readers kept without reading, or read as less than certain, to stderr, so
+/// the report on stdout stays as it is.
+pub fn print_notes(notes: &[Note], shown: Shown) {
+    for n in notes {
+        if shown == Shown::All || matches!(n, Note::Graph { .. }) {
+            eprintln!("note: {n}");
+        }
+    }
 }
 
 /// Report formats.
@@ -114,44 +129,30 @@ pub struct Inputs {
 }
 
 impl Inputs {
-    /// Loads the project, with the name the report's first line gives it.
-    pub fn load(&self) -> anyhow::Result<(encoder::Project, String)> {
-        let loaded = self.load_quietly()?;
-        // What a reader of an external format kept without reading (a newer MCP field, a
-        // listing that may go on): said once, on stderr, so the report stays as it is.
-        for n in &loaded.0.catalogue.notes {
-            eprintln!("note: {n}");
-        }
-        Ok(loaded)
-    }
-
-    fn load_quietly(&self) -> anyhow::Result<(encoder::Project, String)> {
+    /// The job's inputs these flags name.
+    pub fn job_inputs(&self) -> anyhow::Result<prover::job::Inputs> {
         match (&self.agent, &self.graph) {
-            (Some(a), None) => Ok((
-                encoder::load_project(a)?,
-                a.file_name()
-                    .map(|s| s.to_string_lossy().to_string())
-                    .unwrap_or_default(),
-            )),
-            (None, Some(g)) => {
-                anyhow::ensure!(!self.catalogue.is_empty(), "--graph needs --catalogue");
-                let cats: Vec<&std::path::Path> =
-                    self.catalogue.iter().map(PathBuf::as_path).collect();
-                Ok((
-                    load_graph(
-                        g,
-                        &cats,
-                        self.rulebook.as_deref(),
-                        self.settings.as_deref(),
-                        &self.langgraph,
-                    )?,
-                    g.display().to_string(),
-                ))
-            }
+            (Some(a), None) => Ok(prover::job::Inputs::Agent(a.clone())),
+            (None, Some(g)) => Ok(prover::job::Inputs::Graph(GraphInputs {
+                graph: g.clone(),
+                name: g.display().to_string(),
+                catalogues: self.catalogue.clone(),
+                rulebook: self.rulebook.clone(),
+                settings: self.settings.clone(),
+                langgraph: self.langgraph.options(),
+            })),
             _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
         }
     }
+
+    /// Loads the project, printing every reader's note.
+    pub fn load(&self) -> anyhow::Result<Loaded> {
+        let loaded = prover::session::load(&self.job_inputs()?).map_err(lift)?;
+        print_notes(&loaded.notes, Shown::All);
+        Ok(loaded)
+    }
 }
+
 
 /// Arguments of `qls verify`.
 #[derive(Args, Debug)]
@@ -202,13 +203,65 @@ pub struct VerifyArgs {
     pub rules_uri: Option<String>,
 }
 
+impl VerifyArgs {
+    /// The job these flags ask for.
+    fn job(&self) -> anyhow::Result<Job> {
+        let mut job = Job::new(self.inputs.job_inputs()?);
+        job.depth.session_steps = self.session_steps;
+        job.depth.step_limit = self.step_limit;
+        job.engines = self.engine.engines();
+        job.budgets.timeout = Duration::from_secs(self.timeout.max(1));
+        job.budgets.jobs = self.jobs;
+        let o = &mut job.outputs;
+        o.format = self.format.printed();
+        o.rules_uri = self.rules_uri.clone();
+        o.replay = self.replay;
+        o.keep = self.keep.clone();
+        o.emit_case = self.emit_case.clone();
+        o.baseline = self.baseline.clone();
+        o.progress = true;
+        o.timings = self.timings;
+        Ok(job)
+    }
+}
+
+impl Format {
+    fn printed(self) -> Printed {
+        match self {
+            Format::Text => Printed::Text,
+            Format::Json => Printed::Json,
+            Format::Sarif => Printed::Sarif,
+        }
+    }
+}
+
+impl EngineArg {
+    fn engines(self) -> Engines {
+        match self {
+            EngineArg::Both => Engines::Both,
+            EngineArg::Bmc => Engines::Bmc,
+            EngineArg::Bfs => Engines::Bfs,
+        }
+    }
+}
+
 /// Runs `qls export`.
 pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
-    let project = match (&args.agent, &args.graph, &args.catalogue) {
-        (Some(a), None, None) => encoder::load_project(a)?,
-        (None, Some(g), Some(c)) => load_graph(g, &[c.as_path()], None, None, &args.langgraph)?,
+    let inputs = match (&args.agent, &args.graph, &args.catalogue) {
+        (Some(a), None, None) => prover::job::Inputs::Agent(a.clone()),
+        (None, Some(g), Some(c)) => prover::job::Inputs::Graph(GraphInputs {
+            graph: g.clone(),
+            name: g.display().to_string(),
+            catalogues: vec![c.clone()],
+            rulebook: None,
+            settings: None,
+            langgraph: args.langgraph.options(),
+        }),
         _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
     };
+    let loaded = prover::session::load(&inputs).map_err(lift)?;
+    print_notes(&loaded.notes, Shown::GraphReader);
+    let project = loaded.project;
     let json = project.graph.to_json();
     let write = |p: &std::path::Path, text: &str| {
         std::fs::write(p, text).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))
@@ -229,99 +282,55 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
 
 /// Runs `qls verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
-    let (project, subject) = args.inputs.load()?;
-    let baseline = match &args.baseline {
-        Some(path) => {
-            let name = path.display().to_string();
-            let text = encoder::read_text(path, &name)?;
-            Some(prover::triage::Baseline::read(&name, &text)?)
-        }
-        None => None,
+    let job = args.job()?;
+    let loaded = prover::session::load(&job.inputs).map_err(lift)?;
+    print_notes(&loaded.notes, Shown::All);
+    let session = Session::new(job, loaded).map_err(lift)?;
+    let (turns, steps) = session.depth();
+    let title = match turns {
+        SessionSteps::Any => format!("proving for any number of turns of {steps} steps"),
+        n => format!("proving to {n} turn(s) of {steps} steps"),
     };
-    let mut o = Options::for_project(&project);
-    if let Some(n) = args.session_steps {
-        o.session_steps = n;
+    let run = match session.progress() {
+        Some(counters) => with_progress(&title, counters, || session.verify()),
+        None => session.verify(),
     }
-    anyhow::ensure!(
-        args.emit_case.is_none() || o.session_steps != SessionSteps::Any,
-        "--emit-case writes bounded corpus cases: give --session-steps a number of turns"
+    .map_err(lift)?;
+    let outputs = &session.job().outputs;
+    if let Some(dir) = &outputs.emit_case {
+        emit_cases(dir, &session, &run)?;
+    }
+    print!(
+        "{}",
+        prover::print::render(
+            outputs.format,
+            &run.report,
+            session.project(),
+            &run.proof,
+            outputs.rules_uri.as_deref()
+        )
     );
-    if let Some(n) = args.step_limit {
-        anyhow::ensure!(n >= 1, "--step-limit must be at least 1");
-        o.step_limit = n;
+    if outputs.timings {
+        timings(&run.proof);
     }
-    o.timeout = Duration::from_secs(args.timeout.max(1));
-    o.engines = match args.engine {
-        EngineArg::Both => Engines::Both,
-        EngineArg::Bmc => Engines::Bmc,
-        EngineArg::Bfs => Engines::Bfs,
-    };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
-        .build()?;
-    let counters = std::sync::Arc::new(prover::progress::Progress::default());
-    o.progress = Some(counters.clone());
-    let title = match o.session_steps {
-        SessionSteps::Any => format!("proving for any number of turns of {} steps", o.step_limit),
-        n => format!("proving to {n} turn(s) of {} steps", o.step_limit),
-    };
-    let proof = with_progress(&title, &counters, || pool.install(|| prove(&project, &o)));
-    let mut report = prover::report::build(
-        &subject,
-        &project,
-        &proof,
-        o.engines,
-        (o.session_steps, o.step_limit),
-    );
-    if let Some(dir) = &args.keep {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
+    Ok(if run.report.passed { 0 } else { 1 })
+}
+
+/// `--timings`: each engine's cost, on stderr after the report.
+fn timings(proof: &prover::proof::Proof) {
+    if let Some(b) = &proof.bfs {
+        let rate = b.cost.states * 1000 / b.cost.ms.max(1);
+        eprintln!(
+            "timings: BFS {} states in {} ms ({rate} states/s)",
+            b.cost.states, b.cost.ms
+        );
     }
-    prover::report::attach_witnesses(
-        &mut report,
-        &project,
-        &proof,
-        args.keep.as_deref(),
-        args.replay || args.emit_case.is_some(),
-    )?;
-    if let Some(b) = &baseline {
-        prover::triage::apply_baseline(&mut report, b);
-        prover::report::settle(&mut report, &proof.ts);
+    if let Some(m) = &proof.bmc {
+        eprintln!(
+            "timings: BMC {} solver calls in {} ms",
+            m.cost.solver_calls, m.cost.ms
+        );
     }
-    if let Some(dir) = &args.emit_case {
-        emit_cases(
-            dir,
-            &args,
-            &project,
-            &proof,
-            &report,
-            (o.session_steps, o.step_limit),
-        )?;
-    }
-    match args.format {
-        Format::Text => print!("{}", prover::report::text(&report, &project, &proof.ts)),
-        Format::Json => print!("{}", prover::report::json(&report, &project, &proof)),
-        Format::Sarif => print!(
-            "{}",
-            prover::report::sarif(&report, &proof, args.rules_uri.as_deref())
-        ),
-    }
-    if args.timings {
-        if let Some(b) = &proof.bfs {
-            let rate = b.cost.states * 1000 / b.cost.ms.max(1);
-            eprintln!(
-                "timings: BFS {} states in {} ms ({rate} states/s)",
-                b.cost.states, b.cost.ms
-            );
-        }
-        if let Some(m) = &proof.bmc {
-            eprintln!(
-                "timings: BMC {} solver calls in {} ms",
-                m.cost.solver_calls, m.cost.ms
-            );
-        }
-    }
-    Ok(if report.passed { 0 } else { 1 })
 }
 
 /// Arguments of `qls replay`.
@@ -358,7 +367,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
         )
         .into());
     }
-    let (project, _) = args.inputs.load()?;
+    let project = args.inputs.load()?.project;
     for (file, sha) in &project.inputs {
         if let Some(recorded) = w.inputs.get(file) {
             if recorded != sha {
@@ -377,32 +386,29 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
 
 /// Writes one corpus case per reproduced witness: the inputs copied beside a `case.json`, the
 /// `expected.json` of this run (every finding and obligation verdict), and the witness.
-fn emit_cases(
-    dir: &std::path::Path,
-    args: &VerifyArgs,
-    project: &encoder::Project,
-    proof: &prover::proof::Proof,
-    report: &prover::report::Report,
-    depth: (SessionSteps, u32),
-) -> anyhow::Result<()> {
+fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Result<()> {
+    use prover::job::Inputs;
     use serde_json::json;
+    let (project, report) = (session.project(), &run.report);
+    let e = prover::corpus::Expected::of(report, &run.proof);
     let expected = json!({
-        "findings": report.findings.iter().map(|f| (f.rule.id.to_string(), f.subject.clone())).collect::<std::collections::BTreeSet<_>>().into_iter().map(|(r, s)| json!([r, s])).collect::<Vec<_>>(),
-        "obligations": proof.outcomes.iter().map(|o| (o.obligation.id.clone(), json!(o.verdict.word()))).collect::<std::collections::BTreeMap<_, _>>(),
-        "gate": if report.passed { "passed" } else { "failed" },
+        "findings": e.findings.iter().map(|(r, s)| json!([r, s])).collect::<Vec<_>>(),
+        "obligations": e.obligations,
+        "gate": e.gate,
     });
     // The files to copy, each with the name it gets in the case folder.
     let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let depth = session.depth();
     let mut spec = json!({"session_steps": depth.0, "step_limit": depth.1});
-    match (&args.inputs.agent, &args.inputs.graph) {
-        (Some(a), _) => {
+    match &session.job().inputs {
+        Inputs::Agent(a) => {
             let base = encoder::project_dir(a);
             for (name, _) in &project.inputs {
                 anyhow::ensure!(!name.contains(".."), "--emit-case copies the inputs beside agent.yaml; `{name}` lies outside its folder");
                 files.push((base.join(name), name.clone()));
             }
         }
-        (None, Some(g)) => {
+        Inputs::Graph(g) => {
             let mut add = |key: &str, p: &Option<PathBuf>| {
                 if let Some(p) = p {
                     let n = p
@@ -413,23 +419,23 @@ fn emit_cases(
                     spec[key] = json!(n);
                 }
             };
-            add("graph", &Some(g.clone()));
+            add("graph", &Some(g.graph.clone()));
             anyhow::ensure!(
-                args.inputs.catalogue.len() == 1,
+                g.catalogues.len() == 1,
                 "--emit-case writes a case with one catalogue; merge the catalogues first (`qls export` writes the merged one)"
             );
-            add("catalogue", &args.inputs.catalogue.first().cloned());
-            add("rulebook", &args.inputs.rulebook);
-            add("settings", &args.inputs.settings);
+            add("catalogue", &g.catalogues.first().cloned());
+            add("rulebook", &g.rulebook);
+            add("settings", &g.settings);
         }
-        _ => {}
+        Inputs::Case(_) => {}
     }
     for f in report
         .findings
         .iter()
         .filter(|f| f.replay == Some(witnesses::replay::ReplayOutcome::Reproduced))
     {
-        let (Some(w), Some(oi)) = (&f.witness, f.obligation) else {
+        let Some(doc) = &f.document else {
             continue;
         };
         let case = dir.join(format!(
@@ -454,17 +460,9 @@ fn emit_cases(
             case.join("expected.json"),
             serde_json::to_string_pretty(&expected)? + "\n",
         )?;
-        let doc = prover::report::witness_doc(
-            project,
-            &proof.ts,
-            w,
-            &proof.outcomes[oi].obligation,
-            prover::report::witness_engine(proof, oi),
-            depth,
-        );
         std::fs::write(
             case.join("witness.json"),
-            serde_json::to_string_pretty(&doc)? + "\n",
+            serde_json::to_string_pretty(doc)? + "\n",
         )?;
         eprintln!("wrote {}", case.display());
     }
@@ -531,126 +529,21 @@ pub struct SolveArgs {
 
 /// Runs `qls solve`: the findings JSON of a graph job on stdout; exit 0/1 as the gate.
 pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
-    use encoder::InputError;
-    let name = args.job.display().to_string();
-    let text = encoder::read_text(&args.job, &name)?;
-    let job: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| InputError::at(&name, e.line() as u32, format!("JSON syntax error: {e}")))?;
-    let obj = job
-        .as_object()
-        .ok_or_else(|| InputError::at(&name, 1, "expected a JSON object"))?;
-    for k in obj.keys() {
-        if !["mode", "inputs", "operands"].contains(&k.as_str()) {
-            return Err(InputError::at(
-                &name,
-                1,
-                encoder::diag::unknown_key_message(k, &["mode", "inputs", "operands"]),
-            )
-            .into());
-        }
-    }
-    if obj.get("mode").and_then(|m| m.as_str()) != Some("graph") {
-        return Err(InputError::at(
-            &name,
-            1,
-            "expected `\"mode\": \"graph\"` (the only mode qls solves)",
+    let file = prover::job::GraphJobFile::read(&args.job, args.langgraph.options())?;
+    let loaded = prover::session::load(file.inputs()).map_err(lift)?;
+    print_notes(&loaded.notes, Shown::GraphReader);
+    let job = file.job()?;
+    let session = Session::new(job, loaded).map_err(lift)?;
+    let run = session.verify().map_err(lift)?;
+    print!(
+        "{}",
+        prover::print::render(
+            session.job().outputs.format,
+            &run.report,
+            session.project(),
+            &run.proof,
+            None
         )
-        .into());
-    }
-    let dir = encoder::project_dir(&args.job);
-    let inputs = obj
-        .get("inputs")
-        .and_then(|i| i.as_object())
-        .ok_or_else(|| InputError::at(&name, 1, "missing `inputs` object"))?;
-    for k in inputs.keys() {
-        if !["export", "graph", "catalogue", "rulebook", "settings"].contains(&k.as_str()) {
-            return Err(InputError::at(
-                &name,
-                1,
-                encoder::diag::unknown_key_message(
-                    k,
-                    &["export", "catalogue", "rulebook", "settings"],
-                ),
-            )
-            .into());
-        }
-    }
-    let path = |k: &str| -> Result<Option<PathBuf>, InputError> {
-        match inputs.get(k) {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::String(s)) => Ok(Some(dir.join(s))),
-            Some(_) => Err(InputError::at(&name, 1, format!("`inputs.{k}` must be a file path (uploads are the hosted service's; locally name the file)"))),
-        }
-    };
-    let graph = path("export")?.or(path("graph")?).ok_or_else(|| {
-        InputError::at(&name, 1, "missing `inputs.export` (the qls-graph/1 file)")
-    })?;
-    // One catalogue, or a list of them merged in order (an agent on several MCP servers).
-    let catalogues: Vec<PathBuf> = match inputs.get("catalogue") {
-        Some(serde_json::Value::Array(items)) if !items.is_empty() => items
-            .iter()
-            .map(|v| match v {
-                serde_json::Value::String(s) => Ok(dir.join(s)),
-                _ => Err(InputError::at(
-                    &name,
-                    1,
-                    "`inputs.catalogue` lists file paths",
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        _ => vec![path("catalogue")?
-            .ok_or_else(|| InputError::at(&name, 1, "missing `inputs.catalogue`"))?],
-    };
-    let cats: Vec<&std::path::Path> = catalogues.iter().map(PathBuf::as_path).collect();
-    let project = load_graph(
-        &graph,
-        &cats,
-        path("rulebook")?.as_deref(),
-        path("settings")?.as_deref(),
-        &args.langgraph,
-    )?;
-    let mut o = Options::for_project(&project);
-    if let Some(ops) = obj.get("operands") {
-        let ops = ops
-            .as_object()
-            .ok_or_else(|| InputError::at(&name, 1, "`operands` must be an object"))?;
-        for (k, v) in ops {
-            let bad =
-                |what: &str| InputError::at(&name, 1, format!("`operands.{k}` must be {what}"));
-            // `session_steps` may also be `any` (sessions of any length).
-            if k == "session_steps" && v.as_str() == Some("any") {
-                o.session_steps = SessionSteps::Any;
-                continue;
-            }
-            let n = v
-                .as_u64()
-                .filter(|n| *n >= 1 && *n <= u32::MAX as u64)
-                .ok_or_else(|| match k.as_str() {
-                    "session_steps" => bad("a whole number of at least 1 or \"any\""),
-                    _ => bad("a whole number of at least 1"),
-                })? as u32;
-            match k.as_str() {
-                "session_steps" => o.session_steps = SessionSteps::Turns(n),
-                "step_limit" => o.step_limit = n,
-                other => {
-                    return Err(InputError::at(
-                        &name,
-                        1,
-                        encoder::diag::unknown_key_message(other, &["session_steps", "step_limit"]),
-                    )
-                    .into())
-                }
-            }
-        }
-    }
-    let proof = prove(&project, &o);
-    let report = prover::report::build(
-        &graph.display().to_string(),
-        &project,
-        &proof,
-        o.engines,
-        (o.session_steps, o.step_limit),
     );
-    print!("{}", prover::report::json(&report, &project, &proof));
-    Ok(if report.passed { 0 } else { 1 })
+    Ok(if run.report.passed { 0 } else { 1 })
 }

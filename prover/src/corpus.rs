@@ -7,8 +7,11 @@
 //! path is removed from every file name, and neither report holds a clock. Only
 //! [`CaseResult::ms`] is a wall-clock figure, and only `qls corpus` prints it.
 
-use crate::proof::{prove, Options};
-use crate::report;
+use crate::job::{GraphInputs, Inputs, Job};
+use crate::print;
+use crate::proof::Proof;
+use crate::report::Report;
+use crate::session::{Session, SessionError};
 use indexmap::IndexMap;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -102,6 +105,23 @@ impl CaseSpec {
         }
         Ok(spec)
     }
+
+    /// The inputs the case names, in its folder `dir`: its graph with its files, else its
+    /// `agent.yaml`.
+    pub fn inputs(&self, dir: &Path) -> Inputs {
+        let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
+        match &self.graph {
+            Some(g) => Inputs::Graph(GraphInputs {
+                graph: dir.join(g),
+                name: g.clone(),
+                catalogues: vec![dir.join(self.catalogue.as_deref().unwrap_or_default())],
+                rulebook: at(&self.rulebook),
+                settings: at(&self.settings),
+                langgraph: self.langgraph.clone(),
+            }),
+            None => Inputs::Agent(dir.join("agent.yaml")),
+        }
+    }
 }
 
 /// What a case proves to: `expected.json`, or what the tool said, in the same shape.
@@ -116,6 +136,24 @@ pub struct Expected {
 }
 
 impl Expected {
+    /// What a run said, in the shape of `expected.json`: its findings, every obligation's
+    /// verdict and the gate.
+    pub fn of(report: &Report, proof: &Proof) -> Expected {
+        Expected {
+            findings: report
+                .findings
+                .iter()
+                .map(|f| (f.rule.id.to_string(), f.subject.clone()))
+                .collect(),
+            obligations: proof
+                .outcomes
+                .iter()
+                .map(|o| (o.obligation.id.clone(), o.verdict.word().to_string()))
+                .collect(),
+            gate: if report.passed { "passed" } else { "failed" }.to_string(),
+        }
+    }
+
     /// Reads `expected.json`.
     pub fn read(path: &Path) -> Result<Expected, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("expected.json: {e}"))?;
@@ -346,68 +384,35 @@ type Proved = (Expected, String, String, u64);
 
 /// Loads a case folder: its project, the name its report gives it, and its `case.json`.
 pub fn load_case(dir: &Path) -> Result<(encoder::Project, String, CaseSpec), String> {
-    let spec = CaseSpec::read(dir)?;
-    let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
-    let (project, subject) = match &spec.graph {
-        Some(g) => (
-            encoder::load_graph_project_with(
-                &dir.join(g),
-                &[dir
-                    .join(spec.catalogue.as_deref().unwrap_or_default())
-                    .as_path()],
-                at(&spec.rulebook).as_deref(),
-                at(&spec.settings).as_deref(),
-                &spec.langgraph,
-            )
-            .map(|(p, _)| p),
-            g.clone(),
-        ),
-        None => (
-            encoder::load_project(&dir.join("agent.yaml")),
-            "agent.yaml".to_string(),
-        ),
-    };
-    let project = project.map_err(|e| format!("the case does not load: {e}"))?;
-    Ok((project, subject, spec))
+    let loaded = crate::session::load(&Inputs::Case(dir.to_path_buf())).map_err(case_message)?;
+    Ok((
+        loaded.project,
+        loaded.subject,
+        loaded.case.unwrap_or_default(),
+    ))
 }
 
+/// What is wrong with a case, without its folder (a result already names it).
+fn case_message(e: SessionError) -> String {
+    match e {
+        SessionError::Case { message, .. } => message,
+        other => other.to_string(),
+    }
+}
+
+/// Proves a case at its depth with every witness replayed (one that does not reproduce
+/// becomes QG312 and a mismatch), and normalises its reports for the snapshots.
 fn prove_case(dir: &Path) -> Result<Proved, String> {
-    let (project, subject, spec) = load_case(dir)?;
-    let mut o = Options::for_project(&project);
-    if let Some(n) = spec.session_steps {
-        o.session_steps = n.into();
-    }
-    if let Some(n) = spec.step_limit {
-        o.step_limit = n;
-    }
-    let proof = prove(&project, &o);
-    let mut rep = report::build(
-        &subject,
-        &project,
-        &proof,
-        o.engines,
-        (o.session_steps, o.step_limit),
-    );
-    // Every witness is replayed: one that does not reproduce becomes QG312 and a mismatch.
-    report::attach_witnesses(&mut rep, &project, &proof, None, true).map_err(|e| e.to_string())?;
-    let actual = Expected {
-        findings: rep
-            .findings
-            .iter()
-            .map(|f| (f.rule.id.to_string(), f.subject.clone()))
-            .collect(),
-        obligations: proof
-            .outcomes
-            .iter()
-            .map(|o| (o.obligation.id.clone(), o.verdict.word().to_string()))
-            .collect(),
-        gate: if rep.passed { "passed" } else { "failed" }.to_string(),
-    };
+    let mut job = Job::new(Inputs::Case(dir.to_path_buf()));
+    job.outputs.replay = true;
+    let session = Session::open(job).map_err(case_message)?;
+    let run = session.verify().map_err(|e| e.to_string())?;
+    let (project, proof, rep) = (session.project(), &run.proof, &run.report);
     let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
-    let text = report::text(&rep, &project, &proof.ts).replace(&prefix, "");
-    let json = report::json(&rep, &project, &proof).replace(&prefix, "");
+    let text = print::text(rep, project, &proof.ts).replace(&prefix, "");
+    let json = print::json(rep, project, proof).replace(&prefix, "");
     let states = proof.bfs.as_ref().map(|b| b.cost.states).unwrap_or(0);
-    Ok((actual, text, json, states))
+    Ok((Expected::of(rep, proof), text, json, states))
 }
 
 /// Counts of findings by rule over a set of results (what the corpus covers).

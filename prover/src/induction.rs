@@ -32,9 +32,9 @@ pub struct InductionBudget {
 impl Default for InductionBudget {
     fn default() -> Self {
         InductionBudget {
-            max_depth: 4,
-            per_query: Duration::from_secs(20),
-            invariant_time: Duration::from_secs(120),
+            max_depth: crate::proof::defaults::INDUCTION_MAX_DEPTH,
+            per_query: Duration::from_secs(crate::proof::defaults::INDUCTION_QUERY_SECS),
+            invariant_time: Duration::from_secs(crate::proof::defaults::INDUCTION_INVARIANT_SECS),
             bounded: BmcBudget::default(),
         }
     }

@@ -20,6 +20,12 @@ pub mod defaults {
     pub const MAX_STATES: usize = 20_000_000;
     /// Bytes the BFS's state store may take (states, parents and index).
     pub const MAX_MEMORY_BYTES: usize = 4 << 30;
+    /// Under `any`: the largest k the k-induction tries.
+    pub const INDUCTION_MAX_DEPTH: u32 = 4;
+    /// Under `any`: seconds one induction question may take (never past the proof's deadline).
+    pub const INDUCTION_QUERY_SECS: u64 = 20;
+    /// Under `any`: seconds the search for an invariant may take in all.
+    pub const INDUCTION_INVARIANT_SECS: u64 = 120;
 }
 
 /// Which engines to run.

@@ -1,7 +1,7 @@
 //! Findings a pull request can live with: stable fingerprints, baselines (`--baseline`),
 //! suppressions with a reason (`suppress:` in agent.yaml) and `qls diff`. This module only
-//! re-judges findings the report computed; `report::settle` then orders them and decides the
-//! gate, so the gate has one home.
+//! marks findings; `report::findings` calls it as one of its steps and then orders them and
+//! decides the gate, so the gate has one home.
 
 use crate::report::{Finding, Report, Standing};
 use encoder::suppress::Date;

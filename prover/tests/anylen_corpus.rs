@@ -119,8 +119,11 @@ fn every_case_under_any_agrees_with_the_bfs_fixpoint() {
         }
         // Every witness of the looping system replays as a session of the turns it spans.
         let depth = (o.session_steps, o.step_limit);
-        let mut rep = report::build(&subject, &project, &proof, o.engines, depth);
-        report::attach_witnesses(&mut rep, &project, &proof, None, true).expect("replay runs");
+        let rq = report::Request {
+            replay: true,
+            ..report::Request::new(&subject, o.engines, depth)
+        };
+        let rep = report::findings(&project, &proof, &rq);
         for f in &rep.findings {
             if f.rule.id == "QG312" {
                 problems.push(format!("{name}: QG312 {}: {}", f.subject, f.message));
@@ -207,7 +210,7 @@ fn a_bfs_out_of_budget_under_any_is_undecided_and_fails_the_gate() {
         !rep.passed,
         "an undecided gate-failing obligation must fail the gate"
     );
-    let text = report::text(&rep, &project, &proof.ts);
+    let text = prover::print::text(&rep, &project, &proof.ts);
     assert!(
         text.contains("the BFS ran out of its state budget before its fixpoint"),
         "{text}"
@@ -247,14 +250,11 @@ fn both_examples_under_any_agree_with_the_bfs_fixpoint() {
                 );
             }
         }
-        let mut r = report::build(
-            ex,
-            &project,
-            &proof,
-            o.engines,
-            (o.session_steps, o.step_limit),
-        );
-        report::attach_witnesses(&mut r, &project, &proof, None, true).expect("replay runs");
+        let rq = report::Request {
+            replay: true,
+            ..report::Request::new(ex, o.engines, (o.session_steps, o.step_limit))
+        };
+        let r = report::findings(&project, &proof, &rq);
         for f in &r.findings {
             if let Some(rep) = &f.replay {
                 assert_eq!(

@@ -35,6 +35,6 @@ fn a_proof_ends_within_its_time_budget_and_leaves_the_rest_undecided() {
         }
     }
     let report = prover::report::build("chain", &p, &proof, o.engines, (3.into(), 60));
-    let text = prover::report::text(&report, &p, &proof.ts);
+    let text = prover::print::text(&report, &p, &proof.ts);
     assert!(text.contains("undecided (time budget)"), "{text}");
 }

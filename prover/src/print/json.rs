@@ -1,0 +1,92 @@
+//! `qls-findings/1` JSON (docs/formats.md). It only formats the [`Report`]: every finding, its
+//! order and the gate were decided by `report::findings`.
+
+use crate::proof::Proof;
+use crate::report::{Report, Standing};
+use crate::verdict::Verdict;
+use encoder::agent::SessionSteps;
+use encoder::Project;
+use serde_json::{json, Value};
+
+/// One engine's proof for any length in `qls-findings/1`: the engine, and the fixpoint's K or
+/// the induction's depth and invariant size.
+fn any_length_json(how: &crate::verdict::AnyLength) -> Value {
+    match how {
+        crate::verdict::AnyLength::Fixpoint { turns } => {
+            json!({"engine": how.engine(), "method": "fixpoint", "turns": turns})
+        }
+        crate::verdict::AnyLength::Induction { depth, invariant } => json!({
+            "engine": how.engine(), "method": "k_induction", "induction_depth": depth, "invariant_size": invariant
+        }),
+    }
+}
+
+/// `qls-findings/1` JSON.
+pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
+    let findings: Vec<Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            json!({
+                "rule": f.rule.id, "title": f.rule.title, "type": f.rule.kind.name(), "severity": f.rule.kind.severity(),
+                "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().collect::<Vec<_>>(),
+                "message": f.message, "owasp": f.rule.owasp, "fix": f.rule.fix.replace("{tool}", &f.subject),
+                "witness": f.document,
+                "witness_file": f.witness_file,
+                "replay": f.replay.as_ref().map(|x| x.text()),
+                "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
+                "fingerprint": f.fingerprint,
+                "standing": f.standing.word(),
+                "suppression": match &f.standing { Standing::Suppressed { reason, until, at } => json!({"reason": reason, "until": until, "at": at}), _ => Value::Null },
+            })
+        })
+        .collect();
+    let obls: Vec<Value> = proof
+        .outcomes
+        .iter()
+        .map(|o| {
+            let mut doc = json!({"id": o.obligation.id, "rule": o.obligation.rule, "subject": o.obligation.subject, "inverted": o.obligation.inverted,
+                   "verdict": o.verdict.word(), "depth": o.verdict.depth(),
+                   "bfs": o.bfs.as_ref().map(|v| v.word()), "bmc": o.bmc.as_ref().map(|v| v.word())});
+            // Under `any`: which engine proved it for any length and how (bounded reports keep
+            // their exact shape).
+            let proved: Vec<Value> = [&o.bfs, &o.bmc]
+                .into_iter()
+                .filter_map(|v| match v {
+                    Some(Verdict::UnreachableAnyLength(how)) => Some(any_length_json(how)),
+                    _ => None,
+                })
+                .collect();
+            if !proved.is_empty() {
+                doc["proved_by"] = json!(proved);
+            }
+            if r.depth.0 == SessionSteps::Any {
+                if let Verdict::Reachable(w) = &o.verdict {
+                    doc["turns"] = json!(w.turns(&proof.ts));
+                }
+            }
+            doc
+        })
+        .collect();
+    let v = json!({
+        "format": "qls-findings/1",
+        "inputs": p.inputs.iter().map(|(f, h)| json!({"file": f, "sha256": h})).collect::<Vec<_>>(),
+        "depth": {"session_steps": r.depth.0, "step_limit": r.depth.1},
+        "proof": match &r.not_run { Some(why) => json!({"ran": false, "why": why}), None => json!({"ran": true}) },
+        "agents_derived": p.graph.agents_derived,
+        "gate": if r.passed { "passed" } else { "failed" },
+        "lints": r.lints,
+        "findings": findings,
+        "obligations": obls,
+        "quiet_rules": r.quiet.iter().map(|(a, b)| json!({"rule": a, "reason": b})).collect::<Vec<_>>(),
+        "states": proof.bfs.as_ref().map(|b| b.cost.states),
+        "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine, "decided": e.decided, "undecided": e.undecided_total(),
+            "undecided_by_reason": e.undecided.iter().map(|(k, n)| (serde_json::to_value(k).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),
+    });
+    let mut v = v;
+    if r.depth.0 == SessionSteps::Any {
+        v["fixpoint_turns"] = json!(r.fixpoint_turns);
+    }
+    serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
+}
+

@@ -1,0 +1,42 @@
+//! The printers: each formats a computed [`crate::report::Report`] — the text layout of SPEC §7,
+//! `qls-findings/1` JSON, SARIF 2.1.0 — and nothing else. No rule is judged, no finding ordered
+//! and no gate decided here (`report::findings` did all three), so the three formats cannot
+//! disagree about what was found.
+
+mod json;
+mod sarif;
+mod text;
+
+pub use json::json;
+pub use sarif::sarif;
+pub use text::{text, witness_path};
+
+use crate::proof::Proof;
+use crate::report::Report;
+use encoder::Project;
+
+/// The report formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The text layout.
+    Text,
+    /// `qls-findings/1`.
+    Json,
+    /// SARIF 2.1.0.
+    Sarif,
+}
+
+/// The report in `format`. `rules_uri` is where docs/rules.md is published (SARIF's `helpUri`).
+pub fn render(
+    format: Format,
+    r: &Report,
+    p: &Project,
+    proof: &Proof,
+    rules_uri: Option<&str>,
+) -> String {
+    match format {
+        Format::Text => text(r, p, &proof.ts),
+        Format::Json => json(r, p, proof),
+        Format::Sarif => sarif(r, proof, rules_uri),
+    }
+}

@@ -1,0 +1,170 @@
+//! SARIF 2.1.0 for code-scanning UIs. It only formats the [`Report`]: every finding, its order
+//! and the gate were decided by `report::findings`.
+
+use crate::proof::Proof;
+use crate::report::{Report, Standing};
+use encoder::Loc;
+use obligations::catalog::Rule;
+use serde_json::{json, Value};
+
+fn sarif_location(at: &Loc, message: Option<String>) -> Value {
+    let mut phys = json!({"artifactLocation": {"uri": at.file}});
+    if at.line > 0 {
+        phys["region"] = json!({"startLine": at.line});
+    }
+    let mut loc = json!({"physicalLocation": phys});
+    if let Some(m) = message {
+        loc["message"] = json!({"text": m});
+    }
+    loc
+}
+
+/// SARIF 2.1.0 for code-scanning UIs: one rule per catalog entry, one result per finding, and a
+/// reachable finding's witness as a code flow (one thread-flow location per step).
+/// SARIF 2.1.0. `rules_uri` is where `docs/rules.md` is published (an absolute URI, e.g. the
+/// file in the repository qls is built from); each rule's `helpUri` is its section there. SARIF
+/// requires an absolute URI, so without one each rule names its section as `properties.helpPath`.
+pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
+    let rules: Vec<Value> = obligations::catalog::RULES
+        .iter()
+        .map(|ru| {
+            json!({
+                "id": ru.id,
+                "name": ru.title.split(' ').map(|w| { let mut c = w.chars(); c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default() }).collect::<String>(),
+                "shortDescription": {"text": ru.title},
+                "help": {"text": ru.fix},
+                "helpUri": rules_uri.map(|u| format!("{u}#{}", ru.id.to_lowercase())),
+                "defaultConfiguration": {"level": sarif_level(ru)},
+                "properties": {"tags": ru.owasp, "type": ru.kind.name(), "severity": ru.kind.severity(), "fails_gate": ru.fails_gate,
+                               "security-severity": security_severity(ru),
+                               "helpPath": format!("{RULES_DOC}#{}", ru.id.to_lowercase())},
+            })
+        })
+        .collect();
+    let rules: Vec<Value> = rules
+        .into_iter()
+        .map(|mut ru| {
+            if ru["helpUri"].is_null() {
+                if let Some(m) = ru.as_object_mut() {
+                    m.remove("helpUri");
+                }
+            }
+            ru
+        })
+        .collect();
+    let results: Vec<Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            let index = obligations::catalog::RULES
+                .iter()
+                .position(|x| x.id == f.rule.id)
+                .unwrap_or(0);
+            let mut res = json!({
+                "ruleId": f.rule.id,
+                "ruleIndex": index,
+                "level": sarif_level(f.rule),
+                "message": {"text": format!("{} on {}: {}", f.rule.title, f.subject, f.message)},
+                "locations": f.at.iter().map(|a| sarif_location(a, None)).collect::<Vec<_>>(),
+                "properties": {"subject": f.subject, "standing": f.standing.word()},
+                "partialFingerprints": {"qlsFinding/v1": f.fingerprint},
+                "baselineState": if f.standing == Standing::Existing { "unchanged" } else { "new" },
+            });
+            if let Standing::Suppressed { reason, .. } = &f.standing {
+                res["suppressions"] = json!([{"kind": "inSource", "justification": reason}]);
+            }
+            if let Some(w) = &f.witness {
+                let ts = &proof.ts;
+                let turns = w.turn_of_steps(ts);
+                let steps: Vec<Value> = w
+                    .steps
+                    .iter()
+                    .zip(&turns)
+                    .map(|(st, turn)| {
+                        let c = ts.command(st.cmd);
+                        let text = format!(
+                            "turn {} step {}: {} at {}{}",
+                            turn,
+                            st.state[ts.step_var.0 as usize],
+                            label_text(&c.label),
+                            c.label.node,
+                            c.label
+                                .tool
+                                .as_ref()
+                                .map(|t| format!(" ({t})"))
+                                .unwrap_or_default()
+                        );
+                        let at = c.label.at.clone().unwrap_or_else(|| {
+                            Loc::new(f.at.as_ref().map(|l| l.file.clone()).unwrap_or_default(), 0)
+                        });
+                        json!({"location": sarif_location(&at, Some(text))})
+                    })
+                    .collect();
+                res["codeFlows"] = json!([{"threadFlows": [{"locations": steps}]}]);
+            }
+            if let Some(rp) = &f.replay {
+                res["properties"]["replay"] = json!(rp.text());
+            }
+            res
+        })
+        .collect();
+    let v = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "qls", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+            "automationDetails": {"id": format!("qls/verify/{}/", r.subject)},
+            "invocations": [{"executionSuccessful": true, "exitCode": if r.passed { 0 } else { 1 }}],
+            "results": results,
+            "properties": {"gate": if r.passed { "passed" } else { "failed" }, "session_steps": r.depth.0, "step_limit": r.depth.1},
+        }],
+    });
+    serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
+}
+
+/// Where each rule's section is, for SARIF's `helpUri` (the repository's rule table).
+const RULES_DOC: &str = "docs/rules.md";
+
+/// GitHub code scanning's numeric severity: High 8.0, Medium 5.0, a hotspot 3.0.
+fn security_severity(r: &Rule) -> &'static str {
+    match r.kind.severity() {
+        "High" => "8.0",
+        "Medium" => "5.0",
+        _ => "3.0",
+    }
+}
+
+fn sarif_level(r: &Rule) -> &'static str {
+    if r.fails_gate {
+        "error"
+    } else if r.kind == obligations::catalog::RuleType::Hotspot {
+        "note"
+    } else {
+        "warning"
+    }
+}
+
+fn label_text(l: &encoder::ts::Label) -> String {
+    use encoder::ts::LabelKind as K;
+    match (l.kind, l.decision) {
+        (K::Execution, _) if !l.checked => "executes unchecked".into(),
+        (K::Execution, _) if l.by_token => "executes with the person's token".into(),
+        (K::Execution, _) => "executes, allowed by the check".into(),
+        (K::Decision, Some(d)) => format!(
+            "the check decides {}{}",
+            format!("{d:?}").to_lowercase(),
+            if l.reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", l.reasons.join(", "))
+            }
+        ),
+        (K::Handoff, _) => format!("hands off to {}", l.to.clone().unwrap_or_default()),
+        (K::Call, _) => format!("calls {}", l.to.clone().unwrap_or_default()),
+        (K::TurnEnd, _) => "the turn ends".into(),
+        _ => format!(
+            "routes to {}",
+            l.to.clone().unwrap_or_else(|| "the turn's end".into())
+        ),
+    }
+}

@@ -1,0 +1,276 @@
+//! The text layout of SPEC §7. It only formats the [`Report`]: every finding, its order and the
+//! gate were decided by `report::findings`.
+
+use crate::proof::Engines;
+use crate::report::{EngineSummary, Finding, Report, Standing};
+use crate::verdict::RawWitness;
+use encoder::agent::SessionSteps;
+use encoder::ts::TransitionSystem;
+use encoder::{Loc, Project};
+
+/// "BMC: 23 decided, 2 undecided (time budget)".
+fn engine_text(e: &EngineSummary) -> String {
+    let mut t = format!(
+        "{}: {} decided, {} undecided",
+        e.engine,
+        e.decided,
+        e.undecided_total()
+    );
+    if !e.undecided.is_empty() {
+        let why: Vec<String> = e
+            .undecided
+            .iter()
+            .map(|(r, n)| {
+                if e.undecided.len() == 1 {
+                    r.phrase().to_string()
+                } else {
+                    format!("{n} {}", r.phrase())
+                }
+            })
+            .collect();
+        t.push_str(&format!(" ({})", why.join(", ")));
+    }
+    t
+}
+
+/// The line saying what each engine decided ("BFS: 6 decided, 0 undecided; BMC: …").
+fn engine_lines(s: &mut String, r: &Report) {
+    let engines: Vec<String> = r.per_engine.iter().map(engine_text).collect();
+    if !engines.is_empty() {
+        s.push_str(&format!("{}.\n", engines.join("; ")));
+    }
+}
+
+/// `QG012 High on refund_card (agent.yaml:7)`.
+fn headline(f: &Finding) -> String {
+    format!(
+        "{} {} on {}{}",
+        f.rule.id,
+        f.rule.kind.severity(),
+        f.subject,
+        loc_text(&f.at)
+    )
+}
+
+fn loc_text(at: &Option<Loc>) -> String {
+    at.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
+}
+
+/// The text report (SPEC §7), section by section.
+pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
+    let mut s = format!("qls verify {}\n\n", r.subject);
+    inputs(&mut s, r, p);
+    summary(&mut s, r);
+    for f in r.findings.iter().filter(|f| f.standing == Standing::New) {
+        finding(&mut s, f, ts);
+    }
+    accepted(&mut s, r);
+    if !r.undecided_gate.is_empty() {
+        let why = if r.not_run.is_some() {
+            "the proof did not run"
+        } else {
+            "a budget ran out"
+        };
+        s.push_str(&format!(
+            "\nUndecided ({why}; never clean): {}\n",
+            r.undecided_gate.join(", ")
+        ));
+    }
+    if !r.quiet.is_empty() {
+        s.push_str("\nRules with nothing to read, so nothing raised:\n");
+        for (id, why) in &r.quiet {
+            s.push_str(&format!("  {id}: {why}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "\nGate: {}\n",
+        if r.passed { "passed" } else { "failed" }
+    ));
+    s
+}
+
+/// What was read: the catalogue, the rulebook, the registration lints, derived agents.
+fn inputs(s: &mut String, r: &Report, p: &Project) {
+    let writes = p.catalogue.tools.values().filter(|t| t.is_write()).count();
+    let plural = |n: usize, w: &str| {
+        if n == 1 {
+            format!("1 {w}")
+        } else {
+            format!("{n} {w}s")
+        }
+    };
+    s.push_str(&format!(
+        "Catalogue: {} ({})",
+        plural(p.catalogue.tools.len(), "tool"),
+        plural(writes, "write")
+    ));
+    if !p.catalogue.overlaid.is_empty() {
+        s.push_str(&format!("; overlaid: {}", p.catalogue.overlaid.join(", ")));
+    }
+    match (&p.rulebook, &p.rulebook_refusal) {
+        (Some(rb), _) => s.push_str(&format!(
+            "; rulebook {} (sha256 {}…)\n",
+            rb.source,
+            &rb.sha256[..12.min(rb.sha256.len())]
+        )),
+        (None, Some(e)) => s.push_str(&format!("; rulebook {} refused\n", e.file)),
+        _ => s.push_str("; no rulebook\n"),
+    }
+    if r.lints.is_empty() {
+        s.push_str("Lints at registration: none\n");
+    } else {
+        s.push_str("Lints at registration (nothing fails on a lint):\n");
+        for l in &r.lints {
+            s.push_str(&format!(
+                "  {} (warning) on {}: {}\n",
+                l.code, l.subject, l.message
+            ));
+        }
+    }
+    if p.graph.agents_derived {
+        s.push_str(&format!(
+            "Agents derived from the graph's nodes (it has no `agents`): {} (privilege low, no budget)\n",
+            p.graph.agents.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+}
+
+/// What was proved: the counts at the depth, whether the engines agree, what each decided.
+fn summary(s: &mut String, r: &Report) {
+    let (h, re, u) = r.counts;
+    let turns = if r.depth.0 == SessionSteps::Turns(1) {
+        "1 turn".to_string()
+    } else {
+        format!("{} turns", r.depth.0)
+    };
+    let agree = match r.engines {
+        Engines::Both if r.agree => "engines agree",
+        Engines::Both => "ENGINES DISAGREE",
+        Engines::Bmc => "BMC only",
+        Engines::Bfs => "BFS only",
+    };
+    match &r.not_run {
+        Some(why) => s.push_str(&format!(
+            "\nThe proof did not run: {why}. {u} obligations are undecided.\n"
+        )),
+        None if r.depth.0 == SessionSteps::Any => {
+            s.push_str(&any_length_summary(r, agree));
+            engine_lines(s, r);
+        }
+        None => {
+            s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1));
+            engine_lines(s, r);
+        }
+    }
+}
+
+/// One new finding: headline, message, OWASP, fix, witness, replay.
+fn finding(s: &mut String, f: &Finding, ts: &TransitionSystem) {
+    s.push_str(&format!("\n{}\n", headline(f)));
+    s.push_str(&format!("  {}\n", f.message));
+    s.push_str(&format!("  OWASP {}\n", f.rule.owasp.join(", ")));
+    s.push_str(&format!(
+        "  Fix: {}\n",
+        f.rule.fix.replace("{tool}", &f.subject)
+    ));
+    if let Some(w) = &f.witness {
+        match &f.witness_file {
+            Some(file) => s.push_str(&format!(
+                "  Witness: {file} ({} steps: {})\n",
+                w.depth(),
+                witness_path(ts, w)
+            )),
+            None => s.push_str(&format!(
+                "  Witness: {} steps: {}\n",
+                w.depth(),
+                witness_path(ts, w)
+            )),
+        }
+    }
+    if let Some(r) = &f.replay {
+        s.push_str(&format!("  Replay: {}\n", r.text()));
+    }
+}
+
+/// The findings that do not fail the gate: in the baseline, or suppressed with a reason.
+fn accepted(s: &mut String, r: &Report) {
+    let existing: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.standing == Standing::Existing)
+        .collect();
+    if !existing.is_empty() {
+        s.push_str("\nIn the baseline (existing findings; they do not fail the gate):\n");
+        for f in existing {
+            s.push_str(&format!("  {}\n", headline(f)));
+        }
+    }
+    let suppressed: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| matches!(f.standing, Standing::Suppressed { .. }))
+        .collect();
+    if !suppressed.is_empty() {
+        s.push_str("\nSuppressed (accepted with a reason; they do not fail the gate):\n");
+        for f in suppressed {
+            if let Standing::Suppressed { reason, until, at } = &f.standing {
+                s.push_str(&format!(
+                    "  {}: {reason} ({}suppressed at {}:{})\n",
+                    headline(f),
+                    until
+                        .as_ref()
+                        .map(|u| format!("until {u}; "))
+                        .unwrap_or_default(),
+                    at.file,
+                    at.line
+                ));
+            }
+        }
+    }
+}
+
+/// The summary of a proof for sessions of any length: the counts, the turns each reachable
+/// finding's shortest witness needs, K, and which engine proved what.
+fn any_length_summary(r: &Report, agree: &str) -> String {
+    let (h, re, u) = r.counts;
+    let shortest = match r.witness_turns.as_slice() {
+        [] => String::new(),
+        [one] => format!(
+            " (shortest in {one} turn{})",
+            if *one == 1 { "" } else { "s" }
+        ),
+        many => format!(
+            " (shortest in {} turns)",
+            many.iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let within = match r.fixpoint_turns {
+        Some(k) => format!(
+            "every reachable state is reached within {k} turn{}",
+            if k == 1 { "" } else { "s" }
+        ),
+        None if r.engines == Engines::Bmc => "the BFS did not run".to_string(),
+        None => "the BFS ran out of its state budget before its fixpoint".to_string(),
+    };
+    let mut s = format!(
+        "\nProved for sessions of any length (step limit {}): {h} obligations hold, {re} reachable{shortest}, {u} undecided; {within}; {agree}.\n",
+        r.depth.1
+    );
+    if let Some(how) = r.any_engines.as_ref().filter(|h| !h.is_empty()) {
+        s.push_str(&format!("  {how}\n"));
+    }
+    s
+}
+
+/// The path a witness takes, as node names.
+pub fn witness_path(ts: &TransitionSystem, w: &RawWitness) -> String {
+    w.steps
+        .iter()
+        .map(|st| ts.command(st.cmd).label.node.clone())
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
