@@ -62,6 +62,8 @@ SYSTEMS=(
     "agentdojo-banking 60x12 (large)|--case corpus/agentdojo-banking --session-steps 60 --step-limit 12"
     "agentdojo-travel 50x16 (large)|--case corpus/agentdojo-travel --session-steps 50 --step-limit 16"
     "banking-two-desks 5x12 (large)|benchmarks/fixtures/banking-two-desks/agent.yaml --session-steps 5 --step-limit 12"
+    "banking-two-desks 4x16 (large)|benchmarks/fixtures/banking-two-desks/agent.yaml --session-steps 4 --step-limit 16"
+    "shop 128x16 (large)|examples/shop/agent.yaml --session-steps 128 --step-limit 16"
 )
 
 now_ns() { date +%s%N; }
