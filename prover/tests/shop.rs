@@ -16,9 +16,6 @@ fn run(turns: u32) -> prover::proof::Proof {
     let p = shop();
     let mut o = Options::for_project(&p);
     o.session_steps = turns.into();
-    // The pinned counts are the whole system's (the figures SPIN's are compared with), not the
-    // sum over per-obligation slices.
-    o.slice = false;
     prove(&p, &o)
 }
 
