@@ -220,6 +220,7 @@ impl Session {
                 .progress
                 .then(|| Arc::new(crate::progress::Progress::default())),
             fault_bfs_blind: false,
+            slice: crate::proof::defaults::SLICE,
         };
         let pool = match job.budgets.jobs {
             Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build()?),

@@ -138,6 +138,9 @@ pub enum StopReason {
     /// Under `--session-steps any`: only a bounded answer, neither the BFS fixpoint nor a
     /// closed induction.
     NotProvedForAnyLength,
+    /// An internal error: a search's answer could not be checked against the whole system
+    /// (a slice's witness that does not replay there), so it is not trusted.
+    Internal,
 }
 
 impl StopReason {
@@ -151,6 +154,7 @@ impl StopReason {
             StopReason::NotRun => "proof not run",
             StopReason::NoEngine => "no engine",
             StopReason::NotProvedForAnyLength => "bounded only",
+            StopReason::Internal => "internal error",
         }
     }
 }

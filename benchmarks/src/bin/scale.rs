@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! cargo run --release -p benchmarks --bin scale -- row synthetic:1540 [turns] [step_limit] [--current-only] [--before SECS]
-//! cargo run --release -p benchmarks --bin scale -- row chain:60
+//! cargo run --release -p benchmarks --bin scale -- row chain:60 [--sliced]
 //! cargo run --release -p benchmarks --bin scale -- row file:benchmarks/fixtures/banking-two-desks/agent.yaml 3 12
 //! cargo run --release -p benchmarks --bin scale -- turns
 //! ```
@@ -73,7 +73,14 @@ fn timed(f: impl FnOnce() -> EngineRun) -> (EngineRun, Duration) {
     (r, t.elapsed())
 }
 
-fn row(what: &str, turns: u32, step_limit: u32, current_only: bool, before: Duration) {
+fn row(
+    what: &str,
+    turns: u32,
+    step_limit: u32,
+    current_only: bool,
+    before: Duration,
+    sliced: bool,
+) {
     let p = project(what);
     let nodes = p.graph.nodes.len();
     let t = Instant::now();
@@ -103,6 +110,9 @@ fn row(what: &str, turns: u32, step_limit: u32, current_only: bool, before: Dura
         undecided(&m)
     );
     let mut diff = differences(&b, &m);
+    if sliced {
+        diff += sliced_row(&p, &ts, &obls, (turns, step_limit), (&b, tb), (&m, tm));
+    }
     if !current_only {
         let full = bfs::BfsBudget {
             drop_dead: false,
@@ -144,6 +154,68 @@ fn row(what: &str, turns: u32, step_limit: u32, current_only: bool, before: Dura
             format!("DIFFER on {diff} obligation pairs")
         }
     );
+}
+
+/// Both engines per slice (`proof::run_per_slice`, each engine alone so each is timed), against
+/// the whole-system runs above: the groups, states, times and the ratio to the whole system.
+/// Returns the obligations on which the sliced and whole-system answers differ.
+fn sliced_row(
+    p: &encoder::Project,
+    ts: &encoder::ts::TransitionSystem,
+    obls: &[encoder::ts::Obligation],
+    (turns, step_limit): (u32, u32),
+    (b, tb): (&EngineRun, Duration),
+    (m, tm): (&EngineRun, Duration),
+) -> usize {
+    use prover::proof::{run_per_slice, Engines, Options};
+    let t = Instant::now();
+    let groups = encoder::ts::slice::groups(ts, obls);
+    let slicing = t.elapsed();
+    let sliced = groups.iter().filter(|g| g.slice.is_some()).count();
+    let vars: Vec<usize> = groups
+        .iter()
+        .map(|g| g.slice.as_ref().map_or(ts.vars.len(), |s| s.ts.vars.len()))
+        .collect();
+    println!(
+        "  slices       ms={:>8} groups={} sliced={} whole={} vars min={} max={}",
+        ms(slicing),
+        groups.len(),
+        sliced,
+        groups.len() - sliced,
+        vars.iter().min().unwrap_or(&0),
+        vars.iter().max().unwrap_or(&0)
+    );
+    let run = |engines| {
+        let o = Options {
+            session_steps: turns.into(),
+            step_limit,
+            engines,
+            slice: true,
+            ..Options::for_project(p)
+        };
+        let t = Instant::now();
+        let (rb, rm, _) = run_per_slice(ts, obls, &o, t + o.timeout);
+        (rb.or(rm).expect("the engine ran"), t.elapsed())
+    };
+    let (sb, tsb) = run(Engines::Bfs);
+    println!(
+        "  bfs (sliced) ms={:>8} states={:>9} reachable={} undecided={}  ratio={:.1}x",
+        ms(tsb),
+        sb.cost.states,
+        reachable(&sb),
+        undecided(&sb),
+        tb.as_secs_f64() / tsb.as_secs_f64().max(1e-6)
+    );
+    let (sm, tsm) = run(Engines::Bmc);
+    println!(
+        "  bmc (sliced) ms={:>8} calls={:>9} reachable={} undecided={}  ratio={:.1}x",
+        ms(tsm),
+        sm.cost.solver_calls,
+        reachable(&sm),
+        undecided(&sm),
+        tm.as_secs_f64() / tsm.as_secs_f64().max(1e-6)
+    );
+    differences(b, &sb) + differences(m, &sm) + differences(&sb, &sm)
 }
 
 /// The current tactics, or those `QLS_TACTICS` names (comma-separated; for ablations).
@@ -216,8 +288,9 @@ fn main() {
             num(4, 60),
             flag("--current-only"),
             Duration::from_secs(before),
+            flag("--sliced"),
         ),
         Some("turns") => turns(),
-        _ => eprintln!("usage: scale row WHAT [TURNS] [STEP_LIMIT] [--current-only] [--before SECS] | scale turns"),
+        _ => eprintln!("usage: scale row WHAT [TURNS] [STEP_LIMIT] [--current-only] [--before SECS] [--sliced] | scale turns"),
     }
 }

@@ -5,6 +5,7 @@
 pub mod flow;
 pub mod lower;
 pub mod regions;
+pub mod slice;
 
 use crate::loc::Loc;
 use serde::{Deserialize, Serialize};
@@ -472,87 +473,16 @@ impl TransitionSystem {
         &self,
         obligations: &[Obligation],
     ) -> (TransitionSystem, Vec<Obligation>) {
-        let n = self.vars.len();
-        let mut keep = vec![false; n];
-        let mut read = vec![];
+        let mut seeds = vec![self.node_var, self.turn_var, self.step_var];
         for c in &self.commands {
-            c.guard.vars_read(&mut read);
+            c.guard.vars_read(&mut seeds);
         }
         for o in obligations {
-            o.conds.iter().for_each(|e| e.vars_read(&mut read));
+            o.conds.iter().for_each(|e| e.vars_read(&mut seeds));
         }
-        for v in [self.node_var, self.turn_var, self.step_var] {
-            read.push(v);
-        }
-        let mut work: Vec<VarId> = read;
-        while let Some(v) = work.pop() {
-            if keep[v.0 as usize] {
-                continue;
-            }
-            keep[v.0 as usize] = true;
-            for c in &self.commands {
-                for (w, e) in &c.updates {
-                    if *w == v {
-                        e.vars_read(&mut work);
-                    }
-                }
-            }
-        }
-        let mut map: Vec<Option<VarId>> = vec![None; n];
-        let mut next = 0u32;
-        for (i, k) in keep.iter().enumerate() {
-            if *k {
-                map[i] = Some(VarId(next));
-                next += 1;
-            }
-        }
-        let id = |v: VarId| map[v.0 as usize].unwrap_or(v);
-        let commands = self
-            .commands
-            .iter()
-            .map(|c| Command {
-                node: c.node,
-                guard: c.guard.remap(&map),
-                updates: c
-                    .updates
-                    .iter()
-                    .filter(|(v, _)| keep[v.0 as usize])
-                    .map(|(v, e)| (id(*v), e.remap(&map)))
-                    .collect(),
-                choices: c.choices.clone(),
-                label: c.label.clone(),
-            })
-            .collect();
-        let ts = TransitionSystem {
-            vars: self
-                .vars
-                .iter()
-                .zip(&keep)
-                .filter(|(_, k)| **k)
-                .map(|(d, _)| d.clone())
-                .collect(),
-            choices: self.choices.clone(),
-            init: self
-                .init
-                .iter()
-                .zip(&keep)
-                .filter(|(_, k)| **k)
-                .map(|(v, _)| *v)
-                .collect(),
-            commands,
-            by_node: self.by_node.clone(),
-            node_var: id(self.node_var),
-            turn_var: id(self.turn_var),
-            step_var: id(self.step_var),
-            depth: self.depth,
-        };
-        let obls = obligations
-            .iter()
-            .map(|o| Obligation {
-                conds: o.conds.iter().map(|e| e.remap(&map)).collect(),
-                ..o.clone()
-            })
-            .collect();
-        (ts, obls)
+        let every = vec![true; self.commands.len()];
+        let keep = slice::Slicer::new(self).cone(seeds, &every);
+        let obligations: Vec<&Obligation> = obligations.iter().collect();
+        slice::restrict(self, &keep, &every, &obligations)
     }
 }
