@@ -20,6 +20,9 @@ pub mod defaults {
     pub const MAX_STATES: usize = 20_000_000;
     /// Bytes the BFS's state store may take (states, parents and index).
     pub const MAX_MEMORY_BYTES: usize = 4 << 30;
+    /// Bytes Z3 may take (its own count, over every solver in the process): past it a check
+    /// answers unknown and what is open is undecided for the memory budget.
+    pub const Z3_MAX_MEMORY_BYTES: usize = 4 << 30;
 }
 
 /// Which engines to run.
