@@ -37,7 +37,8 @@ fn corpus_cases(c: &mut Criterion) {
         "agentdojo-banking",
         "agentdojo-workspace",
         "taubench-retail",
-        "langgraph-customer-support",
+        // (langgraph-customer-support is a graph case with a case.json, no agent.yaml: loading
+        // it as one made the whole bench fail before any corpus figure.)
     ] {
         let p = load(&format!("corpus/{case}/agent.yaml"));
         let l = lower(&p, p.settings.session_steps, p.settings.step_limit);

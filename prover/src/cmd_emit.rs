@@ -2,8 +2,8 @@
 //! with `--stats` the BFS engine's own figures for the same system (the full state count, its
 //! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`.
 
-use clap::{Args, Subcommand};
 use crate::cmd_verify::{lift, print_notes, Shown};
+use clap::{Args, Subcommand};
 use encoder::agent::SessionSteps;
 use prover::bfs;
 use prover::job::{Inputs, Job};

@@ -153,7 +153,6 @@ impl Inputs {
     }
 }
 
-
 /// Arguments of `qls verify`.
 #[derive(Args, Debug)]
 pub struct VerifyArgs {

@@ -27,6 +27,12 @@ pub struct InductionBudget {
     pub invariant_time: Duration,
     /// The bounded unrolling for obligations the induction does not close.
     pub bounded: BmcBudget,
+    /// Whether pairs of variables are tried as candidates when the cheap ones leave an
+    /// obligation open (thousands of candidates, each dropped by its own question).
+    pub pairs: bool,
+    /// The most questions one Houdini search may ask; past it no invariant is used. A count,
+    /// not a time, so what the induction closes does not depend on the machine's load.
+    pub max_rounds: usize,
 }
 
 impl Default for InductionBudget {
@@ -36,6 +42,8 @@ impl Default for InductionBudget {
             per_query: Duration::from_secs(crate::proof::defaults::INDUCTION_QUERY_SECS),
             invariant_time: Duration::from_secs(crate::proof::defaults::INDUCTION_INVARIANT_SECS),
             bounded: BmcBudget::default(),
+            pairs: true,
+            max_rounds: usize::MAX,
         }
     }
 }
@@ -146,6 +154,12 @@ fn candidates(ts: &TransitionSystem, kind: Candidates) -> Vec<Conjunct> {
     out
 }
 
+/// How many candidates the cheap round starts from (before the concrete walk drops any): a
+/// measure of how costly an induction on `ts` is.
+pub(crate) fn cheap_candidates(ts: &TransitionSystem) -> usize {
+    candidates(ts, Candidates::Nodes).len()
+}
+
 /// At most this many states are visited to propose which candidates to drop.
 const SEED_STATES: usize = 20_000;
 /// At most this many valuations of one command's choices are tried per state.
@@ -192,6 +206,14 @@ fn seed(ts: &TransitionSystem, alive: &mut Vec<Conjunct>) {
     }
 }
 
+/// A solver for one of the induction's questions: `QF_BV`, whose incremental bit-blasting SAT
+/// solver answers the many-assumption questions of Houdini and the step case an order of
+/// magnitude faster than Z3's general core (the shop at 4 turns: 0.8 s against 0.05 s for one
+/// Houdini search).
+fn fresh_solver() -> Solver {
+    Solver::new_for_logic("QF_BV").unwrap_or_default()
+}
+
 fn set_timeout(solver: &Solver, d: Duration) {
     let mut p = Params::new();
     p.set_u32("timeout", d.as_millis().clamp(1, u32::MAX as u128) as u32);
@@ -203,22 +225,23 @@ fn read_state(u: &Unroller<'_>, model: &z3::Model, k: usize) -> Vec<u32> {
 }
 
 /// Houdini: drops every candidate some successor of a state satisfying the rest falsifies,
-/// until the rest is inductive. `None` when the solver gave up or the time ran out (no
-/// invariant is used then).
+/// until the rest is inductive. `None` when the solver gave up, the time ran out or it asked
+/// `max_rounds` questions (no invariant is used then).
 fn houdini(
     ts: &TransitionSystem,
     mut alive: Vec<Conjunct>,
     per_query: Duration,
     until: Instant,
+    max_rounds: usize,
 ) -> Option<Vec<Conjunct>> {
     seed(ts, &mut alive);
-    let solver = Solver::new();
+    let solver = fresh_solver();
     set_timeout(&solver, per_query);
     let mut u = Unroller::new(ts);
     u.add_state(&solver, 0);
     u.add_choices(&solver, 0, &[]);
     u.add_transition(&solver, 0);
-    loop {
+    for _ in 0..max_rounds {
         if alive.is_empty() {
             return Some(alive);
         }
@@ -248,11 +271,12 @@ fn houdini(
             }
         }
     }
+    None
 }
 
 /// Re-checks an invariant in a fresh solver: it holds initially and every step keeps it.
 fn invariant_checks(ts: &TransitionSystem, inv: &[Conjunct], per_query: Duration) -> bool {
-    let solver = Solver::new();
+    let solver = fresh_solver();
     set_timeout(&solver, per_query);
     let mut u = Unroller::new(ts);
     u.add_state(&solver, 0);
@@ -310,7 +334,7 @@ fn step_case(
     k: usize,
     per_query: Duration,
 ) -> SatResult {
-    let solver = Solver::new();
+    let solver = fresh_solver();
     set_timeout(&solver, per_query);
     let mut u = Unroller::new(ts);
     u.add_state(&solver, 0);
@@ -326,7 +350,7 @@ fn step_case(
 /// The base case at depth k in a fresh solver: no bad step in the first k steps from the
 /// initial state.
 fn base_case(ts: &TransitionSystem, o: &Obligation, k: usize, per_query: Duration) -> bool {
-    let solver = Solver::new();
+    let solver = fresh_solver();
     set_timeout(&solver, per_query);
     let mut u = Unroller::new(ts);
     u.add_state(&solver, 0);
@@ -369,7 +393,7 @@ fn search(
             calls: 0,
         })
         .collect();
-    let solver = Solver::new();
+    let solver = fresh_solver();
     set_timeout(&solver, b.query_time());
     let mut u = Unroller::new(ts);
     u.add_state(&solver, 0);
@@ -421,15 +445,36 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget
                 && !obligations[*i].commands.is_empty()
         })
         .collect();
+    let (closed, more) = close(ts, obligations, open, &b);
+    calls += more;
+    for (oi, how) in closed {
+        verdicts[oi] = Verdict::UnreachableAnyLength(how);
+    }
+    finish(verdicts, calls, start)
+}
+
+/// Tries to close each of the `open` obligations by k-induction (strengthened by a Houdini
+/// invariant, the cheap candidates first, then pairs), each closed proof re-checked in a fresh
+/// solver. Returns the closed ones with how they closed, and the solver calls made. A closed
+/// obligation has no bad step in any state reachable from the initial one, at any depth: the
+/// bounded unrolling (`bmc::run`) uses this to stop asking about it.
+pub(crate) fn close(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    open: Vec<usize>,
+    b: &InductionBudget,
+) -> (Vec<(usize, AnyLength)>, u64) {
+    let mut calls = 0u64;
+    let mut closed = Vec::new();
     if open.is_empty() {
-        return finish(verdicts, calls, start);
+        return (closed, calls);
     }
     // Two rounds: the cheap candidates first, then, for what they leave open, the pairs too
     // (seeded with the first invariant: its conjuncts stay, as an inductive set always does).
     let mut open = open;
     let mut inv: Vec<Conjunct> = Vec::new();
     for kind in [Candidates::Nodes, Candidates::Pairs] {
-        if open.is_empty() {
+        if open.is_empty() || (kind == Candidates::Pairs && !b.pairs) {
             break;
         }
         let mut start_from = std::mem::take(&mut inv);
@@ -439,7 +484,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget
             break;
         }
         let until = b.bounded.deadline.map_or(until, |d| d.min(until));
-        match houdini(ts, start_from, b.query_time(), until)
+        match houdini(ts, start_from, b.query_time(), until, b.max_rounds)
             .filter(|inv| invariant_checks(ts, inv, b.query_time()))
         {
             Some(found) => inv = found,
@@ -449,7 +494,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget
             None => inv = Vec::new(),
         }
         calls += 2;
-        let found = search(ts, &inv, obligations, &open, &b);
+        let found = search(ts, &inv, obligations, &open, b);
         let mut left = Vec::new();
         for oi in open {
             calls += found[oi].calls;
@@ -463,17 +508,20 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget
             if step_case(ts, &inv, o, k as usize, b.query_time()) == SatResult::Unsat
                 && base_case(ts, o, k as usize, b.query_time())
             {
-                verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Induction {
-                    depth: k,
-                    invariant: inv.len() as u32,
-                });
+                closed.push((
+                    oi,
+                    AnyLength::Induction {
+                        depth: k,
+                        invariant: inv.len() as u32,
+                    },
+                ));
             } else {
                 left.push(oi);
             }
         }
         open = left;
     }
-    finish(verdicts, calls, start)
+    (closed, calls)
 }
 
 fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
@@ -568,7 +616,7 @@ mod tests {
         let ts = counter();
         let all = candidates(&ts, Candidates::Nodes);
         let d = Duration::from_secs(10);
-        let inv = houdini(&ts, all, d, Instant::now() + d).expect("the solver answers");
+        let inv = houdini(&ts, all, d, Instant::now() + d, usize::MAX).expect("the solver answers");
         assert!(inv.contains(&Conjunct(vec![(3, 3)])), "{inv:?}");
         assert!(!inv.contains(&Conjunct(vec![(3, 2)])), "{inv:?}");
         assert!(invariant_checks(&ts, &inv, Duration::from_secs(10)));

@@ -35,6 +35,9 @@ pub mod defaults {
     /// dead-variable reduction already keeps the whole search small; a grouping rule that merges
     /// slices into fewer searches is what would make it pay.
     pub const SLICE: bool = false;
+    /// Bytes Z3 may take (its own count, over every solver in the process): past it a check
+    /// answers unknown and what is open is undecided for the memory budget.
+    pub const Z3_MAX_MEMORY_BYTES: usize = 4 << 30;
 }
 
 /// Which engines to run.

@@ -429,11 +429,18 @@ fn name_witness_files(found: &mut [Finding], dir: &Path) {
 impl Report {
     /// The witnesses `--keep` writes, in report order: each file's path in `dir` and its
     /// document. (Two findings of one rule and subject share a file; the later one is kept.)
-    pub fn witness_files<'r>(&'r self, dir: &'r Path) -> impl Iterator<Item = (std::path::PathBuf, &'r Witness)> + 'r {
+    pub fn witness_files<'r>(
+        &'r self,
+        dir: &'r Path,
+    ) -> impl Iterator<Item = (std::path::PathBuf, &'r Witness)> + 'r {
         self.findings
             .iter()
             .filter(|f| f.witness_file.is_some())
-            .filter_map(move |f| f.document.as_ref().map(|d| (dir.join(witness_file_name(f)), d)))
+            .filter_map(move |f| {
+                f.document
+                    .as_ref()
+                    .map(|d| (dir.join(witness_file_name(f)), d))
+            })
     }
 }
 
@@ -718,7 +725,6 @@ pub fn witness_engine(proof: &Proof, oi: usize) -> &'static str {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -753,7 +759,10 @@ mod tests {
         };
         let again = findings(&p, &proof, &rq);
         assert!(again.passed, "every finding is in the baseline");
-        assert!(again.findings.iter().all(|f| f.standing == Standing::Existing));
+        assert!(again
+            .findings
+            .iter()
+            .all(|f| f.standing == Standing::Existing));
         // The baseline re-judges; it neither adds, drops nor reorders.
         let ids = |r: &Report| -> Vec<(String, String)> {
             r.findings

@@ -139,7 +139,12 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, SessionError> {
 }
 
 fn catalogue_notes(p: &Project) -> Vec<Note> {
-    p.catalogue.notes.iter().cloned().map(Note::Catalogue).collect()
+    p.catalogue
+        .notes
+        .iter()
+        .cloned()
+        .map(Note::Catalogue)
+        .collect()
 }
 
 /// A job with its inputs loaded and its depth resolved.
@@ -350,7 +355,10 @@ mod tests {
         job.depth.session_steps = Some(SessionSteps::Any);
         job.outputs.emit_case = Some(PathBuf::from("cases"));
         let e = Session::open(job).unwrap_err().to_string();
-        assert!(e.starts_with("--emit-case writes bounded corpus cases"), "{e}");
+        assert!(
+            e.starts_with("--emit-case writes bounded corpus cases"),
+            "{e}"
+        );
         // A case folder with nothing in it names itself and what did not load.
         let none = root().join("corpus/no-such-case");
         match Session::open(Job::new(Inputs::Case(none.clone()))).unwrap_err() {

@@ -38,3 +38,36 @@ fn a_proof_ends_within_its_time_budget_and_leaves_the_rest_undecided() {
     let text = prover::print::text(&report, &p, &proof.ts);
     assert!(text.contains("undecided (time budget)"), "{text}");
 }
+
+#[test]
+fn z3_out_of_memory_leaves_obligations_undecided_for_the_memory_budget() {
+    // One MiB is less than Z3 takes for its first check on eight desks: every obligation a
+    // command can violate must come back undecided for the memory budget, none clean, and the
+    // process must not abort.
+    let p = encoder::testkit::handoff_chain(8);
+    let (ts, obls) = prover::proof::system(&p, 1, 60);
+    let budget = prover::bmc::BmcBudget {
+        max_memory: 1 << 20,
+        ..Default::default()
+    };
+    let run = prover::bmc::run(&ts, &obls, budget);
+    let mut asked = 0;
+    for (o, v) in obls.iter().zip(&run.verdicts) {
+        if o.commands.is_empty() {
+            continue;
+        }
+        asked += 1;
+        assert!(
+            matches!(v, Verdict::Undecided(u) if u.why == StopReason::MemoryBudget),
+            "{}: {v:?}",
+            o.id
+        );
+    }
+    assert!(asked > 0);
+    // The same system with the default budget decides everything: the limit is what stopped it.
+    let full = prover::bmc::run(&ts, &obls, prover::bmc::BmcBudget::default());
+    assert!(full
+        .verdicts
+        .iter()
+        .all(|v| !matches!(v, Verdict::Undecided(_))));
+}

@@ -67,6 +67,23 @@ fn differences(a: &EngineRun, b: &EngineRun) -> usize {
         .count()
 }
 
+/// CPU time this thread has used, from `/proc/thread-self/stat` (utime + stime, in clock
+/// ticks of 10 ms); 0 where that file does not exist. The machine the figures are measured on
+/// is shared, so wall time alone says more about the load than about the engine.
+fn cpu_ms() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/stat")
+        .ok()
+        .and_then(|s| {
+            // The command name (field 2) may hold spaces; the fields after its ')' are plain.
+            let rest = s.rsplit_once(')')?.1.to_string();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let utime: u64 = f.get(11)?.parse().ok()?;
+            let stime: u64 = f.get(12)?.parse().ok()?;
+            Some((utime + stime) * 10)
+        })
+        .unwrap_or(0)
+}
+
 fn timed(f: impl FnOnce() -> EngineRun) -> (EngineRun, Duration) {
     let t = Instant::now();
     let r = f();
@@ -227,6 +244,8 @@ fn tactics() -> bmc::BmcTactics {
             harvest: t.contains("harvest"),
             narrow: t.contains("narrow"),
             ranges: t.contains("ranges"),
+            induct: t.contains("induct"),
+            delay_simplify: t.contains("delay_simplify"),
         },
         Err(_) => bmc::BmcTactics::default(),
     }
@@ -237,8 +256,16 @@ fn current_bmc(
     ts: &encoder::ts::TransitionSystem,
     obls: &[encoder::ts::Obligation],
 ) -> (EngineRun, Duration) {
+    bmc_with(ts, obls, tactics())
+}
+
+fn bmc_with(
+    ts: &encoder::ts::TransitionSystem,
+    obls: &[encoder::ts::Obligation],
+    tactics: bmc::BmcTactics,
+) -> (EngineRun, Duration) {
     let budget = bmc::BmcBudget {
-        tactics: tactics(),
+        tactics,
         ..Default::default()
     };
     timed(|| bmc::run(ts, obls, budget))
@@ -252,16 +279,29 @@ fn turns() {
     .expect("shop");
     for turns in 1..=4u32 {
         let (ts, obls) = prover::proof::system(&p, turns, 60);
+        let c0 = cpu_ms();
         let (m, tm) = current_bmc(&ts, &obls);
+        let cpu = cpu_ms() - c0;
         let (b, tb) = timed(|| bfs::run(&ts, &obls, bfs::BfsBudget::default()));
+        // Before the induction and the quiet SAT core (issue 15), in the same process.
+        let before = bmc::BmcTactics {
+            induct: false,
+            delay_simplify: false,
+            ..tactics()
+        };
+        let c1 = cpu_ms();
+        let (mb, tmb) = bmc_with(&ts, &obls, before);
+        let cpu_before = cpu_ms() - c1;
         println!(
-            "shop turns={turns} depth={} bmc_ms={} solver_calls={} bfs_ms={} bfs_states={} agree={}",
+            "shop turns={turns} depth={} bmc_ms={} bmc_cpu_ms={cpu} solver_calls={} before: bmc_ms={} bmc_cpu_ms={cpu_before} solver_calls={} bfs_ms={} bfs_states={} agree={}",
             ts.depth,
             ms(tm),
             m.cost.solver_calls,
+            ms(tmb),
+            mb.cost.solver_calls,
             ms(tb),
             b.cost.states,
-            differences(&b, &m) == 0
+            differences(&b, &m) == 0 && differences(&b, &mb) == 0
         );
     }
 }

@@ -89,4 +89,3 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
     }
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
 }
-

@@ -273,4 +273,3 @@ pub fn witness_path(ts: &TransitionSystem, w: &RawWitness) -> String {
         .collect::<Vec<_>>()
         .join(" -> ")
 }
-
