@@ -2,8 +2,9 @@
 //! property the tool check and the obligations read. Read from `*.catalogue.yaml`, `.json`, or
 //! an MCP `tools/list` response.
 
-use crate::diag::InputError;
+use crate::diag::{unknown_key_message, InputError};
 use crate::loc::Loc;
+use crate::vocab::CheckOp;
 use crate::yaml::{self, as_map, as_seq, line_of, to_json, Map};
 use indexmap::IndexMap;
 use marked_yaml::Node;
@@ -146,7 +147,7 @@ pub struct ArgCheck {
     /// The argument the condition reads.
     pub field: String,
     /// The comparison: `at_most`, `at_least`, `is`, `in`, …
-    pub op: String,
+    pub op: CheckOp,
     /// The value compared with: a literal, a list, or `{"from": "tool.field"}`.
     pub value: Value,
 }
@@ -382,7 +383,7 @@ fn tool_json(t: &Tool) -> Value {
             Value::Array(
                 t.checks
                     .iter()
-                    .map(|c| serde_json::json!({"field": c.field, c.op.clone(): c.value}))
+                    .map(|c| serde_json::json!({"field": c.field, c.op.as_str(): c.value}))
                     .collect(),
             ),
         );
@@ -748,12 +749,12 @@ fn names(v: Option<Vec<(String, u32)>>) -> Vec<String> {
 
 /// Reads `check:` conditions (`[{field: f, at_most: {from: tool.field}}]`).
 pub fn read_checks(file: &str, n: &Node) -> Result<Vec<ArgCheck>, InputError> {
-    const OPS: &[&str] = &["at_most", "at_least", "is", "in", "not_in", "under", "over"];
+    let ops_names = CheckOp::names();
     let mut out = Vec::new();
     for item in as_seq(file, n, "`check`")?.iter() {
         let cm = as_map(file, item, "a check")?;
         let mut known = vec!["field"];
-        known.extend_from_slice(OPS);
+        known.extend_from_slice(&ops_names);
         cm.check_keys(&known)?;
         let field = cm.req_str("field")?;
         let ops: Vec<_> = cm.entries().filter(|(k, _, _)| *k != "field").collect();
@@ -763,14 +764,22 @@ pub fn read_checks(file: &str, n: &Node) -> Result<Vec<ArgCheck>, InputError> {
                 cm.line(),
                 format!(
                     "a check on `{field}` needs exactly one comparison ({})",
-                    OPS.join(", ")
+                    ops_names.join(", ")
                 ),
             ));
         }
         let (op, _, v) = ops[0];
+        // `check_keys` above admitted only the op names, so this finds one.
+        let Some(op) = CheckOp::from_name(op) else {
+            return Err(InputError::at(
+                file,
+                cm.line(),
+                unknown_key_message(op, &ops_names),
+            ));
+        };
         out.push(ArgCheck {
             field,
-            op: op.to_string(),
+            op,
             value: to_json(v),
         });
     }

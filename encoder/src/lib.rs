@@ -15,6 +15,7 @@ pub mod rulebook;
 pub mod suppress;
 pub mod testkit;
 pub mod ts;
+pub mod vocab;
 pub mod yaml;
 
 pub use diag::InputError;

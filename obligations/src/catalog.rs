@@ -95,6 +95,106 @@ pub const RULES: &[Rule] = &[
     rule!("QG312", "Engine disagreement", Bug, true, false, false, ["ASI08:2026"], "Report the inputs: the two engines (or the replay) disagree, which is an encoding bug in qls."),
 ];
 
+/// A rule's id: an index into [`RULES`], made only by the constants below, so looking a rule
+/// up by id cannot fail. Prints (and serialises) as the rule's `QG…` name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(usize);
+
+impl RuleId {
+    /// The rule's catalog entry.
+    pub fn rule(self) -> &'static Rule {
+        &RULES[self.0]
+    }
+
+    /// The rule's name, `QG001`.
+    pub fn as_str(self) -> &'static str {
+        RULES[self.0].id
+    }
+
+    /// The id a `QG…` name stands for, when the catalog has it (for ids read from files).
+    pub fn named(name: &str) -> Option<RuleId> {
+        RULES.iter().position(|r| r.id == name).map(RuleId)
+    }
+}
+
+impl std::fmt::Display for RuleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for RuleId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// `QG001`.
+pub const QG001: RuleId = RuleId(0);
+/// `QG002`.
+pub const QG002: RuleId = RuleId(1);
+/// `QG003`.
+pub const QG003: RuleId = RuleId(2);
+/// `QG004`.
+pub const QG004: RuleId = RuleId(3);
+/// `QG005`.
+pub const QG005: RuleId = RuleId(4);
+/// `QG006`.
+pub const QG006: RuleId = RuleId(5);
+/// `QG007`.
+pub const QG007: RuleId = RuleId(6);
+/// `QG008`.
+pub const QG008: RuleId = RuleId(7);
+/// `QG009`.
+pub const QG009: RuleId = RuleId(8);
+/// `QG010`.
+pub const QG010: RuleId = RuleId(9);
+/// `QG011`.
+pub const QG011: RuleId = RuleId(10);
+/// `QG012`.
+pub const QG012: RuleId = RuleId(11);
+/// `QG013`.
+pub const QG013: RuleId = RuleId(12);
+/// `QG014`.
+pub const QG014: RuleId = RuleId(13);
+/// `QG015`.
+pub const QG015: RuleId = RuleId(14);
+/// `QG016`.
+pub const QG016: RuleId = RuleId(15);
+/// `QG017`.
+pub const QG017: RuleId = RuleId(16);
+/// `QG018`.
+pub const QG018: RuleId = RuleId(17);
+/// `QG019`.
+pub const QG019: RuleId = RuleId(18);
+/// `QG020`.
+pub const QG020: RuleId = RuleId(19);
+/// `QG021`.
+pub const QG021: RuleId = RuleId(20);
+/// `QG022`.
+pub const QG022: RuleId = RuleId(21);
+/// `QG023`.
+pub const QG023: RuleId = RuleId(22);
+/// `QG101`.
+pub const QG101: RuleId = RuleId(23);
+/// `QG104`.
+pub const QG104: RuleId = RuleId(24);
+/// `QG105`.
+pub const QG105: RuleId = RuleId(25);
+/// `QG106`.
+pub const QG106: RuleId = RuleId(26);
+/// `QG107`.
+pub const QG107: RuleId = RuleId(27);
+/// `QG312`.
+pub const QG312: RuleId = RuleId(28);
+
+/// Every rule id, in the catalog's order.
+pub const ALL: &[RuleId] = &[
+    QG001, QG002, QG003, QG004, QG005, QG006, QG007, QG008, QG009, QG010, QG011, QG012, QG013,
+    QG014, QG015, QG016, QG017, QG018, QG019, QG020, QG021, QG022, QG023, QG101, QG104, QG105,
+    QG106, QG107, QG312,
+];
+
 /// Looks a rule up by id.
 pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
@@ -164,6 +264,19 @@ mod tests {
             docs == rules_doc(),
             "docs/rules.md is out of date: run `cargo test -p obligations -- --ignored regenerate_rule_docs`"
         );
+    }
+
+    #[test]
+    fn every_constant_names_its_own_entry() {
+        assert_eq!(ALL.len(), RULES.len());
+        for (i, id) in ALL.iter().enumerate() {
+            assert_eq!(id.rule().id, RULES[i].id);
+            assert_eq!(RuleId::named(id.as_str()), Some(*id));
+        }
+        assert_eq!(QG312.as_str(), "QG312");
+        assert_eq!(QG001.to_string(), "QG001");
+        assert_eq!(serde_json::to_string(&QG012).unwrap(), "\"QG012\"");
+        assert_eq!(RuleId::named("QG999"), None);
     }
 
     #[test]

@@ -5,4 +5,5 @@
 pub mod catalog;
 pub mod lints;
 pub mod reach;
+pub mod rules;
 pub mod structural;

@@ -2,10 +2,12 @@
 //! system (a set of commands plus a condition over the pre-state and the choices). One
 //! obligation per rule and subject tool; both engines decide every one.
 
+use crate::catalog::*;
 use encoder::catalogue::Tool;
 use encoder::ts::ex::*;
 use encoder::ts::lower::Lowered;
-use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation, Verdict};
+use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation};
+use encoder::vocab::{Answer, ArgClass, ChoiceKey, Reason};
 use encoder::Project;
 use indexmap::IndexMap;
 
@@ -21,38 +23,38 @@ fn flag(map: &IndexMap<String, encoder::ts::VarId>, agent: &str) -> Expr {
 }
 
 /// The choice "the model wrote an argument of this kind", where the tool has one.
-fn model_wrote(l: &Lowered, name: &str) -> Expr {
+fn model_wrote(l: &Lowered, class: ArgClass) -> Expr {
     l.choice_ids
-        .get(name)
+        .get(&ChoiceKey::Origin(class))
         .map(|c| choice_is(*c, 1))
         .unwrap_or(Expr::Bool(false))
 }
 
 /// An obligation being collected: rule, subject, (command, condition) pairs, inverted.
-type Pending = (String, String, Vec<(CmdId, Expr)>, bool);
+type Pending = (RuleId, String, Vec<(CmdId, Expr)>, bool);
 
 struct Acc {
     by_id: IndexMap<String, Pending>,
 }
 
 impl Acc {
-    fn add(&mut self, rule: &str, subject: &str, cmd: CmdId, cond: Expr, inverted: bool) {
+    fn add(&mut self, rule: RuleId, subject: &str, cmd: CmdId, cond: Expr, inverted: bool) {
         if cond == Expr::Bool(false) {
             return;
         }
         let id = format!("{rule}:{subject}");
         self.by_id
             .entry(id)
-            .or_insert_with(|| (rule.to_string(), subject.to_string(), vec![], inverted))
+            .or_insert_with(|| (rule, subject.to_string(), vec![], inverted))
             .2
             .push((cmd, cond));
     }
 
-    fn declare(&mut self, rule: &str, subject: &str, inverted: bool) {
+    fn declare(&mut self, rule: RuleId, subject: &str, inverted: bool) {
         let id = format!("{rule}:{subject}");
         self.by_id
             .entry(id)
-            .or_insert_with(|| (rule.to_string(), subject.to_string(), vec![], inverted));
+            .or_insert_with(|| (rule, subject.to_string(), vec![], inverted));
     }
 }
 
@@ -61,17 +63,11 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     let mut acc = Acc {
         by_id: IndexMap::new(),
     };
-    let guarded_lists = |tool: &str| {
-        p.graph
-            .nodes
-            .iter()
-            .any(|n| n.guarded == Some(true) && n.tools.iter().any(|t| t == tool))
-    };
     // QG010 subjects: governed tools the rulebook executes.
     if let Some(rb) = &p.rulebook {
         for (action, gate) in &rb.gates {
             if p.catalogue.get(action).is_some() && !deliberate_never(rb, gate) {
-                acc.declare("QG010", action, true);
+                acc.declare(QG010, action, true);
             }
         }
     }
@@ -85,106 +81,34 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             continue;
         };
         let agent = c.label.agent.clone().unwrap_or_default();
-        if c.label.checked
-            && p.rulebook
-                .as_ref()
-                .and_then(|r| r.gate(&tname).map(|g| (r, g)))
-                .is_some_and(|(r, g)| !deliberate_never(r, g))
-        {
-            let gate_passed = c.label.decision != Some(Verdict::Refuse)
-                || c.label.reasons.iter().any(|r| r == "tainted_call");
-            if gate_passed && c.label.kind != LabelKind::Route {
-                acc.add("QG010", &tname, cid, Expr::Bool(true), true);
-            }
-        }
-        if c.label.checked && c.label.decision == Some(Verdict::Refuse) {
+        let x = Exec {
+            p,
+            l,
+            cid,
+            c,
+            tool: &tname,
+            t,
+            agent: &agent,
+            unconf: l.unconfirmed(c),
+        };
+        qg010_dead_action(&x, &mut acc);
+        if c.label.checked && c.label.decision == Some(Answer::Refuse) {
             rollback_obligations(p, l, cid, &agent, &mut acc);
         }
         if !is_execution(c) {
             continue;
         }
-        let unconf = l.unconfirmed(c);
-        if !c.label.checked {
-            let rule = if !t.is_write() {
-                "QG101"
-            } else if guarded_lists(&tname) {
-                "QG002"
-            } else {
-                "QG001"
-            };
-            acc.add(rule, &tname, cid, Expr::Bool(true), false);
-        }
-        if t.is_write() {
-            let high = p
-                .graph
-                .agents
-                .get(&agent)
-                .map(|a| a.privilege == encoder::agent::Privilege::High)
-                .unwrap_or(false);
-            if high {
-                acc.add(
-                    "QG011",
-                    &tname,
-                    cid,
-                    and(vec![unconf.clone(), flag(&l.sv.steered, &agent)]),
-                    false,
-                );
-            }
-            acc.add(
-                "QG012",
-                &tname,
-                cid,
-                and(vec![unconf.clone(), flag(&l.sv.prov_ext_handed, &agent)]),
-                false,
-            );
-            if t.store.as_ref().is_some_and(|s| s.persistent) {
-                acc.add(
-                    "QG021",
-                    &tname,
-                    cid,
-                    and(vec![unconf.clone(), flag(&l.sv.prov_ext, &agent)]),
-                    false,
-                );
-            }
-            if t.undo.is_some() {
-                if let Some(w) = l.sv.wrote_irrev {
-                    acc.add("QG013", &tname, cid, var_is(w, 1), false);
-                }
-            }
-        }
-        acc.add("QG014", &tname, cid, order_violated(p, l, t), false);
-        // The origin choices are shared by every tool, so a rule reads one only for a tool that
-        // declares an argument of that kind.
-        if t.arg_kinds.values().any(|k| k.is_code()) {
-            acc.add(
-                "QG017",
-                &tname,
-                cid,
-                and(vec![unconf.clone(), model_wrote(l, "origin.code_args")]),
-                false,
-            );
-        }
-        if t.arg_kinds.values().any(|k| !k.is_code()) {
-            acc.add(
-                "QG018",
-                &tname,
-                cid,
-                and(vec![unconf.clone(), model_wrote(l, "origin.query_args")]),
-                false,
-            );
-        }
-        if t.sends_out {
-            acc.add(
-                "QG019",
-                &tname,
-                cid,
-                and(vec![unconf.clone(), flag(&l.sv.prov_conf, &agent)]),
-                false,
-            );
-        }
-        if !t.is_write() && t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
-            acc.add("QG020", &tname, cid, Expr::Bool(true), false);
-        }
+        // In the order the obligations were always declared in (the report's order).
+        qg001_qg002_qg101_missing_check(&x, &mut acc);
+        qg011_confused_deputy(&x, &mut acc);
+        qg012_cascading_injection(&x, &mut acc);
+        qg021_untrusted_content_persisted(&x, &mut acc);
+        qg013_irreversible_before_undoable(&x, &mut acc);
+        acc.add(QG014, &tname, cid, order_violated(p, l, t), false);
+        qg017_model_writes_code(&x, &mut acc);
+        qg018_model_writes_a_query(&x, &mut acc);
+        qg019_confidential_data_leaves(&x, &mut acc);
+        qg020_retrieval_not_bound(&x, &mut acc);
     }
     acc.by_id
         .into_iter()
@@ -192,7 +116,7 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             let (commands, conds) = cmds.into_iter().unzip();
             Obligation {
                 id,
-                rule,
+                rule: rule.to_string(),
                 subject,
                 commands,
                 conds,
@@ -200,6 +124,171 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             }
         })
         .collect()
+}
+
+/// One command that names a catalogued tool, with what every rule's condition reads of it.
+struct Exec<'a> {
+    p: &'a Project,
+    l: &'a Lowered,
+    cid: CmdId,
+    c: &'a Command,
+    /// The tool's name as the command's label gives it (the obligation's subject).
+    tool: &'a str,
+    t: &'a Tool,
+    agent: &'a str,
+    /// The execution is unconfirmed (`Lowered::unconfirmed`).
+    unconf: Expr,
+}
+
+impl Exec<'_> {
+    /// Whether the acting agent is high-privilege.
+    fn high(&self) -> bool {
+        self.p
+            .graph
+            .agents
+            .get(self.agent)
+            .map(|a| a.privilege == encoder::agent::Privilege::High)
+            .unwrap_or(false)
+    }
+
+    /// `cond` and the execution is unconfirmed.
+    fn unconfirmed_and(&self, cond: Expr) -> Expr {
+        and(vec![self.unconf.clone(), cond])
+    }
+
+    fn add(&self, acc: &mut Acc, rule: RuleId, cond: Expr) {
+        acc.add(rule, self.tool, self.cid, cond, false);
+    }
+}
+
+/// QG010 Dead action (SPEC §4): a step at a guarded node whose gate lets the governed call
+/// through (the decision is not a refusal at steps 1–7). Inverted: a finding when no such
+/// step is reachable.
+fn qg010_dead_action(x: &Exec<'_>, acc: &mut Acc) {
+    let c = x.c;
+    let governed =
+        x.p.rulebook
+            .as_ref()
+            .and_then(|r| r.gate(x.tool).map(|g| (r, g)))
+            .is_some_and(|(r, g)| !deliberate_never(r, g));
+    if !c.label.checked || !governed {
+        return;
+    }
+    let gate_passed =
+        c.label.decision != Some(Answer::Refuse) || c.label.reasons.contains(&Reason::TaintedCall);
+    if gate_passed && c.label.kind != LabelKind::Route {
+        acc.add(QG010, x.tool, x.cid, Expr::Bool(true), true);
+    }
+}
+
+/// QG001 Missing check, QG002 Escapable guard, QG101 Unchecked action (SPEC §4): a tool runs
+/// without the check — a write no guarded node lists, a write one does, or a read.
+fn qg001_qg002_qg101_missing_check(x: &Exec<'_>, acc: &mut Acc) {
+    if x.c.label.checked {
+        return;
+    }
+    let guarded_lists =
+        x.p.graph
+            .nodes
+            .iter()
+            .any(|n| n.guarded == Some(true) && n.tools.iter().any(|t| t == x.tool));
+    let rule = if !x.t.is_write() {
+        QG101
+    } else if guarded_lists {
+        QG002
+    } else {
+        QG001
+    };
+    x.add(acc, rule, Expr::Bool(true));
+}
+
+/// QG011 Confused deputy: a high-privilege agent runs a write unconfirmed while steered from a
+/// lower-privilege agent.
+fn qg011_confused_deputy(x: &Exec<'_>, acc: &mut Acc) {
+    if x.t.is_write() && x.high() {
+        x.add(
+            acc,
+            QG011,
+            x.unconfirmed_and(flag(&x.l.sv.steered, x.agent)),
+        );
+    }
+}
+
+/// QG012 Cascading injection: a write runs unconfirmed after external content came over a
+/// hand-off.
+fn qg012_cascading_injection(x: &Exec<'_>, acc: &mut Acc) {
+    if x.t.is_write() {
+        let handed = flag(&x.l.sv.prov_ext_handed, x.agent);
+        x.add(acc, QG012, x.unconfirmed_and(handed));
+    }
+}
+
+/// QG021 Untrusted content persisted: a write to a persistent store runs unconfirmed while the
+/// agent holds untrusted content.
+fn qg021_untrusted_content_persisted(x: &Exec<'_>, acc: &mut Acc) {
+    if x.t.is_write() && x.t.store.as_ref().is_some_and(|s| s.persistent) {
+        x.add(
+            acc,
+            QG021,
+            x.unconfirmed_and(flag(&x.l.sv.prov_ext, x.agent)),
+        );
+    }
+}
+
+/// QG013 Irreversible before undoable: a compensable write runs after an irreversible write in
+/// the same turn.
+fn qg013_irreversible_before_undoable(x: &Exec<'_>, acc: &mut Acc) {
+    if x.t.is_write() && x.t.undo.is_some() {
+        if let Some(w) = x.l.sv.wrote_irrev {
+            x.add(acc, QG013, var_is(w, 1));
+        }
+    }
+}
+
+// The origin choices are shared by every tool, so a rule reads one only for a tool that
+// declares an argument of that kind.
+
+/// QG017 Model writes code that runs: unconfirmed, with a code argument the model wrote.
+fn qg017_model_writes_code(x: &Exec<'_>, acc: &mut Acc) {
+    if x.t.arg_kinds.values().any(|k| k.is_code()) {
+        x.add(
+            acc,
+            QG017,
+            x.unconfirmed_and(model_wrote(x.l, ArgClass::Code)),
+        );
+    }
+}
+
+/// QG018 Model writes a query or a destination: unconfirmed, with such an argument the model
+/// wrote.
+fn qg018_model_writes_a_query(x: &Exec<'_>, acc: &mut Acc) {
+    if x.t.arg_kinds.values().any(|k| !k.is_code()) {
+        x.add(
+            acc,
+            QG018,
+            x.unconfirmed_and(model_wrote(x.l, ArgClass::Query)),
+        );
+    }
+}
+
+/// QG019 Confidential data leaves: a `sends_out` tool runs unconfirmed while the agent holds
+/// confidential content.
+fn qg019_confidential_data_leaves(x: &Exec<'_>, acc: &mut Acc) {
+    if x.t.sends_out {
+        x.add(
+            acc,
+            QG019,
+            x.unconfirmed_and(flag(&x.l.sv.prov_conf, x.agent)),
+        );
+    }
+}
+
+/// QG020 Retrieval not bound to the user: a read of a multi-tenant store not bound to the user.
+fn qg020_retrieval_not_bound(x: &Exec<'_>, acc: &mut Acc) {
+    let t = x.t;
+    if !t.is_write() && t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
+        x.add(acc, QG020, Expr::Bool(true));
+    }
 }
 
 /// Every (rule, subject) a reachability rule calls for, whether or not a command can violate
@@ -233,40 +322,40 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
                 .and_then(|a| p.graph.agents.get(a))
                 .is_some_and(|a| a.privilege == encoder::agent::Privilege::High)
         });
-        let mut rules: Vec<&str> = vec![];
+        let mut rules: Vec<RuleId> = vec![];
         if unchecked {
             rules.push(match (t.is_write(), guarded) {
-                (false, _) => "QG101",
-                (true, true) => "QG002",
-                (true, false) => "QG001",
+                (false, _) => QG101,
+                (true, true) => QG002,
+                (true, false) => QG001,
             });
         }
         if t.is_write() {
             if high {
-                rules.push("QG011");
+                rules.push(QG011);
             }
-            rules.push("QG012");
+            rules.push(QG012);
             if t.store.as_ref().is_some_and(|s| s.persistent) {
-                rules.push("QG021");
+                rules.push(QG021);
             }
             if t.undo.is_some() && l.sv.wrote_irrev.is_some() {
-                rules.push("QG013");
+                rules.push(QG013);
             }
         }
         if !t.order.after.is_empty() || !t.order.not_after.is_empty() || t.order.at_most.is_some() {
-            rules.push("QG014");
+            rules.push(QG014);
         }
         if t.arg_kinds.values().any(|k| k.is_code()) {
-            rules.push("QG017");
+            rules.push(QG017);
         }
         if t.arg_kinds.values().any(|k| !k.is_code()) {
-            rules.push("QG018");
+            rules.push(QG018);
         }
         if t.sends_out {
-            rules.push("QG019");
+            rules.push(QG019);
         }
         if !t.is_write() && t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
-            rules.push("QG020");
+            rules.push(QG020);
         }
         for r in rules {
             acc.declare(r, name, false);
@@ -328,7 +417,7 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
         if ut.is_write() {
             if high {
                 acc.add(
-                    "QG011",
+                    QG011,
                     &u,
                     cid,
                     and(vec![unconfirmed.clone(), flag(&l.sv.steered, agent)]),
@@ -336,7 +425,7 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
                 );
             }
             acc.add(
-                "QG012",
+                QG012,
                 &u,
                 cid,
                 and(vec![
@@ -346,7 +435,7 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
                 false,
             );
             if ut.store.as_ref().is_some_and(|s| s.persistent) {
-                acc.add("QG021", &u, cid, and(vec![unconfirmed.clone(), ext]), false);
+                acc.add(QG021, &u, cid, and(vec![unconfirmed.clone(), ext]), false);
             }
             if ut.undo.is_some() {
                 if let Some(wi) = l.sv.wrote_irrev {
@@ -354,25 +443,19 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
                         var_is(wi, 1),
                         earlier(&|t| t.is_write() && t.irreversible),
                     ]);
-                    acc.add("QG013", &u, cid, and(vec![ran.clone(), irrev]), false);
+                    acc.add(QG013, &u, cid, and(vec![ran.clone(), irrev]), false);
                 }
             }
         }
         if ut.sends_out {
-            acc.add(
-                "QG019",
-                &u,
-                cid,
-                and(vec![unconfirmed.clone(), conf]),
-                false,
-            );
+            acc.add(QG019, &u, cid, and(vec![unconfirmed.clone(), conf]), false);
         }
         if !ut.is_write() && ut.store.as_ref().is_some_and(|s| s.multi_tenant) && !ut.bound_to_user
         {
-            acc.add("QG020", &u, cid, ran.clone(), false);
+            acc.add(QG020, &u, cid, ran.clone(), false);
         }
         acc.add(
-            "QG014",
+            QG014,
             &u,
             cid,
             and(vec![ran.clone(), order_violated(p, l, ut)]),
@@ -395,7 +478,7 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
                         (false, _) => not(var_is(r2, 0)),
                     })
                     .collect();
-            acc.add("QG014", &u, cid, and(vec![ran.clone(), or(earlier)]), false);
+            acc.add(QG014, &u, cid, and(vec![ran.clone(), or(earlier)]), false);
         }
     }
     at_most_across_one_rollback(p, l, cid, acc);
@@ -453,7 +536,7 @@ fn at_most_across_one_rollback(p: &Project, l: &Lowered, cid: CmdId, acc: &mut A
             conj.push(not(lt(Expr::Var(cv), Expr::Const(need))));
             cases.push(and(conj));
         }
-        acc.add("QG014", &u, cid, or(cases), false);
+        acc.add(QG014, &u, cid, or(cases), false);
     }
 }
 

@@ -303,7 +303,7 @@ fn reachability(
         );
         if o.disagreement {
             agree = false;
-            let q = rule("QG312").expect("QG312 is in the catalog");
+            let q = obligations::catalog::QG312.rule();
             let message = format!(
                 "the engines disagree on {}: BFS says {}, BMC says {}",
                 ob.id,
@@ -384,7 +384,7 @@ fn reachable(
     );
     let agent = last.label.agent.clone().unwrap_or_default();
     let at = tool_loc(p, Some(&agent), &ob.subject, last.label.at.clone());
-    let mut message = reach_message(&ob.rule, &ob.subject, &last.label.node, &agent);
+    let mut message = obligations::rules::message(&ob.rule, &ob.subject, &last.label.node, &agent);
     let r = if o.multi_turn {
         message = format!(
             "{} ({}: its shortest witness needs {} turns and it is unreachable in one)",
@@ -392,7 +392,7 @@ fn reachable(
             ob.rule,
             w.turns(&proof.ts)
         );
-        rule("QG003").expect("QG003 is in the catalog")
+        obligations::catalog::QG003.rule()
     } else {
         r
     };
@@ -455,7 +455,7 @@ fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Fi
         let ob = &proof.outcomes[oi].obligation;
         let out = witnesses::replay::replay(p, doc);
         if out != ReplayOutcome::Reproduced {
-            let q = rule("QG312").expect("QG312 is in the catalog");
+            let q = obligations::catalog::QG312.rule();
             let message = format!(
                 "the witness of {} does not replay on the concrete runtime: {}",
                 ob.id,
@@ -547,24 +547,6 @@ fn tool_loc(p: &Project, agent: Option<&str>, tool: &str, node_at: Option<Loc>) 
         }
     }
     node_at
-}
-
-fn reach_message(rule_id: &str, tool: &str, node: &str, agent: &str) -> String {
-    match rule_id {
-        "QG001" => format!("the write '{tool}' runs at '{node}' without the tool check, and no guarded node lists it"),
-        "QG002" => format!("the write '{tool}' runs at '{node}' without the tool check, although a guarded tool node lists it"),
-        "QG101" => format!("the read '{tool}' runs at '{node}' without the tool check"),
-        "QG011" => format!("the high-privilege agent '{agent}' runs the write '{tool}' unconfirmed while it carries an instruction handed from a lower-privilege agent"),
-        "QG012" => "The instruction entered one agent and the privileged call is made by another, after a hand-off: each agent did what it was asked, and the less trusted one steered the more trusted one.".to_string(),
-        "QG013" => format!("the compensable write '{tool}' runs after an irreversible write in the same turn, so a failure can no longer be undone"),
-        "QG014" => format!("'{tool}' runs at '{node}' although the session's runs violate its order rule"),
-        "QG017" => format!("'{tool}' runs unconfirmed with a code or shell argument the model wrote"),
-        "QG018" => format!("'{tool}' runs unconfirmed with a query, path, URL, template or destination the model wrote"),
-        "QG019" => format!("'{tool}' sends data out, unconfirmed, while agent '{agent}' holds confidential content"),
-        "QG020" => format!("'{tool}' reads a multi-tenant store and the call is not bound to the user"),
-        "QG021" => format!("'{tool}' writes a persistent store, unconfirmed, while agent '{agent}' holds untrusted content"),
-        _ => format!("'{tool}' at '{node}'"),
-    }
 }
 
 fn describe(v: Option<&Verdict>) -> String {

@@ -91,7 +91,10 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
         }
         let mut matched = false;
         for f in r.findings.iter_mut() {
-            if f.rule.id == s.rule && f.subject == s.subject && f.rule.id != "QG312" {
+            if f.rule.id == s.rule
+                && f.subject == s.subject
+                && f.rule.id != obligations::catalog::QG312.as_str()
+            {
                 f.standing = Standing::Suppressed {
                     reason: s.reason.clone(),
                     until: s.until.map(|d| d.to_string()),
@@ -215,7 +218,7 @@ impl Baseline {
 /// severity; a finding that got more severe, and QG312, stay new.
 pub fn apply_baseline(r: &mut Report, b: &Baseline) {
     for f in r.findings.iter_mut() {
-        if f.standing != Standing::New || f.rule.id == "QG312" {
+        if f.standing != Standing::New || f.rule.id == obligations::catalog::QG312.as_str() {
             continue;
         }
         if let Some(old) = b.findings.get(&f.fingerprint) {

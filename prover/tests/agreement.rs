@@ -73,7 +73,7 @@ fn pinned_saturated_undo(
     // catalogue's `undo_args` name, so the concrete history may hold no valid undo of it where the
     // abstract one (which does not track argument values) allows one. The same, sound, direction.
     let undo_of_compensation = st.label.as_undo
-        && st.label.decision == Some(encoder::ts::Verdict::Allow)
+        && st.label.decision == Some(encoder::vocab::Answer::Allow)
         && why.contains("the tool check refuse");
     saturated || undo_of_compensation
 }
@@ -91,7 +91,7 @@ fn rollback_after_saturated_undo(doc: &witnesses::witness::Witness, out: &Replay
     let Some(last) = doc.steps.get(step.saturating_sub(1)) else {
         return false;
     };
-    if last.label.decision != Some(encoder::ts::Verdict::Refuse) {
+    if last.label.decision != Some(encoder::vocab::Answer::Refuse) {
         return false;
     }
     doc.steps[..step.saturating_sub(1)]
@@ -251,7 +251,16 @@ fn the_walks_exercise_every_kind_of_decision() {
             );
             for st in &doc.steps {
                 if st.label.checked {
-                    let key = format!("{:?} {}", st.label.decision, st.label.reasons.join(","));
+                    let key = format!(
+                        "{:?} {}",
+                        st.label.decision,
+                        st.label
+                            .reasons
+                            .iter()
+                            .map(|r| r.as_str())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    );
                     *seen.entry(key).or_default() += 1;
                 }
             }
@@ -296,7 +305,7 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
             // A guarded step that ran a tool with valid arguments: claim the arguments were invalid.
             let Some(i) = doc.steps.iter().position(|s| {
                 s.label.checked
-                    && s.label.decision == Some(encoder::ts::Verdict::Allow)
+                    && s.label.decision == Some(encoder::vocab::Answer::Allow)
                     && s.choices.get("args.invalid").map(String::as_str) == Some("valid")
             }) else {
                 continue;

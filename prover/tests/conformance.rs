@@ -21,23 +21,16 @@ use encoder::graph::NodeKind;
 use encoder::rulebook::{Literal, Operand};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::regions::eval_literal;
-use encoder::ts::{CmdId, Label, LabelKind, Verdict as TsVerdict};
+use encoder::ts::{CmdId, Label, LabelKind};
+use encoder::vocab::{first_class, Answer, ChoiceKey, Mark, Reason, VarKey};
 use encoder::Project;
 use prover::verdict::Verdict;
 use prover::{bfs, bmc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
+use witnesses::explore::Route;
 use witnesses::explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
-
-/// Refusal reasons the lowering folds into one class (as `replay` compares them).
-fn reason_class(r: &str) -> &str {
-    match r {
-        "argument_schema" | "undeclared_destination" => "invalid_arguments",
-        "compensation_spent" | "compensation_mismatch" => "compensation",
-        other => other,
-    }
-}
 
 /// A failed match: where, and why, with a short signature for grouping distinct mismatches.
 #[derive(Debug, Clone)]
@@ -50,31 +43,27 @@ struct Matcher<'a> {
     p: &'a Project,
     l: &'a Lowered,
     /// Per region choice (`ctx.x`, `arg.tool.a`), the literals that read its operand.
-    lits: BTreeMap<String, Vec<Literal>>,
-    var: BTreeMap<String, usize>,
+    lits: BTreeMap<ChoiceKey, Vec<Literal>>,
 }
 
 impl<'a> Matcher<'a> {
     fn new(p: &'a Project, l: &'a Lowered) -> Matcher<'a> {
-        let mut lits: BTreeMap<String, Vec<Literal>> = BTreeMap::new();
+        let mut lits: BTreeMap<ChoiceKey, Vec<Literal>> = BTreeMap::new();
         if let Some(rb) = &p.rulebook {
             for (tool, g) in &rb.gates {
                 for lit in g.paths.iter().flat_map(|p| &p.literals) {
-                    let name = match &lit.operand {
-                        Operand::Context(v) => format!("ctx.{v}"),
-                        Operand::Arg(a) => format!("arg.{tool}.{a}"),
+                    let key = match &lit.operand {
+                        Operand::Context(v) => ChoiceKey::Context(v.clone()),
+                        Operand::Arg(a) => ChoiceKey::Arg {
+                            tool: tool.clone(),
+                            arg: a.clone(),
+                        },
                     };
-                    lits.entry(name).or_default().push(lit.clone());
+                    lits.entry(key).or_default().push(lit.clone());
                 }
             }
         }
-        let var =
-            l.ts.vars
-                .iter()
-                .enumerate()
-                .map(|(i, d)| (d.name.clone(), i))
-                .collect();
-        Matcher { p, l, lits, var }
+        Matcher { p, l, lits }
     }
 
     fn node_value(&self, id: Option<&str>) -> u32 {
@@ -85,12 +74,12 @@ impl<'a> Matcher<'a> {
 
     /// Whether a region's representative and a concrete value give every literal over the
     /// operand the same truth (`None` is unset and agrees only with unset).
-    fn region_agrees(&self, name: &str, rep: &Option<Value>, conc: &Option<Value>) -> bool {
+    fn region_agrees(&self, key: &ChoiceKey, rep: &Option<Value>, conc: &Option<Value>) -> bool {
         match (rep, conc) {
             (None, None) => true,
             (Some(r), Some(c)) => self
                 .lits
-                .get(name)
+                .get(key)
                 .map(|ls| ls.iter().all(|l| eval_literal(l, r) == eval_literal(l, c)))
                 .unwrap_or(true),
             _ => false,
@@ -98,57 +87,48 @@ impl<'a> Matcher<'a> {
     }
 
     /// Whether one abstract choice value agrees with the concrete step's choices.
-    fn choice_agrees(&self, name: &str, v: u32, st: &ConcreteStep) -> bool {
-        let decl = &self.l.ts.choices[self.l.choice_ids[name].0 as usize];
-        let ch = &st.choices;
-        if let Some(var) = name.strip_prefix("ctx.") {
-            return match ch.context.get(var) {
-                None => true,
-                Some(conc) => {
-                    let rep = &self.l.region_values[name][v as usize];
-                    self.region_agrees(name, rep, conc)
-                }
-            };
-        }
-        if let Some(rest) = name.strip_prefix("arg.") {
-            let (tool, arg) = rest.split_once('.').unwrap_or((rest, ""));
-            if st.label.tool.as_deref() != Some(tool) {
-                return true;
-            }
-            return match ch.args.get(arg) {
-                None => true,
-                Some(conc) => {
-                    let rep = &self.l.region_values[name][v as usize];
-                    self.region_agrees(name, rep, &Some(conc.clone()))
-                }
-            };
-        }
-        let class = match name {
-            "origin.code_args" => Some("code"),
-            "origin.query_args" => Some("query"),
-            "origin.other_args" => Some("other"),
-            _ => None,
+    fn choice_agrees(&self, id: usize, v: u32, st: &ConcreteStep) -> bool {
+        let decl = &self.l.ts.choices[id];
+        // The lowering declares choices with their keys in step: a choice's id is its key's index.
+        let Some((key, _)) = self.l.choice_ids.get_index(id) else {
+            return true;
         };
-        if let Some(c) = class {
-            return match ch.model_wrote.get(c) {
+        let ch = &st.choices;
+        match key {
+            ChoiceKey::Context(var) => match ch.context.get(var) {
+                None => true,
+                Some(conc) => {
+                    let rep = &self.l.region_values[key][v as usize];
+                    self.region_agrees(key, rep, conc)
+                }
+            },
+            ChoiceKey::Arg { tool, arg } => {
+                if st.label.tool.as_deref() != Some(tool.as_str()) {
+                    return true;
+                }
+                match ch.args.get(arg) {
+                    None => true,
+                    Some(conc) => {
+                        let rep = &self.l.region_values[key][v as usize];
+                        self.region_agrees(key, rep, &Some(conc.clone()))
+                    }
+                }
+            }
+            ChoiceKey::Origin(c) => match ch.model_wrote.get(c) {
                 None => true,
                 Some(m) => *m == (v == 1),
-            };
-        }
-        if name == "args.invalid" {
-            return ch.invalid.is_none_or(|i| i == (v == 1));
-        }
-        if name.starts_with("undo.") {
-            if !st.label.checked {
-                return true;
+            },
+            ChoiceKey::ArgsInvalid => ch.invalid.is_none_or(|i| i == (v == 1)),
+            ChoiceKey::Undo(_) => {
+                if !st.label.checked {
+                    return true;
+                }
+                let want = ch.undo.clone().unwrap_or_else(|| "none".into());
+                decl.show(v) == want
             }
-            let want = ch.undo.clone().unwrap_or_else(|| "none".into());
-            return decl.show(v) == want;
+            ChoiceKey::HumanApprove => ch.approve.is_none_or(|a| a == (v == 1)),
+            ChoiceKey::TurnResume | ChoiceKey::CheckFails => true,
         }
-        if name == "human.approve" {
-            return ch.approve.is_none_or(|a| a == (v == 1));
-        }
-        true
     }
 
     /// Which field of a command's label disagrees with the concrete step (none: all agree).
@@ -176,17 +156,16 @@ impl<'a> Matcher<'a> {
         if c.checked != st.label.checked {
             return Some("checked");
         }
-        let first = |r: &[String]| r.first().map(|s| reason_class(s).to_string());
         match st.label.decision {
-            Some(TsVerdict::Refuse) if first(&c.reasons) != first(&st.label.reasons) => {
+            Some(Answer::Refuse) if first_class(&c.reasons) != first_class(&st.label.reasons) => {
                 return Some("reason")
             }
-            Some(TsVerdict::Allow) if c.by_token != st.label.by_token => return Some("by_token"),
-            Some(TsVerdict::Allow) if c.as_undo != st.label.as_undo => return Some("as_undo"),
+            Some(Answer::Allow) if c.by_token != st.label.by_token => return Some("by_token"),
+            Some(Answer::Allow) if c.as_undo != st.label.as_undo => return Some("as_undo"),
             _ => {}
         }
-        let confirm_yes = st.choices.route.as_deref() == Some("confirm_yes");
-        if confirm_yes != c.reasons.iter().any(|r| r == "confirm_yes") {
+        let confirm_yes = st.choices.route == Some(Route::ConfirmYes);
+        if confirm_yes != c.reasons.contains(&Reason::ConfirmYes) {
             return Some("confirm_yes");
         }
         if !confirm_yes && c.edge != st.label.edge {
@@ -201,73 +180,52 @@ impl<'a> Matcher<'a> {
     /// The abstract state's disagreement with the explorer's state after a step, by variable.
     fn state_disagrees(&self, s: &[u32], st: &ConcreteStep) -> Option<(String, String)> {
         let a = &st.after;
-        let get = |name: &str| self.var.get(name).map(|&i| (i, s[i]));
-        let mut want: Vec<(String, u32)> = vec![
-            ("node".into(), self.node_value(a.node.as_deref())),
-            ("turn".into(), a.turn),
-            ("step".into(), a.step),
-        ];
-        if let Some((i, _)) = get("held") {
-            let shown = a
-                .held
-                .as_ref()
-                .map(|(t, node)| format!("{t}@{node}"))
-                .unwrap_or_else(|| "none".into());
-            let d = &self.l.ts.vars[i];
-            let v = (0..d.domain)
-                .find(|v| d.show(*v) == shown)
-                .unwrap_or(u32::MAX);
-            want.push(("held".into(), v));
-        }
-        if self.var.contains_key("approved") {
-            want.push(("approved".into(), a.approved as u32));
-        }
-        let flag = |m: &BTreeMap<String, BTreeSet<String>>, ag: &str, f: &str| {
-            m.get(ag).is_some_and(|x| x.contains(f)) as u32
+        let flag = |m: &BTreeMap<String, BTreeSet<Mark>>, ag: &str, f: Mark| {
+            m.get(ag).is_some_and(|x| x.contains(&f)) as u32
         };
-        for ag in self.p.graph.agents.keys() {
-            for (prefix, f, marks) in [
-                ("mark.external.", "external", true),
-                ("mark.confidential.", "confidential", true),
-                ("mark.steered_from_lower.", "steered_from_lower", true),
-                ("prov.external.", "external", false),
-                ("prov.external_handed.", "external_handed", false),
-                ("prov.confidential.", "confidential", false),
-            ] {
-                let name = format!("{prefix}{ag}");
-                if self.var.contains_key(&name) {
-                    let m = if marks { &a.marks } else { &a.prov };
-                    want.push((name, flag(m, ag, f)));
+        for (i, key) in self.l.var_keys.iter().enumerate() {
+            let d = &self.l.ts.vars[i];
+            let w = match key {
+                VarKey::Node => self.node_value(a.node.as_deref()),
+                VarKey::Turn => a.turn,
+                VarKey::Step => a.step,
+                VarKey::Held => {
+                    let shown = a
+                        .held
+                        .as_ref()
+                        .map(|(t, node)| format!("{t}@{node}"))
+                        .unwrap_or_else(|| "none".into());
+                    (0..d.domain)
+                        .find(|v| d.show(*v) == shown)
+                        .unwrap_or(u32::MAX)
                 }
-            }
-        }
-        if self.p.graph.agents.len() > 1 {
-            if let Some(ai) = self.p.graph.agents.get_index_of(&a.active) {
-                want.push(("agent".into(), ai as u32));
-            }
-        }
-        for (name, w) in want {
-            if let Some((_, got)) = get(&name) {
-                if got != w {
-                    let d = &self.l.ts.vars[self.var[&name]];
-                    // The signature names the variable without its agent.
-                    let short = match name.rsplit_once('.') {
-                        Some((pre, _))
-                            if name.starts_with("mark.") || name.starts_with("prov.") =>
-                        {
-                            pre.to_string()
-                        }
-                        _ => name.clone(),
-                    };
-                    return Some((
-                        format!("state after: {short}"),
-                        format!(
-                            "state after: {name} is {} in the lowered system, {} in the explorer",
-                            d.show(got),
-                            d.show(w)
-                        ),
-                    ));
+                VarKey::Approved => a.approved as u32,
+                VarKey::Mark(m, ag) => flag(&a.marks, ag, *m),
+                VarKey::Prov(m, ag) => flag(&a.prov, ag, *m),
+                VarKey::Agent if self.p.graph.agents.len() > 1 => {
+                    match self.p.graph.agents.get_index_of(&a.active) {
+                        Some(ai) => ai as u32,
+                        None => continue,
+                    }
                 }
+                _ => continue,
+            };
+            let got = s[i];
+            if got != w {
+                // The signature names the variable without its agent.
+                let short = match key {
+                    VarKey::Mark(m, _) => format!("mark.{m}"),
+                    VarKey::Prov(m, _) => format!("prov.{m}"),
+                    other => other.to_string(),
+                };
+                return Some((
+                    format!("state after: {short}"),
+                    format!(
+                        "state after: {key} is {} in the lowered system, {} in the explorer",
+                        d.show(got),
+                        d.show(w)
+                    ),
+                ));
             }
         }
         None
@@ -289,7 +247,7 @@ impl<'a> Matcher<'a> {
             .map(|&i| {
                 let d = &ts.choices[i];
                 (0..d.domain)
-                    .filter(|v| self.choice_agrees(&d.name, *v, st))
+                    .filter(|v| self.choice_agrees(i, *v, st))
                     .collect()
             })
             .collect();
@@ -423,7 +381,7 @@ impl<'a> Matcher<'a> {
                 "{:?} {:?} {:?}: {short}",
                 st.label.kind,
                 st.label.decision,
-                st.label.reasons.first().map(|r| reason_class(r))
+                first_class(&st.label.reasons)
             )
         } else {
             short
@@ -431,8 +389,7 @@ impl<'a> Matcher<'a> {
         let route = st
             .choices
             .route
-            .as_deref()
-            .map(|r| format!(" {r}"))
+            .map(|r| format!(" {}", r.as_str()))
             .unwrap_or_default();
         let signature = format!(
             "{kind}{}{derived}{route} edge={edge_kind}: {what}",
@@ -877,10 +834,10 @@ fn a_tainted_undo_is_refused_under_taint_policy_refuse() {
     let runs = random_runs(&p, 5, 20_000);
     let (mut presented, mut ran) = (0, 0);
     for run in &runs {
-        let mut marks: BTreeSet<String> = BTreeSet::new();
+        let mut marks: BTreeSet<Mark> = BTreeSet::new();
         for st in &run.steps {
             let undo = st.label.tool.as_deref() == Some("u") && st.choices.undo.is_some();
-            if undo && marks.contains("external") && st.choices.invalid == Some(false) {
+            if undo && marks.contains(&Mark::External) && st.choices.invalid == Some(false) {
                 presented += 1;
                 ran += st.label.as_undo as usize;
             }

@@ -23,60 +23,38 @@ use crate::history::{Entry, History, Key};
 use encoder::agent::{AgentFile, Privilege, Settings, TaintPolicy, WritePolicy};
 use encoder::catalogue::{ArgCheck, Catalogue, Tool, Trust};
 use encoder::rulebook::{CmpOp, Rulebook};
+use encoder::vocab::{Answer, CheckOp, Mark, Reason};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
-/// The three answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The tool runs once, under an idempotency key.
-    Allow,
-    /// A person is asked; their yes presents `detail.token`.
-    Confirm,
-    /// Nothing runs; `detail.rollback` undoes the run's earlier writes.
-    Refuse,
-}
-
-impl Verdict {
-    /// The verdict's JSON name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Allow => "allow",
-            Verdict::Confirm => "confirm",
-            Verdict::Refuse => "refuse",
-        }
-    }
-}
-
 /// The check's answer: `{"decision": "refuse", "reasons": ["order_rule"], "detail": {...}}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     /// allow, confirm or refuse.
-    pub decision: Verdict,
+    pub decision: Answer,
     /// Why, as stable reason names.
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
     /// What the reasons point at (pointer, rule, flow, token, idempotency key, rollback, …).
     pub detail: Map<String, Value>,
 }
 
 impl Decision {
-    fn new(decision: Verdict, reasons: &[&str], detail: Value) -> Decision {
+    fn new(decision: Answer, reasons: &[Reason], detail: Value) -> Decision {
         let detail = match detail {
             Value::Object(m) => m,
             _ => Map::new(),
         };
         Decision {
             decision,
-            reasons: reasons.iter().map(|s| s.to_string()).collect(),
+            reasons: reasons.to_vec(),
             detail,
         }
     }
 
-    fn refuse(reason: &str, detail: Value) -> Decision {
-        Decision::new(Verdict::Refuse, &[reason], detail)
+    fn refuse(reason: Reason, detail: Value) -> Decision {
+        Decision::new(Answer::Refuse, &[reason], detail)
     }
 }
 
@@ -138,10 +116,10 @@ pub fn check(ctx: &CheckContext<'_>, history: &History, call: &Call) -> Decision
         Err(refusal) => return refusal,
     };
     if let Some(entry) = invalid {
-        return Decision::refuse("history_invalid", json!({"entry": entry}));
+        return Decision::refuse(Reason::HistoryInvalid, json!({"entry": entry}));
     }
     match decide_verified(ctx, history, call, tool, &acting, &run) {
-        d if d.decision == Verdict::Refuse => with_rollback(d, ctx.catalogue, history, &run),
+        d if d.decision == Answer::Refuse => with_rollback(d, ctx.catalogue, history, &run),
         d => d,
     }
 }
@@ -156,9 +134,9 @@ fn decide_verified(
     run: &[usize],
 ) -> Decision {
     let session = history.session.clone().unwrap_or_default();
-    let allow = |reasons: &[&str]| {
+    let allow = |reasons: &[Reason]| {
         Decision::new(
-            Verdict::Allow,
+            Answer::Allow,
             reasons,
             json!({"idempotency_key": idempotency_key(&call.tool, &call.args_value(), &session)}),
         )
@@ -193,16 +171,19 @@ fn decide_verified(
         Vec::new()
     };
     if !tainted.is_empty() && ctx.settings.taint_policy == TaintPolicy::Refuse {
-        return Decision::refuse("tainted_call", json!({"tainted_call": tainted}));
+        return Decision::refuse(
+            Reason::TaintedCall,
+            json!({Reason::TaintedCall.as_str(): tainted}),
+        );
     }
     let token_note = match token_rule(ctx.key, history, call) {
-        TokenStatus::Covers => return allow(&["confirmed"]),
+        TokenStatus::Covers => return allow(&[Reason::Confirmed]),
         TokenStatus::Absent => None,
         TokenStatus::Spent => Some("spent"),
         TokenStatus::Mismatch => Some("does_not_cover"),
     };
     if bound_undo {
-        return allow(&["compensation"]);
+        return allow(&[Reason::Compensation]);
     }
     if tool.is_write() {
         if let Some(mut d) = person_rule(ctx, history, call, tool, run, clarify, tainted) {
@@ -219,7 +200,7 @@ fn decide_verified(
 fn catalogue_rule<'c>(ctx: &CheckContext<'c>, call: &Call) -> Result<(&'c Tool, Acting), Decision> {
     let tool = ctx.catalogue.get(&call.tool).ok_or_else(|| {
         Decision::refuse(
-            "unknown_tool",
+            Reason::UnknownTool,
             json!({"tool": call.tool, "why": "not_in_catalogue"}),
         )
     })?;
@@ -237,25 +218,30 @@ fn catalogue_rule<'c>(ctx: &CheckContext<'c>, call: &Call) -> Result<(&'c Tool, 
             Some(info) => (a.clone(), info),
             None => {
                 return Err(Decision::refuse(
-                    "unknown_tool",
+                    Reason::UnknownTool,
                     json!({"tool": call.tool, "agent": a, "why": "unknown_agent"}),
                 ))
             }
         },
         None if ctx.agents.len() == 1 => match ctx.agents.first() {
             Some((n, info)) => (n.clone(), info),
-            None => return Err(Decision::refuse("agent_required", json!({"agents": []}))),
+            None => {
+                return Err(Decision::refuse(
+                    Reason::AgentRequired,
+                    json!({"agents": []}),
+                ))
+            }
         },
         None => {
             return Err(Decision::refuse(
-                "agent_required",
+                Reason::AgentRequired,
                 json!({"agents": ctx.agents.keys().collect::<Vec<_>>()}),
             ))
         }
     };
     if !info.tools.iter().any(|t| t == &call.tool) {
         return Err(Decision::refuse(
-            "unknown_tool",
+            Reason::UnknownTool,
             json!({"tool": call.tool, "agent": name, "why": "agent_cannot_reach"}),
         ));
     }
@@ -290,7 +276,7 @@ fn argument_rule(tool: &Tool, call: &Call) -> Option<Decision> {
         Ok(v) => v,
         Err(e) => {
             return Some(Decision::refuse(
-                "argument_schema",
+                Reason::ArgumentSchema,
                 json!({"pointer": "", "error": format!("the tool's argument schema does not compile: {e}")}),
             ))
         }
@@ -303,7 +289,7 @@ fn argument_rule(tool: &Tool, call: &Call) -> Option<Decision> {
     errors.sort();
     errors.into_iter().next().map(|(_, pointer, error)| {
         Decision::refuse(
-            "argument_schema",
+            Reason::ArgumentSchema,
             json!({"pointer": pointer, "error": error}),
         )
     })
@@ -345,7 +331,7 @@ fn destination_rule(tool: &Tool, call: &Call) -> Option<Decision> {
     }
     let d = find_destination(&call.args_value(), "")?;
     Some(Decision::refuse(
-        "undeclared_destination",
+        Reason::UndeclaredDestination,
         json!({"pointer": d.pointer, "value": d.value, "kind": d.kind}),
     ))
 }
@@ -374,7 +360,7 @@ fn order_rule(
 ) -> Option<Decision> {
     let ran = ran_in_scope(ctx, history, acting);
     let has_run = |name: &str| ran.iter().any(|e| e.tool == name);
-    let rule = |text: String| Some(Decision::refuse("order_rule", json!({"rule": text})));
+    let rule = |text: String| Some(Decision::refuse(Reason::OrderRule, json!({"rule": text})));
     if let Some(missing) = tool.order.after.iter().find(|t| !has_run(t)) {
         return rule(format!("after {missing}"));
     }
@@ -396,7 +382,7 @@ fn compensation_rule(catalogue: &Catalogue, history: &History, call: &Call) -> O
     let index = call.undoes?;
     let mismatch = |why: String| {
         Some(Decision::refuse(
-            "compensation_mismatch",
+            Reason::CompensationMismatch,
             json!({"undoes": index, "why": why}),
         ))
     };
@@ -432,7 +418,7 @@ fn compensation_rule(catalogue: &Catalogue, history: &History, call: &Call) -> O
         .position(|e| e.ran && e.undoes == Some(index))
     {
         return Some(Decision::refuse(
-            "compensation_spent",
+            Reason::CompensationSpent,
             json!({"undoes": index, "by": by}),
         ));
     }
@@ -456,7 +442,7 @@ fn rulebook_rule(rulebook: Option<&Rulebook>, call: &Call) -> Result<Vec<String>
                 .or_else(|| gate.paths.first().map(|p| &p.flow))
                 .cloned()
                 .unwrap_or_default();
-            Err(Decision::refuse("refuse", json!({"flow": flow})))
+            Err(Decision::refuse(Reason::Refuse, json!({"flow": flow})))
         }
     }
 }
@@ -471,7 +457,7 @@ fn sheet_check_rule(
 ) -> Option<Decision> {
     tool.checks.iter().find_map(|c| {
         sheet_check_fails(c, catalogue, history, call)
-            .map(|detail| Decision::refuse("check", detail))
+            .map(|detail| Decision::refuse(Reason::Check, detail))
     })
 }
 
@@ -491,19 +477,18 @@ fn sheet_check_fails(
         Ok(v) => v,
         Err(why) => return unreadable(why),
     };
-    let holds = match c.op.as_str() {
-        "at_most" => gate::compare(CmpOp::Le, actual, Some(&bound)),
-        "at_least" => gate::compare(CmpOp::Ge, actual, Some(&bound)),
-        "under" => gate::compare(CmpOp::Lt, actual, Some(&bound)),
-        "over" => gate::compare(CmpOp::Gt, actual, Some(&bound)),
-        "is" => gate::json_equal(actual, &bound),
-        "in" | "not_in" => match &bound {
+    let holds = match c.op {
+        CheckOp::AtMost => gate::compare(CmpOp::Le, actual, Some(&bound)),
+        CheckOp::AtLeast => gate::compare(CmpOp::Ge, actual, Some(&bound)),
+        CheckOp::Under => gate::compare(CmpOp::Lt, actual, Some(&bound)),
+        CheckOp::Over => gate::compare(CmpOp::Gt, actual, Some(&bound)),
+        CheckOp::Is => gate::json_equal(actual, &bound),
+        CheckOp::In | CheckOp::NotIn => match &bound {
             Value::Array(items) => {
-                items.iter().any(|i| gate::json_equal(actual, i)) == (c.op == "in")
+                items.iter().any(|i| gate::json_equal(actual, i)) == (c.op == CheckOp::In)
             }
             _ => return unreadable(format!("`{}` needs a list", c.op)),
         },
-        other => return unreadable(format!("`{other}` is not a comparison the check knows")),
     };
     if holds {
         None
@@ -570,10 +555,10 @@ pub fn entry_marks(catalogue: &Catalogue, e: &Entry) -> BTreeSet<String> {
     let mut marks: BTreeSet<String> = e.marks.iter().cloned().collect();
     if let Some(t) = catalogue.get(&e.tool) {
         if t.returns_untrusted {
-            marks.insert("external".into());
+            marks.insert(Mark::External.to_string());
         }
         if t.confidential {
-            marks.insert("confidential".into());
+            marks.insert(Mark::Confidential.to_string());
         }
     }
     marks
@@ -583,13 +568,13 @@ pub fn entry_marks(catalogue: &Catalogue, e: &Entry) -> BTreeSet<String> {
 /// external input; `steered_from_lower` for a privileged requirement or a high-privilege agent).
 fn taint_violations(tool: &Tool, acting: &Acting, marks: &BTreeSet<String>) -> Vec<String> {
     let mut out = Vec::new();
-    if tool.trust != Trust::External && marks.contains("external") {
-        out.push("external".to_string());
+    if tool.trust != Trust::External && marks.contains(Mark::External.as_str()) {
+        out.push(Mark::External.to_string());
     }
     if (tool.trust == Trust::Privileged || acting.privilege == Privilege::High)
-        && marks.contains("steered_from_lower")
+        && marks.contains(Mark::SteeredFromLower.as_str())
     {
-        out.push("steered_from_lower".to_string());
+        out.push(Mark::SteeredFromLower.to_string());
     }
     out
 }
@@ -635,7 +620,7 @@ fn held_head(history: &History, call: &Call) -> Option<String> {
     let (last, before) = history.entries.split_last()?;
     let same = last.tool == call.tool
         && !last.ran
-        && last.decision.as_deref() == Some("confirm")
+        && last.decision.as_deref() == Some(Answer::Confirm.as_str())
         && crate::canonical::canonical(&Value::Object(last.args.clone()))
             == crate::canonical::canonical(&call.args_value());
     if !same {
@@ -659,11 +644,11 @@ fn person_rule(
     clarify: Vec<String>,
     tainted: Vec<String>,
 ) -> Option<Decision> {
-    let mut reasons: Vec<&str> = Vec::new();
+    let mut reasons: Vec<Reason> = Vec::new();
     let mut detail = Map::new();
     if !clarify.is_empty() {
-        reasons.push("gate_clarify");
-        detail.insert("gate_clarify".into(), json!(clarify));
+        reasons.push(Reason::GateClarify);
+        detail.insert(Reason::GateClarify.to_string(), json!(clarify));
     }
     let model_written: Vec<&String> = {
         let mut v: Vec<&String> = call
@@ -675,23 +660,23 @@ fn person_rule(
         v
     };
     if !model_written.is_empty() {
-        reasons.push("argument_origin");
-        detail.insert("argument_origin".into(), json!(model_written));
+        reasons.push(Reason::ArgumentOrigin);
+        detail.insert(Reason::ArgumentOrigin.to_string(), json!(model_written));
     }
     if !tainted.is_empty() {
-        reasons.push("tainted_call");
-        detail.insert("tainted_call".into(), json!(tainted));
+        reasons.push(Reason::TaintedCall);
+        detail.insert(Reason::TaintedCall.to_string(), json!(tainted));
     }
     if let Some(pivot) = irreversible_pivot(ctx.catalogue, history, tool, run) {
-        reasons.push("irreversible_pivot");
-        detail.insert("irreversible_pivot".into(), json!(pivot));
+        reasons.push(Reason::IrreversiblePivot);
+        detail.insert(Reason::IrreversiblePivot.to_string(), json!(pivot));
     }
     if tool.schema_partial() {
-        reasons.push("schema_partial");
+        reasons.push(Reason::SchemaPartial);
     }
     let declared = tool.requires_confirmation || tool.confirmation.is_some();
     if reasons.is_empty() && (ctx.settings.write_policy == WritePolicy::Confirm || declared) {
-        reasons.push("write");
+        reasons.push(Reason::Write);
     }
     if reasons.is_empty() {
         return None;
@@ -712,8 +697,8 @@ fn person_rule(
         );
     }
     Some(Decision {
-        decision: Verdict::Confirm,
-        reasons: reasons.into_iter().map(str::to_string).collect(),
+        decision: Answer::Confirm,
+        reasons,
         detail,
     })
 }
@@ -839,7 +824,7 @@ pub fn record(ctx: &CheckContext<'_>, history: &mut History, call: &Call, decisi
         args: call.args.clone(),
         origins: call.origins.clone(),
         decision: Some(decision.decision.as_str().to_string()),
-        ran: decision.decision == Verdict::Allow,
+        ran: decision.decision == Answer::Allow,
         result: Value::Null,
         marks: Vec::new(),
         undoes: call.undoes,

@@ -20,16 +20,18 @@
 //!   call's token valid.
 
 use crate::call::{Call, Origin};
-use crate::check::{check, AgentInfo, CheckContext, Verdict as CVerdict};
+use crate::check::{check, AgentInfo, CheckContext};
 use crate::history::{History, Key};
 use crate::replay::instance;
 use encoder::agent::Privilege;
 use encoder::catalogue::Tool;
 use encoder::graph::{EdgeKind, NodeKind};
 use encoder::rulebook::Operand;
-use encoder::ts::{Label, LabelKind, Verdict};
+use encoder::ts::{Label, LabelKind};
+use encoder::vocab::{Answer, ArgClass, Mark, Reason};
 use encoder::Project;
 use indexmap::IndexMap;
+use obligations::catalog;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,25 +94,62 @@ impl Odometer {
     }
 }
 
+/// A router's outcome, or a resumed turn's (see [`StepChoices::route`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// The router's tool step into a guarded node.
+    ToolStep,
+    /// A person's yes to the held call.
+    ConfirmYes,
+    /// The turn ends and the next resumes at the node holding a call.
+    Resume,
+    /// The first step of a resumed turn.
+    Resumed,
+}
+
+impl Route {
+    /// The printed form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::ToolStep => Reason::ToolStep.as_str(),
+            Route::ConfirmYes => Reason::ConfirmYes.as_str(),
+            Route::Resume => "resume",
+            Route::Resumed => "resumed",
+        }
+    }
+}
+
 /// The concrete choices a step made, in the terms the lowered system's choices speak.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StepChoices {
     /// A router's outcome: `tool_step`, `confirm_yes`, or none for a plain route; on a step that
     /// ends the turn, `resume` when the next turn resumes at the node holding a call, and
     /// `resumed` on that next turn's first step.
-    pub route: Option<String>,
+    pub route: Option<Route>,
     /// Every context variable a gate reads, at a guarded call: its value, or `None` (unset).
     pub context: BTreeMap<String, Option<Value>>,
     /// The values of the call's arguments that a gate reads.
     pub args: BTreeMap<String, Value>,
     /// Per argument class (`code`, `query`, `other`): whether the model wrote one.
-    pub model_wrote: BTreeMap<String, bool>,
+    pub model_wrote: BTreeMap<ArgClass, bool>,
     /// Whether the check refused the arguments (steps 3–4).
     pub invalid: Option<bool>,
     /// The write the call undoes, if it presents an undo.
     pub undo: Option<String>,
     /// A human node's answer.
     pub approve: Option<bool>,
+}
+
+/// How a run came about, for its confirmation and its history entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ran {
+    /// At an unguarded node: no check.
+    Unchecked,
+    /// Allowed by the check, with its first reason (a token, an undo, or none).
+    Allowed(Option<Reason>),
+    /// Run by a refusal's rollback.
+    Rollback,
 }
 
 /// What the explorer tracks that the lowered system also tracks, after a step.
@@ -125,9 +164,9 @@ pub struct Tracked {
     /// The held call as (tool, the node holding it).
     pub held: Option<(String, String)>,
     /// Per agent, the marks the check sees (`external`, `confidential`, `steered_from_lower`).
-    pub marks: BTreeMap<String, BTreeSet<String>>,
+    pub marks: BTreeMap<String, BTreeSet<Mark>>,
     /// Per agent, provenance (`external`, `external_handed`, `confidential`).
-    pub prov: BTreeMap<String, BTreeSet<String>>,
+    pub prov: BTreeMap<String, BTreeSet<Mark>>,
     /// A person approved at a human node, until the next model step.
     pub approved: bool,
     /// The active agent.
@@ -186,8 +225,8 @@ struct Sim {
     /// Per history entry: whether its run counts as confirmed (token, approval, or an undo of
     /// a confirmed step).
     confirmed: Vec<bool>,
-    marks: BTreeMap<String, BTreeSet<String>>,
-    prov: BTreeMap<String, BTreeSet<String>>,
+    marks: BTreeMap<String, BTreeSet<Mark>>,
+    prov: BTreeMap<String, BTreeSet<Mark>>,
     held: Option<Held>,
     approved: bool,
     wrote_any: bool,
@@ -271,15 +310,6 @@ fn type_fits(v: &Value, ty: Option<&str>) -> bool {
         Some("string") => v.is_string(),
         Some("boolean") => v.is_boolean(),
         _ => true,
-    }
-}
-
-/// The class of an argument, as origins are abstracted: `code`, `query` or `other`.
-pub fn arg_class(t: &Tool, a: &str) -> &'static str {
-    match t.arg_kinds.get(a) {
-        Some(k) if k.is_code() => "code",
-        Some(_) => "query",
-        None => "other",
     }
 }
 
@@ -479,7 +509,7 @@ impl<'a> Explorer<'a> {
         let agent = node.agent.clone().unwrap_or_else(|| s.active.clone());
         let mut st = self.blank(s, ni, LabelKind::Route);
         if std::mem::take(&mut s.resumed) {
-            st.choices.route = Some("resumed".into());
+            st.choices.route = Some(Route::Resumed);
         }
         if matches!(node.kind, NodeKind::Router | NodeKind::Model) {
             s.active = agent.clone();
@@ -558,8 +588,8 @@ impl<'a> Explorer<'a> {
         // `external_handed`); marks only over a carrying edge, plus the hand-off's own label.
         let prov = s.prov.get(from).cloned().unwrap_or_default();
         let handed = prov
-            .contains("external")
-            .then(|| "external_handed".to_string());
+            .contains(&Mark::External)
+            .then_some(Mark::ExternalHanded);
         s.prov
             .entry(to.clone())
             .or_default()
@@ -569,7 +599,7 @@ impl<'a> Explorer<'a> {
             false => BTreeSet::new(),
         };
         if self.privilege(from) < self.privilege(&to) {
-            carried.insert("steered_from_lower".into());
+            carried.insert(Mark::SteeredFromLower);
         }
         s.marks.entry(to.clone()).or_default().extend(carried);
         s.active = to;
@@ -589,7 +619,7 @@ impl<'a> Explorer<'a> {
             // Confirm-yes: the holding node's step comes next with the token, whatever edges
             // the graph has (through the edge to it when there is one).
             let h = s.held.clone()?;
-            st.choices.route = Some("confirm_yes".into());
+            st.choices.route = Some(Route::ConfirmYes);
             st.label.tool = Some(h.call.tool.clone());
             st.label.to = Some(self.p.graph.nodes[h.node].id.clone());
             if let Some(&(ei, _)) = edges.iter().find(|(_, t)| *t == h.node) {
@@ -604,7 +634,7 @@ impl<'a> Explorer<'a> {
         if target.kind == NodeKind::Tools {
             s.via = Via::Typed;
             if target.guarded == Some(true) {
-                st.choices.route = Some("tool_step".into());
+                st.choices.route = Some(Route::ToolStep);
             }
         }
         if target.kind == NodeKind::End {
@@ -621,7 +651,7 @@ impl<'a> Explorer<'a> {
             let used = s.model_steps.entry(agent.to_string()).or_insert(0);
             if *used >= b {
                 st.label.kind = LabelKind::TurnEnd;
-                st.label.reasons = vec!["budget".into()];
+                st.label.reasons = vec![Reason::Budget];
                 return None;
             }
         }
@@ -688,7 +718,7 @@ impl<'a> Explorer<'a> {
         if !guarded {
             st.label.kind = LabelKind::Execution;
             let call = self.build_call(s, t, agent, via, ch, st, false);
-            self.execute(s, t, &call, agent, None, st);
+            self.execute(s, t, &call, agent, Ran::Unchecked, st);
             return self.move_on(s, ni, ch, st, true);
         }
         st.label.checked = true;
@@ -700,14 +730,14 @@ impl<'a> Explorer<'a> {
                 c.marks = s
                     .marks
                     .get(agent)
-                    .map(|m| m.iter().cloned().collect())
+                    .map(|m| m.iter().map(Mark::to_string).collect())
                     .unwrap_or_default();
                 c.turn = Some(s.turn as u64);
                 for (a, o) in &c.origins {
                     let model = *o == Origin::Model;
                     *st.choices
                         .model_wrote
-                        .entry(arg_class(t, a).into())
+                        .entry(ArgClass::of(t, a))
                         .or_insert(false) |= model;
                 }
                 for a in self.gate_args(&t.name) {
@@ -729,21 +759,19 @@ impl<'a> Explorer<'a> {
         };
         let d = check(&ctx, &s.history, &call);
         st.label.reasons = d.reasons.clone();
-        let first = d.reasons.first().map(String::as_str).unwrap_or("");
-        st.choices.invalid = Some(matches!(
-            first,
-            "argument_schema" | "undeclared_destination"
-        ));
+        let first = d.reasons.first().copied();
+        st.choices.invalid =
+            Some(first.map(Reason::class) == Some(encoder::vocab::RefusalClass::InvalidArguments));
         match d.decision {
-            CVerdict::Refuse => {
+            Answer::Refuse => {
                 st.label.kind = LabelKind::Decision;
-                st.label.decision = Some(Verdict::Refuse);
+                st.label.decision = Some(Answer::Refuse);
                 self.roll_back(s, &d, agent, st);
                 self.move_on(s, ni, ch, st, true)
             }
-            CVerdict::Confirm => {
+            Answer::Confirm => {
                 st.label.kind = LabelKind::Decision;
-                st.label.decision = Some(Verdict::Confirm);
+                st.label.decision = Some(Answer::Confirm);
                 st.label.ends_turn = true;
                 let tok = d
                     .detail
@@ -759,12 +787,12 @@ impl<'a> Explorer<'a> {
                 });
                 None
             }
-            CVerdict::Allow => {
+            Answer::Allow => {
                 st.label.kind = LabelKind::Execution;
-                st.label.decision = Some(Verdict::Allow);
-                st.label.by_token = first == "confirmed";
-                st.label.as_undo = first == "compensation";
-                self.execute(s, t, &call, agent, Some(first), st);
+                st.label.decision = Some(Answer::Allow);
+                st.label.by_token = first == Some(Reason::Confirmed);
+                st.label.as_undo = first == Some(Reason::Compensation);
+                self.execute(s, t, &call, agent, Ran::Allowed(first), st);
                 self.move_on(s, ni, ch, st, true)
             }
         }
@@ -791,7 +819,7 @@ impl<'a> Explorer<'a> {
             st.label.kind = LabelKind::Execution;
             st.label.tool = Some(t.name.clone());
             let call = self.build_call(s, t, agent, via, ch, st, false);
-            self.execute(s, t, &call, agent, None, st);
+            self.execute(s, t, &call, agent, Ran::Unchecked, st);
             return Some(ni);
         }
         let (ei, ti) = edges[k - runs.len()];
@@ -929,24 +957,30 @@ impl<'a> Explorer<'a> {
                 _ => {}
             }
         }
-        let mut model_class: BTreeMap<&str, bool> = BTreeMap::new();
+        let mut model_class: BTreeMap<ArgClass, bool> = BTreeMap::new();
         let mut origins = BTreeMap::new();
         for a in args.keys() {
-            let class = arg_class(t, a);
+            let class = ArgClass::of(t, a);
             let model = *model_class
                 .entry(class)
                 .or_insert_with(|| via != Via::Typed && ch.pick(2) == 1);
             origins.insert(a.clone(), if model { Origin::Model } else { Origin::Typed });
         }
         for (c, m) in model_class {
-            st.choices.model_wrote.insert(c.to_string(), m);
+            st.choices.model_wrote.insert(c, m);
         }
         let context = if checked {
             self.pick_context(ch, st)
         } else {
             Map::new()
         };
-        let marks = s.marks.get(agent).into_iter().flatten().cloned().collect();
+        let marks = s
+            .marks
+            .get(agent)
+            .into_iter()
+            .flatten()
+            .map(Mark::to_string)
+            .collect();
         Call {
             tool: t.name.clone(),
             agent: Some(agent.to_string()),
@@ -969,7 +1003,7 @@ impl<'a> Explorer<'a> {
         t: &Tool,
         call: &Call,
         agent: &str,
-        decision: Option<&str>,
+        decision: Ran,
         st: &mut ConcreteStep,
     ) {
         let undone_confirmed = call
@@ -979,15 +1013,17 @@ impl<'a> Explorer<'a> {
         // A rollback's undo is confirmed exactly when the run it undoes was (SPEC §2 step 11);
         // the runtime runs it, not a person.
         let confirmed = match decision {
-            Some("rollback") => undone_confirmed,
-            _ => {
-                decision == Some("confirmed")
+            Ran::Rollback => undone_confirmed,
+            Ran::Allowed(r) => {
+                r == Some(Reason::Confirmed)
                     || s.approved
-                    || (decision == Some("compensation") && undone_confirmed)
+                    || (r == Some(Reason::Compensation) && undone_confirmed)
             }
+            Ran::Unchecked => s.approved,
         };
-        let found = self.violations(s, t, call, agent, decision.is_some(), confirmed);
-        if decision == Some("rollback") {
+        let checked = decision != Ran::Unchecked;
+        let found = self.violations(s, t, call, agent, checked, confirmed);
+        if decision == Ran::Rollback {
             for v in found {
                 if !st.violations.contains(&v) {
                     st.violations.push(v);
@@ -996,25 +1032,25 @@ impl<'a> Explorer<'a> {
         } else {
             st.violations = found;
         }
-        let decided = if decision.is_some() {
-            "allow"
+        let decided = if checked {
+            Answer::Allow.as_str()
         } else {
-            "unchecked"
+            crate::replay::UNCHECKED
         };
         let entry = crate::replay::run_entry(&self.p.catalogue, t, call, agent, decided, s.turn);
         s.history.push_signed(entry, &self.key);
         s.confirmed.push(confirmed);
         // The history moved on: a held call's token is bound to the old head.
         s.held = None;
-        let mut mark = |m: &str| {
-            s.marks.entry(agent.into()).or_default().insert(m.into());
-            s.prov.entry(agent.into()).or_default().insert(m.into());
+        let mut mark = |m: Mark| {
+            s.marks.entry(agent.into()).or_default().insert(m);
+            s.prov.entry(agent.into()).or_default().insert(m);
         };
         if t.returns_untrusted {
-            mark("external");
+            mark(Mark::External);
         }
         if t.confidential {
-            mark("confidential");
+            mark(Mark::Confidential);
         }
         if t.is_write() {
             s.wrote_any = true;
@@ -1033,7 +1069,7 @@ impl<'a> Explorer<'a> {
     ) {
         for call in crate::check::rollback_calls(d, agent, s.turn) {
             if let Some(t) = self.p.catalogue.get(&call.tool) {
-                self.execute(s, t, &call, agent, Some("rollback"), st);
+                self.execute(s, t, &call, agent, Ran::Rollback, st);
             }
         }
     }
@@ -1049,8 +1085,8 @@ impl<'a> Explorer<'a> {
         confirmed: bool,
     ) -> Vec<String> {
         let g = &self.p.graph;
-        let has = |map: &BTreeMap<String, BTreeSet<String>>, m: &str| {
-            map.get(agent).is_some_and(|x| x.contains(m))
+        let has = |map: &BTreeMap<String, BTreeSet<Mark>>, m: Mark| {
+            map.get(agent).is_some_and(|x| x.contains(&m))
         };
         let runs = |name: &str| {
             s.history
@@ -1074,31 +1110,36 @@ impl<'a> Explorer<'a> {
             || t.order.not_after.iter().any(|a| runs(a) > 0)
             || t.order.at_most.is_some_and(|n| runs(&t.name) >= n);
         let rules = [
-            ("QG001", !checked && w && !guarded_lists),
-            ("QG002", !checked && w && guarded_lists),
-            ("QG101", !checked && !w),
+            (catalog::QG001, !checked && w && !guarded_lists),
+            (catalog::QG002, !checked && w && guarded_lists),
+            (catalog::QG101, !checked && !w),
             (
-                "QG011",
+                catalog::QG011,
                 w && !confirmed
                     && self.privilege(agent) == Privilege::High
-                    && has(&s.marks, "steered_from_lower"),
-            ),
-            ("QG012", w && !confirmed && has(&s.prov, "external_handed")),
-            ("QG013", w && t.undo.is_some() && s.wrote_irrev),
-            ("QG014", order),
-            ("QG017", !confirmed && model_wrote(true)),
-            ("QG018", !confirmed && model_wrote(false)),
-            (
-                "QG019",
-                t.sends_out && !confirmed && has(&s.prov, "confidential"),
+                    && has(&s.marks, Mark::SteeredFromLower),
             ),
             (
-                "QG020",
+                catalog::QG012,
+                w && !confirmed && has(&s.prov, Mark::ExternalHanded),
+            ),
+            (catalog::QG013, w && t.undo.is_some() && s.wrote_irrev),
+            (catalog::QG014, order),
+            (catalog::QG017, !confirmed && model_wrote(true)),
+            (catalog::QG018, !confirmed && model_wrote(false)),
+            (
+                catalog::QG019,
+                t.sends_out && !confirmed && has(&s.prov, Mark::Confidential),
+            ),
+            (
+                catalog::QG020,
                 !w && store.is_some_and(|x| x.multi_tenant) && !t.bound_to_user,
             ),
             (
-                "QG021",
-                w && !confirmed && store.is_some_and(|x| x.persistent) && has(&s.prov, "external"),
+                catalog::QG021,
+                w && !confirmed
+                    && store.is_some_and(|x| x.persistent)
+                    && has(&s.prov, Mark::External),
             ),
         ];
         rules
@@ -1135,8 +1176,8 @@ impl<'a> Explorer<'a> {
             s.model_steps.clear();
             if !self.p.settings.memory_keeps_marks {
                 for m in s.marks.values_mut() {
-                    m.remove("external");
-                    m.remove("confidential");
+                    m.remove(&Mark::External);
+                    m.remove(&Mark::Confidential);
                 }
             }
             if s.turn + 1 >= self.turn_bound() {
@@ -1154,7 +1195,7 @@ impl<'a> Explorer<'a> {
                     if ch.pick(2) == 1 {
                         s.node = Some(h);
                         s.via = Via::Token;
-                        st.choices.route = Some("resume".into());
+                        st.choices.route = Some(Route::Resume);
                         s.resumed = true;
                     }
                 }
@@ -1263,11 +1304,15 @@ mod tests {
         let after = &first.after;
         assert_eq!(after.active, "admin");
         let set = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
+        let names = |m: &BTreeSet<Mark>| m.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
         assert_eq!(
-            after.marks["admin"],
+            names(&after.marks["admin"]),
             set(&["external", "steered_from_lower"])
         );
-        assert_eq!(after.prov["admin"], set(&["external", "external_handed"]));
+        assert_eq!(
+            names(&after.prov["admin"]),
+            set(&["external", "external_handed"])
+        );
         assert_eq!(first.violations, vec!["QG101:read_mail".to_string()]);
     }
 
@@ -1276,7 +1321,11 @@ mod tests {
         let (runs, _) = all_runs(&handoff_from_tools(Some(false)), 100);
         let after = &runs[0].steps[0].after;
         let set = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
-        assert_eq!(after.marks["admin"], set(&["steered_from_lower"]));
-        assert_eq!(after.prov["admin"], set(&["external", "external_handed"]));
+        let names = |m: &BTreeSet<Mark>| m.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(names(&after.marks["admin"]), set(&["steered_from_lower"]));
+        assert_eq!(
+            names(&after.prov["admin"]),
+            set(&["external", "external_handed"])
+        );
     }
 }

@@ -18,5 +18,5 @@ pub mod replay;
 pub mod witness;
 
 pub use call::{Call, Origin};
-pub use check::{check, AgentInfo, CheckContext, Decision, Verdict};
+pub use check::{check, AgentInfo, CheckContext, Decision};
 pub use history::{Entry, History, Key};

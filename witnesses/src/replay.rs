@@ -5,18 +5,26 @@
 //! replay that does not reproduce points at an encoding bug (QG312).
 
 use crate::call::{Call, Origin};
-use crate::check::{check, entry_marks, AgentInfo, CheckContext, Decision, Verdict as CVerdict};
+use crate::check::{check, entry_marks, AgentInfo, CheckContext, Decision};
 use crate::history::{Entry, History, Key};
 use crate::witness::{Witness, WitnessStep};
 use encoder::agent::Privilege;
-use encoder::catalogue::{ArgKind, Tool};
+use encoder::catalogue::Tool;
 use encoder::graph::{EdgeKind, NodeKind};
-use encoder::ts::{LabelKind, Verdict};
+use encoder::ts::LabelKind;
+use encoder::vocab::{first_class, Answer, ArgClass, ChoiceKey, Mark, Reason, VarKey};
 use encoder::Project;
 use indexmap::IndexMap;
+use obligations::catalog::RuleId;
+use obligations::rules;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The history decision of a run at an unguarded node (no check decided it).
+pub const UNCHECKED: &str = "unchecked";
+/// The history decision of a compensation a refusal's rollback ran.
+pub const ROLLBACK: &str = "rollback";
 
 /// The fixed text an untrusted tool's stub returns.
 pub const INJECTION: &str =
@@ -57,7 +65,7 @@ impl ReplayOutcome {
 struct RollbackRun {
     tool: String,
     confirmed: bool,
-    prov: BTreeSet<String>,
+    prov: BTreeSet<Mark>,
     wrote_irrev: bool,
 }
 
@@ -65,14 +73,55 @@ struct RollbackRun {
 struct Before {
     /// The last step's run was confirmed (read after it ran).
     confirmed: bool,
-    marks: BTreeSet<String>,
-    prov: BTreeSet<String>,
+    marks: BTreeSet<Mark>,
+    prov: BTreeSet<Mark>,
     wrote_irrev: bool,
     ran: BTreeMap<String, u32>,
 }
 
+/// What the witness's choice and state names stand for, as the lowered system declares them:
+/// replay reads a name's meaning from the system, never from the name's shape.
+struct Keys {
+    choices: BTreeMap<String, ChoiceKey>,
+    vars: BTreeMap<String, VarKey>,
+}
+
+impl Keys {
+    /// The keys of the system the witness was found in (its names do not depend on the
+    /// session's length, which only sizes the `turn` variable).
+    fn of(p: &Project, w: &Witness) -> Keys {
+        let l = encoder::ts::lower::lower(
+            p,
+            encoder::agent::SessionSteps::Turns(w.session_steps.max(1)),
+            w.step_limit,
+        );
+        let choices = l
+            .choice_ids
+            .keys()
+            .map(|k| (k.to_string(), k.clone()))
+            .collect();
+        let vars = l
+            .var_keys
+            .iter()
+            .map(|k| (k.to_string(), k.clone()))
+            .collect();
+        Keys { choices, vars }
+    }
+}
+
+/// Reasons by their printed names (the divergence message quotes them as it always did).
+fn names(reasons: &[Reason]) -> Vec<&'static str> {
+    reasons.iter().map(|r| r.as_str()).collect()
+}
+
+/// The value a step's witness records for a choice, looked up by the key's printed name.
+fn chosen<'s>(st: &'s WitnessStep, key: &ChoiceKey) -> Option<&'s str> {
+    st.choices.get(&key.to_string()).map(String::as_str)
+}
+
 struct Run<'a> {
     p: &'a Project,
+    keys: Keys,
     key: Key,
     agents: IndexMap<String, AgentInfo>,
     history: History,
@@ -80,8 +129,8 @@ struct Run<'a> {
     turn: u32,
     step: u32,
     active: String,
-    marks: BTreeMap<String, BTreeSet<String>>,
-    prov: BTreeMap<String, BTreeSet<String>>,
+    marks: BTreeMap<String, BTreeSet<Mark>>,
+    prov: BTreeMap<String, BTreeSet<Mark>>,
     /// The held call, its token, and the node holding it.
     held: Option<(Call, String, String)>,
     approved: bool,
@@ -110,7 +159,7 @@ pub fn replay_steps(p: &Project, w: &Witness) -> ReplayOutcome {
 }
 
 fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome {
-    let mut run = Run::new(p);
+    let mut run = Run::new(p, Keys::of(p, w));
     let mut before = Before::default();
     for (i, st) in w.steps.iter().enumerate() {
         if i + 1 == w.steps.len() {
@@ -141,14 +190,6 @@ fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome
                 why,
             },
         },
-    }
-}
-
-fn reason_class(r: &str) -> &str {
-    match r {
-        "argument_schema" | "undeclared_destination" => "invalid_arguments",
-        "compensation_spent" | "compensation_mismatch" => "compensation",
-        other => other,
     }
 }
 
@@ -276,7 +317,7 @@ pub fn result_stub(t: &Tool) -> Value {
 }
 
 impl<'a> Run<'a> {
-    fn new(p: &'a Project) -> Run<'a> {
+    fn new(p: &'a Project, keys: Keys) -> Run<'a> {
         let agents = p
             .graph
             .agents
@@ -298,6 +339,7 @@ impl<'a> Run<'a> {
             .unwrap_or_default();
         Run {
             p,
+            keys,
             key: Key::dev(),
             agents,
             history: History {
@@ -407,11 +449,7 @@ impl<'a> Run<'a> {
             self.approved = false;
         }
         if node.kind == NodeKind::Human {
-            self.approved = st
-                .choices
-                .get("human.approve")
-                .map(|v| v == "approve")
-                .unwrap_or(false);
+            self.approved = chosen(st, &ChoiceKey::HumanApprove) == Some("approve");
             let into_tools =
                 l.to.as_deref()
                     .and_then(|t| self.p.graph.node(t))
@@ -420,7 +458,7 @@ impl<'a> Run<'a> {
                 return Err("a rejection at a human node leads into a tools node".into());
             }
         }
-        let via_token = l.reasons.iter().any(|r| r == "confirm_yes");
+        let via_token = l.reasons.contains(&Reason::ConfirmYes);
         match l.kind {
             LabelKind::Decision | LabelKind::Execution if l.checked => {
                 self.checked_call(st, &agent)?
@@ -428,7 +466,7 @@ impl<'a> Run<'a> {
             LabelKind::Execution => {
                 let t = self.tool(l.tool.as_deref())?;
                 let call = self.build_call(st, t, &agent);
-                self.execute(t, &call, &agent, "unchecked");
+                self.execute(t, &call, &agent, UNCHECKED);
             }
             _ => {}
         }
@@ -459,29 +497,25 @@ impl<'a> Run<'a> {
             Some(s) => instance(s, "4411").as_object().cloned().unwrap_or_default(),
             None => Map::new(),
         };
-        let prefix = format!("arg.{}.", t.name);
         let mut context = Map::new();
         for (k, v) in &st.choices {
-            if let Some(a) = k.strip_prefix(&prefix) {
-                if let Ok(val) = serde_json::from_str::<Value>(v) {
-                    args.insert(a.to_string(), val);
-                }
-            } else if let Some(c) = k.strip_prefix("ctx.") {
-                if v != "unset" {
+            match self.keys.choices.get(k) {
+                Some(ChoiceKey::Arg { tool, arg }) if *tool == t.name => {
                     if let Ok(val) = serde_json::from_str::<Value>(v) {
-                        context.insert(c.to_string(), val);
+                        args.insert(arg.clone(), val);
                     }
                 }
+                Some(ChoiceKey::Context(c)) if v != "unset" => {
+                    if let Ok(val) = serde_json::from_str::<Value>(v) {
+                        context.insert(c.clone(), val);
+                    }
+                }
+                _ => {}
             }
         }
         let mut origins = BTreeMap::new();
         for a in args.keys() {
-            let class = match t.arg_kinds.get(a) {
-                Some(k) if k.is_code() => "origin.code_args",
-                Some(_) => "origin.query_args",
-                None => "origin.other_args",
-            };
-            let o = if st.choices.get(class).map(String::as_str) == Some("model") {
+            let o = if chosen(st, &ChoiceKey::Origin(ArgClass::of(t, a))) == Some("model") {
                 Origin::Model
             } else {
                 Origin::Typed
@@ -489,10 +523,7 @@ impl<'a> Run<'a> {
             origins.insert(a.clone(), o);
         }
         let mut undoes = None;
-        if let Some(target) = st
-            .choices
-            .get(&format!("undo.{}", t.name))
-            .filter(|v| *v != "none")
+        if let Some(target) = chosen(st, &ChoiceKey::Undo(t.name.clone())).filter(|v| *v != "none")
         {
             let latest = self.undo_target(target);
             undoes = Some(latest.unwrap_or(self.history.entries.len()));
@@ -507,7 +538,7 @@ impl<'a> Run<'a> {
             }
         }
         // Invalid after the undo's binding, so the binding cannot make the arguments valid again.
-        if st.choices.get("args.invalid").map(String::as_str) == Some("invalid") {
+        if chosen(st, &ChoiceKey::ArgsInvalid) == Some("invalid") {
             invalidate(t, &mut args);
         }
         Call {
@@ -521,7 +552,7 @@ impl<'a> Run<'a> {
             marks: self
                 .marks
                 .get(agent)
-                .map(|m| m.iter().cloned().collect())
+                .map(|m| m.iter().map(Mark::to_string).collect())
                 .unwrap_or_default(),
             turn: Some(self.turn as u64),
         }
@@ -575,20 +606,20 @@ impl<'a> Run<'a> {
         call.marks = self
             .marks
             .get(agent)
-            .map(|m| m.iter().cloned().collect())
+            .map(|m| m.iter().map(Mark::to_string).collect())
             .unwrap_or_default();
         call.turn = Some(self.turn as u64);
         let d = check(&self.ctx(), &self.history, &call);
         self.compare_decision(l, &d)?;
         self.last_call = Some(call.clone());
         match d.decision {
-            CVerdict::Allow => {
-                self.execute(t, &call, agent, "allow");
+            Answer::Allow => {
+                self.execute(t, &call, agent, Answer::Allow.as_str());
                 if l.by_token {
                     self.held = None;
                 }
             }
-            CVerdict::Confirm => {
+            Answer::Confirm => {
                 let token = d
                     .detail
                     .get("token")
@@ -597,7 +628,7 @@ impl<'a> Run<'a> {
                     .to_string();
                 self.held = Some((call, token, self.node.clone()));
             }
-            CVerdict::Refuse => self.roll_back(&d, agent)?,
+            Answer::Refuse => self.roll_back(&d, agent)?,
         }
         Ok(())
     }
@@ -614,7 +645,7 @@ impl<'a> Run<'a> {
                 .unwrap_or(false);
             let prov = self.prov.get(agent).cloned().unwrap_or_default();
             let wrote_irrev = self.wrote_irrev;
-            self.execute(t, &call, agent, "rollback");
+            self.execute(t, &call, agent, ROLLBACK);
             if let Some(last) = self.confirmed_runs.last_mut() {
                 *last = confirmed;
             }
@@ -629,24 +660,18 @@ impl<'a> Run<'a> {
     }
 
     fn compare_decision(&self, l: &encoder::ts::Label, d: &Decision) -> Result<(), String> {
-        let want = l.decision.unwrap_or(Verdict::Allow);
-        let got = match d.decision {
-            CVerdict::Allow => Verdict::Allow,
-            CVerdict::Confirm => Verdict::Confirm,
-            CVerdict::Refuse => Verdict::Refuse,
-        };
-        let reason = d.reasons.first().map(String::as_str).unwrap_or("");
+        let want = l.decision.unwrap_or(Answer::Allow);
+        let got = d.decision;
+        let reason = d.reasons.first().copied();
         let same = match want {
-            Verdict::Refuse => {
-                got == Verdict::Refuse
-                    && reason_class(reason)
-                        == reason_class(l.reasons.first().map(String::as_str).unwrap_or(""))
+            Answer::Refuse => {
+                got == Answer::Refuse && first_class(&d.reasons) == first_class(&l.reasons)
             }
-            Verdict::Confirm => got == Verdict::Confirm,
-            Verdict::Allow => {
-                got == Verdict::Allow
-                    && (reason == "confirmed") == l.by_token
-                    && (reason == "compensation") == l.as_undo
+            Answer::Confirm => got == Answer::Confirm,
+            Answer::Allow => {
+                got == Answer::Allow
+                    && (reason == Some(Reason::Confirmed)) == l.by_token
+                    && (reason == Some(Reason::Compensation)) == l.as_undo
             }
         };
         if same {
@@ -655,15 +680,18 @@ impl<'a> Run<'a> {
             Err(format!(
                 "the encoder decided {:?} {:?}, the tool check {} {:?}",
                 want,
-                l.reasons,
+                names(&l.reasons),
                 d.decision.as_str(),
-                d.reasons
+                names(&d.reasons)
             ))
         }
     }
 
     fn execute(&mut self, t: &Tool, call: &Call, agent: &str, decision: &str) {
-        let confirmed = self.call_confirmed(call, call.token.is_some() && decision == "allow");
+        let confirmed = self.call_confirmed(
+            call,
+            call.token.is_some() && decision == Answer::Allow.as_str(),
+        );
         self.confirmed_runs.push(confirmed);
         let entry = run_entry(&self.p.catalogue, t, call, agent, decision, self.turn);
         self.history.push_signed(entry, &self.key);
@@ -675,21 +703,21 @@ impl<'a> Run<'a> {
             self.marks
                 .entry(agent.into())
                 .or_default()
-                .insert("external".into());
+                .insert(Mark::External);
             self.prov
                 .entry(agent.into())
                 .or_default()
-                .insert("external".into());
+                .insert(Mark::External);
         }
         if t.confidential {
             self.marks
                 .entry(agent.into())
                 .or_default()
-                .insert("confidential".into());
+                .insert(Mark::Confidential);
             self.prov
                 .entry(agent.into())
                 .or_default()
-                .insert("confidential".into());
+                .insert(Mark::Confidential);
         }
         if t.is_write() {
             self.wrote_any = true;
@@ -713,12 +741,12 @@ impl<'a> Run<'a> {
         let src_prov = self.prov.get(from).cloned().unwrap_or_default();
         let dst = self.prov.entry(target.clone()).or_default();
         for m in &src_prov {
-            if m != "external_handed" {
-                dst.insert(m.clone());
+            if *m != Mark::ExternalHanded {
+                dst.insert(*m);
             }
         }
-        if src_prov.contains("external") {
-            dst.insert("external_handed".into());
+        if src_prov.contains(&Mark::External) {
+            dst.insert(Mark::ExternalHanded);
         }
         if carries {
             let src = self.marks.get(from).cloned().unwrap_or_default();
@@ -728,7 +756,7 @@ impl<'a> Run<'a> {
             self.marks
                 .entry(target.clone())
                 .or_default()
-                .insert("steered_from_lower".into());
+                .insert(Mark::SteeredFromLower);
         }
         self.active = target;
         let _ = EdgeKind::Handoff;
@@ -750,8 +778,8 @@ impl<'a> Run<'a> {
         self.wrote_irrev = false;
         if !self.p.settings.memory_keeps_marks {
             for m in self.marks.values_mut() {
-                m.remove("external");
-                m.remove("confidential");
+                m.remove(&Mark::External);
+                m.remove(&Mark::Confidential);
             }
         }
         if self.turn + 1 >= w.session_steps {
@@ -761,7 +789,7 @@ impl<'a> Run<'a> {
         self.turn += 1;
         // A call held where the holding agent has no router resumes at the holding node when
         // the person says yes: that is the new turn's first step (SPEC §3 Steps).
-        let resume = st.choices.get("turn.resume").map(String::as_str) == Some("yes");
+        let resume = chosen(st, &ChoiceKey::TurnResume) == Some("yes");
         if let Some((_, _, holder)) = self.held.clone().filter(|_| resume) {
             if self.router_of(&holder).is_none() {
                 self.node = holder;
@@ -790,7 +818,7 @@ impl<'a> Run<'a> {
 
     /// The recorded state after the step must be the concrete one, for what replay tracks.
     fn compare_state(&self, st: &WitnessStep) -> Result<(), String> {
-        let flag = |set: Option<&BTreeSet<String>>, m: &str| {
+        let flag = |set: Option<&BTreeSet<Mark>>, m: &Mark| {
             if set.is_some_and(|s| s.contains(m)) {
                 "1"
             } else {
@@ -798,35 +826,19 @@ impl<'a> Run<'a> {
             }
         };
         for (name, value) in &st.state {
-            let mine: Option<String> = if name == "node" {
-                Some(self.node.clone())
-            } else if name == "turn" {
-                Some(self.turn.to_string())
-            } else if name == "held" {
-                Some(
+            let mine: Option<String> = match self.keys.vars.get(name) {
+                Some(VarKey::Node) => Some(self.node.clone()),
+                Some(VarKey::Turn) => Some(self.turn.to_string()),
+                Some(VarKey::Held) => Some(
                     self.held
                         .as_ref()
                         .map(|(c, _, a)| format!("{}@{a}", c.tool))
                         .unwrap_or_else(|| "none".into()),
-                )
-            } else {
-                // Marks and provenance flags, by their variable's prefix.
-                let flags = [
-                    ("mark.external.", &self.marks, "external"),
-                    ("mark.confidential.", &self.marks, "confidential"),
-                    (
-                        "mark.steered_from_lower.",
-                        &self.marks,
-                        "steered_from_lower",
-                    ),
-                    ("prov.external_handed.", &self.prov, "external_handed"),
-                    ("prov.external.", &self.prov, "external"),
-                    ("prov.confidential.", &self.prov, "confidential"),
-                ];
-                flags.iter().find_map(|(prefix, map, m)| {
-                    name.strip_prefix(prefix)
-                        .map(|a| flag(map.get(a), m).to_string())
-                })
+                ),
+                // Marks and provenance flags.
+                Some(VarKey::Mark(m, a)) => Some(flag(self.marks.get(a), m).to_string()),
+                Some(VarKey::Prov(m, a)) => Some(flag(self.prov.get(a), m).to_string()),
+                _ => None,
             };
             if let Some(mine) = mine {
                 if &mine != value {
@@ -848,7 +860,7 @@ impl<'a> Run<'a> {
         let l = &st.label;
         // A refusal whose rollback ran the subject: that undo is the violating execution.
         // (An unconfirmed one first: the rules ask whether some run of it was unconfirmed.)
-        let runs: Vec<&RollbackRun> = if l.decision == Some(Verdict::Refuse) {
+        let runs: Vec<&RollbackRun> = if l.decision == Some(Answer::Refuse) {
             self.last_rollback
                 .iter()
                 .filter(|r| r.tool == subject)
@@ -919,37 +931,20 @@ impl<'a> Run<'a> {
         let order = t.order.after.iter().any(|a| count(a) == 0)
             || t.order.not_after.iter().any(|a| count(a) > 0)
             || t.order.at_most.is_some_and(|n| count(&t.name) >= n);
-        let ok = exec
-            && match rule {
-                "QG001" => !l.checked && t.is_write() && !guarded_lists,
-                "QG002" => !l.checked && t.is_write() && guarded_lists,
-                "QG101" => !l.checked && !t.is_write(),
-                "QG011" => {
-                    t.is_write()
-                        && self.privilege(&agent) == Privilege::High
-                        && unconfirmed
-                        && before.marks.contains("steered_from_lower")
-                }
-                "QG012" => t.is_write() && unconfirmed && before.prov.contains("external_handed"),
-                "QG013" => t.is_write() && t.undo.is_some() && before.wrote_irrev,
-                "QG014" => order,
-                "QG017" => unconfirmed && model_wrote(true),
-                "QG018" => unconfirmed && model_wrote(false),
-                "QG019" => t.sends_out && unconfirmed && before.prov.contains("confidential"),
-                "QG020" => {
-                    !t.is_write()
-                        && t.store.as_ref().is_some_and(|s| s.multi_tenant)
-                        && !t.bound_to_user
-                }
-                "QG021" => {
-                    t.is_write()
-                        && t.store.as_ref().is_some_and(|s| s.persistent)
-                        && unconfirmed
-                        && before.prov.contains("external")
-                }
-                _ => false,
-            };
-        let _ = ArgKind::Code;
+        let observed = rules::Observed {
+            tool: t,
+            checked: l.checked,
+            guarded_lists,
+            high: self.privilege(&agent) == Privilege::High,
+            unconfirmed,
+            marks: &before.marks,
+            prov: &before.prov,
+            wrote_irrev: before.wrote_irrev,
+            order_violated: order,
+            model_wrote_code: model_wrote(true),
+            model_wrote_query: model_wrote(false),
+        };
+        let ok = exec && RuleId::named(rule).is_some_and(|id| rules::violated(id, &observed));
         if ok {
             Ok(())
         } else {

@@ -3,11 +3,12 @@
 use encoder::agent::{HistoryScope, Privilege, Settings, TaintPolicy, WritePolicy};
 use encoder::catalogue::{read_catalogue, ArgCheck, Catalogue};
 use encoder::rulebook::{CmpOp, Gate, GatePath, Language, Literal, Operand, Rulebook};
+use encoder::vocab::Answer;
 use encoder::Loc;
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 use witnesses::check::record;
-use witnesses::{check, AgentInfo, Call, CheckContext, Decision, History, Key, Verdict};
+use witnesses::{check, AgentInfo, Call, CheckContext, Decision, History, Key};
 
 const EXTRA: &str = "  ship_order:\n    effect: write\n    order: {after: [get_order], not_after: [close_account], at_most: 1}\n    args: {type: object, properties: {order_id: {type: string}}, additionalProperties: false}\n  close_account: {effect: write, args: {type: object, properties: {}, additionalProperties: false}}\n  wire_funds:\n    effect: write\n    irreversible: true\n    args: {type: object, properties: {amount: {type: number}}, additionalProperties: false}\n  note_it: {effect: write}\n  export_customers: {effect: read, confidential: true}\n";
 
@@ -87,7 +88,7 @@ fn refund(amount_origin: &str) -> Value {
 }
 
 fn reasons(d: &Decision) -> Vec<&str> {
-    d.reasons.iter().map(String::as_str).collect()
+    d.reasons.iter().map(|r| r.as_str()).collect()
 }
 
 #[test]
@@ -99,7 +100,7 @@ fn unknown_tool_is_refused() {
     );
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Refuse, vec!["unknown_tool"])
+        (Answer::Refuse, vec!["unknown_tool"])
     );
 }
 
@@ -133,7 +134,7 @@ fn agents_resolve_and_reach() {
         &h,
         json!({"tool": "get_order", "agent": "desk", "args": {"order_id": "1"}}),
     );
-    assert_eq!(d.decision, Verdict::Allow);
+    assert_eq!(d.decision, Answer::Allow);
 }
 
 #[test]
@@ -200,7 +201,7 @@ fn order_rules_name_the_rule() {
         &w.history(json!([got, {"tool": "ship_order", "args": {"order_id": "1"}, "ran": false}])),
         call,
     );
-    assert_eq!(d.decision, Verdict::Confirm);
+    assert_eq!(d.decision, Answer::Confirm);
 }
 
 #[test]
@@ -219,7 +220,7 @@ fn per_agent_history_counts_the_agents_own_runs() {
         &h,
         json!({"tool": "ship_order", "agent": "desk", "args": {"order_id": "1"}}),
     );
-    assert_eq!(d.decision, Verdict::Confirm);
+    assert_eq!(d.decision, Answer::Confirm);
 }
 
 fn charged() -> Value {
@@ -234,7 +235,7 @@ fn compensation_rules() {
     let d = w.decide(&w.history(json!([charged()])), undo.clone());
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Allow, vec!["compensation"])
+        (Answer::Allow, vec!["compensation"])
     );
     assert!(d.detail["idempotency_key"].is_string());
     let undone = json!([charged(), {"tool": "refund_card", "args": {"order_id": "4411", "amount": 40.0}, "undoes": 0, "ran": true}]);
@@ -267,16 +268,16 @@ fn the_refunds_flow_decides_on_order_paid() {
     let d = w.decide(&h, call.clone());
     assert_eq!(
         (d.decision, reasons(&d), d.detail["flow"].clone()),
-        (Verdict::Refuse, vec!["refuse"], json!("refunds"))
+        (Answer::Refuse, vec!["refuse"], json!("refunds"))
     );
     call["context"] = json!({"order_paid": true});
     let d = w.decide(&h, call.clone());
-    assert_eq!((d.decision, reasons(&d)), (Verdict::Confirm, vec!["write"]));
+    assert_eq!((d.decision, reasons(&d)), (Answer::Confirm, vec!["write"]));
     call["context"] = json!({});
     let d = w.decide(&h, call);
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Confirm, vec!["gate_clarify"])
+        (Answer::Confirm, vec!["gate_clarify"])
     );
     assert_eq!(d.detail["gate_clarify"], json!(["order_paid"]));
 }
@@ -288,19 +289,19 @@ fn taint_refuses_or_confirms_by_policy() {
     let d = w.decide(&h, refund("typed"));
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Confirm, vec!["tainted_call"])
+        (Answer::Confirm, vec!["tainted_call"])
     );
     w.settings.taint_policy = TaintPolicy::Refuse;
     let d = w.decide(&h, refund("typed"));
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Refuse, vec!["tainted_call"])
+        (Answer::Refuse, vec!["tainted_call"])
     );
     // Another agent's inbox read is not seen by this agent.
     let other = w.history(json!([{"tool": "read_inbox", "agent": "desk", "ran": true}]));
     let mut call = refund("typed");
     call["agent"] = json!("billing");
-    assert_eq!(w.decide(&other, call.clone()).decision, Verdict::Confirm);
+    assert_eq!(w.decide(&other, call.clone()).decision, Answer::Confirm);
     // A hand-off label steers a high-privilege agent.
     w.agents.insert(
         "billing".into(),
@@ -320,7 +321,7 @@ fn the_approved_token_confirms_once() {
     let d = w.decide(&h, refund("model"));
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Confirm, vec!["argument_origin"])
+        (Answer::Confirm, vec!["argument_origin"])
     );
     assert_eq!(d.detail["argument_origin"], json!(["amount"]));
     let tok = d.detail["token"].clone();
@@ -329,19 +330,19 @@ fn the_approved_token_confirms_once() {
     let d = w.decide(&h, approved.clone());
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Allow, vec!["confirmed"])
+        (Answer::Allow, vec!["confirmed"])
     );
     // Other arguments are not covered.
     let mut changed = approved.clone();
     changed["args"]["amount"] = json!(41.0);
-    assert_eq!(w.decide(&h, changed).decision, Verdict::Confirm);
+    assert_eq!(w.decide(&h, changed).decision, Answer::Confirm);
     // Once it ran, the token is spent.
     let call: Call = serde_json::from_value(approved.clone()).unwrap();
     let mut after = h.clone();
     record(&w.ctx(), &mut after, &call, &d);
     assert!(after.verifies(&w.key));
     let d = w.decide(&after, approved);
-    assert_eq!(d.decision, Verdict::Confirm);
+    assert_eq!(d.decision, Answer::Confirm);
     assert_eq!(d.detail["token_refused"], "spent");
 }
 
@@ -351,7 +352,7 @@ fn a_token_still_covers_a_call_held_in_the_history() {
     let mut h = w.history(json!([]));
     let call: Call = serde_json::from_value(refund("typed")).unwrap();
     let d = check(&w.ctx(), &h, &call);
-    assert_eq!(d.decision, Verdict::Confirm);
+    assert_eq!(d.decision, Answer::Confirm);
     record(&w.ctx(), &mut h, &call, &d);
     let mut yes = call.clone();
     yes.token = d.detail["token"].as_str().map(str::to_string);
@@ -363,17 +364,17 @@ fn typed_write_is_confirmed_for_write_and_read_is_allowed() {
     let mut w = World::new();
     let h = w.history(json!([]));
     let d = w.decide(&h, refund("typed"));
-    assert_eq!((d.decision, reasons(&d)), (Verdict::Confirm, vec!["write"]));
+    assert_eq!((d.decision, reasons(&d)), (Answer::Confirm, vec!["write"]));
     let d = w.decide(
         &h,
         json!({"tool": "get_order", "args": {"order_id": "4411"}}),
     );
     assert_eq!(
         (d.decision, reasons(&d)),
-        (Verdict::Allow, Vec::<&str>::new())
+        (Answer::Allow, Vec::<&str>::new())
     );
     w.settings.write_policy = WritePolicy::Declared;
-    assert_eq!(w.decide(&h, refund("typed")).decision, Verdict::Allow);
+    assert_eq!(w.decide(&h, refund("typed")).decision, Answer::Allow);
     w.cat.tools.get_mut("refund_card").unwrap().confirmation =
         Some("Refund {amount} on order {order_id}?".into());
     let d = w.decide(&h, refund("typed"));
@@ -421,13 +422,13 @@ fn sheet_checks_read_earlier_results() {
         .checks
         .push(ArgCheck {
             field: "order_id".into(),
-            op: "is".into(),
+            op: encoder::vocab::CheckOp::Is,
             value: json!({"from": "get_order.id"}),
         });
     let call =
         json!({"tool": "ship_order", "args": {"order_id": "1"}, "origins": {"order_id": "typed"}});
     let d = w.decide(&w.history(json!([{"tool": "get_order", "args": {"order_id": "1"}, "ran": true, "result": {"id": "1"}}])), call.clone());
-    assert_eq!(d.decision, Verdict::Confirm);
+    assert_eq!(d.decision, Answer::Confirm);
     let d = w.decide(&w.history(json!([{"tool": "get_order", "args": {"order_id": "1"}, "ran": true, "result": {"id": "2"}}])), call.clone());
     assert_eq!(reasons(&d), vec!["check"]);
     let d = w.decide(
@@ -448,7 +449,7 @@ fn idempotency_key_ignores_argument_order() {
     w2.settings.write_policy = WritePolicy::Declared;
     let _ = w;
     let da = check(&w2.ctx(), &h, &a);
-    assert_eq!(da.decision, Verdict::Allow);
+    assert_eq!(da.decision, Answer::Allow);
     let db = check(&w2.ctx(), &h, &b);
     assert_eq!(da.detail, db.detail);
 }
@@ -480,7 +481,7 @@ mod no_panics {
             let h = w.history(json!([charged(), {"tool": "read_inbox", "ran": true}]));
             let call = json!({"tool": tool, "args": args, "undoes": undoes, "context": {"order_paid": paid}});
             let d = w.decide(&h, call);
-            prop_assert!(!d.reasons.is_empty() || d.decision == Verdict::Allow);
+            prop_assert!(!d.reasons.is_empty() || d.decision == Answer::Allow);
         }
     }
 }

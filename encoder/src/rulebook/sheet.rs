@@ -16,6 +16,7 @@ use super::{
 use crate::catalogue::{is_tool_name, ArgCheck, Catalogue};
 use crate::diag::{unknown_key_message, InputError};
 use crate::loc::Loc;
+use crate::vocab::CheckOp;
 use serde_json::Value;
 use std::fmt;
 use std::path::Path;
@@ -56,9 +57,6 @@ const WHEN_SUFFIXES: &[(&str, CmpOp)] = &[
     ("_under", CmpOp::Lt),
     ("_is", CmpOp::Eq),
 ];
-
-/// The comparisons a `check` may make (as the catalogue reads them).
-const CHECK_OPS: &[&str] = &["at_most", "at_least", "is", "in", "not_in", "under", "over"];
 
 /// Largest magnitude a sheet number may have, so every number compares exactly.
 const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
@@ -968,16 +966,20 @@ fn read_checks(file: &str, e: &Entry) -> Result<Vec<ArgCheck>, InputError> {
                 e.line,
                 format!(
                     "a check on `{field}` makes exactly one comparison ({})",
-                    CHECK_OPS.join(", ")
+                    CheckOp::names().join(", ")
                 ),
             ));
         };
-        if !CHECK_OPS.contains(&op.as_str()) {
-            return Err(refusal(file, e.line, unknown_key_message(op, CHECK_OPS)));
-        }
+        let Some(check_op) = CheckOp::from_name(op) else {
+            return Err(refusal(
+                file,
+                e.line,
+                unknown_key_message(op, &CheckOp::names()),
+            ));
+        };
         out.push(ArgCheck {
             field,
-            op: op.clone(),
+            op: check_op,
             value: check_value(file, e.line, op, v)?,
         });
     }

@@ -8,6 +8,7 @@ use crate::agent::{HistoryScope, Privilege, SessionSteps, TaintPolicy, WritePoli
 use crate::catalogue::{Tool, Trust};
 use crate::graph::{EdgeKind, GraphEdge, NodeKind};
 use crate::rulebook::{Literal, Operand};
+use crate::vocab::{Answer, ArgClass, ChoiceKey, Mark, Reason, VarKey};
 use crate::Project;
 use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
@@ -85,10 +86,12 @@ pub struct Lowered {
     pub ts: TransitionSystem,
     /// Variable ids by meaning.
     pub sv: StateVars,
-    /// Choice ids by name.
-    pub choice_ids: IndexMap<String, ChoiceId>,
+    /// Choice ids by key (a choice's key is what its name prints).
+    pub choice_ids: IndexMap<ChoiceKey, ChoiceId>,
+    /// Per state variable of `ts` (parallel to `ts.vars`), what it stands for.
+    pub var_keys: Vec<VarKey>,
     /// Representative values of each region choice (`ctx.x`, `arg.tool.a`), for witnesses and replay.
-    pub region_values: IndexMap<String, Vec<Option<Value>>>,
+    pub region_values: IndexMap<ChoiceKey, Vec<Option<Value>>>,
 }
 
 impl Lowered {
@@ -109,7 +112,7 @@ impl Lowered {
             return no_person;
         }
         let tool = c.label.tool.clone().unwrap_or_default();
-        let Some(&uc) = self.choice_ids.get(&format!("undo.{tool}")) else {
+        let Some(&uc) = self.choice_ids.get(&ChoiceKey::Undo(tool)) else {
             return no_person;
         };
         let decl = &self.ts.choices[uc.0 as usize];
@@ -128,8 +131,9 @@ struct B<'a> {
     vars: Vec<Decl>,
     init: Vec<u32>,
     choices: Vec<Decl>,
-    choice_ids: IndexMap<String, ChoiceId>,
-    region_values: IndexMap<String, Vec<Option<Value>>>,
+    choice_ids: IndexMap<ChoiceKey, ChoiceId>,
+    var_keys: Vec<VarKey>,
+    region_values: IndexMap<ChoiceKey, Vec<Option<Value>>>,
     sv: StateVars,
     commands: Vec<Command>,
     node_index: IndexMap<String, u32>,
@@ -164,6 +168,7 @@ pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> 
         init: vec![],
         choices: vec![],
         choice_ids: IndexMap::new(),
+        var_keys: vec![],
         region_values: IndexMap::new(),
         sv: StateVars::default(),
         commands: vec![],
@@ -216,36 +221,40 @@ pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> 
         ts,
         sv: b.sv,
         choice_ids: b.choice_ids,
+        var_keys: b.var_keys,
         region_values: b.region_values,
     }
 }
 
 impl<'a> B<'a> {
-    fn var(&mut self, name: String, domain: u32, init: u32, values: Vec<String>) -> VarId {
+    /// Declares a state variable; its name is its key's printed form (the one place names are
+    /// made).
+    fn var(&mut self, key: VarKey, domain: u32, init: u32, values: Vec<String>) -> VarId {
         self.vars.push(Decl {
-            name,
+            name: key.to_string(),
             domain: domain.max(1),
             values,
         });
+        self.var_keys.push(key);
         self.init.push(init);
         VarId(self.vars.len() as u32 - 1)
     }
 
-    fn flag(&mut self, name: String) -> VarId {
-        self.var(name, 2, 0, vec![])
+    fn flag(&mut self, key: VarKey) -> VarId {
+        self.var(key, 2, 0, vec![])
     }
 
-    fn choice(&mut self, name: &str, domain: u32, values: Vec<String>) -> ChoiceId {
-        if let Some(c) = self.choice_ids.get(name) {
+    fn choice(&mut self, key: ChoiceKey, domain: u32, values: Vec<String>) -> ChoiceId {
+        if let Some(c) = self.choice_ids.get(&key) {
             return *c;
         }
         self.choices.push(Decl {
-            name: name.to_string(),
+            name: key.to_string(),
             domain: domain.max(1),
             values,
         });
         let id = ChoiceId(self.choices.len() as u32 - 1);
-        self.choice_ids.insert(name.to_string(), id);
+        self.choice_ids.insert(key, id);
         id
     }
 
@@ -328,7 +337,7 @@ impl<'a> B<'a> {
         let mut node_names: Vec<String> = g.nodes.iter().map(|n| n.id.clone()).collect();
         node_names.push("done".into());
         let entry = self.node_index.get(&g.entry).copied().unwrap_or(0);
-        let nv = self.var("node".into(), self.done + 1, entry, node_names);
+        let nv = self.var(VarKey::Node, self.done + 1, entry, node_names);
         self.sv.node = Some(nv);
         let agents = self.agents();
         let entry_agent = g
@@ -337,17 +346,17 @@ impl<'a> B<'a> {
             .and_then(|a| agents.iter().position(|x| *x == a))
             .unwrap_or(0) as u32;
         self.sv.agent = Some(self.var(
-            "agent".into(),
+            VarKey::Agent,
             agents.len().max(1) as u32,
             entry_agent,
             agents.clone(),
         ));
-        self.sv.turn = Some(self.var("turn".into(), self.session_steps, 0, vec![]));
-        self.sv.step = Some(self.var("step".into(), self.step_limit, 0, vec![]));
+        self.sv.turn = Some(self.var(VarKey::Turn, self.session_steps, 0, vec![]));
+        self.sv.step = Some(self.var(VarKey::Step, self.step_limit, 0, vec![]));
         let any_tools = g.nodes.iter().any(|n| n.kind == NodeKind::Tools);
         if any_tools {
             self.sv.via = Some(self.var(
-                "via".into(),
+                VarKey::Via,
                 3,
                 VIA_FREE,
                 vec!["free".into(), "typed".into(), "token".into()],
@@ -376,7 +385,7 @@ impl<'a> B<'a> {
                     .iter()
                     .map(|(t, ni)| format!("{t}@{}", g.nodes[*ni as usize].id)),
             );
-            self.sv.held = Some(self.var("held".into(), pairs.len() as u32 + 1, 0, names));
+            self.sv.held = Some(self.var(VarKey::Held, pairs.len() as u32 + 1, 0, names));
         }
         self.sv.held_pairs = pairs;
         let per_agent = self.p.settings.history == HistoryScope::PerAgent;
@@ -385,7 +394,7 @@ impl<'a> B<'a> {
             if cap == 0 {
                 continue;
             }
-            let v = self.var(format!("count.{t}"), cap + 1, 0, vec![]);
+            let v = self.var(VarKey::Count(t.clone()), cap + 1, 0, vec![]);
             self.sv.count.insert(t.clone(), (v, cap));
             if per_agent {
                 let mut agents = self.agents_running(&t);
@@ -402,21 +411,32 @@ impl<'a> B<'a> {
                     }
                 }
                 for a in agents {
-                    let v = self.var(format!("count.{t}.{a}"), cap + 1, 0, vec![]);
+                    let v = self.var(
+                        VarKey::CountBy {
+                            tool: t.clone(),
+                            agent: a.clone(),
+                        },
+                        cap + 1,
+                        0,
+                        vec![],
+                    );
                     self.sv.count_agent.insert((t.clone(), a), (v, cap));
                 }
             }
         }
         for (name, a) in &g.agents {
             if let Some(b) = a.budget {
-                let v = self.var(format!("model_steps.{name}"), b + 1, 0, vec![]);
+                let v = self.var(VarKey::ModelSteps(name.clone()), b + 1, 0, vec![]);
                 self.sv.model_steps.insert(name.clone(), v);
             }
         }
         for (i, e) in g.edges.iter().enumerate() {
             if let Some(n) = e.exit_after {
                 let v = self.var(
-                    format!("exit.{}->{}", e.from, e.to.clone().unwrap_or_default()),
+                    VarKey::Exit {
+                        from: e.from.clone(),
+                        to: e.to.clone().unwrap_or_default(),
+                    },
                     n + 1,
                     0,
                     vec![],
@@ -430,23 +450,23 @@ impl<'a> B<'a> {
         let any_handoff = g.edges.iter().any(|e| e.kind == EdgeKind::Handoff);
         for a in &agents {
             if any_untrusted {
-                let v = self.flag(format!("mark.external.{a}"));
+                let v = self.flag(VarKey::Mark(Mark::External, a.clone()));
                 self.sv.mark_ext.insert(a.clone(), v);
-                let v = self.flag(format!("prov.external.{a}"));
+                let v = self.flag(VarKey::Prov(Mark::External, a.clone()));
                 self.sv.prov_ext.insert(a.clone(), v);
                 if any_handoff {
-                    let v = self.flag(format!("prov.external_handed.{a}"));
+                    let v = self.flag(VarKey::Prov(Mark::ExternalHanded, a.clone()));
                     self.sv.prov_ext_handed.insert(a.clone(), v);
                 }
             }
             if any_conf {
-                let v = self.flag(format!("mark.confidential.{a}"));
+                let v = self.flag(VarKey::Mark(Mark::Confidential, a.clone()));
                 self.sv.mark_conf.insert(a.clone(), v);
-                let v = self.flag(format!("prov.confidential.{a}"));
+                let v = self.flag(VarKey::Prov(Mark::Confidential, a.clone()));
                 self.sv.prov_conf.insert(a.clone(), v);
             }
             if any_handoff {
-                let v = self.flag(format!("mark.steered_from_lower.{a}"));
+                let v = self.flag(VarKey::Mark(Mark::SteeredFromLower, a.clone()));
                 self.sv.steered.insert(a.clone(), v);
             }
         }
@@ -454,18 +474,18 @@ impl<'a> B<'a> {
         for t in cat.tools.values() {
             if let Some(u) = &t.undo {
                 if exec.contains(u) && exec.contains(&t.name) {
-                    let v = self.var(format!("comp.runs.{}", t.name), 3, 0, vec![]);
+                    let v = self.var(VarKey::CompRuns(t.name.clone()), 3, 0, vec![]);
                     self.sv.comp_runs.insert(t.name.clone(), v);
-                    let v = self.var(format!("comp.undos.{}", t.name), 3, 0, vec![]);
+                    let v = self.var(VarKey::CompUndos(t.name.clone()), 3, 0, vec![]);
                     self.sv.comp_undos.insert(t.name.clone(), v);
-                    let v = self.flag(format!("comp.unconfirmed.{}", t.name));
+                    let v = self.flag(VarKey::CompUnconfirmed(t.name.clone()));
                     self.sv.comp_unconfirmed.insert(t.name.clone(), v);
                 }
             }
         }
         for t in cat.tools.values() {
             if t.is_write() && t.undo.is_some() && exec.contains(&t.name) {
-                let v = self.var(format!("turn.run.{}", t.name), 3, 0, vec![]);
+                let v = self.var(VarKey::TurnRun(t.name.clone()), 3, 0, vec![]);
                 self.sv.turn_runs.insert(t.name.clone(), v);
                 // Counted when the undo has an order rule: enough to tell whether a rollback
                 // runs it twice (a `not_after` itself) or past its `at_most`.
@@ -487,7 +507,7 @@ impl<'a> B<'a> {
                         || !o.not_after.is_empty()
                 }) {
                     let cap = o.at_most.map(|n| n + 1).unwrap_or(2).max(2);
-                    let v = self.var(format!("turn.runs.{}", t.name), cap + 1, 0, vec![]);
+                    let v = self.var(VarKey::TurnRuns(t.name.clone()), cap + 1, 0, vec![]);
                     self.sv.turn_run_counts.insert(t.name.clone(), (v, cap));
                 }
             }
@@ -497,11 +517,11 @@ impl<'a> B<'a> {
             .values()
             .any(|t| t.is_write() && t.irreversible && exec.contains(&t.name));
         if any_irrev {
-            self.sv.wrote_any = Some(self.flag("turn.wrote".into()));
-            self.sv.wrote_irrev = Some(self.flag("turn.wrote_irreversible".into()));
+            self.sv.wrote_any = Some(self.flag(VarKey::TurnWrote));
+            self.sv.wrote_irrev = Some(self.flag(VarKey::TurnWroteIrreversible));
         }
         if g.nodes.iter().any(|n| n.kind == NodeKind::Human) {
-            self.sv.approved = Some(self.flag("approved".into()));
+            self.sv.approved = Some(self.flag(VarKey::Approved));
         }
     }
 
@@ -666,7 +686,7 @@ impl<'a> B<'a> {
         if pairs.is_empty() {
             return (None, Expr::Bool(false));
         }
-        let rc = self.choice("turn.resume", 2, vec!["no".into(), "yes".into()]);
+        let rc = self.choice(ChoiceKey::TurnResume, 2, vec!["no".into(), "yes".into()]);
         choices.push(rc);
         let post_held = upd.get(&held).cloned().unwrap_or(Expr::Var(held));
         let conds: Vec<(Expr, u32)> = pairs
@@ -835,7 +855,7 @@ impl<'a> B<'a> {
             if tn.kind == NodeKind::Tools {
                 // The router's tool step (SPEC §3 Steps): every argument typed; a guarded node
                 // checks the call, an unguarded one runs it without the check.
-                l.reasons = vec!["tool_step".into()];
+                l.reasons = vec![Reason::ToolStep];
             }
             if let Some(via) = self.sv.via {
                 let via_val = if tn.kind == NodeKind::Tools {
@@ -871,7 +891,7 @@ impl<'a> B<'a> {
                 upd.insert(via, Expr::Const(VIA_TOKEN));
             }
             let mut l = self.label(i, LabelKind::Route);
-            l.reasons = vec!["confirm_yes".into()];
+            l.reasons = vec![Reason::ConfirmYes];
             l.tool = Some(t);
             l.to = Some(self.p.graph.nodes[ni as usize].id.clone());
             // Where the router has an edge to the holding node, the yes goes along it while it
@@ -907,7 +927,7 @@ impl<'a> B<'a> {
         if let Some(bv) = budget_var {
             let mut l = self.label(i, LabelKind::TurnEnd);
             l.ends_turn = true;
-            l.reasons = vec!["budget".into()];
+            l.reasons = vec![Reason::Budget];
             let mut upd = IndexMap::new();
             self.set_active(i, &mut upd);
             self.finish(i, eq(Expr::Var(bv), Expr::Const(budget)), upd, vec![], l);
@@ -1086,7 +1106,7 @@ impl<'a> B<'a> {
 
     /// Choices describing argument origins that matter for a tool: the model wrote some code
     /// argument, some query/destination argument, some other argument.
-    fn origin_choices(&mut self, t: &Tool) -> (Vec<(ChoiceId, &'static str)>, Vec<String>) {
+    fn origin_choices(&mut self, t: &Tool) -> (Vec<(ChoiceId, ArgClass)>, Vec<String>) {
         let names = t.arg_names();
         let has_code = t.arg_kinds.iter().any(|(_, k)| k.is_code());
         let has_query = t.arg_kinds.iter().any(|(_, k)| !k.is_code());
@@ -1094,14 +1114,14 @@ impl<'a> B<'a> {
             || (names.is_empty() && t.args.is_none());
         let mut out = vec![];
         let ov = vec!["typed".to_string(), "model".to_string()];
-        if has_code {
-            out.push((self.choice("origin.code_args", 2, ov.clone()), "code"));
-        }
-        if has_query {
-            out.push((self.choice("origin.query_args", 2, ov.clone()), "query"));
-        }
-        if has_other {
-            out.push((self.choice("origin.other_args", 2, ov.clone()), "other"));
+        for (has, class) in [
+            (has_code, ArgClass::Code),
+            (has_query, ArgClass::Query),
+            (has_other, ArgClass::Other),
+        ] {
+            if has {
+                out.push((self.choice(ChoiceKey::Origin(class), 2, ov.clone()), class));
+            }
         }
         (out, names)
     }
@@ -1150,12 +1170,15 @@ impl<'a> B<'a> {
 
     /// The region choice of an operand, computed over every literal of every gate that reads it.
     fn region_choice(&mut self, t: &Tool, op: &Operand) -> (ChoiceId, Vec<Option<Value>>) {
-        let name = match op {
-            Operand::Context(v) => format!("ctx.{v}"),
-            Operand::Arg(a) => format!("arg.{}.{a}", t.name),
+        let key = match op {
+            Operand::Context(v) => ChoiceKey::Context(v.clone()),
+            Operand::Arg(a) => ChoiceKey::Arg {
+                tool: t.name.clone(),
+                arg: a.clone(),
+            },
         };
-        if let Some(&c) = self.choice_ids.get(&name) {
-            return (c, self.region_values[&name].clone());
+        if let Some(&c) = self.choice_ids.get(&key) {
+            return (c, self.region_values[&key].clone());
         }
         let rb = self.p.rulebook.as_ref();
         let mut lits: Vec<&Literal> = vec![];
@@ -1198,8 +1221,8 @@ impl<'a> B<'a> {
                     .unwrap_or_else(|| "unset".into())
             })
             .collect();
-        let c = self.choice(&name, reps.len() as u32, names);
-        self.region_values.insert(name, reps.clone());
+        let c = self.choice(key.clone(), reps.len() as u32, names);
+        self.region_values.insert(key, reps.clone());
         (c, reps)
     }
 
@@ -1324,7 +1347,11 @@ impl<'a> B<'a> {
     /// tools node (with none, the turn ends).
     fn lower_human(&mut self, i: usize) {
         let edges = self.out_edges(i);
-        let approve = self.choice("human.approve", 2, vec!["reject".into(), "approve".into()]);
+        let approve = self.choice(
+            ChoiceKey::HumanApprove,
+            2,
+            vec!["reject".into(), "approve".into()],
+        );
         for (yes, value) in [(false, 0u32), (true, 1u32)] {
             let mut upd = IndexMap::new();
             if let Some(ap) = self.sv.approved {
@@ -1338,7 +1365,7 @@ impl<'a> B<'a> {
                 .cloned()
                 .collect();
             let mut l = self.label(i, LabelKind::Route);
-            l.reasons = vec![if yes { "approve" } else { "reject" }.into()];
+            l.reasons = vec![if yes { Reason::Approve } else { Reason::Reject }];
             self.per_edge(
                 i,
                 &allowed,
@@ -1389,9 +1416,9 @@ impl<'a> B<'a> {
             .unwrap_or(true);
         // Each refusal: its reason, when it may refuse, and when the call may pass it (the
         // negation, except where the abstraction leaves both possible).
-        let mut refusals: Vec<(&'static str, Expr, Option<Expr>)> = vec![];
+        let mut refusals: Vec<(Reason, Expr, Option<Expr>)> = vec![];
         if !reachable {
-            refusals.push(("unknown_tool", Expr::Bool(true), None));
+            refusals.push((Reason::UnknownTool, Expr::Bool(true), None));
         }
         // Choices the held call fixes when its token comes back (its arguments were checked and
         // seen by the person).
@@ -1401,7 +1428,11 @@ impl<'a> B<'a> {
         // send out. Only a tool whose schema accepts anything and that may send anywhere has
         // no invalid call.
         if let Some(reason) = invalid_reason(t) {
-            let bad = self.choice("args.invalid", 2, vec!["valid".into(), "invalid".into()]);
+            let bad = self.choice(
+                ChoiceKey::ArgsInvalid,
+                2,
+                vec!["valid".into(), "invalid".into()],
+            );
             choices.push(bad);
             refusals.push((reason, choice_is(bad, 1), None));
             token_fixed.push(choice_is(bad, 0));
@@ -1417,7 +1448,7 @@ impl<'a> B<'a> {
         if let Some(n) = t.order.at_most {
             order.push(self.count_at_least(&t.name, &agent, n));
         }
-        refusals.push(("order_rule", or(order), None));
+        refusals.push((Reason::OrderRule, or(order), None));
         // Step 6: an undo names a step that ran and is not yet undone.
         let undone: Vec<String> = self
             .p
@@ -1434,7 +1465,11 @@ impl<'a> B<'a> {
         } else {
             let mut names = vec!["none".to_string()];
             names.extend(undone.iter().cloned());
-            let c = self.choice(&format!("undo.{}", t.name), undone.len() as u32 + 1, names);
+            let c = self.choice(
+                ChoiceKey::Undo(t.name.clone()),
+                undone.len() as u32 + 1,
+                names,
+            );
             choices.push(c);
             Some(c)
         };
@@ -1466,7 +1501,7 @@ impl<'a> B<'a> {
                 must_refuse.push(and(vec![chosen, not(self.undoable(w))]));
             }
             refusals.push((
-                "compensation_spent",
+                Reason::CompensationSpent,
                 or(may_refuse),
                 Some(not(or(must_refuse))),
             ));
@@ -1475,27 +1510,38 @@ impl<'a> B<'a> {
         let mut clarify = Expr::Bool(false);
         let mut held_args: Vec<(ChoiceId, VarId)> = vec![];
         if let Some((pass, cl, used)) = self.gate_exprs(t) {
-            let prefix = format!("arg.{}.", t.name);
             if pair.is_some() {
                 for c in &used {
                     let d = self.choices[c.0 as usize].clone();
-                    if d.name.starts_with(&prefix) {
-                        let v = self.var(format!("held_{}", d.name), d.domain, 0, d.values.clone());
+                    // Choices are declared with their keys in step, so a choice's id is its
+                    // key's index.
+                    let key = self
+                        .choice_ids
+                        .get_index(c.0 as usize)
+                        .map(|(k, _)| k.clone());
+                    if let Some(key @ ChoiceKey::Arg { .. }) =
+                        key.filter(|k| matches!(k, ChoiceKey::Arg { tool, .. } if *tool == t.name))
+                    {
+                        let v = self.var(VarKey::HeldArg(key), d.domain, 0, d.values.clone());
                         held_args.push((*c, v));
                         token_fixed.push(eq(Expr::Choice(*c), Expr::Var(v)));
                     }
                 }
             }
             choices.extend(used);
-            refusals.push(("refuse", not(pass), None));
+            refusals.push((Reason::Refuse, not(pass), None));
             clarify = cl;
         }
         // The rule sheet's own conditions on the call (`check:`), after the gate: the arguments
         // (or an earlier result) may fail them.
         if !t.checks.is_empty() {
-            let c = self.choice("check.fails", 2, vec!["holds".into(), "fails".into()]);
+            let c = self.choice(
+                ChoiceKey::CheckFails,
+                2,
+                vec!["holds".into(), "fails".into()],
+            );
             choices.push(c);
-            refusals.push(("check", choice_is(c, 1), None));
+            refusals.push((Reason::Check, choice_is(c, 1), None));
         }
         // Step 8: taint, for undos too (SPEC §2 step 8).
         let tainted = if t.is_write() {
@@ -1504,7 +1550,7 @@ impl<'a> B<'a> {
             Expr::Bool(false)
         };
         if self.p.settings.taint_policy == TaintPolicy::Refuse {
-            refusals.push(("tainted_call", tainted.clone(), None));
+            refusals.push((Reason::TaintedCall, tainted.clone(), None));
         }
         choices.sort();
         choices.dedup();
@@ -1516,8 +1562,8 @@ impl<'a> B<'a> {
             }
             let mut l = self.label(i, LabelKind::Decision);
             l.tool = Some(t.name.clone());
-            l.decision = Some(Verdict::Refuse);
-            l.reasons = vec![reason.to_string()];
+            l.decision = Some(Answer::Refuse);
+            l.reasons = vec![*reason];
             l.checked = true;
             let mut g = passed_so_far.clone();
             g.push(cond.clone());
@@ -1533,65 +1579,62 @@ impl<'a> B<'a> {
             .map(|c| not(choice_is(c, 0)))
             .unwrap_or(Expr::Bool(false));
         // Step 9: the token.
-        let run = |b: &mut Self, guard: Expr, reason: &str, by_token: bool, undo: bool| {
-            let mut l = b.label(i, LabelKind::Execution);
-            l.tool = Some(t.name.clone());
-            l.decision = Some(Verdict::Allow);
-            l.reasons = if reason.is_empty() {
-                vec![]
-            } else {
-                vec![reason.to_string()]
-            };
-            l.checked = true;
-            l.by_token = by_token;
-            l.as_undo = undo;
-            let mut upd = IndexMap::new();
-            let confirmed = if by_token {
-                Expr::Bool(true)
-            } else if undo {
-                // An undo is confirmed when a person approved, or when the step it undoes was.
-                let mut of_confirmed = vec![];
-                if let Some(uc) = undo_choice {
-                    for (k, w) in undone.iter().enumerate() {
-                        if let Some(&cu) = b.sv.comp_unconfirmed.get(w) {
-                            of_confirmed
-                                .push(and(vec![choice_is(uc, k as u32 + 1), var_is(cu, 0)]));
+        let run =
+            |b: &mut Self, guard: Expr, reason: Option<Reason>, by_token: bool, undo: bool| {
+                let mut l = b.label(i, LabelKind::Execution);
+                l.tool = Some(t.name.clone());
+                l.decision = Some(Answer::Allow);
+                l.reasons = reason.into_iter().collect();
+                l.checked = true;
+                l.by_token = by_token;
+                l.as_undo = undo;
+                let mut upd = IndexMap::new();
+                let confirmed = if by_token {
+                    Expr::Bool(true)
+                } else if undo {
+                    // An undo is confirmed when a person approved, or when the step it undoes was.
+                    let mut of_confirmed = vec![];
+                    if let Some(uc) = undo_choice {
+                        for (k, w) in undone.iter().enumerate() {
+                            if let Some(&cu) = b.sv.comp_unconfirmed.get(w) {
+                                of_confirmed
+                                    .push(and(vec![choice_is(uc, k as u32 + 1), var_is(cu, 0)]));
+                            }
                         }
                     }
-                }
-                or(vec![b.approved_now(), or(of_confirmed)])
-            } else {
-                b.approved_now()
-            };
-            b.execution_updates(t, &agent, confirmed, &mut upd);
-            if undo {
-                if let Some(uc) = undo_choice {
-                    for (k, w) in undone.iter().enumerate() {
-                        let chosen = choice_is(uc, k as u32 + 1);
-                        if let Some(&u) = b.sv.comp_undos.get(w) {
-                            upd.insert(u, ite(chosen.clone(), inc_sat(u, 2), Expr::Var(u)));
-                        }
-                        // The session's only run undone: nothing of it is left for a rollback
-                        // this turn. (With two or more runs it may have been an earlier turn's.)
-                        if let (Some(&tr), Some(&r)) =
-                            (b.sv.turn_runs.get(w), b.sv.comp_runs.get(w))
-                        {
-                            let only = and(vec![chosen, var_is(r, 1)]);
-                            upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
-                            if let Some(&(c, _)) = b.sv.turn_run_counts.get(w) {
-                                upd.insert(c, ite(only, Expr::Const(0), Expr::Var(c)));
+                    or(vec![b.approved_now(), or(of_confirmed)])
+                } else {
+                    b.approved_now()
+                };
+                b.execution_updates(t, &agent, confirmed, &mut upd);
+                if undo {
+                    if let Some(uc) = undo_choice {
+                        for (k, w) in undone.iter().enumerate() {
+                            let chosen = choice_is(uc, k as u32 + 1);
+                            if let Some(&u) = b.sv.comp_undos.get(w) {
+                                upd.insert(u, ite(chosen.clone(), inc_sat(u, 2), Expr::Var(u)));
+                            }
+                            // The session's only run undone: nothing of it is left for a rollback
+                            // this turn. (With two or more runs it may have been an earlier turn's.)
+                            if let (Some(&tr), Some(&r)) =
+                                (b.sv.turn_runs.get(w), b.sv.comp_runs.get(w))
+                            {
+                                let only = and(vec![chosen, var_is(r, 1)]);
+                                upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
+                                if let Some(&(c, _)) = b.sv.turn_run_counts.get(w) {
+                                    upd.insert(c, ite(only, Expr::Const(0), Expr::Var(c)));
+                                }
                             }
                         }
                     }
                 }
-            }
-            b.per_edge(i, edges, guard, upd, choices.clone(), l);
-        };
+                b.per_edge(i, edges, guard, upd, choices.clone(), l);
+            };
         let passed = and(passed_so_far.clone());
         run(
             self,
             and(vec![passed.clone(), via_is(VIA_TOKEN)]),
-            "confirmed",
+            Some(Reason::Confirmed),
             true,
             false,
         );
@@ -1600,7 +1643,7 @@ impl<'a> B<'a> {
             run(
                 self,
                 and(vec![passed.clone(), not_token.clone(), as_undo.clone()]),
-                "compensation",
+                Some(Reason::Compensation),
                 false,
                 true,
             );
@@ -1634,7 +1677,7 @@ impl<'a> B<'a> {
         if needs_person != Expr::Bool(false) {
             let mut l = self.label(i, LabelKind::Decision);
             l.tool = Some(t.name.clone());
-            l.decision = Some(Verdict::Confirm);
+            l.decision = Some(Answer::Confirm);
             l.checked = true;
             l.ends_turn = true;
             let mut upd = IndexMap::new();
@@ -1652,7 +1695,13 @@ impl<'a> B<'a> {
                 l,
             );
         }
-        run(self, and(vec![plain, not(needs_person)]), "", false, false);
+        run(
+            self,
+            and(vec![plain, not(needs_person)]),
+            None,
+            false,
+            false,
+        );
     }
 
     /// A refusal undoes the turn's earlier writes by their compensations (SPEC §2): each write
@@ -1818,12 +1867,12 @@ fn sat_add(e: &Expr, k: u32, cap: u32) -> Expr {
 /// undeclared argument where the schema is closed; else a destination in an argument of a tool
 /// that does not send out; else a wrongly typed or missing declared argument. `None` only for a
 /// tool that may send out and whose schema accepts every object.
-pub fn invalid_reason(t: &Tool) -> Option<&'static str> {
+pub fn invalid_reason(t: &Tool) -> Option<Reason> {
     if !t.schema_partial() {
-        return Some("argument_schema");
+        return Some(Reason::ArgumentSchema);
     }
     if !t.sends_out {
-        return Some("undeclared_destination");
+        return Some(Reason::UndeclaredDestination);
     }
     let schema = t.args.as_ref()?;
     let typed = schema
@@ -1834,7 +1883,7 @@ pub fn invalid_reason(t: &Tool) -> Option<&'static str> {
         .get("required")
         .and_then(|r| r.as_array())
         .is_some_and(|r| !r.is_empty());
-    (typed || required).then_some("argument_schema")
+    (typed || required).then_some(Reason::ArgumentSchema)
 }
 
 /// Which agents can be active at each node: a router or model makes its own agent active; a

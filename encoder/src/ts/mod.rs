@@ -8,6 +8,7 @@ pub mod regions;
 pub mod slice;
 
 use crate::loc::Loc;
+use crate::vocab::{Answer, Reason};
 use serde::{Deserialize, Serialize};
 
 /// Index of a state variable.
@@ -174,18 +175,6 @@ pub enum LabelKind {
     TurnEnd,
 }
 
-/// The tool check's three answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The tool runs.
-    Allow,
-    /// A person is asked; the turn ends with the call held.
-    Confirm,
-    /// Nothing runs.
-    Refuse,
-}
-
 /// What happened in a step: static per command.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Label {
@@ -198,9 +187,9 @@ pub struct Label {
     /// The tool called or run, if any.
     pub tool: Option<String>,
     /// The check's decision, at guarded nodes.
-    pub decision: Option<Verdict>,
+    pub decision: Option<Answer>,
     /// The decision's reason (a refusal's rule, `confirmed`, `compensation`).
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
     /// Whether the tool check ran (guarded node).
     pub checked: bool,
     /// Whether the execution was confirmed by a token.

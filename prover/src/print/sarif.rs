@@ -156,7 +156,14 @@ fn label_text(l: &encoder::ts::Label) -> String {
             if l.reasons.is_empty() {
                 String::new()
             } else {
-                format!(" ({})", l.reasons.join(", "))
+                format!(
+                    " ({})",
+                    l.reasons
+                        .iter()
+                        .map(|r| r.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             }
         ),
         (K::Handoff, _) => format!("hands off to {}", l.to.clone().unwrap_or_default()),

@@ -1,0 +1,458 @@
+//! The one vocabulary the lowering, the concrete tool check, the obligations, replay and the
+//! reference explorer speak: the check's answer, its reasons, the marks, the check ops, the
+//! state-variable and choice keys, and the rule ids.
+//!
+//! Each word is a typed value with exactly one printed form (`as_str`/`Display`, and serde
+//! producing the same string), so what reaches a report, a witness file or a snapshot is
+//! byte-identical to the literals these types replaced, and no stage matches another stage's
+//! words as string literals. Keys of state variables and choices are formatted here and never
+//! parsed back: a stage that needs the meaning of a named variable asks the lowered system for
+//! its key (`Lowered::var_keys`, `Lowered::choice_ids`).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Implements `as_str`, `Display` and a fixed list of every value for a unit-only enum whose
+/// serde form (snake_case) is the same string.
+macro_rules! words {
+    ($ty:ident { $($v:ident => $s:literal),+ $(,)? }) => {
+        impl $ty {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$ty] = &[$($ty::$v),+];
+            /// The printed (and serialised) form.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$v => $s),+
+                }
+            }
+            /// The value printed as `s`, if any (for readers of qls's own formats).
+            pub fn from_name(s: &str) -> Option<$ty> {
+                match s {
+                    $($s => Some($ty::$v),)+
+                    _ => None,
+                }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// The tool check's three answers (SPEC §2). Named `Answer` so it is not confused with the
+/// prover's verdict on an obligation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// The tool runs once, under an idempotency key.
+    Allow,
+    /// A person is asked; their yes presents `detail.token`, and the turn ends with the call
+    /// held.
+    Confirm,
+    /// Nothing runs; `detail.rollback` undoes the run's earlier writes.
+    Refuse,
+}
+
+words!(Answer { Allow => "allow", Confirm => "confirm", Refuse => "refuse" });
+
+/// Why a decision was taken: the check's stable reason names (SPEC §2), and the few words the
+/// lowering adds to a step's label for what is not a check decision (a router's tool step or
+/// confirm-yes, a spent budget, a person's answer at a human node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Step 0: the history does not verify.
+    HistoryInvalid,
+    /// Step 1: the tool is unknown or the agent cannot reach it.
+    UnknownTool,
+    /// Step 1: several agents, and the call names none.
+    AgentRequired,
+    /// Step 3: the arguments do not match the tool's schema.
+    ArgumentSchema,
+    /// Step 4: a destination in a tool that does not send out.
+    UndeclaredDestination,
+    /// Step 5: an order rule.
+    OrderRule,
+    /// Step 6: an undo that does not match the step it names.
+    CompensationMismatch,
+    /// Step 6: an undo of a step already undone.
+    CompensationSpent,
+    /// Step 7: the rulebook's flow refuses.
+    Refuse,
+    /// Step 7: a rule-sheet `check:` condition fails.
+    Check,
+    /// Step 8: a tainted write under `taint_policy: refuse` (or a confirm reason, step 10).
+    TaintedCall,
+    /// Step 10: the gate passes only on some values the check cannot read.
+    GateClarify,
+    /// Step 10: the model wrote an argument.
+    ArgumentOrigin,
+    /// Step 10: an irreversible write after another write this run.
+    IrreversiblePivot,
+    /// Step 10: the tool's schema leaves arguments open.
+    SchemaPartial,
+    /// Step 10: writes are confirmed (`write_policy: confirm` or the tool says so).
+    Write,
+    /// Step 9: allowed by a token a person's yes presented.
+    Confirmed,
+    /// Step 11: allowed as an undo bound to its step.
+    Compensation,
+    /// A router's tool step (no check decision).
+    ToolStep,
+    /// A person's yes to a held call, presented at a turn's start.
+    ConfirmYes,
+    /// A model's step budget is spent: the turn ends.
+    Budget,
+    /// A person approves at a human node.
+    Approve,
+    /// A person rejects at a human node.
+    Reject,
+}
+
+words!(Reason {
+    HistoryInvalid => "history_invalid",
+    UnknownTool => "unknown_tool",
+    AgentRequired => "agent_required",
+    ArgumentSchema => "argument_schema",
+    UndeclaredDestination => "undeclared_destination",
+    OrderRule => "order_rule",
+    CompensationMismatch => "compensation_mismatch",
+    CompensationSpent => "compensation_spent",
+    Refuse => "refuse",
+    Check => "check",
+    TaintedCall => "tainted_call",
+    GateClarify => "gate_clarify",
+    ArgumentOrigin => "argument_origin",
+    IrreversiblePivot => "irreversible_pivot",
+    SchemaPartial => "schema_partial",
+    Write => "write",
+    Confirmed => "confirmed",
+    Compensation => "compensation",
+    ToolStep => "tool_step",
+    ConfirmYes => "confirm_yes",
+    Budget => "budget",
+    Approve => "approve",
+    Reject => "reject",
+});
+
+/// What the abstract system can tell apart of a refusal's first reason: it has one choice for
+/// "the arguments are invalid" (whichever of steps 3–4 the concrete check names) and one
+/// compensation refusal, so replay and the conformance test compare refusals by class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RefusalClass {
+    /// `argument_schema` or `undeclared_destination`.
+    InvalidArguments,
+    /// `compensation_spent` or `compensation_mismatch`.
+    Compensation,
+    /// Any other reason, as itself.
+    Other(Reason),
+}
+
+impl Reason {
+    /// The reason's class (see [`RefusalClass`]).
+    pub fn class(self) -> RefusalClass {
+        match self {
+            Reason::ArgumentSchema | Reason::UndeclaredDestination => {
+                RefusalClass::InvalidArguments
+            }
+            Reason::CompensationSpent | Reason::CompensationMismatch => RefusalClass::Compensation,
+            other => RefusalClass::Other(other),
+        }
+    }
+}
+
+/// The classes of a reason list's first reason, `None` for an empty list.
+pub fn first_class(reasons: &[Reason]) -> Option<RefusalClass> {
+    reasons.first().map(|r| r.class())
+}
+
+/// The marks and provenance flags an agent's context carries (SPEC §2 step 8, §3 hand-offs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mark {
+    /// A confidential tool's result.
+    Confidential,
+    /// Content from an untrusted (external) tool.
+    External,
+    /// Provenance only: external content that came over a hand-off.
+    ExternalHanded,
+    /// A hand-off from a lower-privileged agent.
+    SteeredFromLower,
+}
+
+// Declared in the order of their names, so a set of marks iterates as a set of their names did.
+words!(Mark {
+    Confidential => "confidential",
+    External => "external",
+    ExternalHanded => "external_handed",
+    SteeredFromLower => "steered_from_lower",
+});
+
+/// A rule-sheet `check:` comparison (`ArgCheck.op`), parsed once by the readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOp {
+    /// `≤`.
+    AtMost,
+    /// `≥`.
+    AtLeast,
+    /// Equal.
+    Is,
+    /// One of a list.
+    In,
+    /// None of a list.
+    NotIn,
+    /// `<`.
+    Under,
+    /// `>`.
+    Over,
+}
+
+words!(CheckOp {
+    AtMost => "at_most",
+    AtLeast => "at_least",
+    Is => "is",
+    In => "in",
+    NotIn => "not_in",
+    Under => "under",
+    Over => "over",
+});
+
+impl CheckOp {
+    /// Every op's printed form, for "expected one of" messages.
+    pub fn names() -> Vec<&'static str> {
+        CheckOp::ALL.iter().map(|o| o.as_str()).collect()
+    }
+}
+
+/// The argument classes whose origin the abstraction tracks (ARCHITECTURE.md Decisions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgClass {
+    /// Code or shell arguments.
+    Code,
+    /// Query-like arguments.
+    Query,
+    /// Every other argument.
+    Other,
+}
+
+words!(ArgClass { Code => "code", Query => "query", Other => "other" });
+
+impl ArgClass {
+    /// The class of a tool's argument: by its declared kind (code or query-like), else other.
+    pub fn of(t: &crate::catalogue::Tool, arg: &str) -> ArgClass {
+        match t.arg_kinds.get(arg) {
+            Some(k) if k.is_code() => ArgClass::Code,
+            Some(_) => ArgClass::Query,
+            None => ArgClass::Other,
+        }
+    }
+}
+
+/// What a choice input of the lowered system stands for. Its name (`Display`) is what witnesses
+/// and reports print.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ChoiceKey {
+    /// `turn.resume`: a person's yes to a held call resumes the next turn at the holding node.
+    TurnResume,
+    /// `origin.<class>_args`: the model wrote an argument of that class.
+    Origin(ArgClass),
+    /// `ctx.<var>`: the region of a context variable.
+    Context(String),
+    /// `arg.<tool>.<arg>`: the region of an argument a gate reads.
+    Arg {
+        /// The tool.
+        tool: String,
+        /// The argument.
+        arg: String,
+    },
+    /// `human.approve`: a person's answer at a human node.
+    HumanApprove,
+    /// `args.invalid`: the check refuses the call's arguments (steps 3–4).
+    ArgsInvalid,
+    /// `undo.<tool>`: the write an undo names.
+    Undo(String),
+    /// `check.fails`: a rule-sheet check fails.
+    CheckFails,
+}
+
+impl fmt::Display for ChoiceKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChoiceKey::TurnResume => f.write_str("turn.resume"),
+            ChoiceKey::Origin(c) => write!(f, "origin.{c}_args"),
+            ChoiceKey::Context(v) => write!(f, "ctx.{v}"),
+            ChoiceKey::Arg { tool, arg } => write!(f, "arg.{tool}.{arg}"),
+            ChoiceKey::HumanApprove => f.write_str("human.approve"),
+            ChoiceKey::ArgsInvalid => f.write_str("args.invalid"),
+            ChoiceKey::Undo(t) => write!(f, "undo.{t}"),
+            ChoiceKey::CheckFails => f.write_str("check.fails"),
+        }
+    }
+}
+
+/// What a state variable of the lowered system stands for. Its name (`Display`) is what
+/// witnesses and reports print.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VarKey {
+    /// `node`: the node about to step (or `done`).
+    Node,
+    /// `agent`: the active agent.
+    Agent,
+    /// `turn`.
+    Turn,
+    /// `step`: the step within the turn.
+    Step,
+    /// `via`: how the next call arrives (free, typed after a router's tool step, by token).
+    Via,
+    /// `held`: the held call as `tool@node`, or none.
+    Held,
+    /// `count.<tool>`: the session's runs of a tool.
+    Count(String),
+    /// `count.<tool>.<agent>`: one agent's runs of a tool (`history: per_agent`).
+    CountBy {
+        /// The tool.
+        tool: String,
+        /// The agent.
+        agent: String,
+    },
+    /// `model_steps.<node>`: a model's steps this turn.
+    ModelSteps(String),
+    /// `exit.<from>-><to>`: an edge's uses this turn (`exit_after`).
+    Exit {
+        /// The edge's source.
+        from: String,
+        /// The edge's target.
+        to: String,
+    },
+    /// `mark.<mark>.<agent>`: a mark the check sees.
+    Mark(Mark, String),
+    /// `prov.<mark>.<agent>`: provenance the rules read.
+    Prov(Mark, String),
+    /// `comp.runs.<tool>`: a compensable write's runs (saturating at 2).
+    CompRuns(String),
+    /// `comp.undos.<tool>`: its undos (saturating at 2).
+    CompUndos(String),
+    /// `comp.unconfirmed.<tool>`: some run of it was unconfirmed.
+    CompUnconfirmed(String),
+    /// `turn.run.<tool>`: it ran this turn (1 confirmed, 2 some run unconfirmed).
+    TurnRun(String),
+    /// `turn.runs.<tool>`: its runs this turn.
+    TurnRuns(String),
+    /// `turn.wrote`: a write ran this turn.
+    TurnWrote,
+    /// `turn.wrote_irreversible`: an irreversible write ran this turn.
+    TurnWroteIrreversible,
+    /// `approved`: a person approved at a human node since the last model step.
+    Approved,
+    /// `held_<choice>`: a held call's copy of one of its argument choices.
+    HeldArg(ChoiceKey),
+}
+
+impl fmt::Display for VarKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VarKey::Node => f.write_str("node"),
+            VarKey::Agent => f.write_str("agent"),
+            VarKey::Turn => f.write_str("turn"),
+            VarKey::Step => f.write_str("step"),
+            VarKey::Via => f.write_str("via"),
+            VarKey::Held => f.write_str("held"),
+            VarKey::Count(t) => write!(f, "count.{t}"),
+            VarKey::CountBy { tool, agent } => write!(f, "count.{tool}.{agent}"),
+            VarKey::ModelSteps(n) => write!(f, "model_steps.{n}"),
+            VarKey::Exit { from, to } => write!(f, "exit.{from}->{to}"),
+            VarKey::Mark(m, a) => write!(f, "mark.{m}.{a}"),
+            VarKey::Prov(m, a) => write!(f, "prov.{m}.{a}"),
+            VarKey::CompRuns(t) => write!(f, "comp.runs.{t}"),
+            VarKey::CompUndos(t) => write!(f, "comp.undos.{t}"),
+            VarKey::CompUnconfirmed(t) => write!(f, "comp.unconfirmed.{t}"),
+            VarKey::TurnRun(t) => write!(f, "turn.run.{t}"),
+            VarKey::TurnRuns(t) => write!(f, "turn.runs.{t}"),
+            VarKey::TurnWrote => f.write_str("turn.wrote"),
+            VarKey::TurnWroteIrreversible => f.write_str("turn.wrote_irreversible"),
+            VarKey::Approved => f.write_str("approved"),
+            VarKey::HeldArg(c) => write!(f, "held_{c}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_and_display_agree() {
+        for r in Reason::ALL {
+            let json = serde_json::to_string(r).unwrap();
+            assert_eq!(json, format!("\"{r}\""));
+            assert_eq!(Reason::from_name(r.as_str()), Some(*r));
+        }
+        for o in CheckOp::ALL {
+            assert_eq!(serde_json::to_string(o).unwrap(), format!("\"{o}\""));
+        }
+        for a in Answer::ALL {
+            assert_eq!(serde_json::to_string(a).unwrap(), format!("\"{a}\""));
+        }
+        for m in Mark::ALL {
+            assert_eq!(serde_json::to_string(m).unwrap(), format!("\"{m}\""));
+        }
+        let names: Vec<&str> = Mark::ALL.iter().map(|m| m.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted, "marks order as their names");
+    }
+
+    #[test]
+    fn keys_print_as_the_lowering_always_named_them() {
+        let t = || "refund_card".to_string();
+        assert_eq!(
+            ChoiceKey::Origin(ArgClass::Code).to_string(),
+            "origin.code_args"
+        );
+        assert_eq!(
+            ChoiceKey::Arg {
+                tool: t(),
+                arg: "amount".into()
+            }
+            .to_string(),
+            "arg.refund_card.amount"
+        );
+        assert_eq!(
+            VarKey::Mark(Mark::SteeredFromLower, "desk".into()).to_string(),
+            "mark.steered_from_lower.desk"
+        );
+        assert_eq!(
+            VarKey::Prov(Mark::ExternalHanded, "desk".into()).to_string(),
+            "prov.external_handed.desk"
+        );
+        assert_eq!(
+            VarKey::HeldArg(ChoiceKey::Context("tier".into())).to_string(),
+            "held_ctx.tier"
+        );
+        assert_eq!(
+            VarKey::Exit {
+                from: "a".into(),
+                to: "b".into()
+            }
+            .to_string(),
+            "exit.a->b"
+        );
+    }
+
+    #[test]
+    fn refusal_classes_join_what_the_abstraction_cannot_tell_apart() {
+        assert_eq!(
+            Reason::ArgumentSchema.class(),
+            Reason::UndeclaredDestination.class()
+        );
+        assert_eq!(
+            Reason::CompensationSpent.class(),
+            Reason::CompensationMismatch.class()
+        );
+        assert_ne!(Reason::OrderRule.class(), Reason::Check.class());
+    }
+}
