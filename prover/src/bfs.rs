@@ -227,14 +227,7 @@ fn search(
         }
         Liveness::new(ts, &extra)
     });
-    let dead_at = liveness
-        .as_ref()
-        .map(|l| move |n: u32| l.dead_at(n).to_vec());
-    let system = Compiled::new(
-        ts,
-        obligations,
-        dead_at.as_ref().map(|f| f as &dyn Fn(u32) -> Vec<VarId>),
-    );
+    let system = Compiled::new(ts, obligations, liveness.as_ref());
     let words = system.layout.words;
     let mut found: Vec<Option<(u32, CmdId, u32)>> = vec![None; obligations.len()];
     let mut store = Store::new(words);
@@ -255,17 +248,25 @@ fn search(
         if let Some(p) = &budget.progress {
             p.bfs(level, level_end);
         }
-        let mut admit = Admit {
-            store: &mut store,
-            budget: &budget,
-            exhausted: &mut exhausted,
-            out_of_time: &out_of_time,
-        };
+        let mut store_new =
+            |store: &mut Store, s: &[u64], si: u32, cmd: u32, val: u32, start: bool| {
+                admit(
+                    store,
+                    &budget,
+                    &mut exhausted,
+                    &out_of_time,
+                    s,
+                    si,
+                    cmd,
+                    val,
+                    start,
+                )
+            };
         if parallel && level_end - level_start >= PARALLEL_LEVEL {
             // Large levels are expanded in parallel, chunk by chunk, and the results admitted
             // in frontier order: the search is the same whatever the thread count.
             let open: Vec<bool> = found.iter().map(|f| f.is_none()).collect();
-            let frontier = admit.store.arena[level_start * words..level_end * words].to_vec();
+            let frontier = &store.arena[level_start * words..level_end * words];
             let results: Vec<Expansion> = frontier
                 .par_chunks(CHUNK_STATES * words)
                 .enumerate()
@@ -293,24 +294,22 @@ fn search(
                     found[o as usize].get_or_insert((si, cid, val));
                 }
                 for (s, (si, cmd, val, turn_start)) in x.packed.chunks_exact(words).zip(x.options) {
-                    admit.state(s, si, cmd, val, turn_start);
+                    store_new(&mut store, s, si, cmd, val, turn_start);
                 }
             }
         } else {
+            let mut hits: Vec<(u32, CmdId, u32)> = vec![];
             for si in level_start..level_end {
-                cur.copy_from_slice(admit.store.state(si as u32));
+                cur.copy_from_slice(store.state(si as u32));
                 let si = si as u32;
-                let found_now = &mut found;
-                let open = |o: u32| found_now[o as usize].is_none();
-                let mut hits: Vec<(u32, CmdId, u32)> = vec![];
                 system.expand(
                     &cur,
                     &mut next,
-                    open,
+                    |o| found[o as usize].is_none(),
                     |o, cid, val| hits.push((o, cid, val)),
-                    |st| admit.state(st.next, si, st.cmd, st.val, st.turn_start),
+                    |st| store_new(&mut store, st.next, si, st.cmd, st.val, st.turn_start),
                 );
-                for (o, cid, val) in hits {
+                for (o, cid, val) in hits.drain(..) {
                     found[o as usize].get_or_insert((si, cid, val));
                 }
             }
@@ -372,45 +371,44 @@ fn search(
 /// Frontier states per parallel task.
 const CHUNK_STATES: usize = 64;
 
-/// Admits successors into the store while the budgets last.
-struct Admit<'a, F: Fn() -> bool> {
-    store: &'a mut Store,
-    budget: &'a BfsBudget,
-    exhausted: &'a mut Option<StopReason>,
-    out_of_time: &'a F,
-}
-
-impl<F: Fn() -> bool> Admit<'_, F> {
-    /// Stores successor `s` of state `si` unless it is known. Past a budget nothing new is
-    /// stored (the level's remaining hits are still recorded: they are real violations at
-    /// this depth).
-    #[inline]
-    fn state(&mut self, s: &[u64], si: u32, cmd: u32, val: u32, turn_start: bool) {
-        if self.exhausted.is_some() {
-            return;
-        }
-        let store = &mut *self.store;
-        let h = hash(s);
-        if store.find(h, s) {
-            return;
-        }
-        if store.len() >= self.budget.max_states {
-            *self.exhausted = Some(StopReason::StateBudget);
-            return;
-        }
-        if store.len().is_multiple_of(4096) {
-            if store.bytes() >= self.budget.max_memory {
-                *self.exhausted = Some(StopReason::MemoryBudget);
-                return;
-            }
-            if (self.out_of_time)() {
-                *self.exhausted = Some(StopReason::TimeBudget);
-                return;
-            }
-        }
-        let turn = store.turn[si as usize] + turn_start as u32;
-        store.push_hashed(h, s, si, cmd, val, turn);
+/// Stores successor `s` of state `si` unless it is known. Past a budget nothing new is stored
+/// (the level's remaining hits are still recorded: they are real violations at this depth).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn admit(
+    store: &mut Store,
+    budget: &BfsBudget,
+    exhausted: &mut Option<StopReason>,
+    out_of_time: &impl Fn() -> bool,
+    s: &[u64],
+    si: u32,
+    cmd: u32,
+    val: u32,
+    turn_start: bool,
+) {
+    if exhausted.is_some() {
+        return;
     }
+    let h = hash(s);
+    if store.find(h, s) {
+        return;
+    }
+    if store.len() >= budget.max_states {
+        *exhausted = Some(StopReason::StateBudget);
+        return;
+    }
+    if store.len().is_multiple_of(4096) {
+        if store.bytes() >= budget.max_memory {
+            *exhausted = Some(StopReason::MemoryBudget);
+            return;
+        }
+        if out_of_time() {
+            *exhausted = Some(StopReason::TimeBudget);
+            return;
+        }
+    }
+    let turn = store.turn[si as usize] + turn_start as u32;
+    store.push_hashed(h, s, si, cmd, val, turn);
 }
 
 /// The witness ending in option (`cmd`, `choices`) at stored state `last`: the options on the

@@ -10,6 +10,7 @@
 //! value is stored truncated to its variable's width as the packed store always did. The engine
 //! property tests compare the BFS with Z3 and with the concrete runtime on random systems.
 
+use encoder::ts::flow::Liveness;
 use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
 
 /// Where a variable sits in a packed state: one word, a shift and a mask of its width. A
@@ -411,11 +412,11 @@ pub(super) struct Step<'a> {
 
 impl Compiled {
     /// Compiles the system, its obligations' conditions and (per node) the dead variables to
-    /// reset (`dead_at(node)`; `None`: keep every variable).
+    /// reset (`None`: keep every variable).
     pub(super) fn new(
         ts: &TransitionSystem,
         obligations: &[Obligation],
-        dead_at: Option<&dyn Fn(u32) -> Vec<VarId>>,
+        liveness: Option<&Liveness>,
     ) -> Compiled {
         let layout = Layout::new(ts);
         let mut conds: Vec<Vec<(u32, &Expr)>> = vec![vec![]; ts.commands.len()];
@@ -436,8 +437,8 @@ impl Compiled {
         let reset = (0..ts.by_node.len() as u32)
             .map(|n| {
                 let mut w = vec![];
-                if let Some(dead) = dead_at {
-                    for v in dead(n) {
+                if let Some(l) = liveness {
+                    for &v in l.dead_at(n) {
                         add_write(&mut w, layout.slot(v), ts.init[v.0 as usize]);
                     }
                 }
