@@ -3,12 +3,12 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use encoder::ts::lower::lower;
-use encoder::Project;
+use ir::Project;
 use prover::{bfs, bmc};
 use std::path::Path;
 
 fn load(rel: &str) -> Project {
-    encoder::load_project(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel))
+    readers::load_project(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel))
         .expect("the case loads")
 }
 
@@ -57,7 +57,7 @@ fn synthetic_by_size(c: &mut Criterion) {
     let mut g = c.benchmark_group("synthetic");
     g.sample_size(10);
     for agents in [2usize, 8, 32] {
-        let p = encoder::testkit::synthetic(agents, 4, 7);
+        let p = ir::testkit::synthetic(agents, 4, 7);
         let l = lower(&p, 1, 12);
         let o = obligations::reach::obligations(&p, &l);
         g.bench_with_input(BenchmarkId::new("bfs", agents), &agents, |b, _| {
@@ -67,7 +67,7 @@ fn synthetic_by_size(c: &mut Criterion) {
             b.iter(|| bmc::run(&l.ts, &o, bmc::BmcBudget::default()))
         });
     }
-    let big = encoder::testkit::synthetic(1250, 4, 7);
+    let big = ir::testkit::synthetic(1250, 4, 7);
     g.bench_function("structural_5000_nodes", |b| {
         b.iter(|| obligations::structural::structural(&big))
     });

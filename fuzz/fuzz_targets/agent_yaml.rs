@@ -1,5 +1,5 @@
 #![no_main]
-//! `encoder::agent::read_agent_file` must return `Ok` or an `InputError`, never panic or hang.
+//! `readers::agent::read_agent_file` must return `Ok` or an `InputError`, never panic or hang.
 use libfuzzer_sys::fuzz_target;
 
 #[path = "common.rs"]
@@ -7,6 +7,6 @@ mod common;
 
 fuzz_target!(init: common::allow_caught_yaml_panics(), |data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = encoder::agent::read_agent_file("agent.yaml", text);
+        let _ = readers::agent::read_agent_file("agent.yaml", text);
     }
 });

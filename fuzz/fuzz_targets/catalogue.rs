@@ -1,5 +1,5 @@
 #![no_main]
-//! `encoder::catalogue::read_catalogue` as YAML and as JSON (JSON catalogue and MCP `tools/list`).
+//! `readers::catalogue::read_catalogue` as YAML and as JSON (JSON catalogue and MCP `tools/list`).
 use libfuzzer_sys::fuzz_target;
 
 #[path = "common.rs"]
@@ -8,8 +8,8 @@ mod common;
 fuzz_target!(init: common::allow_caught_yaml_panics(), |data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         for name in ["c.catalogue.yaml", "c.catalogue.json"] {
-            if let Ok(cat) = encoder::catalogue::read_catalogue(name, text) {
-                let _ = encoder::catalogue::check_merged(&cat);
+            if let Ok(cat) = readers::catalogue::read_catalogue(name, text) {
+                let _ = readers::catalogue::check_merged(&cat);
             }
         }
     }

@@ -1,17 +1,20 @@
 #![no_main]
 //! The tool check's JSON inputs: `<call JSON> NUL <history JSON>` (without a NUL, the whole input
 //! is the call and the history is empty). Both are parsed exactly as `qls check` parses them
-//! (`prover/src/cmd_check.rs`); when they parse, `witnesses::check::check` and `record` run
+//! (`prover/src/cmd_check.rs`); when they parse, `toolcheck::check::check` and `record` run
 //! against the shop catalogue, with and without the shop's rulebook and agents, over the history
 //! as given and over the same history signed with the key (so the rules past `history_invalid`
 //! are reached). None of it may panic.
-use encoder::agent::{read_agent_file, AgentFile};
-use encoder::catalogue::{read_catalogue, Catalogue};
-use encoder::rulebook::{compile_text, Rulebook};
+use readers::agent::{read_agent_file};
+use ir::agent::{AgentFile};
+use readers::catalogue::{read_catalogue};
+use ir::catalogue::{Catalogue};
+use readers::rulebook::{compile_text};
+use ir::rulebook::{Rulebook};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
-use witnesses::check::{agents_of, record};
-use witnesses::{Call, CheckContext, History, Key};
+use toolcheck::check::{agents_of, record};
+use toolcheck::{Call, CheckContext, History, Key};
 
 const CATALOGUE: &str = include_str!("../../examples/shop/shop.catalogue.yaml");
 const POLICY: &str = include_str!("../../examples/shop/policy.co");
@@ -42,7 +45,7 @@ fn shop() -> &'static Shop {
 }
 
 fn decide(ctx: &CheckContext<'_>, history: &History, call: &Call) {
-    let decision = witnesses::check(ctx, history, call);
+    let decision = toolcheck::check(ctx, history, call);
     let _ = serde_json::to_string(&decision);
     let mut appended = history.clone();
     record(ctx, &mut appended, call, &decision);

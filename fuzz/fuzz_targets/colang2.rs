@@ -1,9 +1,9 @@
 #![no_main]
-//! `encoder::rulebook::colang::compile_colang2` must return `Ok` or an `InputError`.
+//! `readers::rulebook::colang::compile_colang2` must return `Ok` or an `InputError`.
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = encoder::rulebook::colang::compile_colang2("flows.co", text);
+        let _ = readers::rulebook::colang::compile_colang2("flows.co", text);
     }
 });

@@ -1,6 +1,6 @@
 //! Shared by the YAML-reading targets.
 
-/// libfuzzer-sys aborts on every panic, even one that is caught. `encoder::yaml::load_yaml`
+/// libfuzzer-sys aborts on every panic, even one that is caught. `readers::yaml::load_yaml`
 /// catches panics raised inside marked-yaml / yaml-rust2 and turns them into an `InputError`, so
 /// those (and only those) are let through to its `catch_unwind`; any other panic still aborts.
 pub fn allow_caught_yaml_panics() {

@@ -1,8 +1,8 @@
 //! Registration lints: warnings that never fail anything, worded as seed 000 words them and in
 //! its order (per tool, alphabetically; then the agent-level ones).
 
-use encoder::rulebook::Language;
-use encoder::Project;
+use ir::rulebook::Language;
+use ir::Project;
 use serde::Serialize;
 
 /// One lint.

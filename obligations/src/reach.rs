@@ -3,13 +3,13 @@
 //! obligation per rule and subject tool; both engines decide every one.
 
 use crate::catalog::*;
-use encoder::catalogue::Tool;
 use encoder::ts::ex::*;
 use encoder::ts::lower::Lowered;
 use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation};
-use encoder::vocab::{Answer, ArgClass, ChoiceKey, Reason};
-use encoder::Project;
 use indexmap::IndexMap;
+use ir::catalogue::Tool;
+use ir::vocab::{Answer, ArgClass, ChoiceKey, Reason};
+use ir::Project;
 
 /// Whether a command runs a tool.
 fn is_execution(c: &Command) -> bool {
@@ -147,7 +147,7 @@ impl Exec<'_> {
             .graph
             .agents
             .get(self.agent)
-            .map(|a| a.privilege == encoder::agent::Privilege::High)
+            .map(|a| a.privilege == ir::agent::Privilege::High)
             .unwrap_or(false)
     }
 
@@ -308,7 +308,7 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
         let Some(t) = p.catalogue.get(name) else {
             continue;
         };
-        let listed_by = |pred: &dyn Fn(&encoder::graph::GraphNode) -> bool| {
+        let listed_by = |pred: &dyn Fn(&ir::graph::GraphNode) -> bool| {
             p.graph
                 .nodes
                 .iter()
@@ -320,7 +320,7 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
             n.agent
                 .as_ref()
                 .and_then(|a| p.graph.agents.get(a))
-                .is_some_and(|a| a.privilege == encoder::agent::Privilege::High)
+                .is_some_and(|a| a.privilege == ir::agent::Privilege::High)
         });
         let mut rules: Vec<RuleId> = vec![];
         if unchecked {
@@ -373,7 +373,7 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
         .graph
         .agents
         .get(agent)
-        .is_some_and(|a| a.privilege == encoder::agent::Privilege::High);
+        .is_some_and(|a| a.privilege == ir::agent::Privilege::High);
     for (w, &r) in &l.sv.turn_runs {
         let Some(u) = p.catalogue.get(w).and_then(|t| t.undo.clone()) else {
             continue;
@@ -385,7 +385,7 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
         let unconfirmed = var_is(r, 2);
         // What the step's other compensations (or an earlier run of this one) leave in the
         // context before this run: the history's order decides, so either order is assumed.
-        let earlier = |pred: &dyn Fn(&encoder::catalogue::Tool) -> bool| -> Expr {
+        let earlier = |pred: &dyn Fn(&ir::catalogue::Tool) -> bool| -> Expr {
             or(l.sv
                 .turn_runs
                 .iter()
@@ -558,8 +558,8 @@ fn product(domains: &[Vec<(u32, Expr)>]) -> Vec<Vec<(u32, Expr)>> {
 
 /// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is
 /// not a dead action. (A Colang execute whose conditions contradict each other is one.)
-fn deliberate_never(rb: &encoder::rulebook::Rulebook, gate: &encoder::rulebook::Gate) -> bool {
-    rb.language == encoder::rulebook::Language::Sheet && gate.paths.is_empty()
+fn deliberate_never(rb: &ir::rulebook::Rulebook, gate: &ir::rulebook::Gate) -> bool {
+    rb.language == ir::rulebook::Language::Sheet && gate.paths.is_empty()
 }
 
 /// Whether the session's runs violate a tool's order rules at this step (QG014 reads the

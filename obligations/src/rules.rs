@@ -8,8 +8,8 @@
 //! depending on `witnesses` (which would be a cycle: replay names rules by the catalog's ids).
 
 use crate::catalog::*;
-use encoder::catalogue::Tool;
-use encoder::vocab::Mark;
+use ir::catalogue::Tool;
+use ir::vocab::Mark;
 use std::collections::BTreeSet;
 
 /// What a concrete run shows of one execution, on the state just before it ran.
@@ -92,10 +92,10 @@ pub fn message(rule: &str, tool: &str, node: &str, agent: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use encoder::catalogue::Effect;
+    use ir::catalogue::Effect;
 
     fn write() -> Tool {
-        encoder::testkit::Builder::mk_tool("w", Effect::Write)
+        ir::testkit::Builder::mk_tool("w", Effect::Write)
     }
 
     fn observed<'a>(

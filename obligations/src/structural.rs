@@ -1,9 +1,9 @@
 //! Structural rules, decided on the graph (petgraph), the catalogue and the rulebook IR.
 
-use encoder::graph::{EdgeKind, NodeKind};
-use encoder::rulebook::{Language, VarEventKind};
-use encoder::{Loc, Project};
 use indexmap::IndexMap;
+use ir::graph::{EdgeKind, NodeKind};
+use ir::rulebook::{Language, VarEventKind};
+use ir::{Loc, Project};
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
@@ -305,7 +305,7 @@ fn rulebook_rules(p: &Project, out: &mut Vec<Raw>) {
         // Host context: what `context:` declares, and for Colang what NeMo's runtime sets
         // before any flow runs (`$user_message`, `$bot_message`, …).
         let runtime = rb.language != Language::Sheet
-            && encoder::rulebook::NEMO_RUNTIME_VARS.contains(&v.var.as_str());
+            && ir::rulebook::NEMO_RUNTIME_VARS.contains(&v.var.as_str());
         if v.kind != VarEventKind::Read
             || !assigned.contains(&v.var.as_str())
             || p.context.contains(&v.var)
@@ -356,7 +356,7 @@ fn is_builtin_bot(m: &str) -> bool {
 
 fn undeclared_routes(p: &Project, out: &mut Vec<Raw>) {
     let Some(af) = &p.agent_file else { return };
-    let declared = encoder::graph::export(af);
+    let declared = ir::graph::export(af);
     for e in &p.graph.edges {
         let known = declared
             .edges
@@ -381,13 +381,13 @@ fn undeclared_routes(p: &Project, out: &mut Vec<Raw>) {
 fn peers(p: &Project, out: &mut Vec<Raw>) {
     let governed = |t: &str| p.rulebook.as_ref().is_some_and(|r| r.gates.contains_key(t));
     for (agent, a) in &p.graph.agents {
-        let writes: Vec<&encoder::catalogue::Tool> = a
+        let writes: Vec<&ir::catalogue::Tool> = a
             .tools
             .iter()
             .filter_map(|t| p.catalogue.get(t))
             .filter(|t| t.is_write())
             .collect();
-        let has = |t: &encoder::catalogue::Tool| {
+        let has = |t: &ir::catalogue::Tool| {
             t.confirmation.is_some()
                 || t.requires_confirmation
                 || !t.order.is_empty()
@@ -406,7 +406,7 @@ fn peers(p: &Project, out: &mut Vec<Raw>) {
 pub fn quiet_rules(p: &Project) -> Vec<(String, String)> {
     let cat = &p.catalogue;
     let mut q = Vec::new();
-    let any = |f: &dyn Fn(&encoder::catalogue::Tool) -> bool| cat.tools.values().any(f);
+    let any = |f: &dyn Fn(&ir::catalogue::Tool) -> bool| cat.tools.values().any(f);
     if !any(&|t| t.arg_kinds.values().any(|k| k.is_code())) {
         q.push((
             "QG017",

@@ -3,8 +3,8 @@
 //! data reads and reassigns them, and must not be reported. A variable that is neither assigned
 //! first nor the runtime's still is.
 
-use encoder::rulebook::compile_text;
-use encoder::testkit::Builder;
+use ir::testkit::Builder;
+use readers::rulebook::compile_text;
 use std::path::Path;
 
 fn qg007_subjects(file: &str, text: &str) -> Vec<String> {

@@ -1,16 +1,19 @@
 //! `qls check` and `qls history sign`: the reference tool check as JSON in, JSON out.
 //!
 //! Without `--key-file`, both commands use the development key `qls-dev-key`
-//! ([`witnesses::Key::DEV`]): anyone can forge a history under it, so hosts pass their own key.
+//! ([`toolcheck::Key::DEV`]): anyone can forge a history under it, so hosts pass their own key.
 
 use clap::{Args, Subcommand};
-use encoder::catalogue::{self, Catalogue};
-use encoder::rulebook::{self, Compiled, Rulebook};
-use encoder::{read_text, InputError};
 use indexmap::IndexMap;
+use ir::catalogue::Catalogue;
+use ir::rulebook::Rulebook;
+use ir::InputError;
+use readers::catalogue;
+use readers::read_text;
+use readers::rulebook::{self, Compiled};
 use std::path::{Path, PathBuf};
-use witnesses::check::{agents_of, record};
-use witnesses::{AgentInfo, Call, CheckContext, History, Key};
+use toolcheck::check::{agents_of, record};
+use toolcheck::{AgentInfo, Call, CheckContext, History, Key};
 
 /// Arguments of `qls check`.
 #[derive(Args, Debug)]
@@ -63,7 +66,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
     let (settings, agents) = match &args.settings {
         Some(p) => {
             let name = display(p);
-            let af = encoder::agent::read_agent_file(&name, &read_text(p, &name)?)?;
+            let af = readers::agent::read_agent_file(&name, &read_text(p, &name)?)?;
             (af.settings.clone(), agents_of(&af))
         }
         None => (Default::default(), IndexMap::<String, AgentInfo>::new()),
@@ -78,7 +81,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
         agents,
         key: &key,
     };
-    let decision = witnesses::check(&ctx, &history, &call);
+    let decision = toolcheck::check(&ctx, &history, &call);
     if args.append {
         record(&ctx, &mut history, &call, &decision);
         println!("{}", serde_json::to_string(&history.to_value())?);
@@ -102,7 +105,7 @@ pub fn history(cmd: HistoryCommand) -> anyhow::Result<u8> {
 }
 
 fn display(p: &Path) -> String {
-    encoder::display_name(&p.display().to_string())
+    readers::display_name(&p.display().to_string())
 }
 
 fn read_catalogue_file(p: &Path) -> Result<Catalogue, InputError> {

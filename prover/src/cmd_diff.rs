@@ -18,7 +18,7 @@ pub struct DiffArgs {
 pub fn diff(args: DiffArgs) -> anyhow::Result<u8> {
     let read = |p: &PathBuf| -> anyhow::Result<prover::triage::Baseline> {
         let name = p.display().to_string();
-        let text = encoder::read_text(p, &name)?;
+        let text = readers::read_text(p, &name)?;
         Ok(prover::triage::Baseline::read(&name, &text)?)
     };
     let d = prover::triage::diff(&read(&args.old)?, &read(&args.new)?);

@@ -4,7 +4,7 @@
 
 use crate::cmd_verify::{lift, print_notes, Shown};
 use clap::{Args, Subcommand};
-use encoder::agent::SessionSteps;
+use ir::agent::SessionSteps;
 use prover::bfs;
 use prover::job::{Inputs, Job};
 use prover::session::Session;

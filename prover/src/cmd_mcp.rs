@@ -14,13 +14,13 @@
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use encoder::catalogue::lock::{
-    expand_value, read_config, tool_digest, McpConfig, ServerConfig, LOCK_FORMAT,
-};
-use encoder::{display_name, read_text};
 use futures::stream::{BoxStream, StreamExt as _};
 use http::{HeaderName, HeaderValue};
 use indexmap::IndexMap;
+use readers::catalogue::lock::{
+    expand_value, read_config, tool_digest, McpConfig, ServerConfig, LOCK_FORMAT,
+};
+use readers::{display_name, read_text};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse,
@@ -501,7 +501,7 @@ fn server_entry(s: &ServerConfig) -> Map<String, Value> {
 
 fn snapshot(a: SnapshotArgs) -> anyhow::Result<u8> {
     let (cfg, cname) = load_config(&a.config)?;
-    let base = encoder::project_dir(&a.config);
+    let base = readers::project_dir(&a.config);
     let listed = list_all(
         &cfg,
         &base,
@@ -574,10 +574,10 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
     let lname = display_name(&a.lock.display().to_string());
     let ltext = read_text(&a.lock, &lname)?;
     let lock: Value = serde_json::from_str(&ltext).map_err(|e| {
-        encoder::InputError::at(&lname, e.line() as u32, format!("JSON syntax error: {e}"))
+        ir::InputError::at(&lname, e.line() as u32, format!("JSON syntax error: {e}"))
     })?;
     if lock.get("format").and_then(Value::as_str) != Some(LOCK_FORMAT) {
-        return Err(encoder::InputError::at(
+        return Err(ir::InputError::at(
             &lname,
             1,
             format!("not a lock file: expected `\"format\": \"{LOCK_FORMAT}\"`"),
@@ -586,7 +586,7 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
     }
     let empty = Map::new();
     let locked = lock["servers"].as_object().unwrap_or(&empty);
-    let base = encoder::project_dir(&a.config);
+    let base = readers::project_dir(&a.config);
     let listed = list_all(
         &cfg,
         &base,

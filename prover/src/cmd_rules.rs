@@ -1,8 +1,8 @@
 //! `qls rules compile` and `qls rules lint`.
 
 use clap::Subcommand;
-use encoder::rulebook::sheet::{compile_sheet, lint_sheet, write_compiled, COMPILED_FILES};
-use encoder::{catalogue::read_catalogue, display_name, read_text};
+use readers::rulebook::sheet::{compile_sheet, lint_sheet, write_compiled, COMPILED_FILES};
+use readers::{catalogue::read_catalogue, display_name, read_text};
 use std::path::{Path, PathBuf};
 
 /// Rule-sheet commands.
@@ -35,7 +35,7 @@ pub fn run(cmd: RulesCommand) -> anyhow::Result<u8> {
 }
 
 /// Reads and compiles a sheet; a refusal is an input error (exit 2) and nothing is written.
-fn read_sheet(sheet: &Path) -> anyhow::Result<encoder::rulebook::sheet::CompiledSheet> {
+fn read_sheet(sheet: &Path) -> anyhow::Result<readers::rulebook::sheet::CompiledSheet> {
     let name = display_name(&sheet.display().to_string());
     let text = read_text(sheet, &name)?;
     Ok(compile_sheet(&name, &text)?)

@@ -2,7 +2,7 @@
 //! a [`Job`] (or the job's inputs) and ends in one call through a [`Session`].
 
 use clap::{Args, ValueEnum};
-use encoder::agent::SessionSteps;
+use ir::agent::SessionSteps;
 use prover::job::{GraphInputs, Job};
 use prover::print::Format as Printed;
 use prover::proof::Engines;
@@ -41,21 +41,21 @@ pub struct LangGraphArgs {
     #[arg(long = "model-node", value_name = "NAME")]
     pub model_node: Vec<String>,
     /// A tools node and the tools it holds (repeatable), e.g. `tools=search,book_hotel`.
-    #[arg(long = "tools-node", value_name = "NAME=T1,T2", value_parser = encoder::langgraph::Options::parse_tools_node)]
+    #[arg(long = "tools-node", value_name = "NAME=T1,T2", value_parser = readers::langgraph::Options::parse_tools_node)]
     pub tools_node: Vec<(String, Vec<String>)>,
 }
 
 impl LangGraphArgs {
     /// The reader's options.
-    pub fn options(&self) -> encoder::langgraph::Options {
-        encoder::langgraph::Options {
+    pub fn options(&self) -> readers::langgraph::Options {
+        readers::langgraph::Options {
             model_nodes: self.model_node.clone(),
             tools_nodes: self.tools_node.iter().cloned().collect(),
         }
     }
 }
 
-/// A session's error for the binary: an input error stays an [`encoder::InputError`], so it is
+/// A session's error for the binary: an input error stays an [`ir::InputError`], so it is
 /// shown with its line and a caret.
 pub fn lift(e: SessionError) -> anyhow::Error {
     match e {
@@ -345,22 +345,22 @@ pub struct ReplayArgs {
 /// Runs `qls replay`: exit 0 when the witness reproduces, 1 when it does not.
 pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
     let name = args.witness.display().to_string();
-    let text = encoder::read_text(&args.witness, &name)?;
-    let w: witnesses::witness::Witness = serde_json::from_str(&text).map_err(|e| {
-        encoder::InputError::at(
+    let text = readers::read_text(&args.witness, &name)?;
+    let w: replay::witness::Witness = serde_json::from_str(&text).map_err(|e| {
+        ir::InputError::at(
             &name,
             e.line() as u32,
             format!("not a qls-witness/1 file: {e}"),
         )
         .with_col(e.column() as u32)
     })?;
-    if w.format != witnesses::witness::FORMAT {
-        return Err(encoder::InputError::at(
+    if w.format != replay::witness::FORMAT {
+        return Err(ir::InputError::at(
             &name,
             1,
             format!(
                 "expected format `{}`, found `{}`",
-                witnesses::witness::FORMAT,
+                replay::witness::FORMAT,
                 w.format
             ),
         )
@@ -374,9 +374,9 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    let out = witnesses::replay::replay(&project, &w);
+    let out = replay::replay::replay(&project, &w);
     println!("{} {}: {}", w.obligation, w.engine, out.text());
-    Ok(if out == witnesses::replay::ReplayOutcome::Reproduced {
+    Ok(if out == replay::replay::ReplayOutcome::Reproduced {
         0
     } else {
         1
@@ -401,7 +401,7 @@ fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Re
     let mut spec = json!({"session_steps": depth.0, "step_limit": depth.1});
     match &session.job().inputs {
         Inputs::Agent(a) => {
-            let base = encoder::project_dir(a);
+            let base = readers::project_dir(a);
             for (name, _) in &project.inputs {
                 anyhow::ensure!(!name.contains(".."), "--emit-case copies the inputs beside agent.yaml; `{name}` lies outside its folder");
                 files.push((base.join(name), name.clone()));
@@ -432,7 +432,7 @@ fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Re
     for f in report
         .findings
         .iter()
-        .filter(|f| f.replay == Some(witnesses::replay::ReplayOutcome::Reproduced))
+        .filter(|f| f.replay == Some(replay::replay::ReplayOutcome::Reproduced))
     {
         let Some(doc) = &f.document else {
             continue;

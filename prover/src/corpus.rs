@@ -37,7 +37,7 @@ pub struct CaseSpec {
     pub step_limit: Option<u32>,
     /// For a graph in LangGraph's own JSON: its model nodes and named tools nodes
     /// (`--model-node`, `--tools-node`).
-    pub langgraph: encoder::langgraph::Options,
+    pub langgraph: readers::langgraph::Options,
 }
 
 impl CaseSpec {
@@ -383,7 +383,7 @@ pub fn run_all_with(dir: &Path, done: impl Fn(&CaseResult) + Sync) -> Vec<CaseRe
 type Proved = (Expected, String, String, u64);
 
 /// Loads a case folder: its project, the name its report gives it, and its `case.json`.
-pub fn load_case(dir: &Path) -> Result<(encoder::Project, String, CaseSpec), String> {
+pub fn load_case(dir: &Path) -> Result<(ir::Project, String, CaseSpec), String> {
     let loaded = crate::session::load(&Inputs::Case(dir.to_path_buf())).map_err(case_message)?;
     Ok((
         loaded.project,

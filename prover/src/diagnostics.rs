@@ -1,7 +1,7 @@
 //! Rendering input errors for people: `file:line:col: message`, then the source line with a
 //! caret under the column where one is known.
 
-use encoder::InputError;
+use ir::InputError;
 
 /// Prints an operational error to stderr; input errors get their file, line and a caret.
 pub fn print_error(e: &anyhow::Error) {

@@ -6,8 +6,8 @@
 
 use crate::print::Format;
 use crate::proof::{defaults, Engines};
-use encoder::agent::SessionSteps;
-use encoder::InputError;
+use ir::agent::SessionSteps;
+use ir::InputError;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -67,7 +67,7 @@ pub struct GraphInputs {
     /// An agent.yaml whose settings apply to it.
     pub settings: Option<PathBuf>,
     /// How to read LangGraph's graph JSON (ignored for `qls-graph/1`, which refuses them).
-    pub langgraph: encoder::langgraph::Options,
+    pub langgraph: readers::langgraph::Options,
 }
 
 /// Turns and steps per turn asked for (`None`: the case's, else the settings').
@@ -169,10 +169,10 @@ impl GraphJobFile {
     /// Reads the file, its mode and its inputs.
     pub fn read(
         path: &Path,
-        langgraph: encoder::langgraph::Options,
+        langgraph: readers::langgraph::Options,
     ) -> Result<GraphJobFile, InputError> {
         let name = path.display().to_string();
-        let text = encoder::read_text(path, &name)?;
+        let text = readers::read_text(path, &name)?;
         let at = |message: String| InputError::at(&name, 1, message);
         let doc: Value = serde_json::from_str(&text).map_err(|e| {
             InputError::at(&name, e.line() as u32, format!("JSON syntax error: {e}"))
@@ -181,20 +181,20 @@ impl GraphJobFile {
             .as_object()
             .ok_or_else(|| at("expected a JSON object".into()))?;
         if let Some(k) = obj.keys().find(|k| !JOB_KEYS.contains(&k.as_str())) {
-            return Err(at(encoder::diag::unknown_key_message(k, JOB_KEYS)));
+            return Err(at(ir::diag::unknown_key_message(k, JOB_KEYS)));
         }
         if obj.get("mode").and_then(|m| m.as_str()) != Some("graph") {
             return Err(at(
                 "expected `\"mode\": \"graph\"` (the only mode qls solves)".into(),
             ));
         }
-        let dir = encoder::project_dir(path);
+        let dir = readers::project_dir(path);
         let inputs = obj
             .get("inputs")
             .and_then(|i| i.as_object())
             .ok_or_else(|| at("missing `inputs` object".into()))?;
         if let Some(k) = inputs.keys().find(|k| !INPUT_KEYS.contains(&k.as_str())) {
-            return Err(at(encoder::diag::unknown_key_message(k, INPUT_KEYS_SHOWN)));
+            return Err(at(ir::diag::unknown_key_message(k, INPUT_KEYS_SHOWN)));
         }
         let file = |k: &str| -> Result<Option<PathBuf>, InputError> {
             match inputs.get(k) {
@@ -280,7 +280,7 @@ fn operands(ops: &Value, at: &impl Fn(String) -> InputError) -> Result<Depth, In
         match k.as_str() {
             "session_steps" => depth.session_steps = Some(SessionSteps::Turns(n)),
             "step_limit" => depth.step_limit = Some(n),
-            other => return Err(at(encoder::diag::unknown_key_message(other, OPERAND_KEYS))),
+            other => return Err(at(ir::diag::unknown_key_message(other, OPERAND_KEYS))),
         }
     }
     Ok(depth)

@@ -487,7 +487,7 @@ mod tests {
         }
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let project =
-            encoder::load_project(&root.join("examples/shop/agent.yaml")).expect("the shop loads");
+            readers::load_project(&root.join("examples/shop/agent.yaml")).expect("the shop loads");
         let lowered = encoder::ts::lower::lower(&project, 1, 8);
         let obls = obligations::reach::obligations(&project, &lowered);
         let model = emit(&lowered.ts, &obls);

@@ -4,12 +4,12 @@
 
 use crate::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use crate::{bfs, bmc, induction};
-use encoder::agent::SessionSteps;
 use encoder::ts::lower::lower;
 use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
-use encoder::Project;
+use ir::agent::SessionSteps;
+use ir::Project;
 use std::time::{Duration, Instant};
 
 /// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults

@@ -8,16 +8,16 @@
 use crate::proof::{Engines, Proof};
 use crate::triage::Baseline;
 use crate::verdict::{RawWitness, StopReason, Verdict};
-use encoder::agent::SessionSteps;
-use encoder::suppress::Date;
 use encoder::ts::{Obligation, TransitionSystem};
-use encoder::{Loc, Project};
+use ir::agent::SessionSteps;
+use ir::suppress::Date;
+use ir::{Loc, Project};
 use obligations::catalog::{rule, Rule};
 use obligations::lints::Lint;
+use replay::replay::ReplayOutcome;
+use replay::witness::Witness;
 use std::collections::BTreeMap;
 use std::path::Path;
-use witnesses::replay::ReplayOutcome;
-use witnesses::witness::Witness;
 
 /// One finding, at one location.
 #[derive(Clone, Debug)]
@@ -453,7 +453,7 @@ fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Fi
             continue;
         };
         let ob = &proof.outcomes[oi].obligation;
-        let out = witnesses::replay::replay(p, doc);
+        let out = replay::replay::replay(p, doc);
         if out != ReplayOutcome::Reproduced {
             let q = obligations::catalog::QG312.rule();
             let message = format!(
@@ -625,8 +625,8 @@ pub fn witness_doc(
     obligation: &encoder::ts::Obligation,
     engine: &str,
     depth: (SessionSteps, u32),
-) -> witnesses::witness::Witness {
-    use witnesses::witness::{Witness, WitnessStep, FORMAT};
+) -> replay::witness::Witness {
+    use replay::witness::{Witness, WitnessStep, FORMAT};
     let looping = depth.0 == SessionSteps::Any;
     let turns = raw.turn_of_steps(ts);
     let steps = raw
@@ -716,7 +716,7 @@ mod tests {
     /// on reachable findings.
     fn handoff() -> (Project, Proof, (SessionSteps, u32)) {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/handoff");
-        let p = encoder::load_graph_project_from(
+        let p = readers::load_graph_project_from(
             &dir.join("graph.json"),
             &[&dir.join("tools.catalogue.yaml")],
             None,

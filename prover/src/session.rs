@@ -10,9 +10,9 @@ use crate::job::{Inputs, Job};
 use crate::proof::{prove, Options, Proof};
 use crate::report::{self, Report, Request};
 use crate::triage::Baseline;
-use encoder::agent::SessionSteps;
 use encoder::ts::{Obligation, TransitionSystem};
-use encoder::{InputError, Project};
+use ir::agent::SessionSteps;
+use ir::{InputError, Project};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -83,7 +83,7 @@ pub struct Loaded {
 pub fn load(inputs: &Inputs) -> Result<Loaded, SessionError> {
     match inputs {
         Inputs::Agent(a) => {
-            let project = encoder::load_project(a)?;
+            let project = readers::load_project(a)?;
             Ok(Loaded {
                 notes: catalogue_notes(&project),
                 subject: a
@@ -99,7 +99,7 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, SessionError> {
                 return Err(SessionError::Invalid("--graph needs --catalogue".into()));
             }
             let cats: Vec<&Path> = g.catalogues.iter().map(|c| c.as_path()).collect();
-            let (project, read) = encoder::load_graph_project_with(
+            let (project, read) = readers::load_graph_project_with(
                 &g.graph,
                 &cats,
                 g.rulebook.as_deref(),
@@ -180,7 +180,7 @@ impl Session {
         let baseline = match &job.outputs.baseline {
             Some(path) => {
                 let name = path.display().to_string();
-                let text = encoder::read_text(path, &name)?;
+                let text = readers::read_text(path, &name)?;
                 Some(Baseline::read(&name, &text)?)
             }
             None => None,

@@ -4,9 +4,9 @@
 //! decides the gate, so the gate has one home.
 
 use crate::report::{Finding, Report, Standing};
-use encoder::suppress::Date;
 use encoder::ts::TransitionSystem;
-use encoder::{InputError, Project};
+use ir::suppress::Date;
+use ir::{InputError, Project};
 use obligations::lints::Lint;
 use serde_json::Value;
 use sha2::{Digest, Sha256};

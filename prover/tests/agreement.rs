@@ -10,7 +10,7 @@ use encoder::ts::lower::lower;
 use encoder::ts::{Obligation, TransitionSystem};
 use proptest::prelude::*;
 use prover::verdict::{RawStep, RawWitness, Verdict};
-use witnesses::replay::{replay, replay_steps, ReplayOutcome};
+use replay::replay::{replay, replay_steps, ReplayOutcome};
 
 fn random_walk(ts: &TransitionSystem, r: &mut Rng) -> RawWitness {
     let mut s = ts.init.clone();
@@ -49,8 +49,8 @@ fn walk_obligation() -> Obligation {
 /// refusal's rollback); the concrete check refuses it as `compensation_*`. That divergence, and
 /// only that one, is the pinned reading rather than an encoding bug.
 fn pinned_saturated_undo(
-    p: &encoder::Project,
-    doc: &witnesses::witness::Witness,
+    p: &ir::Project,
+    doc: &replay::witness::Witness,
     out: &ReplayOutcome,
 ) -> bool {
     let ReplayOutcome::NotReproduced { step, why } = out else {
@@ -73,7 +73,7 @@ fn pinned_saturated_undo(
     // catalogue's `undo_args` name, so the concrete history may hold no valid undo of it where the
     // abstract one (which does not track argument values) allows one. The same, sound, direction.
     let undo_of_compensation = st.label.as_undo
-        && st.label.decision == Some(encoder::vocab::Answer::Allow)
+        && st.label.decision == Some(ir::vocab::Answer::Allow)
         && why.contains("the tool check refuse");
     saturated || undo_of_compensation
 }
@@ -84,14 +84,14 @@ fn pinned_saturated_undo(
 /// latest unconfirmed run, after which the rollback has nothing of that write to undo. A
 /// concrete run in which the undo names the earlier run commits the violation; replay does not
 /// choose it. The sound direction.
-fn rollback_after_saturated_undo(doc: &witnesses::witness::Witness, out: &ReplayOutcome) -> bool {
+fn rollback_after_saturated_undo(doc: &replay::witness::Witness, out: &ReplayOutcome) -> bool {
     let ReplayOutcome::NotReproduced { step, .. } = out else {
         return false;
     };
     let Some(last) = doc.steps.get(step.saturating_sub(1)) else {
         return false;
     };
-    if last.label.decision != Some(encoder::vocab::Answer::Refuse) {
+    if last.label.decision != Some(ir::vocab::Answer::Refuse) {
         return false;
     }
     doc.steps[..step.saturating_sub(1)]
@@ -305,7 +305,7 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
             // A guarded step that ran a tool with valid arguments: claim the arguments were invalid.
             let Some(i) = doc.steps.iter().position(|s| {
                 s.label.checked
-                    && s.label.decision == Some(encoder::vocab::Answer::Allow)
+                    && s.label.decision == Some(ir::vocab::Answer::Allow)
                     && s.choices.get("args.invalid").map(String::as_str) == Some("valid")
             }) else {
                 continue;

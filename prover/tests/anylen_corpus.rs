@@ -4,7 +4,7 @@
 //! printed — the issue asks for at least 80 %. The same run times the corpus at 2 turns, so
 //! the ratio of the two is printed too (`cargo test -p prover --test anylen_corpus -- --nocapture`).
 
-use encoder::agent::SessionSteps;
+use ir::agent::SessionSteps;
 use prover::corpus::{case_dirs, load_case};
 use prover::proof::{prove, Options};
 use prover::report;
@@ -17,11 +17,7 @@ fn corpus_dir() -> PathBuf {
 }
 
 /// Per case: the options of its case.json with the given session length.
-fn options(
-    project: &encoder::Project,
-    spec: &prover::corpus::CaseSpec,
-    s: SessionSteps,
-) -> Options {
+fn options(project: &ir::Project, spec: &prover::corpus::CaseSpec, s: SessionSteps) -> Options {
     let mut o = Options::for_project(project);
     o.session_steps = s;
     if let Some(n) = spec.step_limit {
@@ -224,7 +220,7 @@ fn both_examples_under_any_agree_with_the_bfs_fixpoint() {
     for ex in ["shop", "handoff"] {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/{ex}/agent.yaml"));
-        let project = encoder::load_project(&path).expect("the example loads");
+        let project = readers::load_project(&path).expect("the example loads");
         let mut o = Options::for_project(&project);
         o.session_steps = SessionSteps::Any;
         let proof = prove(&project, &o);

@@ -6,8 +6,8 @@
 mod common;
 
 use common::random_project;
-use encoder::agent::SessionSteps;
-use encoder::Project;
+use ir::agent::SessionSteps;
+use ir::Project;
 use proptest::prelude::*;
 use prover::verdict::{AnyLength, Verdict};
 use prover::{bfs, induction, proof};

@@ -9,7 +9,7 @@ use prover::{bfs, bmc};
 
 #[test]
 fn the_shop_at_three_turns_is_decided_by_induction_with_the_bfs_verdicts() {
-    let p = encoder::load_project(std::path::Path::new(concat!(
+    let p = readers::load_project(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../examples/shop/agent.yaml"
     )))

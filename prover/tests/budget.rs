@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_proof_ends_within_its_time_budget_and_leaves_the_rest_undecided() {
     // Sixty desks at three turns: far more than either engine decides in one second.
-    let p = encoder::testkit::handoff_chain(60);
+    let p = ir::testkit::handoff_chain(60);
     let mut o = Options::for_project(&p);
     o.session_steps = 3.into();
     o.step_limit = 60;
@@ -44,7 +44,7 @@ fn z3_out_of_memory_leaves_obligations_undecided_for_the_memory_budget() {
     // One MiB is less than Z3 takes for its first check on eight desks: every obligation a
     // command can violate must come back undecided for the memory budget, none clean, and the
     // process must not abort.
-    let p = encoder::testkit::handoff_chain(8);
+    let p = ir::testkit::handoff_chain(8);
     let (ts, obls) = prover::proof::system(&p, 1, 60);
     let budget = prover::bmc::BmcBudget {
         max_memory: 1 << 20,

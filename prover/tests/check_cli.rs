@@ -1,8 +1,8 @@
 //! `qls check` and `qls history sign`, driven through the binary: one test per example row of the
 //! tool-check table (seed 000), plus `--append` and bad input.
 
-use encoder::rulebook::{CmpOp, Gate, GatePath, Language, Literal, Operand, Rulebook};
-use encoder::Loc;
+use ir::rulebook::{CmpOp, Gate, GatePath, Language, Literal, Operand, Rulebook};
+use ir::Loc;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;

@@ -17,8 +17,8 @@ fn workflow() -> Value {
     let start = doc.find("```yaml\nname: qls").expect("the workflow block") + "```yaml\n".len();
     let end = start + doc[start..].find("\n```").expect("the block ends");
     let node =
-        encoder::yaml::load_yaml("docs/ci.md", &doc[start..end]).expect("the workflow is YAML");
-    encoder::yaml::to_json(&node)
+        readers::yaml::load_yaml("docs/ci.md", &doc[start..end]).expect("the workflow is YAML");
+    readers::yaml::to_json(&node)
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -1,5 +1,5 @@
 //! Conformance, the direction replay cannot check: **every real run is a run of the lowered
-//! system**. The reference explorer (`witnesses::explore`) walks random projects' graphs under
+//! system**. The reference explorer (`replay::explore`) walks random projects' graphs under
 //! SPEC §2–§3 with the real tool check; each concrete run is matched step by step in the
 //! transition system `encoder::ts::lower` builds for the same project, keeping the set of
 //! abstract states consistent so far (label, choices, guard, and the state after). A run that
@@ -17,20 +17,20 @@
 mod common;
 
 use common::{random_project_with, Shapes};
-use encoder::graph::NodeKind;
-use encoder::rulebook::{Literal, Operand};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::regions::eval_literal;
 use encoder::ts::{CmdId, Label, LabelKind};
-use encoder::vocab::{first_class, Answer, ChoiceKey, Mark, Reason, VarKey};
-use encoder::Project;
+use ir::graph::NodeKind;
+use ir::rulebook::{Literal, Operand};
+use ir::vocab::{first_class, Answer, ChoiceKey, Mark, Reason, VarKey};
+use ir::Project;
 use prover::verdict::Verdict;
 use prover::{bfs, bmc};
+use replay::explore::Route;
+use replay::explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
-use witnesses::explore::Route;
-use witnesses::explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
 
 /// A failed match: where, and why, with a short signature for grouping distinct mismatches.
 #[derive(Debug, Clone)]
@@ -643,10 +643,10 @@ fn conformance_on_100000_graphs() {
 /// can call, with tools of closed schemas (so that every argument the check refuses is the
 /// lowering's `args.invalid`).
 fn plain_graph(step_limit: u32) -> Project {
-    use encoder::agent::Privilege;
-    use encoder::catalogue::Effect;
-    use encoder::graph::EdgeKind;
-    use encoder::testkit::Builder;
+    use ir::agent::Privilege;
+    use ir::catalogue::Effect;
+    use ir::graph::EdgeKind;
+    use ir::testkit::Builder;
     let closed = |name: &str, e: Effect| {
         let mut t = Builder::mk_tool(name, e);
         t.args = Some(
@@ -668,8 +668,8 @@ fn plain_graph(step_limit: u32) -> Project {
 }
 
 /// The edges router → model ⇄ (a_tools, a_raw) and one turn of `step_limit` steps.
-fn with_model_loop(b: encoder::testkit::Builder, step_limit: u32) -> Project {
-    use encoder::graph::EdgeKind::{Call, Return, Route};
+fn with_model_loop(b: ir::testkit::Builder, step_limit: u32) -> Project {
+    use ir::graph::EdgeKind::{Call, Return, Route};
     let edges = [
         ("a_router", "a_model", Route),
         ("a_model", "a_raw", Call),
@@ -680,7 +680,7 @@ fn with_model_loop(b: encoder::testkit::Builder, step_limit: u32) -> Project {
     edges
         .into_iter()
         .fold(b, |b, (from, to, kind)| b.edge(from, to, kind))
-        .settings(encoder::agent::Settings {
+        .settings(ir::agent::Settings {
             step_limit,
             session_steps: 1.into(),
             ..Default::default()
@@ -761,8 +761,8 @@ fn dump_one_seed() {
 }
 
 /// A tool whose arguments are `{order_id: string}` and nothing else.
-fn closed_tool(name: &str, e: encoder::catalogue::Effect) -> encoder::catalogue::Tool {
-    let mut t = encoder::testkit::Builder::mk_tool(name, e);
+fn closed_tool(name: &str, e: ir::catalogue::Effect) -> ir::catalogue::Tool {
+    let mut t = ir::testkit::Builder::mk_tool(name, e);
     t.args = Some(
         serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"], "additionalProperties": false}),
     );
@@ -772,9 +772,9 @@ fn closed_tool(name: &str, e: encoder::catalogue::Effect) -> encoder::catalogue:
 /// One agent with a write `w`, its undo `u` (bound by `order_id`) and an untrusted read `r`:
 /// router → model ⇄ `a_raw` (unguarded, listing `raw`) and `a_tools` (guarded, listing
 /// `guarded`), seven steps.
-fn undo_case(u: encoder::catalogue::Tool, raw: &str, guarded: &[&str]) -> Project {
-    use encoder::agent::Privilege;
-    use encoder::catalogue::Effect;
+fn undo_case(u: ir::catalogue::Tool, raw: &str, guarded: &[&str]) -> Project {
+    use ir::agent::Privilege;
+    use ir::catalogue::Effect;
     let mut w = closed_tool("w", Effect::Write);
     w.undo = Some("u".into());
     w.undo_args.insert("order_id".into(), "order_id".into());
@@ -782,7 +782,7 @@ fn undo_case(u: encoder::catalogue::Tool, raw: &str, guarded: &[&str]) -> Projec
     r.returns_untrusted = true;
     let b = [w, u, r]
         .into_iter()
-        .fold(encoder::testkit::Builder::new(), |b, t| b.tool(t))
+        .fold(ir::testkit::Builder::new(), |b, t| b.tool(t))
         .agent("a", Privilege::Low, None)
         .node("a_router", NodeKind::Router, Some("a"), None, &[])
         .node("a_model", NodeKind::Model, Some("a"), None, &[])
@@ -797,7 +797,7 @@ fn an_undo_of_a_write_no_person_confirmed_is_unconfirmed() {
     // write `w` runs at an unguarded node (no person), the model then reads untrusted content
     // and undoes `w` with `u`, a write to a persistent store: QG021 on `u`. A plain call of `u`
     // is held for a person (write_policy confirm), so the undo is the only way to violate it.
-    use encoder::catalogue::{Effect, Store};
+    use ir::catalogue::{Effect, Store};
     let mut u = closed_tool("u", Effect::Write);
     u.store = Some(Store {
         name: "notes".into(),
@@ -826,8 +826,8 @@ fn a_tainted_undo_is_refused_under_taint_policy_refuse() {
     // context, an undo (a write of trust `agent`) must be refused `tainted_call` under
     // `taint_policy: refuse`, whatever step it is bound to. The explorer asks the real check,
     // so this pins the concrete check's reading, which the conformance runs inherit.
-    use encoder::agent::{TaintPolicy, WritePolicy};
-    use encoder::catalogue::Effect;
+    use ir::agent::{TaintPolicy, WritePolicy};
+    use ir::catalogue::Effect;
     let mut p = undo_case(closed_tool("u", Effect::Write), "r", &["w", "u"]);
     p.settings.taint_policy = TaintPolicy::Refuse;
     p.settings.write_policy = WritePolicy::Declared;

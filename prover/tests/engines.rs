@@ -7,7 +7,7 @@ mod common;
 use common::{enabled, random_project};
 use encoder::ts::lower::lower;
 use encoder::ts::{Obligation, TransitionSystem};
-use encoder::Project;
+use ir::Project;
 use proptest::prelude::*;
 use prover::verdict::Verdict;
 use prover::{bfs, bmc};

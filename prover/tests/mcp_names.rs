@@ -25,7 +25,7 @@ fn tool_names(case: &Path) -> Vec<String> {
             continue;
         }
         let text = std::fs::read_to_string(&p).unwrap();
-        let cat = encoder::catalogue::read_catalogue(&file, &text)
+        let cat = readers::catalogue::read_catalogue(&file, &text)
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         names.extend(cat.tools.keys().cloned());
     }

@@ -226,7 +226,7 @@ fn an_mcp_tool_name_survives_witness_replay_and_sarif() {
 /// input: `verify` on an agent naming the lock reports QG106 on the server's tool.
 #[test]
 fn a_tool_from_an_unpinned_package_is_qg106() {
-    use encoder::catalogue::lock::{tool_digest, LOCK_FORMAT};
+    use readers::catalogue::lock::{tool_digest, LOCK_FORMAT};
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp_unpinned");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();

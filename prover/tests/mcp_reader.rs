@@ -3,7 +3,8 @@
 //! the Python SDK's `model_dump()` with its nulls and snake_case names. Each shape must give the
 //! same tools as the bare result, and `qls verify` must accept an agent built on each.
 
-use encoder::catalogue::{read_catalogue, Catalogue, Effect};
+use ir::catalogue::{Catalogue, Effect};
+use readers::catalogue::read_catalogue;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

@@ -5,8 +5,8 @@ use prover::proof::{prove, Engines, Options};
 use prover::verdict::Verdict;
 use std::path::Path;
 
-fn shop() -> encoder::Project {
-    encoder::load_project(
+fn shop() -> ir::Project {
+    readers::load_project(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml"),
     )
     .expect("the shop loads")
@@ -42,22 +42,22 @@ fn shop_two_turns_state_count_is_pinned_and_engines_agree() {
 #[test]
 fn a_blind_bfs_makes_qg312_fire() {
     // A graph where an unchecked write is reachable, so the blinded BFS contradicts the BMC.
-    let p = encoder::testkit::Builder::new()
-        .agent("a", encoder::agent::Privilege::Low, None)
-        .tool(encoder::testkit::Builder::mk_tool(
+    let p = ir::testkit::Builder::new()
+        .agent("a", ir::agent::Privilege::Low, None)
+        .tool(ir::testkit::Builder::mk_tool(
             "w",
-            encoder::catalogue::Effect::Write,
+            ir::catalogue::Effect::Write,
         ))
-        .node("r", encoder::graph::NodeKind::Router, Some("a"), None, &[])
+        .node("r", ir::graph::NodeKind::Router, Some("a"), None, &[])
         .node(
             "raw",
-            encoder::graph::NodeKind::Tools,
+            ir::graph::NodeKind::Tools,
             Some("a"),
             Some(false),
             &["w"],
         )
-        .edge("r", "raw", encoder::graph::EdgeKind::Route)
-        .edge("raw", "end", encoder::graph::EdgeKind::Reply)
+        .edge("r", "raw", ir::graph::EdgeKind::Route)
+        .edge("raw", "end", ir::graph::EdgeKind::Reply)
         .build();
     let mut o = Options::for_project(&p);
     o.step_limit = 4;

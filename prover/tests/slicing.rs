@@ -9,7 +9,7 @@ mod common;
 use common::random_project;
 use encoder::ts::slice::groups;
 use encoder::ts::{Obligation, TransitionSystem};
-use encoder::Project;
+use ir::Project;
 use proptest::prelude::*;
 use prover::proof::{self, Options};
 use prover::verdict::{EngineRun, Verdict};
@@ -132,7 +132,7 @@ fn random_systems_are_sliced_and_grouped() {
 fn hand_off_chains_slice_away_other_desks() {
     // On a chain of desks most obligations are about one desk: their slices drop the marks of
     // the others, and the answers are those of the whole system.
-    let p = encoder::testkit::handoff_chain(4);
+    let p = ir::testkit::handoff_chain(4);
     let (ts, obls) = system(&p);
     let gs = groups(&ts, &obls);
     let smallest = gs

@@ -2,7 +2,7 @@
 
 ``export_graph(app, model_nodes=[...])`` and ``export_agents(agent)`` each return
 ``(graph, catalogue)``: a ``qls-graph/1`` dict and a catalogue dict, both JSON-ready. The graph
-follows the same reading as ``qls``'s own LangGraph reader (``encoder/src/langgraph.rs``), so
+follows the same reading as ``qls``'s own LangGraph reader (``readers/src/langgraph.rs``), so
 exporting here and reading LangGraph's ``to_json()`` there give the same proof.
 
 What cannot be modelled is written into the graph, never dropped: a node that is neither a model

@@ -20,11 +20,11 @@ fn ms(d: Duration) -> u128 {
     d.as_millis()
 }
 
-fn project(what: &str) -> encoder::Project {
+fn project(what: &str) -> ir::Project {
     match what.split_once(':') {
-        Some(("synthetic", n)) => encoder::testkit::synthetic(n.parse().expect("agents"), 4, 7),
-        Some(("chain", n)) => encoder::testkit::handoff_chain(n.parse().expect("desks")),
-        Some(("file", f)) => encoder::load_project(std::path::Path::new(f)).expect("loads"),
+        Some(("synthetic", n)) => ir::testkit::synthetic(n.parse().expect("agents"), 4, 7),
+        Some(("chain", n)) => ir::testkit::handoff_chain(n.parse().expect("desks")),
+        Some(("file", f)) => readers::load_project(std::path::Path::new(f)).expect("loads"),
         _ => panic!("give synthetic:AGENTS, chain:DESKS or file:agent.yaml"),
     }
 }
@@ -177,7 +177,7 @@ fn row(
 /// the whole-system runs above: the groups, states, times and the ratio to the whole system.
 /// Returns the obligations on which the sliced and whole-system answers differ.
 fn sliced_row(
-    p: &encoder::Project,
+    p: &ir::Project,
     ts: &encoder::ts::TransitionSystem,
     obls: &[encoder::ts::Obligation],
     (turns, step_limit): (u32, u32),
@@ -272,7 +272,7 @@ fn bmc_with(
 }
 
 fn turns() {
-    let p = encoder::load_project(std::path::Path::new(concat!(
+    let p = readers::load_project(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../examples/shop/agent.yaml"
     )))

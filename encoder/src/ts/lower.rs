@@ -4,13 +4,13 @@
 use super::ex::*;
 use super::regions::satisfiable;
 use super::*;
-use crate::agent::{HistoryScope, Privilege, SessionSteps, TaintPolicy, WritePolicy};
-use crate::catalogue::{Tool, Trust};
-use crate::graph::{EdgeKind, GraphEdge, NodeKind};
-use crate::rulebook::{Literal, Operand};
-use crate::vocab::{Answer, ArgClass, ChoiceKey, Mark, Reason, VarKey};
-use crate::Project;
 use indexmap::{IndexMap, IndexSet};
+use ir::agent::{HistoryScope, Privilege, SessionSteps, TaintPolicy, WritePolicy};
+use ir::catalogue::{Tool, Trust};
+use ir::graph::{EdgeKind, GraphEdge, NodeKind};
+use ir::rulebook::{Literal, Operand};
+use ir::vocab::{Answer, ArgClass, ChoiceKey, Mark, Reason, VarKey};
+use ir::Project;
 use serde_json::Value;
 
 /// How the run arrived at a tools node.
@@ -758,7 +758,7 @@ impl<'a> B<'a> {
     fn hand_off(
         &self,
         from: &str,
-        target: Option<&crate::graph::GraphNode>,
+        target: Option<&ir::graph::GraphNode>,
         carries: bool,
         upd: &mut IndexMap<VarId, Expr>,
     ) {

@@ -7,8 +7,8 @@ pub mod lower;
 pub mod regions;
 pub mod slice;
 
-use crate::loc::Loc;
-use crate::vocab::{Answer, Reason};
+use ir::loc::Loc;
+use ir::vocab::{Answer, Reason};
 use serde::{Deserialize, Serialize};
 
 /// Index of a state variable.

@@ -3,14 +3,14 @@
 //! the same answer. Each region keeps a representative value, so the abstract check evaluates a
 //! literal with the same function the concrete check uses.
 
-use crate::rulebook::Literal;
+use ir::rulebook::Literal;
 use serde_json::Value;
 
-pub use crate::rulebook::truthy;
+pub use ir::rulebook::truthy;
 
 /// Evaluates one literal on a known value, with the IR's one definition of a comparison.
 pub fn eval_literal(lit: &Literal, v: &Value) -> bool {
-    crate::rulebook::holds(lit.op, v, lit.value.as_ref())
+    ir::rulebook::holds(lit.op, v, lit.value.as_ref())
 }
 
 /// Candidate values that separate every literal: each constant, the numbers around and between
@@ -113,7 +113,7 @@ pub fn satisfiable(lits: &[&Literal]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rulebook::{CmpOp, Operand};
+    use ir::rulebook::{CmpOp, Operand};
 
     fn lit(op: CmpOp, v: Option<Value>) -> Literal {
         Literal {

@@ -741,7 +741,7 @@ mod tests {
             ("corpus/agentdojo-banking/agent.yaml", 3, 8),
             ("examples/handoff/agent.yaml", 2, 8),
         ] {
-            let Ok(project) = encoder::load_project(&root.join(file)) else {
+            let Ok(project) = readers::load_project(&root.join(file)) else {
                 panic!("{file} loads");
             };
             let lowered = encoder::ts::lower::lower(&project, turns, steps);

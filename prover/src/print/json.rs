@@ -4,8 +4,8 @@
 use crate::proof::Proof;
 use crate::report::{Report, Standing};
 use crate::verdict::Verdict;
-use encoder::agent::SessionSteps;
-use encoder::Project;
+use ir::agent::SessionSteps;
+use ir::Project;
 use serde_json::{json, Value};
 
 /// One engine's proof for any length in `qls-findings/1`: the engine, and the fixpoint's K or

@@ -13,7 +13,7 @@ pub use text::{text, witness_path};
 
 use crate::proof::Proof;
 use crate::report::Report;
-use encoder::Project;
+use ir::Project;
 
 /// The report formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

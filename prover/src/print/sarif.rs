@@ -3,7 +3,7 @@
 
 use crate::proof::Proof;
 use crate::report::{Report, Standing};
-use encoder::Loc;
+use ir::Loc;
 use obligations::catalog::Rule;
 use serde_json::{json, Value};
 

@@ -4,9 +4,9 @@
 use crate::proof::Engines;
 use crate::report::{EngineSummary, Finding, Report, Standing};
 use crate::verdict::RawWitness;
-use encoder::agent::SessionSteps;
 use encoder::ts::TransitionSystem;
-use encoder::{Loc, Project};
+use ir::agent::SessionSteps;
+use ir::{Loc, Project};
 
 /// "BMC: 23 decided, 2 undecided (time budget)".
 fn engine_text(e: &EngineSummary) -> String {

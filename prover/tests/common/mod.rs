@@ -2,13 +2,13 @@
 //! rulebooks, settings) so one u64 describes a whole case.
 #![allow(dead_code)]
 
-use encoder::agent::{HistoryScope, Privilege, Settings, TaintPolicy, WritePolicy};
-use encoder::catalogue::{ArgKind, Effect, Store, Trust};
-use encoder::graph::{EdgeKind, NodeKind};
-use encoder::rulebook::{CmpOp, Gate, GatePath, Language, Literal, Operand, Rulebook};
-use encoder::testkit::Builder;
 use encoder::ts::{CmdId, TransitionSystem};
-use encoder::{Loc, Project};
+use ir::agent::{HistoryScope, Privilege, Settings, TaintPolicy, WritePolicy};
+use ir::catalogue::{ArgKind, Effect, Store, Trust};
+use ir::graph::{EdgeKind, NodeKind};
+use ir::rulebook::{CmpOp, Gate, GatePath, Language, Literal, Operand, Rulebook};
+use ir::testkit::Builder;
+use ir::{Loc, Project};
 use serde_json::json;
 
 /// A small deterministic generator so one u64 describes a whole project.

@@ -1,0 +1,476 @@
+//! The tool catalogue: what each tool is (read or write), its argument schema, and every
+//! property the tool check and the obligations read. Read from `*.catalogue.yaml`, `.json`, or
+//! an MCP `tools/list` response.
+
+pub mod lock;
+mod mcp;
+use crate::yaml::{self, as_map, as_seq, line_of, to_json, Map};
+use ir::catalogue::{
+    ArgCheck, ArgKind, Catalogue, Effect, OrderRule, Overlay, Store, Tool, ToolSource, Trust,
+    OVERLAY_KEYS,
+};
+use ir::diag::{unknown_key_message, InputError};
+use ir::loc::Loc;
+use ir::vocab::CheckOp;
+use marked_yaml::Node;
+use serde_json::Value;
+
+const TOOL_KEYS: &[&str] = &[
+    "effect",
+    "args",
+    "result",
+    "undo",
+    "undo_args",
+    "idempotent",
+    "irreversible",
+    "sends_out",
+    "arg_kinds",
+    "returns",
+    "confidential",
+    "store",
+    "bound_to_user",
+    "order",
+    "confirmation",
+    "requires_confirmation",
+    "trust",
+    "source",
+    "description",
+    "check",
+];
+
+/// Reads a catalogue file's text: a qls catalogue (YAML or JSON, strict) or an MCP `tools/list`
+/// answer in any shape a server or client writes (see [`mcp`]).
+pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
+    let loaded = mcp::load(file, text)?;
+    let mut cat = Catalogue {
+        files: vec![(file.to_string(), ir::sha256_hex(text.as_bytes()))],
+        ..Default::default()
+    };
+    let top = as_map(file, &loaded.root, "the catalogue")?;
+    if !loaded.pages && lock::is_lock(&top) {
+        lock::read(file, &loaded.root, &mut cat)?;
+    } else if loaded.pages || mcp::is_mcp(&top) {
+        mcp::read(file, &loaded, &mut cat)?;
+    } else {
+        top.check_keys(&["tools", "overlay"])?;
+        if top.get("tools").is_none() && top.get("overlay").is_none() {
+            return Err(InputError::at(file, top.line().max(1), "missing key `tools`: a catalogue is `tools: {name: {...}}` (and/or `overlay: {name: {...}}`), or an MCP `tools/list` answer"));
+        }
+        if let Some(tools_node) = top.get("tools") {
+            let tools = as_map(file, tools_node, "`tools`")?;
+            for (name, line, node) in tools.entries() {
+                let t = read_tool(file, name, line, node)?;
+                cat.tools.insert(name.to_string(), t);
+            }
+        }
+        if let Some(ov) = top.get("overlay") {
+            for (name, line, node) in as_map(file, ov, "`overlay`")?.entries() {
+                let m = as_map(file, node, &format!("the overlay of `{name}`"))?;
+                m.check_keys(OVERLAY_KEYS)?;
+                let mut fields = Tool::new(name, Effect::Write, Loc::new(file, line));
+                read_fields(file, name, &m, &mut fields)?;
+                cat.pending.push(Overlay { fields });
+            }
+        }
+    }
+    check_references(file, &cat)?;
+    cat.apply_ready()?;
+    Ok(cat)
+}
+
+fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, InputError> {
+    let m = as_map(file, node, &format!("tool `{name}`"))?;
+    m.check_keys(TOOL_KEYS)?;
+    let effect = match m
+        .req_str("effect")
+        .map_err(|e| InputError {
+            message: format!("tool `{name}`: {}; expected `read` or `write`", e.message),
+            ..e
+        })?
+        .as_str()
+    {
+        "read" => Effect::Read,
+        "write" => Effect::Write,
+        other => {
+            return Err(InputError::at(
+                file,
+                m.key_line("effect"),
+                format!("tool `{name}`: effect `{other}` is not `read` or `write`"),
+            ))
+        }
+    };
+    let mut t = Tool::new(name, effect, Loc::new(file, line));
+    read_fields(file, name, &m, &mut t)?;
+    if t.undo.is_some() && !t.is_write() {
+        return Err(InputError::at(
+            file,
+            m.key_line("undo"),
+            format!("tool `{name}` is a read; only a write has an undo"),
+        ));
+    }
+    Ok(t)
+}
+
+/// Reads every field but `effect` of a tool (or of an overlay, whose keys were checked against
+/// [`OVERLAY_KEYS`]), recording where each overlayable field was stated.
+fn read_fields(file: &str, name: &str, m: &Map<'_>, t: &mut Tool) -> Result<(), InputError> {
+    for (k, line, _) in m.entries() {
+        if OVERLAY_KEYS.contains(&k) && k != "arg_kinds" {
+            t.declared.insert(k.to_string(), Loc::new(file, line));
+        }
+    }
+    t.args = read_schema(file, m, "args")?;
+    t.result = read_schema(file, m, "result")?;
+    t.undo = m.opt_str("undo")?;
+    if let Some(n) = m.get("undo_args") {
+        let um = as_map(file, n, "`undo_args`")?;
+        for (k, _, v) in um.entries() {
+            t.undo_args.insert(
+                k.to_string(),
+                yaml::as_string(file, v, &format!("`undo_args.{k}`"))?,
+            );
+        }
+    }
+    t.idempotent = m.opt_bool("idempotent")?.unwrap_or(false);
+    t.irreversible = m.opt_bool("irreversible")?.unwrap_or(false);
+    t.sends_out = m.opt_bool("sends_out")?.unwrap_or(false);
+    t.confidential = m.opt_bool("confidential")?.unwrap_or(false);
+    t.bound_to_user = m.opt_bool("bound_to_user")?.unwrap_or(false);
+    t.requires_confirmation = m.opt_bool("requires_confirmation")?.unwrap_or(false);
+    t.confirmation = m.opt_str("confirmation")?;
+    if let Some(r) = m.opt_str("returns")? {
+        match r.as_str() {
+            "untrusted" => t.returns_untrusted = true,
+            "trusted" => {}
+            other => {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("returns"),
+                    format!("tool `{name}`: `returns: {other}` is not `untrusted` or `trusted`"),
+                ))
+            }
+        }
+    }
+    if let Some(tr) = m.opt_str("trust")? {
+        t.trust = match tr.as_str() {
+            "external" => Trust::External,
+            "agent" => Trust::Agent,
+            "privileged" => Trust::Privileged,
+            other => {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("trust"),
+                    format!(
+                        "tool `{name}`: trust `{other}` is not one of external, agent, privileged"
+                    ),
+                ))
+            }
+        };
+    }
+    if let Some(n) = m.get("arg_kinds") {
+        let km = as_map(file, n, "`arg_kinds`")?;
+        for (k, kl, v) in km.entries() {
+            let s = yaml::as_string(file, v, &format!("`arg_kinds.{k}`"))?;
+            let kind = ArgKind::parse(&s).ok_or_else(|| {
+                InputError::at(
+                    file,
+                    kl,
+                    format!(
+                        "tool `{name}`: argument kind `{s}` is not one of {}",
+                        ArgKind::NAMES.join(", ")
+                    ),
+                )
+            })?;
+            t.arg_kinds.insert(k.to_string(), kind);
+            t.declared
+                .insert(format!("arg_kinds.{k}"), Loc::new(file, kl));
+        }
+    }
+    if let Some(n) = m.get("store") {
+        let sm = as_map(file, n, "`store`")?;
+        sm.check_keys(&["name", "multi_tenant", "persistent"])?;
+        t.store = Some(Store {
+            name: sm.req_str("name")?,
+            multi_tenant: sm.opt_bool("multi_tenant")?.unwrap_or(false),
+            persistent: sm.opt_bool("persistent")?.unwrap_or(false),
+        });
+    }
+    if let Some(n) = m.get("order") {
+        let om = as_map(file, n, "`order`")?;
+        om.check_keys(&["after", "not_after", "at_most"])?;
+        t.order = OrderRule {
+            after: names(om.opt_str_list("after")?),
+            not_after: names(om.opt_str_list("not_after")?),
+            at_most: om.opt_u32("at_most")?,
+        };
+    }
+    if let Some(n) = m.get("source") {
+        let sm = as_map(file, n, "`source`")?;
+        sm.check_keys(&["server", "pin"])?;
+        t.source = Some(ToolSource {
+            server: sm.req_str("server")?,
+            pin: sm.opt_str("pin")?,
+        });
+    }
+    if let Some(n) = m.get("check") {
+        t.checks = read_checks(file, n)?;
+    }
+    Ok(())
+}
+
+fn names(v: Option<Vec<(String, u32)>>) -> Vec<String> {
+    v.unwrap_or_default().into_iter().map(|(s, _)| s).collect()
+}
+
+/// Reads `check:` conditions (`[{field: f, at_most: {from: tool.field}}]`).
+pub fn read_checks(file: &str, n: &Node) -> Result<Vec<ArgCheck>, InputError> {
+    let ops_names = CheckOp::names();
+    let mut out = Vec::new();
+    for item in as_seq(file, n, "`check`")?.iter() {
+        let cm = as_map(file, item, "a check")?;
+        let mut known = vec!["field"];
+        known.extend_from_slice(&ops_names);
+        cm.check_keys(&known)?;
+        let field = cm.req_str("field")?;
+        let ops: Vec<_> = cm.entries().filter(|(k, _, _)| *k != "field").collect();
+        if ops.len() != 1 {
+            return Err(InputError::at(
+                file,
+                cm.line(),
+                format!(
+                    "a check on `{field}` needs exactly one comparison ({})",
+                    ops_names.join(", ")
+                ),
+            ));
+        }
+        let (op, _, v) = ops[0];
+        // `check_keys` above admitted only the op names, so this finds one.
+        let Some(op) = CheckOp::from_name(op) else {
+            return Err(InputError::at(
+                file,
+                cm.line(),
+                unknown_key_message(op, &ops_names),
+            ));
+        };
+        out.push(ArgCheck {
+            field,
+            op,
+            value: to_json(v),
+        });
+    }
+    Ok(out)
+}
+
+fn read_schema(file: &str, m: &Map<'_>, key: &str) -> Result<Option<Value>, InputError> {
+    match m.get(key) {
+        None => Ok(None),
+        Some(n) => {
+            let v = to_json(n);
+            if !v.is_object() {
+                return Err(InputError::at(
+                    file,
+                    line_of(n),
+                    format!("expected `{key}` to be a JSON Schema (a mapping)"),
+                ));
+            }
+            if key == "args" {
+                if let Some(t) = v.get("type") {
+                    if t != "object" {
+                        return Err(InputError::at(
+                            file,
+                            line_of(n),
+                            "the `args` schema must be of `type: object`",
+                        ));
+                    }
+                }
+            }
+            Ok(Some(v))
+        }
+    }
+}
+
+/// Every tool a catalogue names (undo, order rules) must be declared in the same catalogue
+/// or a later merge; here only the undo's own shape is checked.
+fn check_references(file: &str, cat: &Catalogue) -> Result<(), InputError> {
+    cat.tools
+        .values()
+        .try_for_each(|t| ir::catalogue::check_undo_args(file, t))
+}
+
+/// Checks the cross-references of a fully merged catalogue: every undo and order rule names a
+/// declared tool.
+pub fn check_merged(cat: &Catalogue) -> Result<(), InputError> {
+    if let Some(o) = cat.pending.first() {
+        let known: Vec<&str> = cat.tools.keys().map(String::as_str).collect();
+        let hint = ir::diag::did_you_mean(&o.fields.name, &known)
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        return Err(InputError::at(
+            &o.fields.at.file,
+            o.fields.at.line,
+            format!(
+                "the overlay annotates tool `{}`, which no catalogue declares{hint}",
+                o.fields.name
+            ),
+        ));
+    }
+    for t in cat.tools.values() {
+        let mut refs: Vec<&String> = t.order.after.iter().chain(&t.order.not_after).collect();
+        refs.extend(t.undo.iter());
+        for r in refs {
+            if !cat.tools.contains_key(r) {
+                return Err(InputError::at(
+                    &t.at.file,
+                    t.at.line,
+                    format!("tool `{}` names `{r}`, which no catalogue declares", t.name),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_spec_catalogue_shapes() {
+        let text = "tools:\n  get_order:\n    effect: read\n    args: {type: object, properties: {order_id: {type: string}}, required: [order_id], additionalProperties: false}\n  charge_card:\n    effect: write\n    undo: refund_card\n    idempotent: true\n  refund_card:\n    effect: write\n    order: {after: [get_order], at_most: 1}\n    trust: privileged\n  read_inbox: {effect: read, returns: untrusted}\n";
+        let c = read_catalogue("shop.catalogue.yaml", text).unwrap();
+        assert_eq!(c.tools.len(), 4);
+        assert!(!c.get("get_order").unwrap().schema_partial());
+        assert!(c.get("charge_card").unwrap().schema_partial());
+        assert_eq!(c.get("refund_card").unwrap().order.after, vec!["get_order"]);
+        assert_eq!(c.get("refund_card").unwrap().at.line, 9);
+        assert!(c.get("read_inbox").unwrap().returns_untrusted);
+        check_merged(&c).unwrap();
+    }
+
+    #[test]
+    fn mcp_defaults_assume_the_worst() {
+        let text = r#"{"tools": [{"name": "a", "inputSchema": {"type": "object"}}, {"name": "b", "annotations": {"readOnlyHint": true, "openWorldHint": false}}]}"#;
+        let c = read_catalogue("m.json", text).unwrap();
+        let a = c.get("a").unwrap();
+        assert!(a.is_write() && a.irreversible && a.sends_out && !a.idempotent);
+        let b = c.get("b").unwrap();
+        assert!(!b.is_write() && !b.sends_out);
+    }
+
+    #[test]
+    fn missing_effect_and_bad_key_are_refused_with_lines() {
+        let e = read_catalogue("c.yaml", "tools:\n  a:\n    args: {type: object}\n").unwrap_err();
+        assert!(e.message.contains("effect"), "{e}");
+        let e = read_catalogue(
+            "c.yaml",
+            "tools:\n  a:\n    effect: read\n    sends_ot: true\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.message.contains("sends_out"));
+    }
+
+    const MCP: &str = "{\"tools\": [{\"name\": \"fetch\", \"annotations\": {\"readOnlyHint\": true}},\n {\"name\": \"remember\", \"annotations\": {\"openWorldHint\": false}}]}";
+
+    /// Why the server's catalogue and this overlay are refused together.
+    fn overlay_err(overlay: &str) -> InputError {
+        merged(&[("s.json", MCP), ("o.yaml", overlay)]).unwrap_err()
+    }
+
+    fn merged(files: &[(&str, &str)]) -> Result<Catalogue, InputError> {
+        let mut c = Catalogue::default();
+        for (name, text) in files {
+            c.merge(read_catalogue(name, text)?)?;
+        }
+        check_merged(&c)?;
+        Ok(c)
+    }
+
+    #[test]
+    fn an_overlay_annotates_a_server_tool_in_either_order() {
+        let ov = "overlay:\n  fetch: {returns: untrusted}\n  remember:\n    store: {name: memory, persistent: true}\n    arg_kinds: {path: path}\n";
+        for files in [
+            [("s.json", MCP), ("o.yaml", ov)],
+            [("o.yaml", ov), ("s.json", MCP)],
+        ] {
+            let c = merged(&files).unwrap();
+            assert!(c.get("fetch").unwrap().returns_untrusted);
+            let r = c.get("remember").unwrap();
+            assert!(r.store.as_ref().unwrap().persistent);
+            assert_eq!(r.arg_kinds["path"], ArgKind::Path);
+            assert_eq!(c.overlaid, vec!["fetch", "remember"]);
+        }
+    }
+
+    #[test]
+    fn an_overlay_that_changes_a_stated_field_names_both_lines() {
+        let e = overlay_err("overlay:\n  remember:\n    sends_out: true\n");
+        assert_eq!((e.file.as_str(), e.line), ("o.yaml", 3), "{e}");
+        assert!(
+            e.message
+                .contains("`sends_out` to true, but s.json:2 sets it to false"),
+            "{e}"
+        );
+        // Stating the same value again is no conflict; an unstated hint may be stated.
+        merged(&[
+            ("s.json", MCP),
+            (
+                "o.yaml",
+                "overlay:\n  remember: {sends_out: false, idempotent: true}\n",
+            ),
+        ])
+        .unwrap();
+        let src = "tools:\n  a:\n    effect: write\n    returns: untrusted\n";
+        let e = merged(&[
+            ("c.yaml", src),
+            ("o.yaml", "overlay:\n  a: {returns: trusted}\n"),
+        ])
+        .unwrap_err();
+        assert!(e.message.contains("c.yaml:4"), "{e}");
+        // Two overlays disagreeing: the second names the first.
+        let e = merged(&[
+            ("s.json", MCP),
+            ("o1.yaml", "overlay:\n  fetch: {trust: external}\n"),
+            ("o2.yaml", "overlay:\n  fetch: {trust: privileged}\n"),
+        ])
+        .unwrap_err();
+        assert_eq!(e.file, "o2.yaml");
+        assert!(e.message.contains("o1.yaml:2"), "{e}");
+    }
+
+    #[test]
+    fn an_overlay_is_refused_where_it_cannot_apply() {
+        let e = overlay_err("overlay:\n  fetchh: {returns: untrusted}\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("did you mean `fetch`"), "{e}");
+        let e = overlay_err("overlay:\n  fetch: {effect: write}\n");
+        assert!(e.message.contains("unknown key `effect`"), "{e}");
+        let e = overlay_err("overlay:\n  fetch:\n    undo: remember\n");
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("is a read"), "{e}");
+    }
+
+    #[test]
+    fn the_merged_catalogue_reads_back_as_itself() {
+        let spec = "tools:\n  get_order: {effect: read, args: {type: object, properties: {order_id: {type: string}}}}\n  charge_card:\n    effect: write\n    undo: refund_card\n    undo_args: {order_id: order_id}\n    idempotent: true\n    arg_kinds: {to: destination}\n    check: [{field: amount, at_most: 100}]\n  refund_card:\n    effect: write\n    order: {after: [get_order], at_most: 1}\n    trust: privileged\n    confirmation: \"Refund?\"\n    source: {server: \"npx @acme/pay\", pin: null}\n  search: {effect: read, store: {name: kb, multi_tenant: true}, confidential: true}\n";
+        let c = merged(&[
+            ("s.json", MCP),
+            ("c.yaml", spec),
+            ("o.yaml", "overlay:\n  fetch: {returns: untrusted}\n"),
+        ])
+        .unwrap();
+        let back = read_catalogue("merged.json", &c.to_qls_json()).unwrap();
+        let plain = |c: &Catalogue| -> Vec<Value> {
+            c.tools
+                .values()
+                .map(|t| {
+                    let mut v = serde_json::to_value(t).unwrap();
+                    v.as_object_mut().unwrap().remove("at");
+                    v
+                })
+                .collect()
+        };
+        assert_eq!(plain(&back), plain(&c));
+        assert!(back.get("fetch").unwrap().returns_untrusted);
+    }
+}

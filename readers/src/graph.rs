@@ -1,0 +1,267 @@
+//! `qls-graph/1`: the agent graph the prover reads, written by `qls export` from `agent.yaml`
+//! or by other exporters (a LangGraph app, a hand-written file).
+
+use crate::yaml::{self, as_map, as_seq, line_of};
+use indexmap::IndexMap;
+use ir::agent::Privilege;
+use ir::diag::InputError;
+use ir::graph::{EdgeKind, Graph, GraphAgent, GraphEdge, GraphNode, NodeKind, FORMAT};
+use ir::loc::Loc;
+
+/// Reads a `qls-graph/1` JSON file, reporting JSON errors and dangling references at their line.
+pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
+    let root = yaml::load_json(file, text)?;
+    let top = as_map(file, &root, "the graph")?;
+    top.check_keys(&["format", "entry", "agents", "nodes", "edges"])?;
+    let format = top.req_str("format")?;
+    if format != FORMAT {
+        return Err(InputError::at(
+            file,
+            top.key_line("format"),
+            format!("expected format `{FORMAT}`, found `{format}`"),
+        ));
+    }
+    let entry = top.req_str("entry")?;
+    let mut agents = IndexMap::new();
+    let agents_present = top.get("agents").is_some();
+    if let Some(n) = top.get("agents") {
+        for (name, line, node) in as_map(file, n, "`agents`")?.entries() {
+            let m = as_map(file, node, &format!("agent `{name}`"))?;
+            m.check_keys(&["privilege", "tools", "budget", "at"])?;
+            let privilege = match m.opt_str("privilege")?.as_deref() {
+                None | Some("low") => Privilege::Low,
+                Some("high") => Privilege::High,
+                Some(o) => {
+                    return Err(InputError::at(
+                        file,
+                        m.key_line("privilege"),
+                        format!("privilege `{o}` is not `low` or `high`"),
+                    ))
+                }
+            };
+            let tools = m
+                .opt_str_list("tools")?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect();
+            agents.insert(
+                name.to_string(),
+                GraphAgent {
+                    privilege,
+                    tools,
+                    budget: m.opt_u32("budget")?,
+                    at: read_at(file, m.get("at"), line)?,
+                },
+            );
+        }
+    }
+    let mut nodes: Vec<GraphNode> = Vec::new();
+    let mut node_lines = Vec::new();
+    let nodes_node = top
+        .get("nodes")
+        .ok_or_else(|| InputError::at(file, top.line(), "missing required key `nodes`"))?;
+    for item in as_seq(file, nodes_node, "`nodes`")?.iter() {
+        let m = as_map(file, item, "a node")?;
+        m.check_keys(&["id", "kind", "agent", "guarded", "tools", "may_call", "at"])?;
+        let line = line_of(item);
+        let id = m.req_str("id")?;
+        let kind_s = m.req_str("kind")?;
+        let kind = match kind_s.as_str() {
+            "router" => NodeKind::Router,
+            "model" => NodeKind::Model,
+            "tools" => NodeKind::Tools,
+            "custom" => NodeKind::Custom,
+            "human" => NodeKind::Human,
+            "end" => NodeKind::End,
+            o => {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("kind"),
+                    format!(
+                        "node kind `{o}` is not one of router, model, tools, custom, human, end"
+                    ),
+                ))
+            }
+        };
+        if nodes.iter().any(|n| n.id == id) {
+            return Err(InputError::at(
+                file,
+                line,
+                format!("node `{id}` is declared twice"),
+            ));
+        }
+        let agent = m.opt_str("agent")?;
+        if let Some(a) = &agent {
+            if agents_present && !agents.contains_key(a) {
+                return Err(InputError::at(
+                    file,
+                    m.key_line("agent"),
+                    format!("node `{id}` names agent `{a}`, which `agents` does not declare"),
+                ));
+            }
+        } else if kind != NodeKind::End {
+            return Err(InputError::at(
+                file,
+                line,
+                format!("node `{id}` of kind `{kind_s}` needs an `agent`"),
+            ));
+        }
+        let guarded = m.opt_bool("guarded")?;
+        if kind == NodeKind::Tools && guarded.is_none() {
+            return Err(InputError::at(
+                file,
+                line,
+                format!("tools node `{id}` must say `guarded: true` or `guarded: false`"),
+            ));
+        }
+        let tools = m
+            .opt_str_list("tools")?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+        let may_call = m
+            .opt_str_list("may_call")?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+        nodes.push(GraphNode {
+            id,
+            kind,
+            agent,
+            guarded,
+            tools,
+            may_call,
+            at: read_at(file, m.get("at"), line)?,
+        });
+        node_lines.push(line);
+    }
+    let mut edges = Vec::new();
+    if let Some(n) = top.get("edges") {
+        for item in as_seq(file, n, "`edges`")?.iter() {
+            let m = as_map(file, item, "an edge")?;
+            m.check_keys(&[
+                "from",
+                "to",
+                "kind",
+                "exit_after",
+                "carries_marks",
+                "targets",
+                "at",
+            ])?;
+            let line = line_of(item);
+            let kind = match m.req_str("kind")?.as_str() {
+                "route" => EdgeKind::Route,
+                "call" => EdgeKind::Call,
+                "return" => EdgeKind::Return,
+                "handoff" => EdgeKind::Handoff,
+                "reply" => EdgeKind::Reply,
+                "dynamic" => EdgeKind::Dynamic,
+                o => return Err(InputError::at(file, m.key_line("kind"), format!("edge kind `{o}` is not one of route, call, return, handoff, reply, dynamic"))),
+            };
+            let from = m.req_str("from")?;
+            let to = m.opt_str("to")?;
+            let targets = m
+                .opt_str_list("targets")?
+                .map(|v| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
+            if to.is_none() && kind != EdgeKind::Dynamic {
+                return Err(InputError::at(
+                    file,
+                    line,
+                    "an edge needs a `to` node unless it is `dynamic`",
+                ));
+            }
+            let mut refs = vec![(from.clone(), m.key_line("from"))];
+            refs.extend(to.iter().map(|t| (t.clone(), m.key_line("to"))));
+            refs.extend(
+                targets
+                    .iter()
+                    .flatten()
+                    .map(|t| (t.clone(), m.key_line("targets"))),
+            );
+            for (r, l) in refs {
+                if !nodes.iter().any(|n| n.id == r) {
+                    return Err(InputError::at(
+                        file,
+                        l,
+                        format!("edge names node `{r}`, which `nodes` does not declare"),
+                    ));
+                }
+            }
+            edges.push(GraphEdge {
+                from,
+                to,
+                kind,
+                exit_after: m.opt_u32("exit_after")?,
+                carries_marks: m.opt_bool("carries_marks")?,
+                targets,
+                at: read_at(file, m.get("at"), line)?,
+            });
+        }
+    }
+    if !nodes.iter().any(|n| n.id == entry) {
+        return Err(InputError::at(
+            file,
+            top.key_line("entry"),
+            format!("entry `{entry}` is not a node"),
+        ));
+    }
+    let _ = node_lines;
+    if !agents_present {
+        agents = ir::graph::derive_agents(&nodes);
+    }
+    Ok(Graph {
+        format,
+        entry,
+        agents,
+        agents_derived: !agents_present,
+        nodes,
+        edges,
+    })
+}
+
+fn read_at(
+    file: &str,
+    n: Option<&marked_yaml::Node>,
+    line: u32,
+) -> Result<Option<Loc>, InputError> {
+    match n {
+        None => Ok(Some(Loc::new(file, line))),
+        Some(n) => {
+            let m = as_map(file, n, "`at`")?;
+            m.check_keys(&["file", "line"])?;
+            Ok(Some(Loc::new(
+                m.req_str("file")?,
+                m.opt_u32("line")?.unwrap_or(0),
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dangling_edge_is_refused_at_its_line() {
+        let text = "{\"format\": \"qls-graph/1\", \"entry\": \"a\",\n \"agents\": {\"x\": {}},\n \"nodes\": [{\"id\": \"a\", \"kind\": \"router\", \"agent\": \"x\"}],\n \"edges\": [\n  {\"from\": \"a\",\n   \"to\": \"b\", \"kind\": \"route\"}]}\n";
+        let e = read_graph("g.json", text).unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+        assert!(e.message.contains("`b`"));
+    }
+
+    #[test]
+    fn export_round_trips() {
+        let af = crate::agent::read_agent_file("agent.yaml", "agents:\n  desk:\n    model: m\n    tools: [a]\n    hands_off_to: [billing]\n  billing:\n    tools: [b]\n").unwrap();
+        let g = ir::graph::export(&af);
+        let mut back = read_graph("g.json", &g.to_json()).unwrap();
+        // `end` has no line in agent.yaml; read back, it points at its place in the graph file.
+        back.nodes.last_mut().unwrap().at = None;
+        assert_eq!(back, g);
+        assert!(g.edges.iter().any(|e| e.from == "desk_model"
+            && e.to.as_deref() == Some("billing_router")
+            && e.kind == EdgeKind::Handoff));
+    }
+}

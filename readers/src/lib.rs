@@ -1,0 +1,280 @@
+//! The readers: `agent.yaml`, `qls-graph/1`, LangGraph's JSON, catalogues (qls's own, MCP
+//! `tools/list` answers, client configurations and the lock), rulebooks (the rule sheet, Colang
+//! 1.0 and 2.x, NeMo configurations, compiled folders) and suppressions, each read into the IR
+//! of the `ir` crate with a `file:line` error for every bad input.
+//!
+//! **Readers produce IR and nothing else**: no lowering, no proof, no printing.
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod catalogue;
+pub mod graph;
+pub mod langgraph;
+pub mod rulebook;
+pub mod suppress;
+pub mod yaml;
+
+use ir::agent::{AgentFile, ToolSourceRef};
+use ir::catalogue::Catalogue;
+use ir::rulebook::Rulebook;
+use ir::{diag, sha256_hex, InputError, Loc, Project};
+use std::path::{Path, PathBuf};
+
+/// Reads a file for a reader, turning an I/O failure into an input error naming it.
+pub fn read_text(path: &Path, display: &str) -> Result<String, InputError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| InputError::at(display, 0, format!("cannot read the file: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        InputError::at(
+            display,
+            0,
+            format!(
+                "the file is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// The name a file is reported under: the path as written, without a leading `./`.
+pub fn display_name(rel: &str) -> String {
+    rel.trim_start_matches("./").to_string()
+}
+
+/// Loads `agent.yaml` and every file it names (paths relative to its folder).
+pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
+    let agent_display = agent_path
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| agent_path.display().to_string());
+    let text = read_text(agent_path, &agent_display)?;
+    let af = agent::read_agent_file(&agent_display, &text)?;
+    let dir = agent_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let mut inputs = vec![(agent_display.clone(), sha256_hex(text.as_bytes()))];
+    let mut catalogue = Catalogue::default();
+    for src in &af.tools {
+        match src {
+            ToolSourceRef::Catalogue(rel, _) => {
+                let name = display_name(rel);
+                let t = read_text(&dir.join(rel), &name)?;
+                inputs.push((name.clone(), sha256_hex(t.as_bytes())));
+                catalogue.merge(catalogue::read_catalogue(&name, &t)?)?;
+                catalogue::lock::check_config(&dir.join(rel), &name, &t)?;
+            }
+            ToolSourceRef::Python(m, _) => catalogue.modules.push(m.clone()),
+        }
+    }
+    let (rulebook, rulebook_refusal) = match &af.rulebook {
+        Some((rel, at)) => load_rulebook(
+            &dir.join(rel),
+            &display_name(rel),
+            Some(at),
+            &mut catalogue,
+            &mut inputs,
+        )?,
+        None => (None, None),
+    };
+    catalogue::check_merged(&catalogue)?;
+    check_agent_tools(&af, &catalogue)?;
+    let graph = ir::graph::export(&af);
+    let settings = af.settings.clone();
+    let context = af.context.iter().map(|n| n.name.clone()).collect();
+    Ok(Project {
+        agent_file: Some(af),
+        graph,
+        catalogue,
+        rulebook,
+        rulebook_refusal,
+        settings,
+        context,
+        inputs,
+    })
+}
+
+/// Loads a graph exported elsewhere with its catalogue, optional rulebook and optional
+/// `agent.yaml` for settings.
+pub fn load_graph_project(
+    graph_path: &Path,
+    catalogue_path: &Path,
+    rulebook_path: Option<&Path>,
+    settings_path: Option<&Path>,
+) -> Result<Project, InputError> {
+    load_graph_project_from(graph_path, &[catalogue_path], rulebook_path, settings_path)
+}
+
+/// [`load_graph_project`] with several catalogues merged in order (an agent on several MCP
+/// servers, with overlays), as `agent.yaml`'s `tools:` list merges them.
+pub fn load_graph_project_from(
+    graph_path: &Path,
+    catalogue_paths: &[&Path],
+    rulebook_path: Option<&Path>,
+    settings_path: Option<&Path>,
+) -> Result<Project, InputError> {
+    load_graph_project_with(
+        graph_path,
+        catalogue_paths,
+        rulebook_path,
+        settings_path,
+        &langgraph::Options::default(),
+    )
+    .map(|(p, _)| p)
+}
+
+/// [`load_graph_project_from`] for a graph that may be LangGraph's own `to_json()` (recognised by
+/// its shape and lowered by [`langgraph::read`] with `lg`), returning the reader's notes too (what
+/// it read as less than certain; empty for a `qls-graph/1` file).
+pub fn load_graph_project_with(
+    graph_path: &Path,
+    catalogue_paths: &[&Path],
+    rulebook_path: Option<&Path>,
+    settings_path: Option<&Path>,
+    lg: &langgraph::Options,
+) -> Result<(Project, Vec<String>), InputError> {
+    let gname = display_name(&graph_path.display().to_string());
+    let gt = read_text(graph_path, &gname)?;
+    let mut inputs = vec![(gname.clone(), sha256_hex(gt.as_bytes()))];
+    let mut catalogue = Catalogue::default();
+    for catalogue_path in catalogue_paths {
+        let cname = display_name(&catalogue_path.display().to_string());
+        let ct = read_text(catalogue_path, &cname)?;
+        inputs.push((cname.clone(), sha256_hex(ct.as_bytes())));
+        catalogue.merge(catalogue::read_catalogue(&cname, &ct)?)?;
+    }
+    let (graph, notes) = if langgraph::looks_like(&gt) {
+        let l = langgraph::read(&gname, &gt, &catalogue, lg)?;
+        (l.graph, l.notes)
+    } else if !lg.is_empty() {
+        return Err(InputError::at(
+            &gname,
+            1,
+            "--model-node and --tools-node apply to LangGraph's graph JSON; this file is not one",
+        ));
+    } else {
+        (graph::read_graph(&gname, &gt)?, vec![])
+    };
+    let (rulebook, rulebook_refusal) = match rulebook_path {
+        Some(p) => load_rulebook(
+            p,
+            &display_name(&p.display().to_string()),
+            None,
+            &mut catalogue,
+            &mut inputs,
+        )?,
+        None => (None, None),
+    };
+    catalogue::check_merged(&catalogue)?;
+    let agent_file = match settings_path {
+        Some(p) => {
+            let name = p
+                .file_name()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let t = read_text(p, &name)?;
+            inputs.push((name.clone(), sha256_hex(t.as_bytes())));
+            Some(agent::read_agent_file(&name, &t)?)
+        }
+        None => None,
+    };
+    for n in &graph.nodes {
+        for t in n.tools.iter().chain(&n.may_call) {
+            if catalogue.get(t).is_none() {
+                let at = n.at.clone().unwrap_or_else(|| Loc::new(&inputs[0].0, 0));
+                return Err(InputError::at(
+                    at.file,
+                    at.line,
+                    format!(
+                        "node `{}` lists tool `{t}`, which no catalogue declares",
+                        n.id
+                    ),
+                ));
+            }
+        }
+    }
+    let settings = agent_file
+        .as_ref()
+        .map(|a| a.settings.clone())
+        .unwrap_or_default();
+    let context = agent_file
+        .as_ref()
+        .map(|a| a.context.iter().map(|n| n.name.clone()).collect())
+        .unwrap_or_default();
+    let project = Project {
+        agent_file,
+        graph,
+        catalogue,
+        rulebook,
+        rulebook_refusal,
+        settings,
+        context,
+        inputs,
+    };
+    Ok((project, notes))
+}
+
+type RulebookLoad = (Option<Rulebook>, Option<InputError>);
+
+/// Loads a rulebook (a `.co`, a rule sheet, or a compiled folder). A file that cannot be read is
+/// an input error; a rulebook the compiler refuses is kept as the refusal (QG005), so `verify`
+/// can report it as a finding.
+fn load_rulebook(
+    path: &Path,
+    display: &str,
+    at: Option<&Loc>,
+    catalogue: &mut Catalogue,
+    inputs: &mut Vec<(String, String)>,
+) -> Result<RulebookLoad, InputError> {
+    let compiled = if path.is_dir() {
+        rulebook::read_compiled_dir(path, display)
+    } else {
+        let text = read_text(path, display).map_err(|e| match at {
+            Some(at) => InputError::at(
+                &at.file,
+                at.line,
+                format!("rulebook `{display}`: {}", e.message),
+            ),
+            None => e,
+        })?;
+        inputs.push((display.to_string(), sha256_hex(text.as_bytes())));
+        rulebook::compile_text(display, &text)
+    };
+    match compiled {
+        Ok(c) => {
+            c.overlay.apply(catalogue);
+            Ok((Some(c.rulebook), None))
+        }
+        Err(e) => Ok((None, Some(e))),
+    }
+}
+
+fn check_agent_tools(af: &AgentFile, cat: &Catalogue) -> Result<(), InputError> {
+    let known: Vec<&str> = cat.tools.keys().map(|s| s.as_str()).collect();
+    for a in af.agents.values() {
+        for t in &a.tools {
+            if cat.get(&t.name).is_none() {
+                let hint = diag::did_you_mean(&t.name, &known)
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                return Err(InputError::at(
+                    &t.at.file,
+                    t.at.line,
+                    format!(
+                        "agent `{}` lists tool `{}`, which no catalogue declares{hint}",
+                        a.name, t.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where a project's files live, for tests and tools that resolve paths.
+pub fn project_dir(agent_path: &Path) -> PathBuf {
+    agent_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}

@@ -1,0 +1,1706 @@
+//! The rule sheet: a small, strict YAML subset stating rules over tools (`seeds/003`), compiled to
+//! the rulebook IR, a catalogue overlay, and the equivalent Colang 1.0 (`rule_sheet.co`).
+//!
+//! The sheet is read by hand, not by a YAML library: the subset is `rules:` and then `- key: value`
+//! items whose values are scalars, flow lists (`[a, b]`) and flow maps (`{amount_over: 200}`).
+//! Everything else (tabs, block lists, a value on the line below its key, a second document,
+//! anchors, tags, block scalars, ambiguous plain scalars such as `yes`) is refused with its line,
+//! so a sheet never means something its author did not write.
+
+use super::expr::number_value;
+use super::paths::{conj_add, simplify};
+use ir::catalogue::{is_tool_name, ArgCheck, Catalogue};
+use ir::diag::{unknown_key_message, InputError};
+use ir::loc::Loc;
+use ir::rulebook::{
+    CatalogueOverlay, CmpOp, ExecuteSite, FlowDef, Gate, GatePath, Language, Literal, Operand,
+    Rulebook, ToolOverlay, VarEvent, VarEventKind,
+};
+use ir::vocab::CheckOp;
+use serde_json::Value;
+use std::fmt;
+use std::path::Path;
+
+/// The overlay's format tag.
+pub const OVERLAY_FORMAT: &str = "qls-catalogue-overlay/1";
+
+/// A compiled sheet: the IR, the overlay and the equivalent Colang.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledSheet {
+    /// The IR.
+    pub rulebook: Rulebook,
+    /// What the sheet lays over the catalogue.
+    pub overlay: CatalogueOverlay,
+    /// The equivalent Colang 1.0 text (`rule_sheet.co`).
+    pub colang: String,
+}
+
+/// The keys a rule may have.
+const RULE_KEYS: &[&str] = &[
+    "action",
+    "requires",
+    "when",
+    "never",
+    "requires_confirmation",
+    "confirmation",
+    "after",
+    "not_after",
+    "at_most",
+    "check",
+];
+
+/// The comparisons a `when` key may end with, and what each compiles to.
+const WHEN_SUFFIXES: &[(&str, CmpOp)] = &[
+    ("_at_least", CmpOp::Ge),
+    ("_at_most", CmpOp::Le),
+    ("_over", CmpOp::Gt),
+    ("_under", CmpOp::Lt),
+    ("_is", CmpOp::Eq),
+];
+
+/// Largest magnitude a sheet number may have, so every number compares exactly.
+const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// Compiles a rule sheet; a sheet outside what the compiler can state exactly is refused with
+/// its line.
+pub fn compile_sheet(file: &str, text: &str) -> Result<CompiledSheet, InputError> {
+    let items = read_items(file, text)?;
+    let mut rules: Vec<Rule> = Vec::new();
+    for item in &items {
+        let rule = read_rule(file, item)?;
+        if let Some(first) = rules.iter().find(|r| r.action == rule.action) {
+            return Err(refusal(file, rule.action_line, format!("a second rule for `{}` (the first is at line {}): how two rules would combine is never guessed; state it as one rule", rule.action, first.line)));
+        }
+        rules.push(rule);
+    }
+    Ok(build(file, text, &rules))
+}
+
+fn refusal(file: &str, line: u32, msg: impl Into<String>) -> InputError {
+    InputError::at(file, line, msg).with_code("rulebook_unsupported")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The YAML subset.
+
+/// A value of the sheet's YAML subset.
+#[derive(Clone, Debug, PartialEq)]
+enum Val {
+    Str(String),
+    Num(Value),
+    Bool(bool),
+    List(Vec<Val>),
+    Map(Vec<(String, Val)>),
+}
+
+impl Val {
+    fn describe(&self) -> String {
+        match self {
+            Val::Str(s) => format!("the text {s:?}"),
+            Val::Num(n) => format!("the number {n}"),
+            Val::Bool(b) => format!("`{b}`"),
+            Val::List(_) => "a list".to_string(),
+            Val::Map(_) => "a mapping".to_string(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Val::Str(s) => Value::String(s.clone()),
+            Val::Num(n) => n.clone(),
+            Val::Bool(b) => Value::Bool(*b),
+            Val::List(l) => Value::Array(l.iter().map(Val::to_json).collect()),
+            Val::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+        }
+    }
+}
+
+/// One `key: value` of a rule.
+#[derive(Clone, Debug)]
+struct Entry {
+    key: String,
+    line: u32,
+    val: Val,
+}
+
+/// One `- …` item of `rules:`.
+#[derive(Clone, Debug)]
+struct Item {
+    line: u32,
+    entries: Vec<Entry>,
+}
+
+/// A content line: comment stripped, not blank.
+struct Content<'t> {
+    no: u32,
+    indent: usize,
+    body: &'t str,
+}
+
+/// The sheet's content lines; a tab anywhere is refused.
+fn content_lines<'t>(file: &str, text: &'t str) -> Result<Vec<Content<'t>>, InputError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let no = i as u32 + 1;
+        if let Some(col) = raw.find('\t') {
+            return Err(refusal(
+                file,
+                no,
+                "a tab: the sheet is indented with spaces, and tabs are outside its YAML subset",
+            )
+            .with_col(col as u32 + 1));
+        }
+        let body = strip_comment(raw).trim_end();
+        let trimmed = body.trim_start();
+        if trimmed.is_empty() {
+            continue;
+        }
+        out.push(Content {
+            no,
+            indent: body.len() - trimmed.len(),
+            body: trimmed,
+        });
+    }
+    Ok(out)
+}
+
+/// The line without its comment (a `#` at the start or after a space, outside quotes).
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut prev = ' ';
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some('"') if escaped => escaped = false,
+            Some('"') if c == '\\' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '#' && (prev == ' ' || i == 0) => return &line[..i],
+            None if (c == '"' || c == '\'') && (prev == ' ' || "[{,:".contains(prev) || i == 0) => {
+                quote = Some(c)
+            }
+            None => {}
+        }
+        prev = c;
+    }
+    line
+}
+
+/// `key: rest` with the rest's column, when the line has that shape.
+fn key_line(body: &str) -> Option<(&str, &str)> {
+    let end = body.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    let (key, rest) = body.split_at(end);
+    if key.is_empty() || key.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let rest = rest.strip_prefix(':')?;
+    if !rest.is_empty() && !rest.starts_with(' ') {
+        return None;
+    }
+    Some((key, rest.trim()))
+}
+
+/// Reads `rules:` and its items.
+fn read_items(file: &str, text: &str) -> Result<Vec<Item>, InputError> {
+    let lines = content_lines(file, text)?;
+    let mut i = 0;
+    if lines
+        .first()
+        .is_some_and(|l| l.body == "---" && l.indent == 0)
+    {
+        i = 1;
+    }
+    let Some(head) = lines.get(i) else {
+        return Err(refusal(file, 0, "the sheet is empty: expected `rules:`"));
+    };
+    check_document(file, head)?;
+    match key_line(head.body) {
+        Some(("rules", rest)) if head.indent == 0 && (rest.is_empty() || rest == "[]") => {}
+        Some(("rules", _)) if head.indent == 0 => {
+            return Err(refusal(
+                file,
+                head.no,
+                "`rules:` is followed by its rules, one `- action: …` item per line below it",
+            ))
+        }
+        Some((k, _)) => return Err(refusal(file, head.no, unknown_key_message(k, &["rules"]))),
+        None => {
+            return Err(refusal(
+                file,
+                head.no,
+                "expected `rules:` at the start of the sheet",
+            ))
+        }
+    }
+    i += 1;
+    let mut items = Vec::new();
+    let mut item_indent = None;
+    while let Some(l) = lines.get(i) {
+        check_document(file, l)?;
+        let Some(rest) = l.body.strip_prefix("- ") else {
+            return Err(not_an_item(file, l));
+        };
+        if *item_indent.get_or_insert(l.indent) != l.indent {
+            return Err(refusal(
+                file,
+                l.no,
+                "this rule is not lined up with the rules above it",
+            ));
+        }
+        let key_indent = l.indent + l.body.len() - rest.trim_start().len();
+        let (item, next) = read_item(file, &lines, i, rest.trim_start(), key_indent)?;
+        items.push(item);
+        i = next;
+    }
+    Ok(items)
+}
+
+fn check_document(file: &str, l: &Content<'_>) -> Result<(), InputError> {
+    if l.body == "---" || l.body == "..." || l.body.starts_with("--- ") {
+        return Err(refusal(
+            file,
+            l.no,
+            "a second document (`---`): a sheet is one document",
+        ));
+    }
+    if l.body.starts_with('%') {
+        return Err(refusal(
+            file,
+            l.no,
+            "a YAML directive is outside the sheet's subset",
+        ));
+    }
+    Ok(())
+}
+
+fn not_an_item(file: &str, l: &Content<'_>) -> InputError {
+    if l.body == "-" {
+        return refusal(
+            file,
+            l.no,
+            "write the rule's first key on the dash's line: `- action: <tool>`",
+        );
+    }
+    match key_line(l.body) {
+        Some((k, _)) if l.indent == 0 => refusal(file, l.no, unknown_key_message(k, &["rules"])),
+        _ => refusal(
+            file,
+            l.no,
+            "expected a rule, `- action: <tool>`, at this indentation",
+        ),
+    }
+}
+
+/// Reads one item starting at `lines[start]`; returns it with the index after it.
+fn read_item(
+    file: &str,
+    lines: &[Content<'_>],
+    start: usize,
+    first: &str,
+    key_indent: usize,
+) -> Result<(Item, usize), InputError> {
+    let Some(head) = lines.get(start) else {
+        return Err(refusal(file, 0, "expected a rule"));
+    };
+    let mut entries = vec![read_entry(file, lines, start, first)?];
+    let mut i = start + 1;
+    while let Some(l) = lines.get(i) {
+        if l.indent < key_indent {
+            break;
+        }
+        if l.indent > key_indent {
+            return Err(refusal(file, l.no, "unexpected indentation: a value is written on its key's line, and flow lists and maps close on the line they open"));
+        }
+        if l.body.starts_with("- ") || l.body == "-" {
+            return Err(refusal(file, l.no, "a block list is outside the sheet's subset: write a list on its key's line, as `[a, b]`"));
+        }
+        entries.push(read_entry(file, lines, i, l.body)?);
+        i += 1;
+    }
+    Ok((
+        Item {
+            line: head.no,
+            entries,
+        },
+        i,
+    ))
+}
+
+/// Reads `key: value` on `lines[at]` (its text `body`).
+fn read_entry(
+    file: &str,
+    lines: &[Content<'_>],
+    at: usize,
+    body: &str,
+) -> Result<Entry, InputError> {
+    let Some(l) = lines.get(at) else {
+        return Err(refusal(file, 0, "expected `key: value`"));
+    };
+    let Some((key, rest)) = key_line(body) else {
+        return Err(refusal(
+            file,
+            l.no,
+            format!("expected `key: value`, found `{body}`"),
+        ));
+    };
+    if rest.is_empty() {
+        let key_indent = l.indent + l.body.len() - body.len();
+        return Err(match lines.get(at + 1) {
+            Some(n) if n.indent >= key_indent && (n.body.starts_with("- ") || n.body == "-") => refusal(file, l.no, format!("`{key}` is written as a block list, which is outside the sheet's subset: write `{key}: [a, b]`")),
+            Some(n) if n.indent > key_indent => refusal(file, l.no, format!("the value of `{key}` is on the line below its key: write it on the same line, `{key}: …`")),
+            _ => refusal(file, l.no, format!("`{key}` has no value")),
+        });
+    }
+    let val = parse_value(file, l.no, rest)?;
+    Ok(Entry {
+        key: key.to_string(),
+        line: l.no,
+        val,
+    })
+}
+
+/// Parses a whole value (a scalar, a flow list or a flow map).
+fn parse_value(file: &str, line: u32, text: &str) -> Result<Val, InputError> {
+    let mut p = Flow {
+        chars: text.chars().collect(),
+        pos: 0,
+        file,
+        line,
+    };
+    let v = if text.starts_with(['[', '{', '"', '\'']) {
+        p.value(0)?
+    } else {
+        p.scalar(false)?
+    };
+    p.ws();
+    if p.pos < p.chars.len() {
+        return Err(p.err("unexpected text after the value"));
+    }
+    Ok(v)
+}
+
+/// A parser over one line's flow value.
+struct Flow<'a> {
+    chars: Vec<char>,
+    pos: usize,
+    file: &'a str,
+    line: u32,
+}
+
+impl Flow<'_> {
+    fn err(&self, msg: impl Into<String>) -> InputError {
+        refusal(self.file, self.line, msg)
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn ws(&mut self) {
+        while self.peek() == Some(' ') {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        self.ws();
+        let yes = self.peek() == Some(c);
+        if yes {
+            self.pos += 1;
+        }
+        yes
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Val, InputError> {
+        if depth > 8 {
+            return Err(self.err("the value nests too deeply"));
+        }
+        self.ws();
+        match self.peek() {
+            Some('[') => {
+                self.pos += 1;
+                self.list(depth)
+            }
+            Some('{') => {
+                self.pos += 1;
+                self.map(depth)
+            }
+            _ => self.scalar(true),
+        }
+    }
+
+    fn list(&mut self, depth: usize) -> Result<Val, InputError> {
+        let mut out = Vec::new();
+        if self.eat(']') {
+            return Ok(Val::List(out));
+        }
+        loop {
+            out.push(self.value(depth + 1)?);
+            if self.eat(']') {
+                return Ok(Val::List(out));
+            }
+            if !self.eat(',') {
+                return Err(self.err(
+                    "expected `,` or `]` in a list (a flow list closes on the line it opens)",
+                ));
+            }
+        }
+    }
+
+    fn map(&mut self, depth: usize) -> Result<Val, InputError> {
+        let mut out: Vec<(String, Val)> = Vec::new();
+        if self.eat('}') {
+            return Ok(Val::Map(out));
+        }
+        loop {
+            self.ws();
+            let start = self.pos;
+            while self
+                .peek()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            {
+                self.pos += 1;
+            }
+            let key: String = self.chars[start..self.pos].iter().collect();
+            if key.is_empty()
+                || self.peek() != Some(':')
+                || self.chars.get(self.pos + 1) != Some(&' ')
+            {
+                return Err(
+                    self.err("expected `key: value` in a mapping (a space after the colon)")
+                );
+            }
+            self.pos += 1;
+            if out.iter().any(|(k, _)| *k == key) {
+                return Err(self.err(format!("`{key}` is given twice in one mapping")));
+            }
+            let v = self.value(depth + 1)?;
+            out.push((key, v));
+            if self.eat('}') {
+                return Ok(Val::Map(out));
+            }
+            if !self.eat(',') {
+                return Err(self.err(
+                    "expected `,` or `}` in a mapping (a flow mapping closes on the line it opens)",
+                ));
+            }
+        }
+    }
+
+    /// A quoted or plain scalar; `in_flow` stops a plain one at `,`, `]` and `}`.
+    fn scalar(&mut self, in_flow: bool) -> Result<Val, InputError> {
+        self.ws();
+        match self.peek() {
+            Some('"') => self.double_quoted().map(Val::Str),
+            Some('\'') => self.single_quoted().map(Val::Str),
+            _ => self.plain(in_flow),
+        }
+    }
+
+    fn double_quoted(&mut self) -> Result<String, InputError> {
+        self.pos += 1;
+        let mut s = String::new();
+        loop {
+            match self.peek() {
+                None => return Err(self.err("a quoted string is not closed on its line")),
+                Some('"') => {
+                    self.pos += 1;
+                    return Ok(s);
+                }
+                Some('\\') => {
+                    let e = self.chars.get(self.pos + 1).copied();
+                    s.push(match e {
+                        Some('"') => '"',
+                        Some('\\') => '\\',
+                        Some('/') => '/',
+                        Some('n') => '\n',
+                        Some('t') => '\t',
+                        _ => return Err(self.err(
+                            "an escape the sheet does not read (it reads \\\" \\\\ \\/ \\n \\t)",
+                        )),
+                    });
+                    self.pos += 2;
+                }
+                Some(c) => {
+                    s.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+
+    fn single_quoted(&mut self) -> Result<String, InputError> {
+        self.pos += 1;
+        let mut s = String::new();
+        loop {
+            match self.peek() {
+                None => return Err(self.err("a quoted string is not closed on its line")),
+                Some('\'') if self.chars.get(self.pos + 1) == Some(&'\'') => {
+                    s.push('\'');
+                    self.pos += 2;
+                }
+                Some('\'') => {
+                    self.pos += 1;
+                    return Ok(s);
+                }
+                Some(c) => {
+                    s.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+
+    fn plain(&mut self, in_flow: bool) -> Result<Val, InputError> {
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            if (in_flow && ",]}[{".contains(c))
+                || (c == ':' && matches!(self.chars.get(self.pos + 1), None | Some(' ')))
+            {
+                break;
+            }
+            self.pos += 1;
+        }
+        let raw: String = self.chars[start..self.pos].iter().collect();
+        let s = raw.trim();
+        if self.peek() == Some(':') {
+            return Err(self.err(
+                "a nested mapping is outside the sheet's subset: write it as `{key: value}`",
+            ));
+        }
+        resolve_plain(s).map_err(|m| self.err(m))
+    }
+}
+
+/// What a plain scalar means; the ambiguous ones are refused.
+fn resolve_plain(s: &str) -> Result<Val, String> {
+    const AMBIGUOUS: &[&str] = &[
+        "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES", "NO", "on", "off", "On",
+        "Off", "ON", "OFF", "y", "n", "Y", "N", "null", "Null", "NULL", "~",
+    ];
+    if s.is_empty() {
+        return Err("expected a value".to_string());
+    }
+    if let Some(c) = s.chars().next().filter(|c| "&*!|>%@`?-[]{},#".contains(*c)) {
+        if !(c == '-' && s.len() > 1 && !s.starts_with("- ")) {
+            return Err(format!("`{s}` starts with `{c}`, which the sheet's subset does not read; quote it if it is text"));
+        }
+    }
+    match s {
+        "true" => return Ok(Val::Bool(true)),
+        "false" => return Ok(Val::Bool(false)),
+        _ if AMBIGUOUS.contains(&s) => {
+            return Err(format!(
+                "`{s}` is ambiguous in YAML: write `true`/`false`, or quote it if it is text"
+            ))
+        }
+        _ => {}
+    }
+    let looks_numeric = s
+        .trim_start_matches(['-', '+'])
+        .starts_with(|c: char| c.is_ascii_digit() || c == '.');
+    if !looks_numeric {
+        return Ok(Val::Str(s.to_string()));
+    }
+    let digits = s.strip_prefix('+').unwrap_or(s);
+    let body = digits.strip_prefix('-').unwrap_or(digits);
+    let plain_decimal = body.split_once('.').map_or(
+        !body.is_empty() && body.chars().all(|c| c.is_ascii_digit()),
+        |(a, b)| {
+            !a.is_empty() && !b.is_empty() && (a.to_owned() + b).chars().all(|c| c.is_ascii_digit())
+        },
+    );
+    let v = if plain_decimal {
+        number_value(digits)
+    } else {
+        None
+    };
+    match v {
+        Some(v) if v.as_f64().is_some_and(|f| f.abs() <= MAX_EXACT) && !v.to_string().contains(['e', 'E']) => Ok(Val::Num(v)),
+        _ => Err(format!("`{s}` is not a number the sheet reads exactly (plain decimals up to 2^53); quote it if it is text")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules.
+
+/// One rule as read.
+#[derive(Clone, Debug)]
+struct Rule {
+    action: String,
+    line: u32,
+    action_line: u32,
+    requires: Vec<String>,
+    when: Vec<Literal>,
+    never: bool,
+    overlay: Option<ToolOverlay>,
+}
+
+fn is_ident(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What a tool-name slot expects, as its refusal says it: the MCP grammar, so a refused name
+/// says which characters are allowed rather than only that it is not a name.
+const TOOL_NAME: &str = "a tool name (letters, digits, `_`, `-` and `.`, at most 128)";
+
+fn is_context_name(s: &str) -> bool {
+    s.split('.').all(is_ident)
+}
+
+/// Whether `src` can be `<tool>.<field path>` at some `.`: the tool may contain `.` and `-`, so
+/// every split is tried here; which one is meant is the catalogue's to say
+/// (`Catalogue::split_from`: the longest declared tool).
+fn is_from_ref(src: &str) -> bool {
+    src.match_indices('.')
+        .any(|(i, _)| is_tool_name(&src[..i]) && is_context_name(&src[i + 1..]))
+}
+
+fn read_rule(file: &str, item: &Item) -> Result<Rule, InputError> {
+    for (k, e) in item.entries.iter().enumerate() {
+        if !RULE_KEYS.contains(&e.key.as_str()) {
+            return Err(refusal(
+                file,
+                e.line,
+                unknown_key_message(&e.key, RULE_KEYS),
+            ));
+        }
+        if let Some(first) = item.entries.iter().take(k).find(|p| p.key == e.key) {
+            return Err(refusal(
+                file,
+                e.line,
+                format!(
+                    "`{}` is given twice in one rule (first at line {})",
+                    e.key, first.line
+                ),
+            ));
+        }
+    }
+    let get = |k: &str| item.entries.iter().find(|e| e.key == k);
+    let action_e = get("action").ok_or_else(|| {
+        refusal(
+            file,
+            item.line,
+            "a rule names its action: `- action: <tool>`",
+        )
+    })?;
+    let action = name_of(file, action_e, is_tool_name, TOOL_NAME)?;
+    if item.entries.len() == 1 {
+        return Err(refusal(
+            file,
+            item.line,
+            format!(
+                "the rule for `{action}` says nothing: give it one or more of {}",
+                RULE_KEYS.get(1..).unwrap_or_default().join(", ")
+            ),
+        ));
+    }
+    let never = match get("never") {
+        None => false,
+        Some(e) => read_never(file, e, item)?,
+    };
+    let requires = match get("requires") {
+        None => Vec::new(),
+        Some(e) => name_list(file, e, is_context_name, "a context name")?,
+    };
+    let when = match get("when") {
+        None => Vec::new(),
+        Some(e) if requires.is_empty() => return Err(refusal(file, e.line, "`when` on a rule that requires nothing: `when` says when the requirements apply, so give `requires: [...]`")),
+        Some(e) => read_when(file, e)?,
+    };
+    let overlay = read_overlay(file, item)?;
+    Ok(Rule {
+        action,
+        line: item.line,
+        action_line: action_e.line,
+        requires,
+        when,
+        never,
+        overlay,
+    })
+}
+
+fn read_never(file: &str, e: &Entry, item: &Item) -> Result<bool, InputError> {
+    if e.val != Val::Bool(true) {
+        return Err(refusal(
+            file,
+            e.line,
+            format!("`never` is `true` or absent; found {}", e.val.describe()),
+        ));
+    }
+    if let Some(other) = item
+        .entries
+        .iter()
+        .find(|o| o.key != "never" && o.key != "action")
+    {
+        return Err(refusal(
+            file,
+            e.line,
+            format!(
+                "`never` with `{}` beside it: an action that never runs has no other rule",
+                other.key
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+fn name_of(file: &str, e: &Entry, ok: fn(&str) -> bool, what: &str) -> Result<String, InputError> {
+    match &e.val {
+        Val::Str(s) if ok(s) => Ok(s.clone()),
+        v => Err(refusal(
+            file,
+            e.line,
+            format!("`{}` expects {what}; found {}", e.key, v.describe()),
+        )),
+    }
+}
+
+fn name_list(
+    file: &str,
+    e: &Entry,
+    ok: fn(&str) -> bool,
+    what: &str,
+) -> Result<Vec<String>, InputError> {
+    let Val::List(items) = &e.val else {
+        return Err(refusal(
+            file,
+            e.line,
+            format!(
+                "`{}` expects a list, `[a, b]`; found {}",
+                e.key,
+                e.val.describe()
+            ),
+        ));
+    };
+    if items.is_empty() {
+        return Err(refusal(
+            file,
+            e.line,
+            format!("`{}` is an empty list", e.key),
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for v in items {
+        match v {
+            Val::Str(s) if ok(s) && !out.contains(s) => out.push(s.clone()),
+            Val::Str(s) if out.contains(s) => {
+                return Err(refusal(
+                    file,
+                    e.line,
+                    format!("`{}` names `{s}` twice", e.key),
+                ))
+            }
+            v => {
+                return Err(refusal(
+                    file,
+                    e.line,
+                    format!("each item of `{}` is {what}; found {}", e.key, v.describe()),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `when: {amount_over: 200, tier_is: gold}` as literals on the call's arguments.
+fn read_when(file: &str, e: &Entry) -> Result<Vec<Literal>, InputError> {
+    let Val::Map(pairs) = &e.val else {
+        return Err(refusal(
+            file,
+            e.line,
+            format!(
+                "`when` expects a mapping such as `{{amount_over: 200}}`; found {}",
+                e.val.describe()
+            ),
+        ));
+    };
+    if pairs.is_empty() {
+        return Err(refusal(file, e.line, "`when` states no comparison"));
+    }
+    let mut out = Vec::new();
+    for (k, v) in pairs {
+        let found = WHEN_SUFFIXES.iter().find_map(|(suf, op)| {
+            k.strip_suffix(suf)
+                .filter(|a| is_ident(a))
+                .map(|a| (a, *op))
+        });
+        let Some((arg, op)) = found else {
+            return Err(refusal(file, e.line, format!("`{k}` states no comparison the compiler can state: write `<argument>_over`, `_under`, `_at_least`, `_at_most` or `_is`")));
+        };
+        let value = match (op, v) {
+            (CmpOp::Eq, Val::Str(_) | Val::Num(_) | Val::Bool(_)) => v.to_json(),
+            (CmpOp::Eq, _) => {
+                return Err(refusal(
+                    file,
+                    e.line,
+                    format!(
+                        "`{k}` compares with {}; `_is` takes one value",
+                        v.describe()
+                    ),
+                ))
+            }
+            (_, Val::Num(n)) => n.clone(),
+            (_, _) => {
+                return Err(refusal(
+                    file,
+                    e.line,
+                    format!(
+                        "`{k}` compares a number with {}, which is not one",
+                        v.describe()
+                    ),
+                ))
+            }
+        };
+        out.push(Literal {
+            operand: Operand::Arg(arg.to_string()),
+            op,
+            value: Some(value),
+        });
+    }
+    Ok(out)
+}
+
+/// Confirmations, order rules and checks, laid over the catalogue.
+fn read_overlay(file: &str, item: &Item) -> Result<Option<ToolOverlay>, InputError> {
+    let mut o = ToolOverlay::default();
+    let mut any = false;
+    for e in &item.entries {
+        match e.key.as_str() {
+            "requires_confirmation" => match e.val {
+                Val::Bool(b) => o.requires_confirmation |= b,
+                _ => {
+                    return Err(refusal(
+                        file,
+                        e.line,
+                        format!(
+                            "`requires_confirmation` is `true` or `false`; found {}",
+                            e.val.describe()
+                        ),
+                    ))
+                }
+            },
+            "confirmation" => match &e.val {
+                Val::Str(s) if !s.trim().is_empty() => {
+                    o.confirmation = Some(s.clone());
+                    o.requires_confirmation = true;
+                }
+                v => {
+                    return Err(refusal(
+                        file,
+                        e.line,
+                        format!(
+                            "`confirmation` is the words the person is asked; found {}",
+                            v.describe()
+                        ),
+                    ))
+                }
+            },
+            "after" => o.after = name_list(file, e, is_tool_name, TOOL_NAME)?,
+            "not_after" => o.not_after = name_list(file, e, is_tool_name, TOOL_NAME)?,
+            "at_most" => o.at_most = Some(read_count(file, e)?),
+            "check" => o.checks = read_checks(file, e)?,
+            _ => continue,
+        }
+        any = true;
+    }
+    Ok(any.then_some(o))
+}
+
+fn read_count(file: &str, e: &Entry) -> Result<u32, InputError> {
+    match &e.val {
+        Val::Num(n) if n.as_u64().is_some_and(|u| u <= u32::MAX as u64) => {
+            Ok(n.as_u64().unwrap_or_default() as u32)
+        }
+        v => Err(refusal(
+            file,
+            e.line,
+            format!(
+                "`at_most` is a whole number of runs; found {}",
+                v.describe()
+            ),
+        )),
+    }
+}
+
+/// `check: [{field: quantity, at_most: {from: check_stock.in_stock}}]`.
+fn read_checks(file: &str, e: &Entry) -> Result<Vec<ArgCheck>, InputError> {
+    let Val::List(items) = &e.val else {
+        return Err(refusal(
+            file,
+            e.line,
+            format!(
+                "`check` expects a list of conditions; found {}",
+                e.val.describe()
+            ),
+        ));
+    };
+    let mut out = Vec::new();
+    for it in items {
+        let Val::Map(pairs) = it else {
+            return Err(refusal(
+                file,
+                e.line,
+                format!(
+                    "a check is a mapping `{{field: f, <comparison>: value}}`; found {}",
+                    it.describe()
+                ),
+            ));
+        };
+        let field = match pairs.iter().find(|(k, _)| k == "field") {
+            Some((_, Val::Str(f))) if is_ident(f) => f.clone(),
+            _ => {
+                return Err(refusal(
+                    file,
+                    e.line,
+                    "a check names its argument: `field: <argument>`",
+                ))
+            }
+        };
+        let ops: Vec<&(String, Val)> = pairs.iter().filter(|(k, _)| k != "field").collect();
+        let [(op, v)] = ops.as_slice() else {
+            return Err(refusal(
+                file,
+                e.line,
+                format!(
+                    "a check on `{field}` makes exactly one comparison ({})",
+                    CheckOp::names().join(", ")
+                ),
+            ));
+        };
+        let Some(check_op) = CheckOp::from_name(op) else {
+            return Err(refusal(
+                file,
+                e.line,
+                unknown_key_message(op, &CheckOp::names()),
+            ));
+        };
+        out.push(ArgCheck {
+            field,
+            op: check_op,
+            value: check_value(file, e.line, op, v)?,
+        });
+    }
+    Ok(out)
+}
+
+fn check_value(file: &str, line: u32, op: &str, v: &Val) -> Result<Value, InputError> {
+    if let Val::Map(m) = v {
+        return match m.as_slice() {
+            [(k, Val::Str(src))] if k == "from" && is_from_ref(src) => {
+                Ok(v.to_json())
+            }
+            _ => Err(refusal(
+                file,
+                line,
+                "a value from an earlier tool is written `{from: <tool>.<field>}` (the tool as MCP names it, `admin.tools.list.count` included)",
+            )),
+        };
+    }
+    let ok = match op {
+        "in" | "not_in" => {
+            matches!(v, Val::List(l) if l.iter().all(|x| matches!(x, Val::Str(_) | Val::Num(_) | Val::Bool(_))))
+        }
+        "is" => matches!(v, Val::Str(_) | Val::Num(_) | Val::Bool(_)),
+        _ => matches!(v, Val::Num(_)),
+    };
+    if !ok {
+        let wants = match op {
+            "in" | "not_in" => "a list of values",
+            "is" => "one value",
+            _ => "a number",
+        };
+        return Err(refusal(
+            file,
+            line,
+            format!("`{op}` compares with {wants}; found {}", v.describe()),
+        ));
+    }
+    Ok(v.to_json())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiling.
+
+/// The flow a rule compiles to.
+fn flow_name(action: &str) -> String {
+    format!("rule {action}")
+}
+
+/// A rule's gate paths: `requires` with `when` (C1..Cn) allows iff not C or every requirement
+/// holds, so one path per negated Ci, then [C1..Cn, requirements].
+fn rule_paths(r: &Rule) -> Vec<Vec<Literal>> {
+    if r.never {
+        return Vec::new();
+    }
+    let reqs = r.requires.iter().map(|a| Literal {
+        operand: Operand::Context(a.clone()),
+        op: CmpOp::Truthy,
+        value: None,
+    });
+    let mut paths: Vec<Vec<Literal>> = r
+        .when
+        .iter()
+        .filter_map(|c| {
+            conj_add(
+                Vec::new(),
+                Literal {
+                    op: c.op.negate(),
+                    ..c.clone()
+                },
+            )
+        })
+        .collect();
+    if let Some(all) = r
+        .when
+        .iter()
+        .cloned()
+        .chain(reqs)
+        .try_fold(Vec::new(), conj_add)
+    {
+        paths.push(all);
+    }
+    simplify(paths)
+}
+
+fn governs(r: &Rule) -> bool {
+    r.never || !r.requires.is_empty()
+}
+
+fn build(file: &str, text: &str, rules: &[Rule]) -> CompiledSheet {
+    let mut rb = Rulebook::empty(file, text, Language::Sheet);
+    let mut overlay = CatalogueOverlay {
+        format: OVERLAY_FORMAT.to_string(),
+        tools: Default::default(),
+    };
+    for r in rules {
+        if let Some(o) = &r.overlay {
+            overlay.tools.insert(r.action.clone(), o.clone());
+        }
+        if !governs(r) {
+            continue;
+        }
+        let flow = flow_name(&r.action);
+        let at = Loc::new(file, r.line);
+        rb.flows.push(FlowDef {
+            name: flow.clone(),
+            at: at.clone(),
+        });
+        for a in &r.requires {
+            rb.vars.push(VarEvent {
+                var: a.clone(),
+                flow: flow.clone(),
+                kind: VarEventKind::Read,
+                at: at.clone(),
+            });
+        }
+        rb.executes.push(ExecuteSite {
+            action: r.action.clone(),
+            flow: flow.clone(),
+            at: at.clone(),
+            permissive: false,
+        });
+        let paths = rule_paths(r)
+            .into_iter()
+            .map(|literals| GatePath {
+                flow: flow.clone(),
+                at: at.clone(),
+                literals,
+            })
+            .collect();
+        rb.gates.insert(
+            r.action.clone(),
+            Gate {
+                paths,
+                flows: vec![flow],
+            },
+        );
+    }
+    let colang = to_colang(file, rules);
+    CompiledSheet {
+        rulebook: rb,
+        overlay,
+        colang,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The equivalent Colang.
+
+/// A value as Colang writes it.
+fn colang_value(v: &Value) -> String {
+    match v {
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Null => "None".to_string(),
+        Value::String(s) => {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\t' => out.push_str("\\t"),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A literal as a Colang condition, its arguments written as the variables bound to them.
+fn colang_literal(l: &Literal, arg_vars: &[(String, String)]) -> String {
+    let var = match &l.operand {
+        Operand::Context(c) => c.clone(),
+        Operand::Arg(a) => arg_vars
+            .iter()
+            .find(|(arg, _)| arg == a)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| a.clone()),
+    };
+    match (l.op, &l.value) {
+        (CmpOp::Truthy, _) | (_, None) => format!("${var}"),
+        (CmpOp::Falsy, _) => format!("not ${var}"),
+        (op, Some(v)) => format!("${var} {} {}", op.symbol(), colang_value(v)),
+    }
+}
+
+/// The variable each argument a rule compares is bound to, distinct from every context it names.
+fn arg_vars(r: &Rule) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for l in &r.when {
+        let Operand::Arg(a) = &l.operand else {
+            continue;
+        };
+        if out.iter().any(|(arg, _)| arg == a) {
+            continue;
+        }
+        let mut v = a.clone();
+        while r.requires.contains(&v) || out.iter().any(|(_, used)| *used == v) {
+            v = format!("arg_{v}");
+        }
+        out.push((a.clone(), v));
+    }
+    out
+}
+
+fn describe_rule(r: &Rule) -> String {
+    let mut parts = Vec::new();
+    if r.never {
+        parts.push("never runs".to_string());
+    }
+    if !r.requires.is_empty() {
+        parts.push(format!("requires {}", r.requires.join(", ")));
+    }
+    if !r.when.is_empty() {
+        parts.push(format!(
+            "when {}",
+            r.when
+                .iter()
+                .map(|l| colang_literal(l, &[]).trim_start_matches('$').to_string())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ));
+    }
+    if r.overlay.is_some() {
+        parts.push(
+            "confirmation, order or checks laid over the catalogue (catalogue_overlay.json)"
+                .to_string(),
+        );
+    }
+    parts.join("; ")
+}
+
+/// The Colang 1.0 a sheet equals: one deny-by-default flow per rule that governs its action.
+fn to_colang(file: &str, rules: &[Rule]) -> String {
+    let mut out = format!(
+        "# rule_sheet.co: the Colang 1.0 that {file} states, written by `qls rules compile`.\n"
+    );
+    for r in rules {
+        out.push_str(&format!(
+            "\n# {file}:{} `{}`: {}\n",
+            r.line,
+            r.action,
+            describe_rule(r)
+        ));
+        if !governs(r) {
+            continue;
+        }
+        out.push_str(&format!("define flow {}\n", flow_name(&r.action)));
+        if r.never {
+            out.push_str(&format!(
+                "  $allowed = False\n  if $allowed\n    execute {}\n",
+                r.action
+            ));
+            continue;
+        }
+        let vars = arg_vars(r);
+        let reqs = r.requires.iter().map(|a| Literal {
+            operand: Operand::Context(a.clone()),
+            op: CmpOp::Truthy,
+            value: None,
+        });
+        let all: Vec<String> = r
+            .when
+            .iter()
+            .cloned()
+            .chain(reqs)
+            .map(|l| colang_literal(&l, &vars))
+            .collect();
+        let mut alts: Vec<String> = r
+            .when
+            .iter()
+            .map(|c| {
+                colang_literal(
+                    &Literal {
+                        op: c.op.negate(),
+                        ..c.clone()
+                    },
+                    &vars,
+                )
+            })
+            .collect();
+        alts.push(if r.when.is_empty() {
+            all.join(" and ")
+        } else {
+            format!("({})", all.join(" and "))
+        });
+        let args: Vec<String> = vars.iter().map(|(a, v)| format!("{a}=${v}")).collect();
+        let call = if args.is_empty() {
+            r.action.clone()
+        } else {
+            format!("{}({})", r.action, args.join(", "))
+        };
+        out.push_str(&format!("  if {}\n    execute {call}\n", alts.join(" or ")));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing and lints.
+
+/// Writes `rulebook.ir.json`, `catalogue_overlay.json` and `rule_sheet.co` to `dir` (created if
+/// needed). Compile first: a refused sheet never reaches this, so nothing is written for it.
+pub fn write_compiled(dir: &Path, c: &CompiledSheet) -> std::io::Result<()> {
+    let ir = serde_json::to_string_pretty(&c.rulebook).map_err(std::io::Error::other)?;
+    let ov = serde_json::to_string_pretty(&c.overlay).map_err(std::io::Error::other)?;
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("rulebook.ir.json"), ir + "\n")?;
+    std::fs::write(dir.join("catalogue_overlay.json"), ov + "\n")?;
+    std::fs::write(dir.join("rule_sheet.co"), &c.colang)
+}
+
+/// The names of the files [`write_compiled`] writes, in order.
+pub const COMPILED_FILES: &[&str] = &[
+    "rulebook.ir.json",
+    "catalogue_overlay.json",
+    "rule_sheet.co",
+];
+
+/// One lint: advice, never a failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lint {
+    /// `rule_action_unknown` or `write_ungoverned`.
+    pub code: String,
+    /// The tool it is about.
+    pub subject: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Lint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (warning) on {}: {}",
+            self.code, self.subject, self.message
+        )
+    }
+}
+
+fn lint(code: &str, subject: &str, message: &str) -> Lint {
+    Lint {
+        code: code.to_string(),
+        subject: subject.to_string(),
+        message: message.to_string(),
+    }
+}
+
+const UNKNOWN_MSG: &str = "a rule for a tool the catalogue does not have";
+
+/// `rule_action_unknown` for every action a rulebook executes that is not a tool of the
+/// catalogue (one per action, by name).
+pub fn rule_action_unknown(rulebook: &Rulebook, catalogue: &Catalogue) -> Vec<Lint> {
+    let mut names: Vec<&str> = rulebook
+        .executes
+        .iter()
+        .map(|e| e.action.as_str())
+        .chain(rulebook.gates.keys().map(String::as_str))
+        .filter(|a| catalogue.get(a).is_none())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|a| lint("rule_action_unknown", a, UNKNOWN_MSG))
+        .collect()
+}
+
+/// The sheet's lints against a catalogue, by tool name: `rule_action_unknown` (a rule for a tool
+/// the catalogue does not have) and `write_ungoverned` (a catalogue write no rule names).
+pub fn lint_sheet(
+    rulebook: &Rulebook,
+    overlay: &CatalogueOverlay,
+    catalogue: &Catalogue,
+) -> Vec<Lint> {
+    let named: Vec<&str> = rulebook
+        .gates
+        .keys()
+        .chain(overlay.tools.keys())
+        .map(String::as_str)
+        .collect();
+    let mut out: Vec<Lint> = named
+        .iter()
+        .filter(|a| catalogue.get(a).is_none())
+        .map(|a| lint("rule_action_unknown", a, UNKNOWN_MSG))
+        .collect();
+    for (name, o) in &overlay.tools {
+        for c in &o.checks {
+            let from = c.value.get("from").and_then(Value::as_str);
+            if let Some(src) = from.filter(|f| catalogue.split_from(f).is_none()) {
+                out.push(lint(
+                    "check_from_unknown",
+                    name,
+                    &format!("a check reads `{src}`, and no tool the catalogue declares precedes a `.` in it, so the check refuses every call"),
+                ));
+            }
+        }
+    }
+    for t in catalogue.tools.values() {
+        if t.is_write() && !named.contains(&t.name.as_str()) {
+            out.push(lint(
+                "write_ungoverned",
+                &t.name,
+                "a write the sheet never names, so no rule was stated for it",
+            ));
+        }
+    }
+    out.sort_by(|a, b| (&a.subject, &a.code).cmp(&(&b.subject, &b.code)));
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rulebook::colang::compile_colang1;
+
+    const SEED: &str = "rules:\n- action: refund_card\n  requires: [supervisor_approved]\n  when: { amount_over: 200 }\n- action: charge_card\n  requires_confirmation: true\n- action: send_receipt\n  after: [charge_card]\n  at_most: 1\n";
+
+    /// The gates without their lines: what must agree between a sheet and its Colang.
+    type Shape = Vec<(String, Vec<String>, Vec<(String, Vec<Literal>)>)>;
+
+    fn shape(rb: &Rulebook) -> Shape {
+        rb.gates
+            .iter()
+            .map(|(a, g)| {
+                (
+                    a.clone(),
+                    g.flows.clone(),
+                    g.paths
+                        .iter()
+                        .map(|p| (p.flow.clone(), p.literals.clone()))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    fn round_trips(sheet: &str) {
+        let c = compile_sheet("rules.yaml", sheet).unwrap_or_else(|e| panic!("{e}"));
+        let back = compile_colang1("rule_sheet.co", &c.colang)
+            .unwrap_or_else(|e| panic!("{e}\n{}", c.colang));
+        assert_eq!(shape(&c.rulebook), shape(&back), "{}", c.colang);
+    }
+
+    #[test]
+    fn seed_003_sheet_compiles() {
+        let c = compile_sheet("rules.yaml", SEED).unwrap();
+        let g = &c.rulebook.gates["refund_card"];
+        assert_eq!(g.flows, vec!["rule refund_card"]);
+        assert_eq!(g.paths.len(), 2);
+        assert_eq!(
+            g.paths[0].literals,
+            vec![Literal {
+                operand: Operand::Arg("amount".into()),
+                op: CmpOp::Le,
+                value: Some(200.into())
+            }]
+        );
+        assert_eq!(
+            g.paths[1].literals[0],
+            Literal {
+                operand: Operand::Arg("amount".into()),
+                op: CmpOp::Gt,
+                value: Some(200.into())
+            }
+        );
+        assert_eq!(
+            g.paths[1].literals[1],
+            Literal {
+                operand: Operand::Context("supervisor_approved".into()),
+                op: CmpOp::Truthy,
+                value: None
+            }
+        );
+        assert_eq!(c.rulebook.gates.len(), 1);
+        assert_eq!(c.overlay.format, OVERLAY_FORMAT);
+        assert!(c.overlay.tools["charge_card"].requires_confirmation);
+        assert_eq!(c.overlay.tools["send_receipt"].after, vec!["charge_card"]);
+        assert_eq!(c.overlay.tools["send_receipt"].at_most, Some(1));
+        assert!(c.colang.contains("execute refund_card(amount=$amount)"));
+    }
+
+    #[test]
+    fn seed_003_colang_round_trips() {
+        round_trips(SEED);
+    }
+
+    #[test]
+    fn other_sheets_round_trip() {
+        round_trips("rules:\n  - action: delete_customer\n    never: true\n  - action: wire\n    requires: [a, b]\n  - action: refund\n    requires: [amount, vip]\n    when: {amount_at_least: 10.5, tier_is: \"gold \\\"x\\\"\", note_is: 'it''s', flag_is: true, n_under: -3}\n");
+        round_trips("rules: []\n");
+        round_trips("rules:\n- action: w\n  requires: [ok]\n  when: {x_over: 5, x_at_most: 5}\n");
+        let c = compile_sheet("r.yaml", "rules:\n- action: d\n  never: true\n").unwrap();
+        assert_eq!(c.rulebook.gates["d"].paths.len(), 0);
+    }
+
+    #[test]
+    fn check_and_confirmation_go_to_the_overlay() {
+        let c = compile_sheet("r.yaml", "rules:\n- action: order  # comment\n  confirmation: \"Order it? #1\"\n  check: [{field: quantity, at_most: {from: check_stock.in_stock}}, {field: colour, in: [red, blue]}]\n").unwrap();
+        let o = &c.overlay.tools["order"];
+        assert!(o.requires_confirmation);
+        assert_eq!(o.confirmation.as_deref(), Some("Order it? #1"));
+        assert_eq!(
+            o.checks[0].value,
+            serde_json::json!({"from": "check_stock.in_stock"})
+        );
+        assert_eq!(o.checks[1].value, serde_json::json!(["red", "blue"]));
+        assert!(c.rulebook.gates.is_empty());
+    }
+
+    fn refused_at(sheet: &str, line: u32) -> InputError {
+        let e = compile_sheet("rules.yaml", sheet).expect_err(sheet);
+        assert_eq!(e.line, line, "{sheet}: {e}");
+        e
+    }
+
+    #[test]
+    fn refuses_an_unknown_key() {
+        let e = refused_at("rules:\n- action: a\n  require: [x]\n", 3);
+        assert!(e.message.contains("did you mean `requires`"), "{e}");
+        refused_at("rule:\n- action: a\n", 1);
+    }
+
+    #[test]
+    fn refuses_a_second_rule_for_an_action() {
+        refused_at(
+            "rules:\n- action: a\n  requires: [x]\n- action: a\n  at_most: 2\n",
+            4,
+        );
+    }
+
+    #[test]
+    fn refuses_never_with_anything_beside_it() {
+        refused_at("rules:\n- action: a\n  never: true\n  at_most: 2\n", 3);
+        refused_at("rules:\n- action: a\n  never: false\n", 3);
+    }
+
+    #[test]
+    fn refuses_when_without_requires() {
+        refused_at(
+            "rules:\n- action: a\n  when: {amount_over: 2}\n  at_most: 1\n",
+            3,
+        );
+    }
+
+    #[test]
+    fn refuses_a_condition_with_no_comparison() {
+        refused_at(
+            "rules:\n- action: a\n  requires: [x]\n  when: {amount: 200}\n",
+            4,
+        );
+        refused_at(
+            "rules:\n- action: a\n  requires: [x]\n  when: {amount_above: 200}\n",
+            4,
+        );
+        refused_at("rules:\n- action: a\n  requires: [x]\n  when: {}\n", 4);
+    }
+
+    #[test]
+    fn refuses_a_number_compared_with_a_non_number() {
+        refused_at(
+            "rules:\n- action: a\n  requires: [x]\n  when: {amount_over: \"lots\"}\n",
+            4,
+        );
+        refused_at(
+            "rules:\n- action: a\n  requires: [x]\n  when: {amount_over: lots}\n",
+            4,
+        );
+    }
+
+    #[test]
+    fn refuses_tabs() {
+        let e = refused_at("rules:\n- action: a\n\trequires: [x]\n", 3);
+        assert_eq!(e.col, Some(1));
+    }
+
+    #[test]
+    fn refuses_a_block_list() {
+        refused_at("rules:\n- action: a\n  requires:\n    - x\n", 3);
+        refused_at("rules:\n- action: a\n  requires:\n  - x\n", 3);
+        refused_at("rules:\n- action: a\n  requires: [x]\n  - y\n", 4);
+    }
+
+    #[test]
+    fn refuses_a_value_below_its_key() {
+        refused_at("rules:\n- action: a\n  when:\n    {amount_over: 2}\n", 3);
+        refused_at("rules:\n- action:\n    a\n", 2);
+    }
+
+    #[test]
+    fn refuses_a_second_document() {
+        refused_at(
+            "---\nrules:\n- action: a\n  at_most: 1\n---\nrules: []\n",
+            5,
+        );
+    }
+
+    #[test]
+    fn refuses_other_yaml() {
+        refused_at("rules:\n- action: a\n  at_most: &x 1\n", 3);
+        refused_at("rules:\n- action: a\n  requires: [yes]\n", 3);
+        refused_at("rules:\n- action: a\n  requires: [x\n", 3);
+        refused_at("rules:\n- action: a\n", 2);
+        refused_at("rules:\n- action: a\n  at_most: 1\n  at_most: 2\n", 4);
+        refused_at(
+            "rules:\n- action: a\n  requires: [x]\n  when: {n_over: 1e400}\n",
+            4,
+        );
+        refused_at("rules:\n- requires: [x]\n", 2);
+        refused_at("", 0);
+    }
+
+    #[test]
+    fn never_panics_on_odd_input() {
+        for t in [
+            "rules:\n-",
+            "rules:\n- \n",
+            "rules:\n- action: [",
+            "rules:\n- action: {a: {b: {c: {d: {e: {f: {g: {h: {i: {j: 1}}}}}}}}}}",
+            "rules:\n- action: \"\\",
+            "rules:\n- a: b: c",
+            "\u{feff}rules: []",
+            "rules:\n- action: 'x",
+        ] {
+            let _ = compile_sheet("r.yaml", t);
+        }
+    }
+
+    #[test]
+    fn lints_against_a_catalogue() {
+        let cat = crate::catalogue::read_catalogue("c.yaml", "tools:\n  refund_card: {effect: write}\n  charge_card: {effect: write}\n  get_order: {effect: read}\n  delete_order: {effect: write}\n").unwrap();
+        let c = compile_sheet("rules.yaml", "rules:\n- action: refund_card\n  never: true\n- action: charge_card\n  at_most: 1\n- action: nope\n  at_most: 1\n").unwrap();
+        let l = lint_sheet(&c.rulebook, &c.overlay, &cat);
+        let s: Vec<String> = l.iter().map(ToString::to_string).collect();
+        assert_eq!(s, vec!["write_ungoverned (warning) on delete_order: a write the sheet never names, so no rule was stated for it", "rule_action_unknown (warning) on nope: a rule for a tool the catalogue does not have"]);
+    }
+
+    #[test]
+    fn mcp_tool_names_are_named_plain_or_quoted() {
+        let sheet = "rules:\n- action: get-sum\n  requires: [user_verified]\n- action: \"admin.tools.list\"\n  after: [get-sum, 'fs.read']\n  at_most: 2\n- action: 'a.b-c'\n  never: true\n";
+        let c = compile_sheet("rules.yaml", sheet).unwrap_or_else(|e| panic!("{e}"));
+        let gated: Vec<&str> = c.rulebook.gates.keys().map(String::as_str).collect();
+        assert_eq!(gated, vec!["get-sum", "a.b-c"]);
+        assert!(c.rulebook.gates["a.b-c"].paths.is_empty());
+        let o = &c.overlay.tools["admin.tools.list"];
+        assert_eq!(o.after, vec!["get-sum", "fs.read"]);
+        assert!(c.colang.contains("execute get-sum\n"), "{}", c.colang);
+        let e = compile_sheet(
+            "rules.yaml",
+            "rules:\n- action: \"get sum\"\n  at_most: 1\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.message.contains("letters, digits, `_`, `-` and `.`"),
+            "{e}"
+        );
+        let e = compile_sheet("rules.yaml", "rules:\n- action: a\n  after: [b/c]\n").unwrap_err();
+        assert!(
+            e.message.contains("each item of `after` is a tool name"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_check_reads_from_a_dotted_or_dashed_tool_by_the_longest_declared_name() {
+        let sheet = "rules:\n- action: get-sum\n  check: [{field: a, at_most: {from: admin.tools.list.count}}, {field: b, under: {from: fs.read-file.size.bytes}}, {field: c, is: {from: nowhere.x}}]\n";
+        let c = compile_sheet("rules.yaml", sheet).unwrap_or_else(|e| panic!("{e}"));
+        let checks = &c.overlay.tools["get-sum"].checks;
+        assert_eq!(
+            checks[0].value,
+            serde_json::json!({"from": "admin.tools.list.count"})
+        );
+        let cat = crate::catalogue::read_catalogue("c.yaml", "tools:\n  get-sum: {effect: read}\n  admin: {effect: read}\n  admin.tools.list: {effect: read}\n  fs.read-file: {effect: read}\n").unwrap();
+        // `admin` is declared too: the longer declared name wins.
+        assert_eq!(
+            cat.split_from("admin.tools.list.count"),
+            Some(("admin.tools.list", "count"))
+        );
+        assert_eq!(cat.split_from("admin.version"), Some(("admin", "version")));
+        assert_eq!(
+            cat.split_from("fs.read-file.size.bytes"),
+            Some(("fs.read-file", "size.bytes"))
+        );
+        assert_eq!(
+            cat.split_from("admin.tools.list"),
+            Some(("admin", "tools.list"))
+        );
+        assert_eq!(cat.split_from("nowhere.x"), None);
+        assert_eq!(cat.split_from("get-sum."), None);
+        let l: Vec<String> = lint_sheet(&c.rulebook, &c.overlay, &cat)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(l, vec!["check_from_unknown (warning) on get-sum: a check reads `nowhere.x`, and no tool the catalogue declares precedes a `.` in it, so the check refuses every call"]);
+        for bad in [
+            "{from: get-sum}",
+            "{from: get-sum.a-b}",
+            "{from: \"get sum.x\"}",
+        ] {
+            let e = compile_sheet(
+                "rules.yaml",
+                &format!("rules:\n- action: t\n  check: [{{field: a, is: {bad}}}]\n"),
+            )
+            .unwrap_err();
+            assert!(e.message.contains("{from: <tool>.<field>}"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn writes_the_compiled_folder() {
+        let dir = std::env::temp_dir().join(format!("qls-sheet-test-{}", std::process::id()));
+        let c = compile_sheet("rules.yaml", SEED).unwrap();
+        write_compiled(&dir, &c).unwrap();
+        let back = crate::rulebook::read_compiled_dir(&dir, "compiled").unwrap();
+        assert_eq!(back.rulebook, c.rulebook);
+        assert_eq!(back.overlay, c.overlay);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,840 @@
+//! The tool check (SPEC §2): one pure, deterministic function that decides every call at a
+//! guarded node. The first of twelve ordered rules that applies decides.
+//!
+//! Decisions not fixed by the spec, and taken here:
+//! - an allow carries `reasons: []` (or `["confirmed"]`, `["compensation"]`) and
+//!   `detail.idempotency_key`;
+//! - a refusal's `detail.rollback` lists the compensations for the run's earlier writes (last
+//!   first) and is present only when there is something to undo, and never when the history does
+//!   not verify (an unverified history cannot say what ran);
+//! - an argument with no stated origin counts as written by the model;
+//! - the *run* is the entries of the current turn (the call's `turn`, else the last entry's) when
+//!   the host numbers turns, else the whole history;
+//! - an undo bound to its step (rule 6 passed) goes through taint (rule 8) like any write, as
+//!   SPEC §2 step 8 says; it is not held back for a person (rule 10), as step 11 says;
+//! - a token made for a call that was then held (appended as a `confirm` entry that did not run)
+//!   still covers that call at the head before the held entry.
+
+use crate::call::{Call, Origin};
+use crate::canonical::{digests_equal, idempotency_key, token};
+use crate::destinations::{escape_pointer, find_destination};
+use crate::gate::{self, GateOutcome};
+use crate::history::{Entry, History, Key};
+use indexmap::IndexMap;
+use ir::agent::{AgentFile, Privilege, Settings, TaintPolicy, WritePolicy};
+use ir::catalogue::{ArgCheck, Catalogue, Tool, Trust};
+use ir::rulebook::{CmpOp, Rulebook};
+use ir::vocab::{Answer, CheckOp, Mark, Reason};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+/// The check's answer: `{"decision": "refuse", "reasons": ["order_rule"], "detail": {...}}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// allow, confirm or refuse.
+    pub decision: Answer,
+    /// Why, as stable reason names.
+    pub reasons: Vec<Reason>,
+    /// What the reasons point at (pointer, rule, flow, token, idempotency key, rollback, …).
+    pub detail: Map<String, Value>,
+}
+
+impl Decision {
+    fn new(decision: Answer, reasons: &[Reason], detail: Value) -> Decision {
+        let detail = match detail {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Decision {
+            decision,
+            reasons: reasons.to_vec(),
+            detail,
+        }
+    }
+
+    fn refuse(reason: Reason, detail: Value) -> Decision {
+        Decision::new(Answer::Refuse, &[reason], detail)
+    }
+}
+
+/// What the check knows of one agent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// Its privilege.
+    pub privilege: Privilege,
+    /// The tools it may call.
+    pub tools: Vec<String>,
+}
+
+/// The agents of an `agent.yaml`, by name, as the check reads them.
+pub fn agents_of(file: &AgentFile) -> IndexMap<String, AgentInfo> {
+    file.agents
+        .iter()
+        .map(|(name, spec)| {
+            (
+                name.clone(),
+                AgentInfo {
+                    privilege: spec.privilege,
+                    tools: spec.tools.iter().map(|t| t.name.clone()).collect(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Everything a decision depends on besides the history and the call.
+#[derive(Clone, Debug)]
+pub struct CheckContext<'a> {
+    /// The catalogue (with any rule sheet overlay applied).
+    pub catalogue: &'a Catalogue,
+    /// The compiled rulebook, if any.
+    pub rulebook: Option<&'a Rulebook>,
+    /// The settings.
+    pub settings: &'a Settings,
+    /// The agents; empty means every tool is reachable and the caller's privilege is low.
+    pub agents: IndexMap<String, AgentInfo>,
+    /// The history and token key.
+    pub key: &'a Key,
+}
+
+/// The acting agent, once rule 1 resolved it.
+struct Acting {
+    name: Option<String>,
+    privilege: Privilege,
+}
+
+/// Decides one call (SPEC §2). Pure and deterministic: no clock, randomness or I/O.
+pub fn check(ctx: &CheckContext<'_>, history: &History, call: &Call) -> Decision {
+    let invalid = history.first_invalid(ctx.key);
+    let run = run_indices(history, call);
+    let (tool, acting) = match catalogue_rule(ctx, call) {
+        Ok(found) => found,
+        Err(refusal) if invalid.is_none() => {
+            return with_rollback(refusal, ctx.catalogue, history, &run)
+        }
+        Err(refusal) => return refusal,
+    };
+    if let Some(entry) = invalid {
+        return Decision::refuse(Reason::HistoryInvalid, json!({"entry": entry}));
+    }
+    match decide_verified(ctx, history, call, tool, &acting, &run) {
+        d if d.decision == Answer::Refuse => with_rollback(d, ctx.catalogue, history, &run),
+        d => d,
+    }
+}
+
+/// Rules 3–12, over a history that verified.
+fn decide_verified(
+    ctx: &CheckContext<'_>,
+    history: &History,
+    call: &Call,
+    tool: &Tool,
+    acting: &Acting,
+    run: &[usize],
+) -> Decision {
+    let session = history.session.clone().unwrap_or_default();
+    let allow = |reasons: &[Reason]| {
+        Decision::new(
+            Answer::Allow,
+            reasons,
+            json!({"idempotency_key": idempotency_key(&call.tool, &call.args_value(), &session)}),
+        )
+    };
+    if let Some(d) = argument_rule(tool, call) {
+        return d;
+    }
+    if let Some(d) = destination_rule(tool, call) {
+        return d;
+    }
+    if let Some(d) = order_rule(ctx, history, call, tool, acting) {
+        return d;
+    }
+    if let Some(d) = compensation_rule(ctx.catalogue, history, call) {
+        return d;
+    }
+    let clarify = match rulebook_rule(ctx.rulebook, call) {
+        Ok(c) => c,
+        Err(d) => return d,
+    };
+    if let Some(d) = sheet_check_rule(ctx.catalogue, tool, history, call) {
+        return d;
+    }
+    let bound_undo = call.undoes.is_some();
+    let tainted = if tool.is_write() {
+        taint_violations(
+            tool,
+            acting,
+            &carried_marks(ctx, history, call, acting, run),
+        )
+    } else {
+        Vec::new()
+    };
+    if !tainted.is_empty() && ctx.settings.taint_policy == TaintPolicy::Refuse {
+        return Decision::refuse(
+            Reason::TaintedCall,
+            json!({Reason::TaintedCall.as_str(): tainted}),
+        );
+    }
+    let token_note = match token_rule(ctx.key, history, call) {
+        TokenStatus::Covers => return allow(&[Reason::Confirmed]),
+        TokenStatus::Absent => None,
+        TokenStatus::Spent => Some("spent"),
+        TokenStatus::Mismatch => Some("does_not_cover"),
+    };
+    if bound_undo {
+        return allow(&[Reason::Compensation]);
+    }
+    if tool.is_write() {
+        if let Some(mut d) = person_rule(ctx, history, call, tool, run, clarify, tainted) {
+            if let Some(note) = token_note {
+                d.detail.insert("token_refused".into(), json!(note));
+            }
+            return d;
+        }
+    }
+    allow(&[])
+}
+
+/// Rule 1: the tool is in the catalogue and the calling agent may reach it.
+fn catalogue_rule<'c>(ctx: &CheckContext<'c>, call: &Call) -> Result<(&'c Tool, Acting), Decision> {
+    let tool = ctx.catalogue.get(&call.tool).ok_or_else(|| {
+        Decision::refuse(
+            Reason::UnknownTool,
+            json!({"tool": call.tool, "why": "not_in_catalogue"}),
+        )
+    })?;
+    if ctx.agents.is_empty() {
+        return Ok((
+            tool,
+            Acting {
+                name: call.agent.clone(),
+                privilege: Privilege::Low,
+            },
+        ));
+    }
+    let (name, info) = match &call.agent {
+        Some(a) => match ctx.agents.get(a) {
+            Some(info) => (a.clone(), info),
+            None => {
+                return Err(Decision::refuse(
+                    Reason::UnknownTool,
+                    json!({"tool": call.tool, "agent": a, "why": "unknown_agent"}),
+                ))
+            }
+        },
+        None if ctx.agents.len() == 1 => match ctx.agents.first() {
+            Some((n, info)) => (n.clone(), info),
+            None => {
+                return Err(Decision::refuse(
+                    Reason::AgentRequired,
+                    json!({"agents": []}),
+                ))
+            }
+        },
+        None => {
+            return Err(Decision::refuse(
+                Reason::AgentRequired,
+                json!({"agents": ctx.agents.keys().collect::<Vec<_>>()}),
+            ))
+        }
+    };
+    if !info.tools.iter().any(|t| t == &call.tool) {
+        return Err(Decision::refuse(
+            Reason::UnknownTool,
+            json!({"tool": call.tool, "agent": name, "why": "agent_cannot_reach"}),
+        ));
+    }
+    Ok((
+        tool,
+        Acting {
+            name: Some(name),
+            privilege: info.privilege,
+        },
+    ))
+}
+
+/// The indices of the entries in the current run: the current turn's when the host numbers turns,
+/// else the whole history.
+fn run_indices(history: &History, call: &Call) -> Vec<usize> {
+    let current = call
+        .turn
+        .or_else(|| history.entries.last().and_then(|e| e.turn));
+    history
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| current.is_none() || e.turn == current)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Rule 3: the arguments validate against the tool's JSON Schema.
+fn argument_rule(tool: &Tool, call: &Call) -> Option<Decision> {
+    let schema = tool.args.as_ref()?;
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(Decision::refuse(
+                Reason::ArgumentSchema,
+                json!({"pointer": "", "error": format!("the tool's argument schema does not compile: {e}")}),
+            ))
+        }
+    };
+    let args = call.args_value();
+    let mut errors: Vec<(u8, String, String)> = validator
+        .iter_errors(&args)
+        .map(|e| schema_error_pointer(&e))
+        .collect();
+    errors.sort();
+    errors.into_iter().next().map(|(_, pointer, error)| {
+        Decision::refuse(
+            Reason::ArgumentSchema,
+            json!({"pointer": pointer, "error": error}),
+        )
+    })
+}
+
+/// Where a schema error points: an undeclared or missing property is named by its own pointer.
+/// Undeclared arguments sort first.
+fn schema_error_pointer(e: &jsonschema::ValidationError<'_>) -> (u8, String, String) {
+    use jsonschema::error::ValidationErrorKind as K;
+    let base = e.instance_path.as_str().to_string();
+    match &e.kind {
+        K::AdditionalProperties { unexpected } => {
+            let first = unexpected.iter().min().cloned().unwrap_or_default();
+            (
+                0,
+                format!("{base}/{}", escape_pointer(&first)),
+                format!("`{first}` is not a declared argument"),
+            )
+        }
+        K::Required { property } => {
+            let name = property
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| property.to_string());
+            (
+                1,
+                format!("{base}/{}", escape_pointer(&name)),
+                format!("`{name}` is required"),
+            )
+        }
+        _ => (2, base, e.to_string()),
+    }
+}
+
+/// Rule 4: no destination in an argument of a tool not declared `sends_out`.
+fn destination_rule(tool: &Tool, call: &Call) -> Option<Decision> {
+    if tool.sends_out {
+        return None;
+    }
+    let d = find_destination(&call.args_value(), "")?;
+    Some(Decision::refuse(
+        Reason::UndeclaredDestination,
+        json!({"pointer": d.pointer, "value": d.value, "kind": d.kind}),
+    ))
+}
+
+/// The entries that ran, in the order rules' scope (the acting agent's under `history: per_agent`).
+fn ran_in_scope<'h>(
+    ctx: &CheckContext<'_>,
+    history: &'h History,
+    acting: &Acting,
+) -> Vec<&'h Entry> {
+    let per_agent = ctx.settings.history == ir::agent::HistoryScope::PerAgent;
+    history
+        .entries
+        .iter()
+        .filter(|e| e.ran && (!per_agent || acting.name.is_none() || e.agent == acting.name))
+        .collect()
+}
+
+/// Rule 5: `after`, `not_after`, `at_most` over the verified history.
+fn order_rule(
+    ctx: &CheckContext<'_>,
+    history: &History,
+    call: &Call,
+    tool: &Tool,
+    acting: &Acting,
+) -> Option<Decision> {
+    let ran = ran_in_scope(ctx, history, acting);
+    let has_run = |name: &str| ran.iter().any(|e| e.tool == name);
+    let rule = |text: String| Some(Decision::refuse(Reason::OrderRule, json!({"rule": text})));
+    if let Some(missing) = tool.order.after.iter().find(|t| !has_run(t)) {
+        return rule(format!("after {missing}"));
+    }
+    if let Some(seen) = tool.order.not_after.iter().find(|t| has_run(t)) {
+        return rule(format!("not_after {seen}"));
+    }
+    if let Some(limit) = tool.order.at_most {
+        let runs = ran.iter().filter(|e| e.tool == call.tool).count();
+        if runs >= limit as usize {
+            return rule(format!("at_most {limit}"));
+        }
+    }
+    None
+}
+
+/// Rule 6: an undo names a step that ran, is the undo declared for it, binds its arguments from
+/// it, and the step was not undone already.
+fn compensation_rule(catalogue: &Catalogue, history: &History, call: &Call) -> Option<Decision> {
+    let index = call.undoes?;
+    let mismatch = |why: String| {
+        Some(Decision::refuse(
+            Reason::CompensationMismatch,
+            json!({"undoes": index, "why": why}),
+        ))
+    };
+    let entry = match history.entries.get(index) {
+        Some(e) => e,
+        None => return mismatch(format!("the history has no entry {index}")),
+    };
+    if !entry.ran {
+        return mismatch(format!("entry {index} (`{}`) did not run", entry.tool));
+    }
+    let declared = catalogue.get(&entry.tool).and_then(|t| t.undo.as_deref());
+    if declared != Some(call.tool.as_str()) {
+        let why = match declared {
+            Some(u) => format!("`{}` is undone by `{u}`, not `{}`", entry.tool, call.tool),
+            None => format!("`{}` declares no undo", entry.tool),
+        };
+        return mismatch(why);
+    }
+    if let Some(undo_tool) = catalogue.get(&entry.tool) {
+        for (undo_arg, from) in &undo_tool.undo_args {
+            let expected = entry.args.get(from).unwrap_or(&Value::Null);
+            let given = call.args.get(undo_arg).unwrap_or(&Value::Null);
+            if !gate::json_equal(expected, given) {
+                return mismatch(format!(
+                    "`{undo_arg}` must be `{from}` of entry {index} ({expected})"
+                ));
+            }
+        }
+    }
+    if let Some(by) = history
+        .entries
+        .iter()
+        .position(|e| e.ran && e.undoes == Some(index))
+    {
+        return Some(Decision::refuse(
+            Reason::CompensationSpent,
+            json!({"undoes": index, "by": by}),
+        ));
+    }
+    None
+}
+
+/// Rule 7 (gate): `Ok(unset variables to clarify)` when the gate lets the call through (or the
+/// tool is not governed), else the refusal naming the governing flow.
+fn rulebook_rule(rulebook: Option<&Rulebook>, call: &Call) -> Result<Vec<String>, Decision> {
+    let gate = match rulebook.and_then(|r| r.gate(&call.tool)) {
+        Some(g) => g,
+        None => return Ok(Vec::new()),
+    };
+    match gate::evaluate(gate, &call.context, &call.args) {
+        GateOutcome::Allows => Ok(Vec::new()),
+        GateOutcome::Clarify(vars) => Ok(vars),
+        GateOutcome::Refuses => {
+            let flow = gate
+                .flows
+                .first()
+                .or_else(|| gate.paths.first().map(|p| &p.flow))
+                .cloned()
+                .unwrap_or_default();
+            Err(Decision::refuse(Reason::Refuse, json!({"flow": flow})))
+        }
+    }
+}
+
+/// Rule 7 (sheet checks): every condition a rule sheet laid over the tool holds; a value that
+/// cannot be read refuses.
+fn sheet_check_rule(
+    catalogue: &Catalogue,
+    tool: &Tool,
+    history: &History,
+    call: &Call,
+) -> Option<Decision> {
+    tool.checks.iter().find_map(|c| {
+        sheet_check_fails(c, catalogue, history, call)
+            .map(|detail| Decision::refuse(Reason::Check, detail))
+    })
+}
+
+/// Why one sheet check fails, as the refusal's detail, or `None` when it holds.
+fn sheet_check_fails(
+    c: &ArgCheck,
+    catalogue: &Catalogue,
+    history: &History,
+    call: &Call,
+) -> Option<Value> {
+    let unreadable = |why: String| Some(json!({"field": c.field, "op": c.op, "why": why}));
+    let actual = match call.args.get(&c.field) {
+        Some(v) => v,
+        None => return unreadable(format!("the call has no argument `{}`", c.field)),
+    };
+    let bound = match resolve_check_value(&c.value, catalogue, history) {
+        Ok(v) => v,
+        Err(why) => return unreadable(why),
+    };
+    let holds = match c.op {
+        CheckOp::AtMost => gate::compare(CmpOp::Le, actual, Some(&bound)),
+        CheckOp::AtLeast => gate::compare(CmpOp::Ge, actual, Some(&bound)),
+        CheckOp::Under => gate::compare(CmpOp::Lt, actual, Some(&bound)),
+        CheckOp::Over => gate::compare(CmpOp::Gt, actual, Some(&bound)),
+        CheckOp::Is => gate::json_equal(actual, &bound),
+        CheckOp::In | CheckOp::NotIn => match &bound {
+            Value::Array(items) => {
+                items.iter().any(|i| gate::json_equal(actual, i)) == (c.op == CheckOp::In)
+            }
+            _ => return unreadable(format!("`{}` needs a list", c.op)),
+        },
+    };
+    if holds {
+        None
+    } else {
+        Some(json!({"field": c.field, "op": c.op, "value": bound}))
+    }
+}
+
+/// A check's comparison value: a literal, or `{"from": "tool.field"}` read from the result of the
+/// most recent run of that tool (the tool split off as `Catalogue::split_from` says, since MCP
+/// tool names may contain `.`).
+fn resolve_check_value(
+    value: &Value,
+    catalogue: &Catalogue,
+    history: &History,
+) -> Result<Value, String> {
+    let from = match value.as_object().and_then(|m| m.get("from")) {
+        Some(Value::String(f)) => f,
+        Some(_) => return Err("`from` must name `tool.field`".into()),
+        None => return Ok(value.clone()),
+    };
+    let (tool, path) = catalogue.split_from(from).ok_or_else(|| {
+        format!("`{from}` is not `<tool>.<field>` of a tool the catalogue declares")
+    })?;
+    let entry = history
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.ran && e.tool == tool)
+        .ok_or_else(|| format!("`{tool}` has not run, so `{from}` cannot be read"))?;
+    path.split('.')
+        .try_fold(&entry.result, |v, seg| {
+            v.get(seg)
+                .or_else(|| seg.parse::<usize>().ok().and_then(|i| v.get(i)))
+        })
+        .filter(|v| !v.is_null())
+        .cloned()
+        .ok_or_else(|| format!("the last result of `{tool}` has no `{path}`"))
+}
+
+/// The marks a call carries: those of the history entries its agent has seen (the current run's
+/// only, unless `memory_keeps_marks`), plus the call's own.
+fn carried_marks(
+    ctx: &CheckContext<'_>,
+    history: &History,
+    call: &Call,
+    acting: &Acting,
+    run: &[usize],
+) -> BTreeSet<String> {
+    let mut marks: BTreeSet<String> = call.marks.iter().cloned().collect();
+    for (i, e) in history.entries.iter().enumerate() {
+        let seen = acting.name.is_none() || e.agent.is_none() || e.agent == acting.name;
+        let remembered = ctx.settings.memory_keeps_marks || run.contains(&i);
+        if e.ran && seen && remembered {
+            marks.extend(entry_marks(ctx.catalogue, e));
+        }
+    }
+    marks
+}
+
+/// The marks one entry's result carries: its listed marks plus its tool's (`external` for a
+/// `returns: untrusted` tool, `confidential` for a confidential one).
+pub fn entry_marks(catalogue: &Catalogue, e: &Entry) -> BTreeSet<String> {
+    let mut marks: BTreeSet<String> = e.marks.iter().cloned().collect();
+    if let Some(t) = catalogue.get(&e.tool) {
+        if t.returns_untrusted {
+            marks.insert(Mark::External.to_string());
+        }
+        if t.confidential {
+            marks.insert(Mark::Confidential.to_string());
+        }
+    }
+    marks
+}
+
+/// Rule 8: the marks less trusted than the write accepts (`external` unless the tool trusts
+/// external input; `steered_from_lower` for a privileged requirement or a high-privilege agent).
+fn taint_violations(tool: &Tool, acting: &Acting, marks: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    if tool.trust != Trust::External && marks.contains(Mark::External.as_str()) {
+        out.push(Mark::External.to_string());
+    }
+    if (tool.trust == Trust::Privileged || acting.privilege == Privilege::High)
+        && marks.contains(Mark::SteeredFromLower.as_str())
+    {
+        out.push(Mark::SteeredFromLower.to_string());
+    }
+    out
+}
+
+enum TokenStatus {
+    Absent,
+    Covers,
+    Spent,
+    Mismatch,
+}
+
+/// Rule 9: whether the call's token covers exactly this call at this point of the history.
+fn token_rule(key: &Key, history: &History, call: &Call) -> TokenStatus {
+    let given = match &call.token {
+        Some(t) => t,
+        None => return TokenStatus::Absent,
+    };
+    if history
+        .entries
+        .iter()
+        .any(|e| e.ran && e.token.as_deref() == Some(given.as_str()))
+    {
+        return TokenStatus::Spent;
+    }
+    let args = call.args_value();
+    if digests_equal(
+        given,
+        &token(key.bytes(), &call.tool, &args, &history.head()),
+    ) {
+        return TokenStatus::Covers;
+    }
+    match held_head(history, call) {
+        Some(head) if digests_equal(given, &token(key.bytes(), &call.tool, &args, &head)) => {
+            TokenStatus::Covers
+        }
+        _ => TokenStatus::Mismatch,
+    }
+}
+
+/// When the last entry is this very call held for a person (`confirm`, not run), the head before
+/// it: the point the person's token was made at.
+fn held_head(history: &History, call: &Call) -> Option<String> {
+    let (last, before) = history.entries.split_last()?;
+    let same = last.tool == call.tool
+        && !last.ran
+        && last.decision.as_deref() == Some(Answer::Confirm.as_str())
+        && crate::canonical::canonical(&Value::Object(last.args.clone()))
+            == crate::canonical::canonical(&call.args_value());
+    if !same {
+        return None;
+    }
+    Some(
+        before
+            .last()
+            .and_then(|e| e.mac.clone())
+            .unwrap_or_default(),
+    )
+}
+
+/// Rule 10: every reason a write needs a person; `None` when the write may run without one.
+fn person_rule(
+    ctx: &CheckContext<'_>,
+    history: &History,
+    call: &Call,
+    tool: &Tool,
+    run: &[usize],
+    clarify: Vec<String>,
+    tainted: Vec<String>,
+) -> Option<Decision> {
+    let mut reasons: Vec<Reason> = Vec::new();
+    let mut detail = Map::new();
+    if !clarify.is_empty() {
+        reasons.push(Reason::GateClarify);
+        detail.insert(Reason::GateClarify.to_string(), json!(clarify));
+    }
+    let model_written: Vec<&String> = {
+        let mut v: Vec<&String> = call
+            .args
+            .keys()
+            .filter(|a| call.origin_of(a) == Origin::Model)
+            .collect();
+        v.sort();
+        v
+    };
+    if !model_written.is_empty() {
+        reasons.push(Reason::ArgumentOrigin);
+        detail.insert(Reason::ArgumentOrigin.to_string(), json!(model_written));
+    }
+    if !tainted.is_empty() {
+        reasons.push(Reason::TaintedCall);
+        detail.insert(Reason::TaintedCall.to_string(), json!(tainted));
+    }
+    if let Some(pivot) = irreversible_pivot(ctx.catalogue, history, tool, run) {
+        reasons.push(Reason::IrreversiblePivot);
+        detail.insert(Reason::IrreversiblePivot.to_string(), json!(pivot));
+    }
+    if tool.schema_partial() {
+        reasons.push(Reason::SchemaPartial);
+    }
+    let declared = tool.requires_confirmation || tool.confirmation.is_some();
+    if reasons.is_empty() && (ctx.settings.write_policy == WritePolicy::Confirm || declared) {
+        reasons.push(Reason::Write);
+    }
+    if reasons.is_empty() {
+        return None;
+    }
+    detail.insert(
+        "token".into(),
+        json!(token(
+            ctx.key.bytes(),
+            &call.tool,
+            &call.args_value(),
+            &history.head()
+        )),
+    );
+    if let Some(words) = &tool.confirmation {
+        detail.insert(
+            "confirmation".into(),
+            json!(render_confirmation(words, &call.args)),
+        );
+    }
+    Some(Decision {
+        decision: Answer::Confirm,
+        reasons,
+        detail,
+    })
+}
+
+/// The write that ran earlier in the run, when this write is irreversible.
+fn irreversible_pivot(
+    catalogue: &Catalogue,
+    history: &History,
+    tool: &Tool,
+    run: &[usize],
+) -> Option<String> {
+    if !tool.irreversible {
+        return None;
+    }
+    run.iter()
+        .rev()
+        .filter_map(|&i| history.entries.get(i))
+        .find(|e| e.ran && catalogue.get(&e.tool).is_none_or(Tool::is_write))
+        .map(|e| e.tool.clone())
+}
+
+/// The confirmation wording with `{arg}` replaced by each argument's value.
+pub fn render_confirmation(words: &str, args: &Map<String, Value>) -> String {
+    let mut out = words.to_string();
+    for (name, value) in args {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out = out.replace(&format!("{{{name}}}"), &text);
+    }
+    out
+}
+
+/// Adds `detail.rollback` to a refusal: the compensations for the run's earlier writes that ran,
+/// declare an undo and were not undone yet, last first.
+fn with_rollback(
+    mut d: Decision,
+    catalogue: &Catalogue,
+    history: &History,
+    run: &[usize],
+) -> Decision {
+    let steps = rollback(catalogue, history, run);
+    if !steps.is_empty() {
+        d.detail.insert("rollback".into(), Value::Array(steps));
+    }
+    d
+}
+
+/// The compensations that undo the run's earlier writes, last first.
+pub fn rollback_plan(catalogue: &Catalogue, history: &History) -> Vec<Value> {
+    let all: Vec<usize> = (0..history.entries.len()).collect();
+    rollback(catalogue, history, &all)
+}
+
+fn rollback(catalogue: &Catalogue, history: &History, run: &[usize]) -> Vec<Value> {
+    let mut steps = Vec::new();
+    for &i in run.iter().rev() {
+        let Some(e) = history.entries.get(i) else {
+            continue;
+        };
+        let Some(t) = catalogue.get(&e.tool) else {
+            continue;
+        };
+        let Some(undo) = &t.undo else { continue };
+        if !e.ran || history.entries.iter().any(|o| o.ran && o.undoes == Some(i)) {
+            continue;
+        }
+        let args: Map<String, Value> = t
+            .undo_args
+            .iter()
+            .filter_map(|(to, from)| e.args.get(from).map(|v| (to.clone(), v.clone())))
+            .collect();
+        steps.push(json!({"tool": undo, "args": args, "undoes": i}));
+    }
+    steps
+}
+
+/// The compensations a refusal's `detail.rollback` plans, as the calls the runtime makes for the
+/// acting agent (last first, as planned).
+pub fn rollback_calls(d: &Decision, agent: &str, turn: u32) -> Vec<Call> {
+    let Some(steps) = d.detail.get("rollback").and_then(|r| r.as_array()) else {
+        return vec![];
+    };
+    steps
+        .iter()
+        .map(|step| Call {
+            tool: step
+                .get("tool")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string(),
+            agent: Some(agent.to_string()),
+            args: step
+                .get("args")
+                .and_then(|a| a.as_object())
+                .cloned()
+                .unwrap_or_default(),
+            undoes: step
+                .get("undoes")
+                .and_then(|v| v.as_u64())
+                .map(|v| v as usize),
+            turn: Some(turn as u64),
+            ..Call::default()
+        })
+        .collect()
+}
+
+/// Appends a decided call to the history as a signed entry (`qls check --append`): `ran` is
+/// whether it was allowed, `result` is `null` (a stub: nothing ran here), `marks` are the call's
+/// own marks plus those its tool's result carries, and the acting agent is recorded when known.
+pub fn record(ctx: &CheckContext<'_>, history: &mut History, call: &Call, decision: &Decision) {
+    let agent = call.agent.clone().or_else(|| {
+        if ctx.agents.len() == 1 {
+            ctx.agents.keys().next().cloned()
+        } else {
+            None
+        }
+    });
+    let mut entry = Entry {
+        tool: call.tool.clone(),
+        agent,
+        args: call.args.clone(),
+        origins: call.origins.clone(),
+        decision: Some(decision.decision.as_str().to_string()),
+        ran: decision.decision == Answer::Allow,
+        result: Value::Null,
+        marks: Vec::new(),
+        undoes: call.undoes,
+        token: call.token.clone(),
+        turn: call.turn,
+        mac: None,
+        raw: Map::new(),
+    };
+    let mut marks = entry_marks(ctx.catalogue, &entry);
+    marks.extend(call.marks.iter().cloned());
+    entry.marks = marks.into_iter().collect();
+    history.push_signed(entry, ctx.key);
+}

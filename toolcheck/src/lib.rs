@@ -1,0 +1,21 @@
+//! The tool check (SPEC §2): the reference runtime that decides every call at a guarded node.
+//!
+//! One pure, deterministic function, [`check::check`], decides a call from the IR (catalogue,
+//! rulebook, settings), the call and the HMAC-chained [`history::History`] it reads. Canonical
+//! JSON, confirmation tokens and idempotency keys live in [`canonical`]; destination detection in
+//! [`destinations`]; the rulebook gate's three-valued evaluation in [`gate`].
+//!
+//! **Depends on `ir` alone**: the runtime a host embeds must not pull in readers, the lowering or
+//! an engine.
+#![warn(missing_docs)]
+
+pub mod call;
+pub mod canonical;
+pub mod check;
+pub mod destinations;
+pub mod gate;
+pub mod history;
+
+pub use call::{Call, Origin};
+pub use check::{check, AgentInfo, CheckContext, Decision};
+pub use history::{Entry, History, Key};
