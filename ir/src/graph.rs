@@ -141,6 +141,21 @@ pub struct Graph {
     pub edges: Vec<GraphEdge>,
 }
 
+impl GraphNode {
+    /// An `end` node: it belongs to no agent and runs nothing.
+    pub fn end(id: &str, at: Option<Loc>) -> GraphNode {
+        GraphNode {
+            id: id.to_string(),
+            kind: NodeKind::End,
+            agent: None,
+            guarded: None,
+            tools: vec![],
+            may_call: vec![],
+            at,
+        }
+    }
+}
+
 impl Graph {
     /// The node with an id.
     pub fn node(&self, id: &str) -> Option<&GraphNode> {
@@ -252,15 +267,7 @@ pub fn export(af: &AgentFile) -> Graph {
             }
         }
     }
-    nodes.push(GraphNode {
-        id: "end".into(),
-        kind: NodeKind::End,
-        agent: None,
-        guarded: None,
-        tools: vec![],
-        may_call: vec![],
-        at: None,
-    });
+    nodes.push(GraphNode::end("end", None));
     Graph {
         format: FORMAT.to_string(),
         entry: format!("{}_router", af.entry),

@@ -346,9 +346,6 @@ pub const NEMO_RUNTIME_VARS: &[&str] = &[
     "triggered_output_rail",
 ];
 
-/// Reads a rulebook folder: a compiled folder (`rulebook.ir.json`, `catalogue_overlay.json`) as
-/// `qls rules compile` writes it, or else a NeMo Guardrails configuration (`config.yml` and
-
 /// JSON truthiness as Colang reads a condition: `null`, `false`, `0`, `""`, `[]` and `{}` are
 /// false. The one definition every evaluator of the IR uses.
 pub fn truthy(v: &Value) -> bool {

@@ -190,15 +190,7 @@ impl Builder {
     pub fn build(self) -> Project {
         let mut nodes = self.nodes;
         if !nodes.iter().any(|n| n.kind == NodeKind::End) {
-            nodes.push(GraphNode {
-                id: "end".into(),
-                kind: NodeKind::End,
-                agent: None,
-                guarded: None,
-                tools: vec![],
-                may_call: vec![],
-                at: None,
-            });
+            nodes.push(GraphNode::end("end", None));
         }
         let entry = self.entry.unwrap_or_else(|| nodes[0].id.clone());
         Project {

@@ -9,6 +9,7 @@ use ir::agent::{
 };
 use ir::diag::InputError;
 use ir::loc::Loc;
+use marked_yaml::Node;
 
 const TOP_KEYS: &[&str] = &[
     "entry", "agents", "tools", "rulebook", "context", "settings", "suppress",
@@ -51,24 +52,7 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
             "`agents` declares no agent",
         ));
     }
-    for a in agents.values() {
-        for h in &a.hands_off_to {
-            if !agents.contains_key(&h.name) {
-                let keys: Vec<&str> = agents.keys().map(|s| s.as_str()).collect();
-                let hint = ir::diag::did_you_mean(&h.name, &keys)
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                return Err(InputError::at(
-                    file,
-                    h.at.line,
-                    format!(
-                        "agent `{}` hands off to `{}`, which is not an agent{hint}",
-                        a.name, h.name
-                    ),
-                ));
-            }
-        }
-    }
+    check_hand_offs(file, &agents)?;
     let entry = match top.opt_str("entry")? {
         Some(e) if agents.contains_key(&e) => e,
         Some(e) => {
@@ -80,25 +64,10 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
         }
         None => agents.keys().next().cloned().unwrap_or_default(),
     };
-    let mut tools = Vec::new();
-    if let Some(n) = top.get("tools") {
-        for item in as_seq(file, n, "`tools`")?.iter() {
-            let m = as_map(file, item, "a `tools` entry")?;
-            m.check_keys(&["catalogue", "python"])?;
-            let at = Loc::new(file, m.line());
-            match (m.opt_str("catalogue")?, m.opt_str("python")?) {
-                (Some(c), None) => tools.push(ToolSourceRef::Catalogue(c, at)),
-                (None, Some(p)) => tools.push(ToolSourceRef::Python(p, at)),
-                _ => {
-                    return Err(InputError::at(
-                        file,
-                        m.line(),
-                        "a `tools` entry is either `catalogue: FILE` or `python: MODULE`",
-                    ))
-                }
-            }
-        }
-    }
+    let tools = match top.get("tools") {
+        Some(n) => read_tool_sources(file, n)?,
+        None => vec![],
+    };
     let rulebook = top
         .opt_str("rulebook")?
         .map(|r| (r, Loc::new(file, top.key_line("rulebook"))));
@@ -129,6 +98,51 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
         settings,
         suppress,
     })
+}
+
+/// Every `hands_off_to` names an agent of the file (SPEC §1).
+fn check_hand_offs(file: &str, agents: &IndexMap<String, AgentSpec>) -> Result<(), InputError> {
+    for a in agents.values() {
+        for h in &a.hands_off_to {
+            if !agents.contains_key(&h.name) {
+                let keys: Vec<&str> = agents.keys().map(|s| s.as_str()).collect();
+                let hint = ir::diag::did_you_mean(&h.name, &keys)
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                return Err(InputError::at(
+                    file,
+                    h.at.line,
+                    format!(
+                        "agent `{}` hands off to `{}`, which is not an agent{hint}",
+                        a.name, h.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `tools:` list: each entry a catalogue file or a Python module.
+fn read_tool_sources(file: &str, n: &Node) -> Result<Vec<ToolSourceRef>, InputError> {
+    let mut tools = Vec::new();
+    for item in as_seq(file, n, "`tools`")?.iter() {
+        let m = as_map(file, item, "a `tools` entry")?;
+        m.check_keys(&["catalogue", "python"])?;
+        let at = Loc::new(file, m.line());
+        match (m.opt_str("catalogue")?, m.opt_str("python")?) {
+            (Some(c), None) => tools.push(ToolSourceRef::Catalogue(c, at)),
+            (None, Some(p)) => tools.push(ToolSourceRef::Python(p, at)),
+            _ => {
+                return Err(InputError::at(
+                    file,
+                    m.line(),
+                    "a `tools` entry is either `catalogue: FILE` or `python: MODULE`",
+                ))
+            }
+        }
+    }
+    Ok(tools)
 }
 
 fn read_agent(
@@ -162,17 +176,7 @@ fn read_agent(
             ))
         }
     };
-    let privilege = match m.opt_str("privilege")?.as_deref() {
-        None | Some("low") => Privilege::Low,
-        Some("high") => Privilege::High,
-        Some(o) => {
-            return Err(InputError::at(
-                file,
-                m.key_line("privilege"),
-                format!("privilege `{o}` is not `low` or `high`"),
-            ))
-        }
-    };
+    let privilege = read_privilege(&m)?;
     let channel = match m.get("channel") {
         None => None,
         Some(n) => {
@@ -203,6 +207,18 @@ fn read_agent(
         channel,
         at: Loc::new(file, line),
     })
+}
+
+/// An agent's `privilege` (SPEC §1): `low` unless it says `high`.
+pub(crate) fn read_privilege(m: &Map<'_>) -> Result<Privilege, InputError> {
+    match m.opt_str("privilege")?.as_deref() {
+        None | Some("low") => Ok(Privilege::Low),
+        Some("high") => Ok(Privilege::High),
+        Some(o) => Err(m.error_at(
+            "privilege",
+            format!("privilege `{o}` is not `low` or `high`"),
+        )),
+    }
 }
 
 /// Reads a `settings:` mapping.

@@ -138,79 +138,23 @@ fn read_fields(file: &str, name: &str, m: &Map<'_>, t: &mut Tool) -> Result<(), 
     t.bound_to_user = m.opt_bool("bound_to_user")?.unwrap_or(false);
     t.requires_confirmation = m.opt_bool("requires_confirmation")?.unwrap_or(false);
     t.confirmation = m.opt_str("confirmation")?;
-    if let Some(r) = m.opt_str("returns")? {
-        match r.as_str() {
-            "untrusted" => t.returns_untrusted = true,
-            "trusted" => {}
-            other => {
-                return Err(InputError::at(
-                    file,
-                    m.key_line("returns"),
-                    format!("tool `{name}`: `returns: {other}` is not `untrusted` or `trusted`"),
-                ))
-            }
-        }
+    if says_untrusted(name, m)? {
+        t.returns_untrusted = true;
     }
-    if let Some(tr) = m.opt_str("trust")? {
-        t.trust = match tr.as_str() {
-            "external" => Trust::External,
-            "agent" => Trust::Agent,
-            "privileged" => Trust::Privileged,
-            other => {
-                return Err(InputError::at(
-                    file,
-                    m.key_line("trust"),
-                    format!(
-                        "tool `{name}`: trust `{other}` is not one of external, agent, privileged"
-                    ),
-                ))
-            }
-        };
+    if let Some(trust) = read_trust(name, m)? {
+        t.trust = trust;
     }
     if let Some(n) = m.get("arg_kinds") {
-        let km = as_map(file, n, "`arg_kinds`")?;
-        for (k, kl, v) in km.entries() {
-            let s = yaml::as_string(file, v, &format!("`arg_kinds.{k}`"))?;
-            let kind = ArgKind::parse(&s).ok_or_else(|| {
-                InputError::at(
-                    file,
-                    kl,
-                    format!(
-                        "tool `{name}`: argument kind `{s}` is not one of {}",
-                        ArgKind::NAMES.join(", ")
-                    ),
-                )
-            })?;
-            t.arg_kinds.insert(k.to_string(), kind);
-            t.declared
-                .insert(format!("arg_kinds.{k}"), Loc::new(file, kl));
-        }
+        read_arg_kinds(file, name, n, t)?;
     }
     if let Some(n) = m.get("store") {
-        let sm = as_map(file, n, "`store`")?;
-        sm.check_keys(&["name", "multi_tenant", "persistent"])?;
-        t.store = Some(Store {
-            name: sm.req_str("name")?,
-            multi_tenant: sm.opt_bool("multi_tenant")?.unwrap_or(false),
-            persistent: sm.opt_bool("persistent")?.unwrap_or(false),
-        });
+        t.store = Some(read_store(file, n)?);
     }
     if let Some(n) = m.get("order") {
-        let om = as_map(file, n, "`order`")?;
-        om.check_keys(&["after", "not_after", "at_most"])?;
-        t.order = OrderRule {
-            after: names(om.opt_str_list("after")?),
-            not_after: names(om.opt_str_list("not_after")?),
-            at_most: om.opt_u32("at_most")?,
-        };
+        t.order = read_order(file, n)?;
     }
     if let Some(n) = m.get("source") {
-        let sm = as_map(file, n, "`source`")?;
-        sm.check_keys(&["server", "pin"])?;
-        t.source = Some(ToolSource {
-            server: sm.req_str("server")?,
-            pin: sm.opt_str("pin")?,
-        });
+        t.source = Some(read_source(file, n)?);
     }
     if let Some(n) = m.get("check") {
         t.checks = read_checks(file, n)?;
@@ -218,8 +162,90 @@ fn read_fields(file: &str, name: &str, m: &Map<'_>, t: &mut Tool) -> Result<(), 
     Ok(())
 }
 
-fn names(v: Option<Vec<(String, u32)>>) -> Vec<String> {
-    v.unwrap_or_default().into_iter().map(|(s, _)| s).collect()
+/// Whether `returns:` says `untrusted` (`trusted` or no key leave the tool as it was: an overlay
+/// only adds).
+fn says_untrusted(name: &str, m: &Map<'_>) -> Result<bool, InputError> {
+    match m.opt_str("returns")?.as_deref() {
+        None | Some("trusted") => Ok(false),
+        Some("untrusted") => Ok(true),
+        Some(other) => Err(m.error_at(
+            "returns",
+            format!("tool `{name}`: `returns: {other}` is not `untrusted` or `trusted`"),
+        )),
+    }
+}
+
+/// `trust:` — who may call the tool (SPEC §2 step 2).
+fn read_trust(name: &str, m: &Map<'_>) -> Result<Option<Trust>, InputError> {
+    let Some(tr) = m.opt_str("trust")? else {
+        return Ok(None);
+    };
+    Ok(Some(match tr.as_str() {
+        "external" => Trust::External,
+        "agent" => Trust::Agent,
+        "privileged" => Trust::Privileged,
+        other => {
+            return Err(m.error_at(
+                "trust",
+                format!("tool `{name}`: trust `{other}` is not one of external, agent, privileged"),
+            ))
+        }
+    }))
+}
+
+/// `arg_kinds:` — the kind of each argument (code, shell, query, destination …), each declared
+/// at its own line.
+fn read_arg_kinds(file: &str, name: &str, n: &Node, t: &mut Tool) -> Result<(), InputError> {
+    let km = as_map(file, n, "`arg_kinds`")?;
+    for (k, kl, v) in km.entries() {
+        let s = yaml::as_string(file, v, &format!("`arg_kinds.{k}`"))?;
+        let kind = ArgKind::parse(&s).ok_or_else(|| {
+            InputError::at(
+                file,
+                kl,
+                format!(
+                    "tool `{name}`: argument kind `{s}` is not one of {}",
+                    ArgKind::NAMES.join(", ")
+                ),
+            )
+        })?;
+        t.arg_kinds.insert(k.to_string(), kind);
+        t.declared
+            .insert(format!("arg_kinds.{k}"), Loc::new(file, kl));
+    }
+    Ok(())
+}
+
+/// `store:` — the store a tool reads or writes (QG022 reads it).
+fn read_store(file: &str, n: &Node) -> Result<Store, InputError> {
+    let sm = as_map(file, n, "`store`")?;
+    sm.check_keys(&["name", "multi_tenant", "persistent"])?;
+    Ok(Store {
+        name: sm.req_str("name")?,
+        multi_tenant: sm.opt_bool("multi_tenant")?.unwrap_or(false),
+        persistent: sm.opt_bool("persistent")?.unwrap_or(false),
+    })
+}
+
+/// `order:` — the tool's order rule (SPEC §2 step 6).
+fn read_order(file: &str, n: &Node) -> Result<OrderRule, InputError> {
+    let om = as_map(file, n, "`order`")?;
+    om.check_keys(&["after", "not_after", "at_most"])?;
+    Ok(OrderRule {
+        after: om.names("after")?,
+        not_after: om.names("not_after")?,
+        at_most: om.opt_u32("at_most")?,
+    })
+}
+
+/// `source:` — the server a tool comes from and its pin (QG106).
+fn read_source(file: &str, n: &Node) -> Result<ToolSource, InputError> {
+    let sm = as_map(file, n, "`source`")?;
+    sm.check_keys(&["server", "pin"])?;
+    Ok(ToolSource {
+        server: sm.req_str("server")?,
+        pin: sm.opt_str("pin")?,
+    })
 }
 
 /// Reads `check:` conditions (`[{field: f, at_most: {from: tool.field}}]`).

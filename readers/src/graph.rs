@@ -1,9 +1,9 @@
 //! `qls-graph/1`: the agent graph the prover reads, written by `qls export` from `agent.yaml`
 //! or by other exporters (a LangGraph app, a hand-written file).
 
+use crate::agent::read_privilege;
 use crate::yaml::{self, as_map, as_seq, line_of};
 use indexmap::IndexMap;
-use ir::agent::Privilege;
 use ir::diag::InputError;
 use ir::graph::{EdgeKind, Graph, GraphAgent, GraphEdge, GraphNode, NodeKind, FORMAT};
 use ir::loc::Loc;
@@ -22,183 +22,22 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
         ));
     }
     let entry = top.req_str("entry")?;
-    let mut agents = IndexMap::new();
-    let agents_present = top.get("agents").is_some();
-    if let Some(n) = top.get("agents") {
-        for (name, line, node) in as_map(file, n, "`agents`")?.entries() {
-            let m = as_map(file, node, &format!("agent `{name}`"))?;
-            m.check_keys(&["privilege", "tools", "budget", "at"])?;
-            let privilege = match m.opt_str("privilege")?.as_deref() {
-                None | Some("low") => Privilege::Low,
-                Some("high") => Privilege::High,
-                Some(o) => {
-                    return Err(InputError::at(
-                        file,
-                        m.key_line("privilege"),
-                        format!("privilege `{o}` is not `low` or `high`"),
-                    ))
-                }
-            };
-            let tools = m
-                .opt_str_list("tools")?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(s, _)| s)
-                .collect();
-            agents.insert(
-                name.to_string(),
-                GraphAgent {
-                    privilege,
-                    tools,
-                    budget: m.opt_u32("budget")?,
-                    at: read_at(file, m.get("at"), line)?,
-                },
-            );
-        }
-    }
-    let mut nodes: Vec<GraphNode> = Vec::new();
-    let mut node_lines = Vec::new();
+    let declared = match top.get("agents") {
+        Some(n) => Some(read_agents(file, n)?),
+        None => None,
+    };
     let nodes_node = top
         .get("nodes")
         .ok_or_else(|| InputError::at(file, top.line(), "missing required key `nodes`"))?;
+    let mut nodes: Vec<GraphNode> = Vec::new();
     for item in as_seq(file, nodes_node, "`nodes`")?.iter() {
-        let m = as_map(file, item, "a node")?;
-        m.check_keys(&["id", "kind", "agent", "guarded", "tools", "may_call", "at"])?;
-        let line = line_of(item);
-        let id = m.req_str("id")?;
-        let kind_s = m.req_str("kind")?;
-        let kind = match kind_s.as_str() {
-            "router" => NodeKind::Router,
-            "model" => NodeKind::Model,
-            "tools" => NodeKind::Tools,
-            "custom" => NodeKind::Custom,
-            "human" => NodeKind::Human,
-            "end" => NodeKind::End,
-            o => {
-                return Err(InputError::at(
-                    file,
-                    m.key_line("kind"),
-                    format!(
-                        "node kind `{o}` is not one of router, model, tools, custom, human, end"
-                    ),
-                ))
-            }
-        };
-        if nodes.iter().any(|n| n.id == id) {
-            return Err(InputError::at(
-                file,
-                line,
-                format!("node `{id}` is declared twice"),
-            ));
-        }
-        let agent = m.opt_str("agent")?;
-        if let Some(a) = &agent {
-            if agents_present && !agents.contains_key(a) {
-                return Err(InputError::at(
-                    file,
-                    m.key_line("agent"),
-                    format!("node `{id}` names agent `{a}`, which `agents` does not declare"),
-                ));
-            }
-        } else if kind != NodeKind::End {
-            return Err(InputError::at(
-                file,
-                line,
-                format!("node `{id}` of kind `{kind_s}` needs an `agent`"),
-            ));
-        }
-        let guarded = m.opt_bool("guarded")?;
-        if kind == NodeKind::Tools && guarded.is_none() {
-            return Err(InputError::at(
-                file,
-                line,
-                format!("tools node `{id}` must say `guarded: true` or `guarded: false`"),
-            ));
-        }
-        let tools = m
-            .opt_str_list("tools")?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(s, _)| s)
-            .collect();
-        let may_call = m
-            .opt_str_list("may_call")?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(s, _)| s)
-            .collect();
-        nodes.push(GraphNode {
-            id,
-            kind,
-            agent,
-            guarded,
-            tools,
-            may_call,
-            at: read_at(file, m.get("at"), line)?,
-        });
-        node_lines.push(line);
+        let n = read_node(file, item, &nodes, declared.as_ref())?;
+        nodes.push(n);
     }
     let mut edges = Vec::new();
     if let Some(n) = top.get("edges") {
         for item in as_seq(file, n, "`edges`")?.iter() {
-            let m = as_map(file, item, "an edge")?;
-            m.check_keys(&[
-                "from",
-                "to",
-                "kind",
-                "exit_after",
-                "carries_marks",
-                "targets",
-                "at",
-            ])?;
-            let line = line_of(item);
-            let kind = match m.req_str("kind")?.as_str() {
-                "route" => EdgeKind::Route,
-                "call" => EdgeKind::Call,
-                "return" => EdgeKind::Return,
-                "handoff" => EdgeKind::Handoff,
-                "reply" => EdgeKind::Reply,
-                "dynamic" => EdgeKind::Dynamic,
-                o => return Err(InputError::at(file, m.key_line("kind"), format!("edge kind `{o}` is not one of route, call, return, handoff, reply, dynamic"))),
-            };
-            let from = m.req_str("from")?;
-            let to = m.opt_str("to")?;
-            let targets = m
-                .opt_str_list("targets")?
-                .map(|v| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
-            if to.is_none() && kind != EdgeKind::Dynamic {
-                return Err(InputError::at(
-                    file,
-                    line,
-                    "an edge needs a `to` node unless it is `dynamic`",
-                ));
-            }
-            let mut refs = vec![(from.clone(), m.key_line("from"))];
-            refs.extend(to.iter().map(|t| (t.clone(), m.key_line("to"))));
-            refs.extend(
-                targets
-                    .iter()
-                    .flatten()
-                    .map(|t| (t.clone(), m.key_line("targets"))),
-            );
-            for (r, l) in refs {
-                if !nodes.iter().any(|n| n.id == r) {
-                    return Err(InputError::at(
-                        file,
-                        l,
-                        format!("edge names node `{r}`, which `nodes` does not declare"),
-                    ));
-                }
-            }
-            edges.push(GraphEdge {
-                from,
-                to,
-                kind,
-                exit_after: m.opt_u32("exit_after")?,
-                carries_marks: m.opt_bool("carries_marks")?,
-                targets,
-                at: read_at(file, m.get("at"), line)?,
-            });
+            edges.push(read_edge(file, item, &nodes)?);
         }
     }
     if !nodes.iter().any(|n| n.id == entry) {
@@ -208,17 +47,189 @@ pub fn read_graph(file: &str, text: &str) -> Result<Graph, InputError> {
             format!("entry `{entry}` is not a node"),
         ));
     }
-    let _ = node_lines;
-    if !agents_present {
-        agents = ir::graph::derive_agents(&nodes);
-    }
+    let agents_derived = declared.is_none();
+    // SPEC §3 Agents of a graph: without `agents`, the agents are the nodes' own.
+    let agents = declared.unwrap_or_else(|| ir::graph::derive_agents(&nodes));
     Ok(Graph {
         format,
         entry,
         agents,
-        agents_derived: !agents_present,
+        agents_derived,
         nodes,
         edges,
+    })
+}
+
+/// The graph's declared `agents`, each with its privilege, tools and budget.
+fn read_agents(
+    file: &str,
+    n: &marked_yaml::Node,
+) -> Result<IndexMap<String, GraphAgent>, InputError> {
+    let mut agents = IndexMap::new();
+    for (name, line, node) in as_map(file, n, "`agents`")?.entries() {
+        let m = as_map(file, node, &format!("agent `{name}`"))?;
+        m.check_keys(&["privilege", "tools", "budget", "at"])?;
+        let privilege = read_privilege(&m)?;
+        agents.insert(
+            name.to_string(),
+            GraphAgent {
+                privilege,
+                tools: m.names("tools")?,
+                budget: m.opt_u32("budget")?,
+                at: read_at(file, m.get("at"), line)?,
+            },
+        );
+    }
+    Ok(agents)
+}
+
+/// One node; its id is new, its agent one `agents` declares (when the graph declares them), and
+/// a tools node says whether it is guarded.
+fn read_node(
+    file: &str,
+    item: &marked_yaml::Node,
+    earlier: &[GraphNode],
+    declared: Option<&IndexMap<String, GraphAgent>>,
+) -> Result<GraphNode, InputError> {
+    let m = as_map(file, item, "a node")?;
+    m.check_keys(&["id", "kind", "agent", "guarded", "tools", "may_call", "at"])?;
+    let line = line_of(item);
+    let id = m.req_str("id")?;
+    let kind_s = m.req_str("kind")?;
+    let kind = node_kind(&m, &kind_s)?;
+    if earlier.iter().any(|n| n.id == id) {
+        return Err(InputError::at(
+            file,
+            line,
+            format!("node `{id}` is declared twice"),
+        ));
+    }
+    let agent = m.opt_str("agent")?;
+    match (&agent, declared) {
+        (Some(a), Some(agents)) if !agents.contains_key(a) => {
+            return Err(InputError::at(
+                file,
+                m.key_line("agent"),
+                format!("node `{id}` names agent `{a}`, which `agents` does not declare"),
+            ));
+        }
+        (None, _) if kind != NodeKind::End => {
+            return Err(InputError::at(
+                file,
+                line,
+                format!("node `{id}` of kind `{kind_s}` needs an `agent`"),
+            ));
+        }
+        _ => {}
+    }
+    let guarded = m.opt_bool("guarded")?;
+    if kind == NodeKind::Tools && guarded.is_none() {
+        return Err(InputError::at(
+            file,
+            line,
+            format!("tools node `{id}` must say `guarded: true` or `guarded: false`"),
+        ));
+    }
+    Ok(GraphNode {
+        id,
+        kind,
+        agent,
+        guarded,
+        tools: m.names("tools")?,
+        may_call: m.names("may_call")?,
+        at: read_at(file, m.get("at"), line)?,
+    })
+}
+
+/// A node's `kind`.
+fn node_kind(m: &yaml::Map<'_>, kind: &str) -> Result<NodeKind, InputError> {
+    Ok(match kind {
+        "router" => NodeKind::Router,
+        "model" => NodeKind::Model,
+        "tools" => NodeKind::Tools,
+        "custom" => NodeKind::Custom,
+        "human" => NodeKind::Human,
+        "end" => NodeKind::End,
+        o => {
+            return Err(m.error_at(
+                "kind",
+                format!("node kind `{o}` is not one of router, model, tools, custom, human, end"),
+            ))
+        }
+    })
+}
+
+/// One edge; every node it names is declared, and only a `dynamic` edge may leave out `to`.
+fn read_edge(
+    file: &str,
+    item: &marked_yaml::Node,
+    nodes: &[GraphNode],
+) -> Result<GraphEdge, InputError> {
+    let m = as_map(file, item, "an edge")?;
+    m.check_keys(&[
+        "from",
+        "to",
+        "kind",
+        "exit_after",
+        "carries_marks",
+        "targets",
+        "at",
+    ])?;
+    let line = line_of(item);
+    let kind = match m.req_str("kind")?.as_str() {
+        "route" => EdgeKind::Route,
+        "call" => EdgeKind::Call,
+        "return" => EdgeKind::Return,
+        "handoff" => EdgeKind::Handoff,
+        "reply" => EdgeKind::Reply,
+        "dynamic" => EdgeKind::Dynamic,
+        o => {
+            return Err(m.error_at(
+                "kind",
+                format!(
+                    "edge kind `{o}` is not one of route, call, return, handoff, reply, dynamic"
+                ),
+            ))
+        }
+    };
+    let from = m.req_str("from")?;
+    let to = m.opt_str("to")?;
+    let targets = m
+        .opt_str_list("targets")?
+        .map(|v| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
+    if to.is_none() && kind != EdgeKind::Dynamic {
+        return Err(InputError::at(
+            file,
+            line,
+            "an edge needs a `to` node unless it is `dynamic`",
+        ));
+    }
+    let mut refs = vec![(from.clone(), m.key_line("from"))];
+    refs.extend(to.iter().map(|t| (t.clone(), m.key_line("to"))));
+    refs.extend(
+        targets
+            .iter()
+            .flatten()
+            .map(|t| (t.clone(), m.key_line("targets"))),
+    );
+    if let Some((r, l)) = refs
+        .into_iter()
+        .find(|(r, _)| !nodes.iter().any(|n| &n.id == r))
+    {
+        return Err(InputError::at(
+            file,
+            l,
+            format!("edge names node `{r}`, which `nodes` does not declare"),
+        ));
+    }
+    Ok(GraphEdge {
+        from,
+        to,
+        kind,
+        exit_after: m.opt_u32("exit_after")?,
+        carries_marks: m.opt_bool("carries_marks")?,
+        targets,
+        at: read_at(file, m.get("at"), line)?,
     })
 }
 

@@ -125,6 +125,28 @@ struct RawEdge {
     line: u32,
 }
 
+/// The raw graph as LangGraph drew it: its nodes with their roles, the index of their ids, and
+/// its edges between raw nodes.
+struct RawGraph {
+    nodes: Vec<RawNode>,
+    index: IndexMap<String, usize>,
+    edges: Vec<RawEdge>,
+}
+
+/// Lowered edges (source real node, target real node or the end of the run), each with the line
+/// it comes from, in the order they were first found.
+type Ledges = IndexMap<(usize, Option<usize>), u32>;
+
+/// The lowered graph while it is built: its nodes, the raw node each real one came from, its
+/// edges as (from, to, line), the id of its end node and its entry.
+struct Draft {
+    nodes: Vec<GraphNode>,
+    id_of: IndexMap<usize, String>,
+    edges: Vec<(String, String, u32)>,
+    end_id: String,
+    entry: String,
+}
+
 /// Reads LangGraph's JSON and lowers it. `catalogue` supplies a ToolNode's tools when neither
 /// `--tools-node` nor `metadata.__tools` names them.
 pub fn read(
@@ -135,166 +157,304 @@ pub fn read(
 ) -> Result<Lowered, InputError> {
     let root = yaml::load_json(file, text)?;
     let top = as_map(file, &root, "the LangGraph graph")?;
-    let mut notes = Vec::new();
-    for (k, _, _) in top.entries() {
-        if k != "nodes" && k != "edges" {
-            notes.push(format!(
-                "key `{k}` is not part of LangGraph's graph JSON and was ignored"
-            ));
-        }
-    }
+    let mut notes = ignored_top_keys(&top);
     let nodes_node = top
         .get("nodes")
         .ok_or_else(|| InputError::at(file, top.line(), "missing required key `nodes`"))?;
     let nodes_line = top.key_line("nodes");
-    let mut raw: Vec<RawNode> = Vec::new();
-    let mut index: IndexMap<String, usize> = IndexMap::new();
+    let mut raw = read_nodes(file, nodes_node, catalogue, opts, &mut notes)?;
+    check_named_nodes(file, nodes_line, &raw.index, opts)?;
+    let Some(&start) = raw.index.get("__start__") else {
+        return Err(InputError::at(
+            file,
+            nodes_line,
+            "the graph has no `__start__` node (is it LangGraph's `get_graph().to_json()`?)",
+        ));
+    };
+    let top_agent = name_top_agent(&mut raw.nodes);
+    if let Some(es) = top.get("edges") {
+        for item in as_seq(file, es, "`edges`")?.iter() {
+            let e = read_edge(file, item, &raw, &mut notes)?;
+            raw.edges.push(e);
+        }
+    }
+    let mut ledges = drawn_edges(&raw);
+    subgraph_exits(&raw, &mut ledges, &mut notes);
+    transfer_hand_offs(&raw, &mut ledges, &mut notes);
+    let mut draft = lowered_nodes(&raw, &ledges, file);
+    draft.entry = entry_node(&raw, start, &top_agent, file, &mut draft, &mut notes)?;
+    let dynamic_from = undrawn_reach(&draft, raw.nodes[start].line, &mut notes);
+    for n in raw.nodes.iter().filter(|n| n.before || n.after) {
+        interrupt(n, file, &mut draft, &mut notes);
+    }
+    let end = GraphNode::end(&draft.end_id, Some(Loc::new(file, nodes_line)));
+    draft.nodes.push(end);
+    let edges = typed_edges(&draft, dynamic_from, file);
+    let agents = ir::graph::derive_agents(&draft.nodes);
+    Ok(Lowered {
+        graph: Graph {
+            format: FORMAT.to_string(),
+            entry: draft.entry,
+            agents,
+            agents_derived: true,
+            nodes: draft.nodes,
+            edges,
+        },
+        notes,
+    })
+}
+
+/// The notes for top-level keys LangGraph's JSON does not have.
+fn ignored_top_keys(top: &yaml::Map<'_>) -> Vec<String> {
+    top.entries()
+        .filter(|(k, _, _)| *k != "nodes" && *k != "edges")
+        .map(|(k, _, _)| format!("key `{k}` is not part of LangGraph's graph JSON and was ignored"))
+        .collect()
+}
+
+/// Reads every node, in order, refusing a node declared twice.
+fn read_nodes(
+    file: &str,
+    nodes_node: &marked_yaml::Node,
+    catalogue: &Catalogue,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> Result<RawGraph, InputError> {
+    let mut raw = RawGraph {
+        nodes: Vec::new(),
+        index: IndexMap::new(),
+        edges: Vec::new(),
+    };
     for item in as_seq(file, nodes_node, "`nodes`")?.iter() {
-        let m = as_map(file, item, "a node")?;
-        let line = line_of(item);
-        let id = m.req_str("id")?;
-        if index.contains_key(&id) {
+        let n = read_node(file, item, &raw.index, catalogue, opts, notes)?;
+        raw.index.insert(n.id.clone(), raw.nodes.len());
+        raw.nodes.push(n);
+    }
+    Ok(raw)
+}
+
+/// One node: its role (what LangGraph runs there), its interrupts, its tools and its agent (the
+/// subgraph prefix of an xray id; empty for a top-level node until [`name_top_agent`]).
+fn read_node(
+    file: &str,
+    item: &marked_yaml::Node,
+    index: &IndexMap<String, usize>,
+    catalogue: &Catalogue,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> Result<RawNode, InputError> {
+    let m = as_map(file, item, "a node")?;
+    let line = line_of(item);
+    let id = m.req_str("id")?;
+    if index.contains_key(&id) {
+        return Err(InputError::at(
+            file,
+            line,
+            format!("node `{id}` is declared twice"),
+        ));
+    }
+    for (k, _, _) in m.entries() {
+        if !["id", "type", "data", "metadata"].contains(&k) {
+            notes.push(format!("node `{id}`: key `{k}` was ignored"));
+        }
+    }
+    let data_id = data_id(file, &m)?;
+    let (interrupt, listed_tools) = node_metadata(file, &m, &id)?;
+    let (before, after) = interrupt_sides(file, &id, interrupt)?;
+    let role = node_role(file, line, &id, &data_id, opts, notes)?;
+    if role_passes_through(&role) && (before || after) {
+        return Err(InputError::at(
+            file,
+            line,
+            format!("node `{id}` cannot be interrupted: it is a start or an end"),
+        ));
+    }
+    let tools = if role == Role::Real(NodeKind::Tools) {
+        tools_of(
+            &id,
+            opts.tools_nodes.get(&id),
+            listed_tools,
+            catalogue,
+            notes,
+        )
+    } else {
+        vec![]
+    };
+    let agent = match id.rsplit_once(':') {
+        Some((parent, _)) => parent.to_string(),
+        None => String::new(),
+    };
+    Ok(RawNode {
+        id,
+        role,
+        agent,
+        tools,
+        before,
+        after,
+        line,
+    })
+}
+
+/// The path of `data.id` (LangGraph's class path of the node's runnable), empty when absent.
+fn data_id(file: &str, m: &yaml::Map<'_>) -> Result<Vec<String>, InputError> {
+    Ok(match m.get("data") {
+        Some(d @ marked_yaml::Node::Mapping(_)) => {
+            let dm = as_map(file, d, "`data`")?;
+            dm.opt_str_list("id")
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect()
+        }
+        _ => vec![],
+    })
+}
+
+/// The node's `metadata.__interrupt` (with its line) and `metadata.__tools`.
+type Metadata = (Option<(String, u32)>, Option<Vec<String>>);
+
+/// Reads the node's `metadata` (LangGraph writes it for interrupts and ToolNodes).
+fn node_metadata(file: &str, m: &yaml::Map<'_>, id: &str) -> Result<Metadata, InputError> {
+    let Some(md) = m.get("metadata").filter(|md| !yaml::is_null(md)) else {
+        return Ok((None, None));
+    };
+    let mm = as_map(file, md, &format!("the metadata of node `{id}`"))?;
+    let interrupt = mm
+        .opt_str("__interrupt")?
+        .map(|s| (s, mm.key_line("__interrupt")));
+    let listed_tools = mm
+        .opt_str_list("__tools")?
+        .map(|v| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
+    Ok((interrupt, listed_tools))
+}
+
+/// Whether the node is interrupted before it runs, after it, or both.
+fn interrupt_sides(
+    file: &str,
+    id: &str,
+    interrupt: Option<(String, u32)>,
+) -> Result<(bool, bool), InputError> {
+    Ok(match interrupt.as_ref().map(|(s, l)| (s.as_str(), *l)) {
+        None => (false, false),
+        Some(("before", _)) => (true, false),
+        Some(("after", _)) => (false, true),
+        Some(("before,after", _)) | Some(("after,before", _)) => (true, true),
+        Some((o, l)) => {
             return Err(InputError::at(
                 file,
-                line,
-                format!("node `{id}` is declared twice"),
-            ));
-        }
-        for (k, _, _) in m.entries() {
-            if !["id", "type", "data", "metadata"].contains(&k) {
-                notes.push(format!("node `{id}`: key `{k}` was ignored"));
-            }
-        }
-        let data_id: Vec<String> = match m.get("data") {
-            Some(d @ marked_yaml::Node::Mapping(_)) => {
-                let dm = as_map(file, d, "`data`")?;
-                dm.opt_str_list("id")
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(s, _)| s)
-                    .collect()
-            }
-            _ => vec![],
-        };
-        let (mut interrupt, mut listed_tools) = (None, None);
-        if let Some(md) = m.get("metadata") {
-            if !yaml::is_null(md) {
-                let mm = as_map(file, md, &format!("the metadata of node `{id}`"))?;
-                interrupt = mm
-                    .opt_str("__interrupt")?
-                    .map(|s| (s, mm.key_line("__interrupt")));
-                listed_tools = mm
-                    .opt_str_list("__tools")?
-                    .map(|v| v.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
-            }
-        }
-        let (before, after) = match interrupt.as_ref().map(|(s, l)| (s.as_str(), *l)) {
-            None => (false, false),
-            Some(("before", _)) => (true, false),
-            Some(("after", _)) => (false, true),
-            Some(("before,after", _)) | Some(("after,before", _)) => (true, true),
-            Some((o, l)) => {
-                return Err(InputError::at(
-                    file,
-                    l,
-                    format!(
+                l,
+                format!(
                     "node `{id}`: `__interrupt` `{o}` is not `before`, `after` or `before,after`"
                 ),
-                ))
-            }
-        };
-        let is_tool_node = data_id.last().map(String::as_str) == Some("ToolNode");
-        let is_model = opts.model_nodes.contains(&id);
-        let named_tools = opts.tools_nodes.get(&id);
-        let passing = id == "__start__"
-            || id == "__end__"
-            || id.ends_with(":__start__")
-            || id.ends_with(":__end__");
-        if passing && (is_model || named_tools.is_some()) {
-            return Err(InputError::at(
-                file,
-                line,
-                format!(
-                    "node `{id}` is a start or an end: --model-node/--tools-node cannot name it"
-                ),
-            ));
+            ))
         }
-        let role = if id == "__start__" {
-            Role::Start
-        } else if id == "__end__" {
-            Role::End
-        } else if id.ends_with(":__start__") {
-            Role::SubStart
-        } else if id.ends_with(":__end__") {
-            Role::SubEnd
-        } else if is_model && (is_tool_node || named_tools.is_some()) {
-            return Err(InputError::at(
-                file,
-                line,
-                format!("node `{id}` is named by --model-node but is a tools node"),
-            ));
-        } else if is_model {
-            Role::Real(NodeKind::Model)
-        } else if is_tool_node || named_tools.is_some() {
-            Role::Real(NodeKind::Tools)
-        } else {
-            let what = if data_id.is_empty() {
-                "no `data.id`".to_string()
-            } else {
-                format!("`data.id` {}", data_id.join("."))
-            };
-            let sub = if data_id.last().map(String::as_str) == Some("CompiledStateGraph") {
-                " (a subgraph drawn without xray: export with `get_graph(xray=True)` to see inside it)"
-            } else {
-                ""
-            };
-            notes.push(format!(
-                "node `{id}` ({what}) is neither a ToolNode nor named by --model-node: read as a custom node, opaque (QG006){sub}"
-            ));
-            Role::Real(NodeKind::Custom)
-        };
-        if matches!(
-            role,
-            Role::Start | Role::End | Role::SubStart | Role::SubEnd
-        ) && (before || after)
-        {
-            return Err(InputError::at(
-                file,
-                line,
-                format!("node `{id}` cannot be interrupted: it is a start or an end"),
-            ));
-        }
-        let tools = if role == Role::Real(NodeKind::Tools) {
-            match (named_tools, listed_tools) {
-                (Some(t), _) => t.clone(),
-                (None, Some(t)) => t,
-                (None, None) => {
-                    notes.push(format!(
-                        "tools node `{id}` does not list its tools (no `metadata.__tools`, no --tools-node): read as holding every catalogue tool"
-                    ));
-                    catalogue.tools.keys().cloned().collect()
-                }
-            }
-        } else {
-            vec![]
-        };
-        let agent = match id.rsplit_once(':') {
-            Some((parent, _)) => parent.to_string(),
-            None => String::new(),
-        };
-        index.insert(id.clone(), raw.len());
-        raw.push(RawNode {
-            id,
-            role,
-            agent,
-            tools,
-            before,
-            after,
+    })
+}
+
+/// Whether a role is a start or an end the run passes through (no node of the lowered graph).
+fn role_passes_through(role: &Role) -> bool {
+    matches!(
+        role,
+        Role::Start | Role::End | Role::SubStart | Role::SubEnd
+    )
+}
+
+/// What LangGraph runs at a node: a start or end it passes through, a model `--model-node`
+/// names, an unguarded tools node (a ToolNode or one `--tools-node` names), else custom code.
+fn node_role(
+    file: &str,
+    line: u32,
+    id: &str,
+    data_id: &[String],
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> Result<Role, InputError> {
+    let is_tool_node = data_id.last().map(String::as_str) == Some("ToolNode");
+    let is_model = opts.model_nodes.iter().any(|m| m == id);
+    let named_tools = opts.tools_nodes.contains_key(id);
+    let passing = id == "__start__"
+        || id == "__end__"
+        || id.ends_with(":__start__")
+        || id.ends_with(":__end__");
+    if passing && (is_model || named_tools) {
+        return Err(InputError::at(
+            file,
             line,
-        });
+            format!("node `{id}` is a start or an end: --model-node/--tools-node cannot name it"),
+        ));
     }
+    Ok(if id == "__start__" {
+        Role::Start
+    } else if id == "__end__" {
+        Role::End
+    } else if id.ends_with(":__start__") {
+        Role::SubStart
+    } else if id.ends_with(":__end__") {
+        Role::SubEnd
+    } else if is_model && (is_tool_node || named_tools) {
+        return Err(InputError::at(
+            file,
+            line,
+            format!("node `{id}` is named by --model-node but is a tools node"),
+        ));
+    } else if is_model {
+        Role::Real(NodeKind::Model)
+    } else if is_tool_node || named_tools {
+        Role::Real(NodeKind::Tools)
+    } else {
+        notes.push(custom_node_note(id, data_id));
+        Role::Real(NodeKind::Custom)
+    })
+}
+
+/// The note for a node read as custom code, naming its class path and, for a subgraph drawn
+/// without xray, how to see inside it.
+fn custom_node_note(id: &str, data_id: &[String]) -> String {
+    let what = if data_id.is_empty() {
+        "no `data.id`".to_string()
+    } else {
+        format!("`data.id` {}", data_id.join("."))
+    };
+    let sub = if data_id.last().map(String::as_str) == Some("CompiledStateGraph") {
+        " (a subgraph drawn without xray: export with `get_graph(xray=True)` to see inside it)"
+    } else {
+        ""
+    };
+    format!(
+        "node `{id}` ({what}) is neither a ToolNode nor named by --model-node: read as a custom node, opaque (QG006){sub}"
+    )
+}
+
+/// A tools node's tools: `--tools-node`'s, else `metadata.__tools`, else every catalogue tool
+/// (the widest reading, noted).
+fn tools_of(
+    id: &str,
+    named: Option<&Vec<String>>,
+    listed: Option<Vec<String>>,
+    catalogue: &Catalogue,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    match (named, listed) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) => t,
+        (None, None) => {
+            notes.push(format!(
+                "tools node `{id}` does not list its tools (no `metadata.__tools`, no --tools-node): read as holding every catalogue tool"
+            ));
+            catalogue.tools.keys().cloned().collect()
+        }
+    }
+}
+
+/// Every node `--model-node`/`--tools-node` names is a node of the graph.
+fn check_named_nodes(
+    file: &str,
+    nodes_line: u32,
+    index: &IndexMap<String, usize>,
+    opts: &Options,
+) -> Result<(), InputError> {
     for name in opts.model_nodes.iter().chain(opts.tools_nodes.keys()) {
         if !index.contains_key(name) {
             let known: Vec<&str> = index.keys().map(String::as_str).collect();
@@ -308,70 +468,75 @@ pub fn read(
             ));
         }
     }
-    let Some(&start) = index.get("__start__") else {
-        return Err(InputError::at(
-            file,
-            nodes_line,
-            "the graph has no `__start__` node (is it LangGraph's `get_graph().to_json()`?)",
-        ));
-    };
-    // The top-level agent: named after its first model, else `graph`.
-    let top_agent = raw
+    Ok(())
+}
+
+/// Puts the top-level nodes in one agent, named after the first top-level model (else `graph`),
+/// and returns its name.
+fn name_top_agent(nodes: &mut [RawNode]) -> String {
+    let top_agent = nodes
         .iter()
         .find(|n| n.agent.is_empty() && n.role == Role::Real(NodeKind::Model))
         .map(|n| n.id.clone())
         .unwrap_or_else(|| "graph".to_string());
-    for n in &mut raw {
-        if n.agent.is_empty() {
-            n.agent = top_agent.clone();
+    for n in nodes.iter_mut().filter(|n| n.agent.is_empty()) {
+        n.agent = top_agent.clone();
+    }
+    top_agent
+}
+
+/// One drawn edge between declared nodes; none leaves `__end__` or enters `__start__`.
+fn read_edge(
+    file: &str,
+    item: &marked_yaml::Node,
+    raw: &RawGraph,
+    notes: &mut Vec<String>,
+) -> Result<RawEdge, InputError> {
+    let m = as_map(file, item, "an edge")?;
+    let line = line_of(item);
+    for (k, _, _) in m.entries() {
+        if !["source", "target", "data", "conditional"].contains(&k) {
+            notes.push(format!("edge at line {line}: key `{k}` was ignored"));
         }
     }
-    let mut redges: Vec<RawEdge> = Vec::new();
-    if let Some(es) = top.get("edges") {
-        for item in as_seq(file, es, "`edges`")?.iter() {
-            let m = as_map(file, item, "an edge")?;
-            let line = line_of(item);
-            for (k, _, _) in m.entries() {
-                if !["source", "target", "data", "conditional"].contains(&k) {
-                    notes.push(format!("edge at line {line}: key `{k}` was ignored"));
-                }
-            }
-            let mut ends = [0usize; 2];
-            for (slot, key) in ["source", "target"].iter().enumerate() {
-                let id = m.req_str(key)?;
-                ends[slot] = *index.get(&id).ok_or_else(|| {
-                    InputError::at(
-                        file,
-                        m.key_line(key),
-                        format!("edge names node `{id}`, which `nodes` does not declare"),
-                    )
-                })?;
-            }
-            if matches!(raw[ends[0]].role, Role::End) {
-                return Err(InputError::at(file, line, "an edge leaves `__end__`"));
-            }
-            if matches!(raw[ends[1]].role, Role::Start) {
-                return Err(InputError::at(file, line, "an edge enters `__start__`"));
-            }
-            redges.push(RawEdge {
-                source: ends[0],
-                target: ends[1],
-                conditional: m.opt_bool("conditional")?.unwrap_or(false),
-                line,
-            });
-        }
+    let mut ends = [0usize; 2];
+    for (slot, key) in ["source", "target"].iter().enumerate() {
+        let id = m.req_str(key)?;
+        ends[slot] = *raw.index.get(&id).ok_or_else(|| {
+            InputError::at(
+                file,
+                m.key_line(key),
+                format!("edge names node `{id}`, which `nodes` does not declare"),
+            )
+        })?;
     }
-    // Where a step into a raw node really goes: itself when it is a real node, through a start
-    // or a subgraph end, `None` for the end of the run.
-    let resolve = |from: usize| -> Vec<Option<usize>> {
+    if matches!(raw.nodes[ends[0]].role, Role::End) {
+        return Err(InputError::at(file, line, "an edge leaves `__end__`"));
+    }
+    if matches!(raw.nodes[ends[1]].role, Role::Start) {
+        return Err(InputError::at(file, line, "an edge enters `__start__`"));
+    }
+    Ok(RawEdge {
+        source: ends[0],
+        target: ends[1],
+        conditional: m.opt_bool("conditional")?.unwrap_or(false),
+        line,
+    })
+}
+
+impl RawGraph {
+    /// Where a step into a raw node really goes: itself when it is a real node, on through a
+    /// start or a subgraph end, `None` for the end of the run. A subgraph end whose edges are all
+    /// conditional may also end the run.
+    fn resolve(&self, from: usize) -> Vec<Option<usize>> {
         let mut out: IndexSet<Option<usize>> = IndexSet::new();
-        let mut seen = vec![false; raw.len()];
+        let mut seen = vec![false; self.nodes.len()];
         let mut stack = vec![from];
         while let Some(n) = stack.pop() {
             if std::mem::replace(&mut seen[n], true) {
                 continue;
             }
-            match raw[n].role {
+            match self.nodes[n].role {
                 Role::End => {
                     out.insert(None);
                 }
@@ -379,8 +544,8 @@ pub fn read(
                     out.insert(Some(n));
                 }
                 Role::Start | Role::SubStart | Role::SubEnd => {
-                    let outs: Vec<&RawEdge> = redges.iter().filter(|e| e.source == n).collect();
-                    if raw[n].role != Role::Start && outs.iter().all(|e| e.conditional) {
+                    let outs: Vec<&RawEdge> = self.edges.iter().filter(|e| e.source == n).collect();
+                    if self.nodes[n].role != Role::Start && outs.iter().all(|e| e.conditional) {
                         out.insert(None);
                     }
                     for e in outs.iter().rev() {
@@ -392,63 +557,70 @@ pub fn read(
         let mut v: Vec<Option<usize>> = out.into_iter().collect();
         v.sort();
         v
-    };
-    // Lowered edges (source real node, target real node or end), with the line they come from.
-    let mut ledges: IndexMap<(usize, Option<usize>), u32> = IndexMap::new();
-    for e in &redges {
-        if !matches!(raw[e.source].role, Role::Real(_)) {
+    }
+}
+
+/// The drawn edges out of real nodes, resolved through starts and subgraph ends.
+fn drawn_edges(raw: &RawGraph) -> Ledges {
+    let mut ledges = Ledges::new();
+    for e in &raw.edges {
+        if !matches!(raw.nodes[e.source].role, Role::Real(_)) {
             continue;
         }
-        for t in resolve(e.target) {
+        for t in raw.resolve(e.target) {
             ledges.entry((e.source, t)).or_insert(e.line);
         }
     }
-    // A subgraph's conditional way out may be a `Command(graph=PARENT)` destination, taken from
-    // any node inside it that runs code: its tools nodes (hand-off tools) and custom nodes.
-    for (i, n) in raw.iter().enumerate() {
+    ledges
+}
+
+/// A subgraph's conditional way out may be a `Command(graph=PARENT)` destination, taken from any
+/// node inside it that runs code: its tools nodes (hand-off tools) and custom nodes.
+fn subgraph_exits(raw: &RawGraph, ledges: &mut Ledges, notes: &mut Vec<String>) {
+    for (i, n) in raw.nodes.iter().enumerate() {
         if n.role != Role::SubEnd {
             continue;
         }
         let prefix = n.id.trim_end_matches("__end__");
-        let cond: Vec<&RawEdge> = redges
-            .iter()
-            .filter(|e| e.source == i && e.conditional)
-            .collect();
-        if cond.is_empty() {
+        let mut dests: IndexSet<Option<usize>> = IndexSet::new();
+        for e in raw.edges.iter().filter(|e| e.source == i && e.conditional) {
+            dests.extend(raw.resolve(e.target));
+        }
+        if dests.is_empty() {
             continue;
         }
-        let mut dests: IndexSet<Option<usize>> = IndexSet::new();
-        for e in &cond {
-            dests.extend(resolve(e.target));
-        }
-        for (j, m) in raw.iter().enumerate() {
-            if m.id.starts_with(prefix)
-                && matches!(
+        for (j, m) in raw.nodes.iter().enumerate() {
+            if !m.id.starts_with(prefix)
+                || !matches!(
                     m.role,
                     Role::Real(NodeKind::Tools) | Role::Real(NodeKind::Custom)
                 )
             {
-                let mut added = false;
-                for d in &dests {
-                    if *d != Some(j) && !ledges.contains_key(&(j, *d)) {
-                        ledges.insert((j, *d), m.line);
-                        added = true;
-                    }
+                continue;
+            }
+            let mut added = false;
+            for d in &dests {
+                if *d != Some(j) && !ledges.contains_key(&(j, *d)) {
+                    ledges.insert((j, *d), m.line);
+                    added = true;
                 }
-                if added {
-                    notes.push(format!(
-                        "node `{}` may hand off to where subgraph `{}` leads (its conditional ways out, as a `transfer_to_…` tool's `Command` goes)",
-                        m.id,
-                        prefix.trim_end_matches(':')
-                    ));
-                }
+            }
+            if added {
+                notes.push(format!(
+                    "node `{}` may hand off to where subgraph `{}` leads (its conditional ways out, as a `transfer_to_…` tool's `Command` goes)",
+                    m.id,
+                    prefix.trim_end_matches(':')
+                ));
             }
         }
     }
-    // A `transfer_to_X` tool hands off to X wherever its ToolNode sits (a `Command(goto=X)` that
-    // LangGraph draws only where the node declares `destinations`): to node X, or to the entry of
-    // subgraph `X:`.
-    for (j, m) in raw.iter().enumerate() {
+}
+
+/// A `transfer_to_X` tool hands off to X wherever its ToolNode sits (a `Command(goto=X)` that
+/// LangGraph draws only where the node declares `destinations`): to node X, or to the entry of
+/// subgraph `X:`.
+fn transfer_hand_offs(raw: &RawGraph, ledges: &mut Ledges, notes: &mut Vec<String>) {
+    for (j, m) in raw.nodes.iter().enumerate() {
         if m.role != Role::Real(NodeKind::Tools) {
             continue;
         }
@@ -456,10 +628,10 @@ pub fn read(
             let Some(dest) = t.strip_prefix("transfer_to_") else {
                 continue;
             };
-            let targets = match index.get(dest) {
-                Some(&d) => resolve(d),
-                None => match index.get(&format!("{dest}:__start__")) {
-                    Some(&d) => resolve(d),
+            let targets = match raw.index.get(dest) {
+                Some(&d) => raw.resolve(d),
+                None => match raw.index.get(&format!("{dest}:__start__")) {
+                    Some(&d) => raw.resolve(d),
                     None => vec![],
                 },
             };
@@ -468,16 +640,20 @@ pub fn read(
                     ledges.insert((j, Some(d)), m.line);
                     notes.push(format!(
                         "tool `{t}` of `{}` hands off to `{}`",
-                        m.id, raw[d].id
+                        m.id, raw.nodes[d].id
                     ));
                 }
             }
         }
     }
-    // Nodes of the lowered graph.
+}
+
+/// The lowered graph's real nodes and its edges between them (the end named `end` unless a
+/// node has that id); the entry is set by [`entry_node`].
+fn lowered_nodes(raw: &RawGraph, ledges: &Ledges, file: &str) -> Draft {
     let mut nodes: Vec<GraphNode> = Vec::new();
     let mut id_of: IndexMap<usize, String> = IndexMap::new();
-    for (i, n) in raw.iter().enumerate() {
+    for (i, n) in raw.nodes.iter().enumerate() {
         if let Role::Real(kind) = n.role {
             nodes.push(GraphNode {
                 id: n.id.clone(),
@@ -492,46 +668,59 @@ pub fn read(
         }
     }
     let end_id = unique_id(&nodes, "end");
-    let mut edges: Vec<(String, String, u32)> = ledges
+    let edges = ledges
         .iter()
-        .map(|(&(s, t), &line)| {
-            (
-                id_of[&s].clone(),
-                t.map(|t| id_of[&t].clone())
-                    .unwrap_or_else(|| end_id.clone()),
-                line,
-            )
-        })
+        .map(|(&(s, t), &line)| (id_of[&s].clone(), target_id(&id_of, t, &end_id), line))
         .collect();
-    // The entry.
-    let starts = resolve(start);
-    let mut entry = match starts.as_slice() {
-        [Some(t)] => id_of[t].clone(),
+    Draft {
+        nodes,
+        id_of,
+        edges,
+        end_id,
+        entry: String::new(),
+    }
+}
+
+/// The lowered id of a resolved target: its real node's, or the end's.
+fn target_id(id_of: &IndexMap<usize, String>, t: Option<usize>, end_id: &str) -> String {
+    t.map(|t| id_of[&t].clone())
+        .unwrap_or_else(|| end_id.to_string())
+}
+
+/// The entry: the one node `__start__` leads to, or, when it fans out by code (a swarm's
+/// active-agent router), a synthetic custom node that may take any of them.
+fn entry_node(
+    raw: &RawGraph,
+    start: usize,
+    top_agent: &str,
+    file: &str,
+    draft: &mut Draft,
+    notes: &mut Vec<String>,
+) -> Result<String, InputError> {
+    let line = raw.nodes[start].line;
+    Ok(match raw.resolve(start).as_slice() {
+        [Some(t)] => draft.id_of[t].clone(),
         [] | [None] => {
             return Err(InputError::at(
                 file,
-                raw[start].line,
+                line,
                 "`__start__` leads to no node: the graph runs nothing",
             ))
         }
         many => {
-            let id = unique_id(&nodes, "__start__");
-            nodes.push(GraphNode {
+            let id = unique_id(&draft.nodes, "__start__");
+            draft.nodes.push(GraphNode {
                 id: id.clone(),
                 kind: NodeKind::Custom,
-                agent: Some(top_agent.clone()),
+                agent: Some(top_agent.to_string()),
                 guarded: None,
                 tools: vec![],
                 may_call: vec![],
-                at: Some(Loc::new(file, raw[start].line)),
+                at: Some(Loc::new(file, line)),
             });
             for t in many {
-                edges.push((
-                    id.clone(),
-                    t.map(|t| id_of[&t].clone())
-                        .unwrap_or_else(|| end_id.clone()),
-                    raw[start].line,
-                ));
+                let to = target_id(&draft.id_of, *t, &draft.end_id);
+                draft.edges.push((id.clone(), to, line));
             }
             notes.push(format!(
                 "`__start__` leads to {} nodes by code (a conditional entry, as a swarm's active-agent router): read as a custom node that may take any of them",
@@ -539,152 +728,156 @@ pub fn read(
             ));
             id
         }
-    };
-    // A node no drawn edge reaches is reached, if at all, by code LangGraph does not draw (a
-    // `Send` fan-out, a `Command(goto=…)` without `destinations`): the proof cannot see the path,
-    // so a dynamic edge without targets says so (QG016) from every node that runs code (custom
-    // nodes, else models, whose routing functions may return a `Send`).
+    })
+}
+
+/// A node no drawn edge reaches is reached, if at all, by code LangGraph does not draw (a `Send`
+/// fan-out, a `Command(goto=…)` without `destinations`): the proof cannot see the path, so a
+/// dynamic edge without targets says so (QG016) from every node that runs code (custom nodes,
+/// else models, whose routing functions may return a `Send`). Returns those nodes with lines.
+fn undrawn_reach(draft: &Draft, start_line: u32, notes: &mut Vec<String>) -> Vec<(String, u32)> {
     let mut reached: IndexSet<String> = IndexSet::new();
-    let mut stack = vec![entry.clone()];
+    let mut stack = vec![draft.entry.clone()];
     while let Some(n) = stack.pop() {
         if reached.insert(n.clone()) {
-            stack.extend(edges.iter().filter(|e| e.0 == n).map(|e| e.1.clone()));
+            stack.extend(draft.edges.iter().filter(|e| e.0 == n).map(|e| e.1.clone()));
         }
     }
-    let orphans: Vec<&GraphNode> = nodes.iter().filter(|n| !reached.contains(&n.id)).collect();
-    let mut dynamic_from: Vec<(String, u32)> = vec![];
-    if !orphans.is_empty() {
-        let names: Vec<String> = orphans.iter().map(|n| format!("`{}`", n.id)).collect();
-        let by_kind = |k: NodeKind| -> Vec<(String, u32)> {
-            nodes
-                .iter()
-                .filter(|n| n.kind == k && reached.contains(&n.id))
-                .map(|n| (n.id.clone(), n.at.as_ref().map_or(0, |a| a.line)))
-                .collect()
-        };
-        dynamic_from = by_kind(NodeKind::Custom);
-        if dynamic_from.is_empty() {
-            dynamic_from = by_kind(NodeKind::Model);
+    let orphans: Vec<&GraphNode> = draft
+        .nodes
+        .iter()
+        .filter(|n| !reached.contains(&n.id))
+        .collect();
+    if orphans.is_empty() {
+        return vec![];
+    }
+    let names: Vec<String> = orphans.iter().map(|n| format!("`{}`", n.id)).collect();
+    let by_kind = |k: NodeKind| -> Vec<(String, u32)> {
+        draft
+            .nodes
+            .iter()
+            .filter(|n| n.kind == k && reached.contains(&n.id))
+            .map(|n| (n.id.clone(), n.at.as_ref().map_or(0, |a| a.line)))
+            .collect()
+    };
+    let mut dynamic_from = by_kind(NodeKind::Custom);
+    if dynamic_from.is_empty() {
+        dynamic_from = by_kind(NodeKind::Model);
+    }
+    if dynamic_from.is_empty() {
+        dynamic_from = vec![(draft.entry.clone(), start_line)];
+    }
+    notes.push(format!(
+        "no drawn edge reaches {} (a `Send` fan-out or an undrawn `Command`?): dynamic edges without targets from {} say so (QG016)",
+        names.join(", "),
+        dynamic_from.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    ));
+    dynamic_from
+}
+
+/// An interrupt: a human node before the node (every edge into it enters the human node, which
+/// approves on to the node or rejects back to each model the edge came from) and/or after it
+/// (the node's way on passes through the human node).
+fn interrupt(n: &RawNode, file: &str, draft: &mut Draft, notes: &mut Vec<String>) {
+    let kind = |id: &str, nodes: &[GraphNode]| nodes.iter().find(|x| x.id == id).map(|x| x.kind);
+    if n.before {
+        let h = unique_id(&draft.nodes, &format!("interrupt_before:{}", n.id));
+        let mut back: Vec<String> = vec![];
+        for e in draft.edges.iter_mut().filter(|e| e.1 == n.id) {
+            e.1 = h.clone();
+            if kind(&e.0, &draft.nodes) == Some(NodeKind::Model) && !back.contains(&e.0) {
+                back.push(e.0.clone());
+            }
         }
-        if dynamic_from.is_empty() {
-            dynamic_from = vec![(entry.clone(), raw[start].line)];
+        if draft.entry == n.id {
+            draft.entry = h.clone();
         }
+        draft.edges.push((h.clone(), n.id.clone(), n.line));
+        for b in back {
+            draft.edges.push((h.clone(), b, n.line));
+        }
+        draft.nodes.push(human(&h, &n.agent, file, n.line));
         notes.push(format!(
-            "no drawn edge reaches {} (a `Send` fan-out or an undrawn `Command`?): dynamic edges without targets from {} say so (QG016)",
-            names.join(", "),
-            dynamic_from.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            "`interrupt_before` `{}`: a human node `{h}` approves (on to the node) or rejects (back to the model it came from, else the turn ends)",
+            n.id
         ));
     }
-    // Interrupts: a human node before or after the interrupted node.
-    for n in raw.iter().filter(|n| n.before || n.after) {
-        let agent = n.agent.clone();
-        let kind =
-            |id: &str, nodes: &[GraphNode]| nodes.iter().find(|x| x.id == id).map(|x| x.kind);
-        if n.before {
-            let h = unique_id(&nodes, &format!("interrupt_before:{}", n.id));
-            let mut back: Vec<String> = vec![];
-            for e in edges.iter_mut().filter(|e| e.1 == n.id) {
-                e.1 = h.clone();
-                if kind(&e.0, &nodes) == Some(NodeKind::Model) && !back.contains(&e.0) {
-                    back.push(e.0.clone());
-                }
-            }
-            if entry == n.id {
-                entry = h.clone();
-            }
-            edges.push((h.clone(), n.id.clone(), n.line));
-            for b in back {
-                edges.push((h.clone(), b, n.line));
-            }
-            nodes.push(human(&h, &agent, file, n.line));
-            notes.push(format!(
-                "`interrupt_before` `{}`: a human node `{h}` approves (on to the node) or rejects (back to the model it came from, else the turn ends)",
-                n.id
-            ));
+    if n.after {
+        let h = unique_id(&draft.nodes, &format!("interrupt_after:{}", n.id));
+        for e in draft.edges.iter_mut().filter(|e| e.0 == n.id) {
+            e.0 = h.clone();
         }
-        if n.after {
-            let h = unique_id(&nodes, &format!("interrupt_after:{}", n.id));
-            for e in edges.iter_mut().filter(|e| e.0 == n.id) {
-                e.0 = h.clone();
-            }
-            edges.push((n.id.clone(), h.clone(), n.line));
-            if kind(&n.id, &nodes) == Some(NodeKind::Model) {
-                edges.push((h.clone(), n.id.clone(), n.line));
-            }
-            nodes.push(human(&h, &agent, file, n.line));
-            notes.push(format!(
-                "`interrupt_after` `{}`: a human node `{h}` follows it; the run goes on through it",
-                n.id
-            ));
+        draft.edges.push((n.id.clone(), h.clone(), n.line));
+        if kind(&n.id, &draft.nodes) == Some(NodeKind::Model) {
+            draft.edges.push((h.clone(), n.id.clone(), n.line));
         }
+        draft.nodes.push(human(&h, &n.agent, file, n.line));
+        notes.push(format!(
+            "`interrupt_after` `{}`: a human node `{h}` follows it; the run goes on through it",
+            n.id
+        ));
     }
-    nodes.push(GraphNode {
-        id: end_id.clone(),
-        kind: NodeKind::End,
-        agent: None,
-        guarded: None,
-        tools: vec![],
-        may_call: vec![],
-        at: Some(Loc::new(file, nodes_line)),
-    });
-    let mut seen: IndexSet<(String, String)> = IndexSet::new();
-    let mut out_edges = Vec::new();
-    for (from, to, line) in edges {
-        if !seen.insert((from.clone(), to.clone())) {
+}
+
+/// The lowered edges, each once, with the kind the nodes it joins give it, then the dynamic
+/// edges of [`undrawn_reach`].
+fn typed_edges(draft: &Draft, dynamic_from: Vec<(String, u32)>, file: &str) -> Vec<GraphEdge> {
+    let mut seen: IndexSet<(&str, &str)> = IndexSet::new();
+    let mut out = Vec::new();
+    for (from, to, line) in &draft.edges {
+        if !seen.insert((from, to)) {
             continue;
         }
-        let f = nodes
-            .iter()
-            .find(|n| n.id == from)
-            .expect("lowered edge source");
-        let t = nodes
-            .iter()
-            .find(|n| n.id == to)
-            .expect("lowered edge target");
-        let kind = if t.kind == NodeKind::End {
-            EdgeKind::Reply
-        } else if f.agent != t.agent {
-            EdgeKind::Handoff
-        } else {
-            match (f.kind, t.kind) {
-                (NodeKind::Model, NodeKind::Tools | NodeKind::Human) => EdgeKind::Call,
-                (NodeKind::Tools, NodeKind::Model) => EdgeKind::Return,
-                _ => EdgeKind::Route,
-            }
+        let node = |id: &str| draft.nodes.iter().find(|n| n.id == id);
+        let (Some(f), Some(t)) = (node(from), node(to)) else {
+            unreachable!("every lowered edge joins lowered nodes")
         };
-        out_edges.push(GraphEdge {
-            from,
-            to: Some(to),
-            kind,
-            exit_after: None,
-            carries_marks: None,
-            targets: None,
-            at: Some(Loc::new(file, line)),
-        });
+        out.push(lowered_edge(
+            from.clone(),
+            Some(to.clone()),
+            edge_kind(f, t),
+            file,
+            *line,
+        ));
     }
     for (from, line) in dynamic_from {
-        out_edges.push(GraphEdge {
-            from,
-            to: None,
-            kind: EdgeKind::Dynamic,
-            exit_after: None,
-            carries_marks: None,
-            targets: None,
-            at: Some(Loc::new(file, line)),
-        });
+        out.push(lowered_edge(from, None, EdgeKind::Dynamic, file, line));
     }
-    let agents = ir::graph::derive_agents(&nodes);
-    Ok(Lowered {
-        graph: Graph {
-            format: FORMAT.to_string(),
-            entry,
-            agents,
-            agents_derived: true,
-            nodes,
-            edges: out_edges,
-        },
-        notes,
-    })
+    out
+}
+
+/// Edge kinds follow the nodes they join: into `end` a reply, across agents a hand-off, model to
+/// tools or human a call, tools to model a return, anything else a route.
+fn edge_kind(f: &GraphNode, t: &GraphNode) -> EdgeKind {
+    if t.kind == NodeKind::End {
+        EdgeKind::Reply
+    } else if f.agent != t.agent {
+        EdgeKind::Handoff
+    } else {
+        match (f.kind, t.kind) {
+            (NodeKind::Model, NodeKind::Tools | NodeKind::Human) => EdgeKind::Call,
+            (NodeKind::Tools, NodeKind::Model) => EdgeKind::Return,
+            _ => EdgeKind::Route,
+        }
+    }
+}
+
+fn lowered_edge(
+    from: String,
+    to: Option<String>,
+    kind: EdgeKind,
+    file: &str,
+    line: u32,
+) -> GraphEdge {
+    GraphEdge {
+        from,
+        to,
+        kind,
+        exit_after: None,
+        carries_marks: None,
+        targets: None,
+        at: Some(Loc::new(file, line)),
+    }
 }
 
 fn human(id: &str, agent: &str, file: &str, line: u32) -> GraphNode {

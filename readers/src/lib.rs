@@ -36,6 +36,17 @@ pub fn read_text(path: &Path, display: &str) -> Result<String, InputError> {
     })
 }
 
+/// Reads an input file and records it, with its SHA-256, in the project's inputs.
+fn read_input(
+    path: &Path,
+    display: &str,
+    inputs: &mut Vec<(String, String)>,
+) -> Result<String, InputError> {
+    let text = read_text(path, display)?;
+    inputs.push((display.to_string(), sha256_hex(text.as_bytes())));
+    Ok(text)
+}
+
 /// The name a file is reported under: the path as written, without a leading `./`.
 pub fn display_name(rel: &str) -> String {
     rel.trim_start_matches("./").to_string()
@@ -47,20 +58,16 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
         .file_name()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_else(|| agent_path.display().to_string());
-    let text = read_text(agent_path, &agent_display)?;
+    let mut inputs = Vec::new();
+    let text = read_input(agent_path, &agent_display, &mut inputs)?;
     let af = agent::read_agent_file(&agent_display, &text)?;
-    let dir = agent_path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let mut inputs = vec![(agent_display.clone(), sha256_hex(text.as_bytes()))];
+    let dir = project_dir(agent_path);
     let mut catalogue = Catalogue::default();
     for src in &af.tools {
         match src {
             ToolSourceRef::Catalogue(rel, _) => {
                 let name = display_name(rel);
-                let t = read_text(&dir.join(rel), &name)?;
-                inputs.push((name.clone(), sha256_hex(t.as_bytes())));
+                let t = read_input(&dir.join(rel), &name, &mut inputs)?;
                 catalogue.merge(catalogue::read_catalogue(&name, &t)?)?;
                 catalogue::lock::check_config(&dir.join(rel), &name, &t)?;
             }
@@ -80,18 +87,13 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
     catalogue::check_merged(&catalogue)?;
     check_agent_tools(&af, &catalogue)?;
     let graph = ir::graph::export(&af);
-    let settings = af.settings.clone();
-    let context = af.context.iter().map(|n| n.name.clone()).collect();
-    Ok(Project {
-        agent_file: Some(af),
+    Ok(project(
+        Some(af),
         graph,
         catalogue,
-        rulebook,
-        rulebook_refusal,
-        settings,
-        context,
+        (rulebook, rulebook_refusal),
         inputs,
-    })
+    ))
 }
 
 /// Loads a graph exported elsewhere with its catalogue, optional rulebook and optional
@@ -134,13 +136,12 @@ pub fn load_graph_project_with(
     lg: &langgraph::Options,
 ) -> Result<(Project, Vec<String>), InputError> {
     let gname = display_name(&graph_path.display().to_string());
-    let gt = read_text(graph_path, &gname)?;
-    let mut inputs = vec![(gname.clone(), sha256_hex(gt.as_bytes()))];
+    let mut inputs = Vec::new();
+    let gt = read_input(graph_path, &gname, &mut inputs)?;
     let mut catalogue = Catalogue::default();
     for catalogue_path in catalogue_paths {
         let cname = display_name(&catalogue_path.display().to_string());
-        let ct = read_text(catalogue_path, &cname)?;
-        inputs.push((cname.clone(), sha256_hex(ct.as_bytes())));
+        let ct = read_input(catalogue_path, &cname, &mut inputs)?;
         catalogue.merge(catalogue::read_catalogue(&cname, &ct)?)?;
     }
     let (graph, notes) = if langgraph::looks_like(&gt) {
@@ -172,16 +173,62 @@ pub fn load_graph_project_with(
                 .file_name()
                 .map(|s| s.to_string_lossy().to_string())
                 .unwrap_or_default();
-            let t = read_text(p, &name)?;
-            inputs.push((name.clone(), sha256_hex(t.as_bytes())));
+            let t = read_input(p, &name, &mut inputs)?;
             Some(agent::read_agent_file(&name, &t)?)
         }
         None => None,
     };
+    check_node_tools(&graph, &catalogue, &gname)?;
+    let project = project(
+        agent_file,
+        graph,
+        catalogue,
+        (rulebook, rulebook_refusal),
+        inputs,
+    );
+    Ok((project, notes))
+}
+
+/// The project of the inputs read: the settings and the declared context are the agent file's
+/// (the defaults without one).
+fn project(
+    agent_file: Option<AgentFile>,
+    graph: ir::graph::Graph,
+    catalogue: Catalogue,
+    (rulebook, rulebook_refusal): RulebookLoad,
+    inputs: Vec<(String, String)>,
+) -> Project {
+    let settings = agent_file
+        .as_ref()
+        .map(|a| a.settings.clone())
+        .unwrap_or_default();
+    let context = agent_file
+        .as_ref()
+        .map(|a| a.context.iter().map(|n| n.name.clone()).collect())
+        .unwrap_or_default();
+    Project {
+        agent_file,
+        graph,
+        catalogue,
+        rulebook,
+        rulebook_refusal,
+        settings,
+        context,
+        inputs,
+    }
+}
+
+/// Every tool a graph's node lists or may call is declared by some catalogue (a node without a
+/// line is reported at the graph file).
+fn check_node_tools(
+    graph: &ir::graph::Graph,
+    catalogue: &Catalogue,
+    graph_file: &str,
+) -> Result<(), InputError> {
     for n in &graph.nodes {
         for t in n.tools.iter().chain(&n.may_call) {
             if catalogue.get(t).is_none() {
-                let at = n.at.clone().unwrap_or_else(|| Loc::new(&inputs[0].0, 0));
+                let at = n.at.clone().unwrap_or_else(|| Loc::new(graph_file, 0));
                 return Err(InputError::at(
                     at.file,
                     at.line,
@@ -193,25 +240,7 @@ pub fn load_graph_project_with(
             }
         }
     }
-    let settings = agent_file
-        .as_ref()
-        .map(|a| a.settings.clone())
-        .unwrap_or_default();
-    let context = agent_file
-        .as_ref()
-        .map(|a| a.context.iter().map(|n| n.name.clone()).collect())
-        .unwrap_or_default();
-    let project = Project {
-        agent_file,
-        graph,
-        catalogue,
-        rulebook,
-        rulebook_refusal,
-        settings,
-        context,
-        inputs,
-    };
-    Ok((project, notes))
+    Ok(())
 }
 
 type RulebookLoad = (Option<Rulebook>, Option<InputError>);
@@ -229,7 +258,7 @@ fn load_rulebook(
     let compiled = if path.is_dir() {
         rulebook::read_compiled_dir(path, display)
     } else {
-        let text = read_text(path, display).map_err(|e| match at {
+        let text = read_input(path, display, inputs).map_err(|e| match at {
             Some(at) => InputError::at(
                 &at.file,
                 at.line,
@@ -237,7 +266,6 @@ fn load_rulebook(
             ),
             None => e,
         })?;
-        inputs.push((display.to_string(), sha256_hex(text.as_bytes())));
         rulebook::compile_text(display, &text)
     };
     match compiled {

@@ -322,6 +322,11 @@ impl<'a> Map<'a> {
             .unwrap_or(self.line)
     }
 
+    /// An error at the line of `key` (at the map's own line when the key is absent).
+    pub fn error_at(&self, key: &str, message: impl Into<String>) -> InputError {
+        InputError::at(self.file, self.key_line(key), message)
+    }
+
     /// A required string.
     pub fn req_str(&self, key: &str) -> Result<String, InputError> {
         match self.get(key) {
@@ -381,6 +386,16 @@ impl<'a> Map<'a> {
                 )),
             },
         }
+    }
+
+    /// An optional list of strings without their lines, empty when absent.
+    pub fn names(&self, key: &str) -> Result<Vec<String>, InputError> {
+        Ok(self
+            .opt_str_list(key)?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect())
     }
 
     /// An optional list of strings, each with its line.

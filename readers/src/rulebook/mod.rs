@@ -45,6 +45,8 @@ pub fn compile_text(file: &str, text: &str) -> Result<Compiled, InputError> {
     })
 }
 
+/// Reads a rulebook folder: a compiled folder (`rulebook.ir.json`, `catalogue_overlay.json`) as
+/// `qls rules compile` writes it, or else a NeMo Guardrails configuration (`config.yml` and
 /// `.co` files), read as NeMo reads it.
 pub fn read_compiled_dir(dir: &std::path::Path, display: &str) -> Result<Compiled, InputError> {
     let ir_path = dir.join("rulebook.ir.json");
