@@ -154,6 +154,24 @@ mod tests {
     }
 
     #[test]
+    fn every_reachability_rule_with_a_witness_has_one_concrete_check() {
+        // Replay checks a witness's last step by its rule: a reachability rule with no concrete
+        // check would never reproduce. QG003 is a base rule's finding and QG010's obligations are
+        // inverted (a finding when no step reaches them), so neither has a witness of its own.
+        let want: Vec<RuleId> = ALL
+            .iter()
+            .copied()
+            .filter(|r| r.rule().reachability && ![QG003, QG010].contains(r))
+            .collect();
+        let mut have: Vec<RuleId> = CONCRETE
+            .iter()
+            .flat_map(|f| f.iter().map(|c| c.rule))
+            .collect();
+        have.sort();
+        assert_eq!(have, want);
+    }
+
+    #[test]
     fn messages_name_the_tool_node_and_agent() {
         assert_eq!(
             message(QG019, "mail", "desk_tools", "desk"),
