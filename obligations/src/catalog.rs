@@ -1,5 +1,9 @@
 //! The one rule catalog: every QG rule with its title, type, severity, gate, `Agent(...)` stop,
 //! OWASP tags and fix. The docs' rule table is generated from [`RULES`] (a test keeps them equal).
+//!
+//! Each entry is written in its rule family's file (`rules/<family>.rs`, next to the rule's
+//! condition, concrete check and message); this file holds the shared types and the registry that
+//! puts the families' entries in the catalog's order.
 
 use serde::Serialize;
 
@@ -56,47 +60,118 @@ pub struct Rule {
     pub fix: &'static str,
 }
 
+/// One catalog entry, written where its rule family lives (`rules/<family>.rs`).
 macro_rules! rule {
     ($id:literal, $title:literal, $kind:ident, $gate:literal, $stop:literal, $reach:literal, [$($o:literal),*], $fix:literal) => {
-        Rule { id: $id, title: $title, kind: RuleType::$kind, fails_gate: $gate, stops_agent: $stop, reachability: $reach, owasp: &[$($o),*], fix: $fix }
+        $crate::catalog::Rule { id: $id, title: $title, kind: $crate::catalog::RuleType::$kind, fails_gate: $gate, stops_agent: $stop, reachability: $reach, owasp: &[$($o),*], fix: $fix }
+    };
+}
+pub(crate) use rule;
+
+/// The registry: each id's constant, its index, and the family whose entry it stands for.
+/// Written as one list so that the constants, [`RULES`] and [`ALL`] cannot fall out of step; the
+/// order is the catalog's (the docs' table, `qls rules`, SARIF's rule indices and every snapshot
+/// read it). Each entry is found in its family's table by the constant's name when the crate
+/// compiles, so a rule the family does not hold is a build error, not a wrong entry.
+macro_rules! registry {
+    ($($name:ident = $idx:literal => $family:ident,)*) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "`.")]
+            pub const $name: RuleId = RuleId($idx);
+        )*
+
+        /// Every rule, in id order.
+        pub const RULES: &[Rule] = &[$(entry($family::ENTRIES, stringify!($name))),*];
+
+        /// Every rule id, in the catalog's order.
+        pub const ALL: &[RuleId] = &[$($name),*];
+
+        /// The constants' names, for the test that each names its own entry.
+        #[cfg(test)]
+        const NAMES: &[&str] = &[$(stringify!($name)),*];
     };
 }
 
-/// Every rule, in id order.
-pub const RULES: &[Rule] = &[
-    rule!("QG001", "Missing check", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Move the tool into a guarded tool node, so the tool check decides every call of it."),
-    rule!("QG002", "Escapable guard", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Remove the unguarded route to the tool: every node that runs it must be the guarded tool node."),
-    rule!("QG003", "Multi-turn escape", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Keep the marks across turns (memory_keeps_marks: true) or count order rules over the whole session (history: shared)."),
-    rule!("QG004", "Permissive by default", Bug, false, false, false, ["LLM06:2026"], "Execute the write only under a condition that states when it may run; refuse on the else branch."),
-    rule!("QG005", "Unshippable policy", Bug, true, false, false, ["LLM06:2026"], "Rewrite the refused statement in the supported subset, or move the rule to a rule sheet."),
-    rule!("QG006", "Unverified region", Bug, false, false, false, ["ASI08:2026"], "Declare the tools the custom node may call (may_call) and keep its own logic small; it is read as able to do anything it declares."),
-    rule!("QG007", "Read before written", Vulnerability, false, true, false, ["LLM06:2026"], "Assign the variable before the flow reads it, or declare it in context: so the host sets it."),
-    rule!("QG008", "Call without execute", Vulnerability, false, true, false, ["LLM06:2026"], "Write `execute <tool>` where the flow means to run the tool; a bot line only says something."),
-    rule!("QG009", "Undefined bot message", Vulnerability, false, true, false, ["LLM09:2026"], "Define the bot message with `define bot …`, or use a built-in one."),
-    rule!("QG010", "Dead action", Vulnerability, false, true, true, ["LLM06:2026"], "Make the flow's condition satisfiable by some context the host sets, or remove the execute."),
-    rule!("QG011", "Confused deputy", Vulnerability, true, true, true, ["LLM06:2026", "ASI03:2026"], "Require trust: privileged on the tool, so a call carrying a hand-off label from a lower-privilege agent is confirmed or refused."),
-    rule!("QG012", "Cascading injection", Vulnerability, true, true, true, ["LLM01:2026", "ASI07:2026", "ASI08:2026"], "Bind the tool to the guarded tool node in the acting agent, so a call carrying a label from the handing agent is confirmed or refused; or route the hand-off through a confirmation."),
-    rule!("QG013", "Irreversible before undoable", Bug, false, false, true, ["ASI08:2026"], "Order the irreversible write last, after every write that can still be undone."),
-    rule!("QG014", "Order rule escapable", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Run the tool only through the guarded tool node and count its order rules over the session (history: shared)."),
-    rule!("QG015", "Undeclared route", Bug, false, false, false, ["ASI08:2026"], "Declare the route in agent.yaml (hands_off_to, tools) or remove the edge."),
-    rule!("QG016", "Unmodelled path", Vulnerability, true, true, false, ["ASI08:2026"], "List the possible targets of the dynamic edge (targets: [...])."),
-    rule!("QG017", "Model writes code that runs", Vulnerability, true, true, true, ["LLM05:2026", "ASI05:2026"], "Have a person confirm the call, or stop the model from writing the argument (type it, or take it from a tool result)."),
-    rule!("QG018", "Model writes a query or a destination", Vulnerability, true, true, true, ["LLM05:2026", "ASI02:2026"], "Have a person confirm the call, or bind the argument to a value the person typed."),
-    rule!("QG019", "Confidential data leaves", Vulnerability, true, true, true, ["LLM02:2026", "ASI08:2026"], "Confirm every call of a sends_out tool in an agent that reads confidential data, or split the agents."),
-    rule!("QG020", "Retrieval not bound to the user", Vulnerability, true, true, true, ["LLM08:2026", "ASI03:2026"], "Bind the retrieval to the calling user (bound_to_user: true) so one tenant never reads another's data."),
-    rule!("QG021", "Untrusted content persisted", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Confirm writes to the persistent store after untrusted content was read, or refuse them (taint_policy: refuse)."),
-    rule!("QG022", "Rail with a published advisory", Vulnerability, true, true, false, ["LLM03:2026"], "Upgrade or replace the rail named in the advisory."),
-    rule!("QG023", "Unbounded loop", Bug, false, false, false, ["LLM06:2026", "ASI08:2026"], "Declare a budget for the agent or the run, or add an exit the model cannot avoid -- a counter in the state, declared on the edge as exit_after."),
-    rule!("QG101", "Unchecked action", Hotspot, false, false, true, ["LLM06:2026"], "Move the read into the guarded tool node."),
-    rule!("QG104", "Check missing against its peers", Hotspot, false, false, false, ["LLM06:2026"], "Give the write a confirmation wording, a rule or an order rule, as its peers have."),
-    rule!("QG105", "Unrecoverable write", Hotspot, false, false, false, ["LLM03:2026", "ASI08:2026"], "Declare a compensation for '{tool}' in the catalogue, or mark it irreversible."),
-    rule!("QG106", "Unpinned tool source", Hotspot, false, false, false, ["LLM03:2026", "ASI04:2026"], "Pin the tool server to a version or digest."),
-    rule!("QG107", "Unauthenticated agent channel", Hotspot, false, false, false, ["ASI07:2026"], "Require authentication on the agent's remote channel."),
-    rule!("QG312", "Engine disagreement", Bug, true, false, false, ["ASI08:2026"], "Report the inputs: the two engines (or the replay) disagree, which is an encoding bug in qls."),
+/// The entry of `id` in a family's table; a build error when the table has none.
+const fn entry(family: &[Rule], id: &str) -> Rule {
+    let mut i = 0;
+    while i < family.len() {
+        if same(family[i].id, id) {
+            return family[i];
+        }
+        i += 1;
+    }
+    panic!("a registry line names a rule its family does not hold")
+}
+
+/// String equality, as a `const fn` can compute it.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+use crate::rules::{
+    arguments, cross_check, data_flow, graph, handoff, rulebook, supply_chain, tool_check, undo,
+};
+
+/// Every family's table, for the test that each entry is registered once.
+#[cfg(test)]
+const FAMILIES: &[&[Rule]] = &[
+    arguments::ENTRIES,
+    cross_check::ENTRIES,
+    data_flow::ENTRIES,
+    graph::ENTRIES,
+    handoff::ENTRIES,
+    rulebook::ENTRIES,
+    supply_chain::ENTRIES,
+    tool_check::ENTRIES,
+    undo::ENTRIES,
 ];
 
-/// A rule's id: an index into [`RULES`], made only by the constants below, so looking a rule
-/// up by id cannot fail. Prints (and serialises) as the rule's `QG…` name.
+registry! {
+    QG001 = 0 => tool_check,
+    QG002 = 1 => tool_check,
+    QG003 = 2 => cross_check,
+    QG004 = 3 => rulebook,
+    QG005 = 4 => rulebook,
+    QG006 = 5 => graph,
+    QG007 = 6 => rulebook,
+    QG008 = 7 => rulebook,
+    QG009 = 8 => rulebook,
+    QG010 = 9 => rulebook,
+    QG011 = 10 => handoff,
+    QG012 = 11 => handoff,
+    QG013 = 12 => undo,
+    QG014 = 13 => tool_check,
+    QG015 = 14 => graph,
+    QG016 = 15 => graph,
+    QG017 = 16 => arguments,
+    QG018 = 17 => arguments,
+    QG019 = 18 => data_flow,
+    QG020 = 19 => data_flow,
+    QG021 = 20 => data_flow,
+    QG022 = 21 => rulebook,
+    QG023 = 22 => graph,
+    QG101 = 23 => tool_check,
+    QG104 = 24 => tool_check,
+    QG105 = 25 => undo,
+    QG106 = 26 => supply_chain,
+    QG107 = 27 => supply_chain,
+    QG312 = 28 => cross_check,
+}
+
+/// A rule's id: an index into [`RULES`], made only by the registry's constants above, so looking
+/// a rule up by id cannot fail. Prints (and serialises) as the rule's `QG…` name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RuleId(usize);
 
@@ -115,6 +190,16 @@ impl RuleId {
     pub fn named(name: &str) -> Option<RuleId> {
         RULES.iter().position(|r| r.id == name).map(RuleId)
     }
+
+    /// The rule an obligation decides. Cannot fail for an obligation of [`crate::reach`]: that is
+    /// the only place obligations are built, each from a [`RuleId`] printed into
+    /// `Obligation::rule` (a `String` because the encoder, which defines `Obligation`, cannot
+    /// depend on this crate). Any other name — only a hand-built obligation, such as a test's
+    /// walk — is a bug in qls itself, so it reads as QG312, the rule for qls's own bugs, rather
+    /// than a panic.
+    pub fn of(ob: &encoder::ts::Obligation) -> RuleId {
+        RuleId::named(&ob.rule).unwrap_or(QG312)
+    }
 }
 
 impl std::fmt::Display for RuleId {
@@ -127,77 +212,6 @@ impl Serialize for RuleId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
     }
-}
-
-/// `QG001`.
-pub const QG001: RuleId = RuleId(0);
-/// `QG002`.
-pub const QG002: RuleId = RuleId(1);
-/// `QG003`.
-pub const QG003: RuleId = RuleId(2);
-/// `QG004`.
-pub const QG004: RuleId = RuleId(3);
-/// `QG005`.
-pub const QG005: RuleId = RuleId(4);
-/// `QG006`.
-pub const QG006: RuleId = RuleId(5);
-/// `QG007`.
-pub const QG007: RuleId = RuleId(6);
-/// `QG008`.
-pub const QG008: RuleId = RuleId(7);
-/// `QG009`.
-pub const QG009: RuleId = RuleId(8);
-/// `QG010`.
-pub const QG010: RuleId = RuleId(9);
-/// `QG011`.
-pub const QG011: RuleId = RuleId(10);
-/// `QG012`.
-pub const QG012: RuleId = RuleId(11);
-/// `QG013`.
-pub const QG013: RuleId = RuleId(12);
-/// `QG014`.
-pub const QG014: RuleId = RuleId(13);
-/// `QG015`.
-pub const QG015: RuleId = RuleId(14);
-/// `QG016`.
-pub const QG016: RuleId = RuleId(15);
-/// `QG017`.
-pub const QG017: RuleId = RuleId(16);
-/// `QG018`.
-pub const QG018: RuleId = RuleId(17);
-/// `QG019`.
-pub const QG019: RuleId = RuleId(18);
-/// `QG020`.
-pub const QG020: RuleId = RuleId(19);
-/// `QG021`.
-pub const QG021: RuleId = RuleId(20);
-/// `QG022`.
-pub const QG022: RuleId = RuleId(21);
-/// `QG023`.
-pub const QG023: RuleId = RuleId(22);
-/// `QG101`.
-pub const QG101: RuleId = RuleId(23);
-/// `QG104`.
-pub const QG104: RuleId = RuleId(24);
-/// `QG105`.
-pub const QG105: RuleId = RuleId(25);
-/// `QG106`.
-pub const QG106: RuleId = RuleId(26);
-/// `QG107`.
-pub const QG107: RuleId = RuleId(27);
-/// `QG312`.
-pub const QG312: RuleId = RuleId(28);
-
-/// Every rule id, in the catalog's order.
-pub const ALL: &[RuleId] = &[
-    QG001, QG002, QG003, QG004, QG005, QG006, QG007, QG008, QG009, QG010, QG011, QG012, QG013,
-    QG014, QG015, QG016, QG017, QG018, QG019, QG020, QG021, QG022, QG023, QG101, QG104, QG105,
-    QG106, QG107, QG312,
-];
-
-/// Looks a rule up by id.
-pub fn rule(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id == id)
 }
 
 /// The rule table as Markdown, for the docs.
@@ -269,7 +283,15 @@ mod tests {
     #[test]
     fn every_constant_names_its_own_entry() {
         assert_eq!(ALL.len(), RULES.len());
+        assert_eq!(NAMES.len(), RULES.len());
         for (i, id) in ALL.iter().enumerate() {
+            assert_eq!(id.0, i, "{} has the index of its place", NAMES[i]);
+            assert_eq!(
+                id.rule().id,
+                NAMES[i],
+                "the constant {} names its entry",
+                NAMES[i]
+            );
             assert_eq!(id.rule().id, RULES[i].id);
             assert_eq!(RuleId::named(id.as_str()), Some(*id));
         }
@@ -280,11 +302,37 @@ mod tests {
     }
 
     #[test]
+    fn every_family_entry_is_registered_once() {
+        let held: Vec<&str> = FAMILIES
+            .iter()
+            .flat_map(|f| f.iter().map(|r| r.id))
+            .collect();
+        assert_eq!(held.len(), RULES.len(), "{held:?}");
+        for id in held {
+            assert_eq!(RULES.iter().filter(|r| r.id == id).count(), 1, "{id}");
+        }
+    }
+
+    #[test]
+    fn an_obligation_names_its_rule_and_a_hand_built_one_reads_as_qg312() {
+        let ob = |rule: &str| encoder::ts::Obligation {
+            id: format!("{rule}:t"),
+            rule: rule.into(),
+            subject: "t".into(),
+            commands: vec![],
+            conds: vec![],
+            inverted: false,
+        };
+        assert_eq!(RuleId::of(&ob("QG011")), QG011);
+        assert_eq!(RuleId::of(&ob("walk")), QG312);
+    }
+
+    #[test]
     fn seed_tags_are_exact() {
-        assert_eq!(rule("QG023").unwrap().owasp, &["LLM06:2026", "ASI08:2026"]);
-        assert_eq!(rule("QG105").unwrap().owasp, &["LLM03:2026", "ASI08:2026"]);
+        assert_eq!(QG023.rule().owasp, &["LLM06:2026", "ASI08:2026"]);
+        assert_eq!(QG105.rule().owasp, &["LLM03:2026", "ASI08:2026"]);
         assert_eq!(
-            rule("QG012").unwrap().owasp,
+            QG012.rule().owasp,
             &["LLM01:2026", "ASI07:2026", "ASI08:2026"]
         );
     }

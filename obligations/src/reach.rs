@@ -1,14 +1,19 @@
 //! Reachability obligations: each QG rule of SPEC §4 as a bad transition over the lowered
 //! system (a set of commands plus a condition over the pre-state and the choices). One
 //! obligation per rule and subject tool; both engines decide every one.
+//!
+//! This is the driver: it walks the commands and asks each rule family (`rules/<family>.rs`)
+//! for its rules' conditions on what a command runs. The calls stand in the order the
+//! obligations were always declared in, which is the report's order.
 
 use crate::catalog::*;
+use crate::rules::{arguments, data_flow, handoff, rulebook, tool_check, undo};
 use encoder::ts::ex::*;
 use encoder::ts::lower::Lowered;
-use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation};
+use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation, VarId};
 use indexmap::IndexMap;
 use ir::catalogue::Tool;
-use ir::vocab::{Answer, ArgClass, ChoiceKey, Reason};
+use ir::vocab::Answer;
 use ir::Project;
 
 /// Whether a command runs a tool.
@@ -16,29 +21,40 @@ fn is_execution(c: &Command) -> bool {
     c.label.kind == LabelKind::Execution
 }
 
-fn flag(map: &IndexMap<String, encoder::ts::VarId>, agent: &str) -> Expr {
+/// A per-agent flag of the lowered system is set (false where the agent has none).
+pub(crate) fn flag(map: &IndexMap<String, VarId>, agent: &str) -> Expr {
     map.get(agent)
         .map(|v| var_is(*v, 1))
         .unwrap_or(Expr::Bool(false))
 }
 
-/// The choice "the model wrote an argument of this kind", where the tool has one.
-fn model_wrote(l: &Lowered, class: ArgClass) -> Expr {
-    l.choice_ids
-        .get(&ChoiceKey::Origin(class))
-        .map(|c| choice_is(*c, 1))
-        .unwrap_or(Expr::Bool(false))
+/// Whether an agent of the graph is high-privilege.
+fn high_privilege(p: &Project, agent: &str) -> bool {
+    p.graph
+        .agents
+        .get(agent)
+        .is_some_and(|a| a.privilege == ir::agent::Privilege::High)
 }
 
 /// An obligation being collected: rule, subject, (command, condition) pairs, inverted.
 type Pending = (RuleId, String, Vec<(CmdId, Expr)>, bool);
 
-struct Acc {
+/// The obligations collected so far, by `rule:subject`, in the order first named.
+pub(crate) struct Acc {
     by_id: IndexMap<String, Pending>,
 }
 
 impl Acc {
-    fn add(&mut self, rule: RuleId, subject: &str, cmd: CmdId, cond: Expr, inverted: bool) {
+    /// Adds a bad command to the rule's obligation on `subject` (nothing for a condition that
+    /// is false outright).
+    pub(crate) fn add(
+        &mut self,
+        rule: RuleId,
+        subject: &str,
+        cmd: CmdId,
+        cond: Expr,
+        inverted: bool,
+    ) {
         if cond == Expr::Bool(false) {
             return;
         }
@@ -50,7 +66,8 @@ impl Acc {
             .push((cmd, cond));
     }
 
-    fn declare(&mut self, rule: RuleId, subject: &str, inverted: bool) {
+    /// Lists the rule's obligation on `subject`, with or without bad commands.
+    pub(crate) fn declare(&mut self, rule: RuleId, subject: &str, inverted: bool) {
         let id = format!("{rule}:{subject}");
         self.by_id
             .entry(id)
@@ -63,14 +80,7 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     let mut acc = Acc {
         by_id: IndexMap::new(),
     };
-    // QG010 subjects: governed tools the rulebook executes.
-    if let Some(rb) = &p.rulebook {
-        for (action, gate) in &rb.gates {
-            if p.catalogue.get(action).is_some() && !deliberate_never(rb, gate) {
-                acc.declare(QG010, action, true);
-            }
-        }
-    }
+    rulebook::qg010_subjects(p, &mut acc);
     declare_subjects(p, l, &mut acc);
     for (i, c) in l.ts.commands.iter().enumerate() {
         let cid = CmdId(i as u32);
@@ -91,7 +101,7 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             agent: &agent,
             unconf: l.unconfirmed(c),
         };
-        qg010_dead_action(&x, &mut acc);
+        rulebook::qg010_dead_action(&x, &mut acc);
         if c.label.checked && c.label.decision == Some(Answer::Refuse) {
             rollback_obligations(p, l, cid, &agent, &mut acc);
         }
@@ -99,16 +109,16 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             continue;
         }
         // In the order the obligations were always declared in (the report's order).
-        qg001_qg002_qg101_missing_check(&x, &mut acc);
-        qg011_confused_deputy(&x, &mut acc);
-        qg012_cascading_injection(&x, &mut acc);
-        qg021_untrusted_content_persisted(&x, &mut acc);
-        qg013_irreversible_before_undoable(&x, &mut acc);
-        acc.add(QG014, &tname, cid, order_violated(p, l, t), false);
-        qg017_model_writes_code(&x, &mut acc);
-        qg018_model_writes_a_query(&x, &mut acc);
-        qg019_confidential_data_leaves(&x, &mut acc);
-        qg020_retrieval_not_bound(&x, &mut acc);
+        tool_check::qg001_qg002_qg101_missing_check(&x, &mut acc);
+        handoff::qg011_confused_deputy(&x, &mut acc);
+        handoff::qg012_cascading_injection(&x, &mut acc);
+        data_flow::qg021_untrusted_content_persisted(&x, &mut acc);
+        undo::qg013_irreversible_before_undoable(&x, &mut acc);
+        tool_check::qg014_order_rule_escapable(&x, &mut acc);
+        arguments::qg017_model_writes_code(&x, &mut acc);
+        arguments::qg018_model_writes_a_query(&x, &mut acc);
+        data_flow::qg019_confidential_data_leaves(&x, &mut acc);
+        data_flow::qg020_retrieval_not_bound(&x, &mut acc);
     }
     acc.by_id
         .into_iter()
@@ -127,168 +137,47 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
 }
 
 /// One command that names a catalogued tool, with what every rule's condition reads of it.
-struct Exec<'a> {
-    p: &'a Project,
-    l: &'a Lowered,
-    cid: CmdId,
-    c: &'a Command,
+pub(crate) struct Exec<'a> {
+    pub(crate) p: &'a Project,
+    pub(crate) l: &'a Lowered,
+    pub(crate) cid: CmdId,
+    pub(crate) c: &'a Command,
     /// The tool's name as the command's label gives it (the obligation's subject).
-    tool: &'a str,
-    t: &'a Tool,
-    agent: &'a str,
+    pub(crate) tool: &'a str,
+    pub(crate) t: &'a Tool,
+    pub(crate) agent: &'a str,
     /// The execution is unconfirmed (`Lowered::unconfirmed`).
     unconf: Expr,
 }
 
 impl Exec<'_> {
     /// Whether the acting agent is high-privilege.
-    fn high(&self) -> bool {
-        self.p
-            .graph
-            .agents
-            .get(self.agent)
-            .map(|a| a.privilege == ir::agent::Privilege::High)
-            .unwrap_or(false)
+    pub(crate) fn high(&self) -> bool {
+        high_privilege(self.p, self.agent)
     }
 
     /// `cond` and the execution is unconfirmed.
-    fn unconfirmed_and(&self, cond: Expr) -> Expr {
+    pub(crate) fn unconfirmed_and(&self, cond: Expr) -> Expr {
         and(vec![self.unconf.clone(), cond])
     }
 
-    fn add(&self, acc: &mut Acc, rule: RuleId, cond: Expr) {
+    /// Adds this command to the rule's obligation on the tool.
+    pub(crate) fn add(&self, acc: &mut Acc, rule: RuleId, cond: Expr) {
         acc.add(rule, self.tool, self.cid, cond, false);
     }
 }
 
-/// QG010 Dead action (SPEC §4): a step at a guarded node whose gate lets the governed call
-/// through (the decision is not a refusal at steps 1–7). Inverted: a finding when no such
-/// step is reachable.
-fn qg010_dead_action(x: &Exec<'_>, acc: &mut Acc) {
-    let c = x.c;
-    let governed =
-        x.p.rulebook
-            .as_ref()
-            .and_then(|r| r.gate(x.tool).map(|g| (r, g)))
-            .is_some_and(|(r, g)| !deliberate_never(r, g));
-    if !c.label.checked || !governed {
-        return;
-    }
-    let gate_passed =
-        c.label.decision != Some(Answer::Refuse) || c.label.reasons.contains(&Reason::TaintedCall);
-    if gate_passed && c.label.kind != LabelKind::Route {
-        acc.add(QG010, x.tool, x.cid, Expr::Bool(true), true);
-    }
-}
-
-/// QG001 Missing check, QG002 Escapable guard, QG101 Unchecked action (SPEC §4): a tool runs
-/// without the check — a write no guarded node lists, a write one does, or a read.
-fn qg001_qg002_qg101_missing_check(x: &Exec<'_>, acc: &mut Acc) {
-    if x.c.label.checked {
-        return;
-    }
-    let guarded_lists =
-        x.p.graph
-            .nodes
-            .iter()
-            .any(|n| n.guarded == Some(true) && n.tools.iter().any(|t| t == x.tool));
-    let rule = if !x.t.is_write() {
-        QG101
-    } else if guarded_lists {
-        QG002
-    } else {
-        QG001
-    };
-    x.add(acc, rule, Expr::Bool(true));
-}
-
-/// QG011 Confused deputy: a high-privilege agent runs a write unconfirmed while steered from a
-/// lower-privilege agent.
-fn qg011_confused_deputy(x: &Exec<'_>, acc: &mut Acc) {
-    if x.t.is_write() && x.high() {
-        x.add(
-            acc,
-            QG011,
-            x.unconfirmed_and(flag(&x.l.sv.steered, x.agent)),
-        );
-    }
-}
-
-/// QG012 Cascading injection: a write runs unconfirmed after external content came over a
-/// hand-off.
-fn qg012_cascading_injection(x: &Exec<'_>, acc: &mut Acc) {
-    if x.t.is_write() {
-        let handed = flag(&x.l.sv.prov_ext_handed, x.agent);
-        x.add(acc, QG012, x.unconfirmed_and(handed));
-    }
-}
-
-/// QG021 Untrusted content persisted: a write to a persistent store runs unconfirmed while the
-/// agent holds untrusted content.
-fn qg021_untrusted_content_persisted(x: &Exec<'_>, acc: &mut Acc) {
-    if x.t.is_write() && x.t.store.as_ref().is_some_and(|s| s.persistent) {
-        x.add(
-            acc,
-            QG021,
-            x.unconfirmed_and(flag(&x.l.sv.prov_ext, x.agent)),
-        );
-    }
-}
-
-/// QG013 Irreversible before undoable: a compensable write runs after an irreversible write in
-/// the same turn.
-fn qg013_irreversible_before_undoable(x: &Exec<'_>, acc: &mut Acc) {
-    if x.t.is_write() && x.t.undo.is_some() {
-        if let Some(w) = x.l.sv.wrote_irrev {
-            x.add(acc, QG013, var_is(w, 1));
-        }
-    }
-}
-
-// The origin choices are shared by every tool, so a rule reads one only for a tool that
-// declares an argument of that kind.
-
-/// QG017 Model writes code that runs: unconfirmed, with a code argument the model wrote.
-fn qg017_model_writes_code(x: &Exec<'_>, acc: &mut Acc) {
-    if x.t.arg_kinds.values().any(|k| k.is_code()) {
-        x.add(
-            acc,
-            QG017,
-            x.unconfirmed_and(model_wrote(x.l, ArgClass::Code)),
-        );
-    }
-}
-
-/// QG018 Model writes a query or a destination: unconfirmed, with such an argument the model
-/// wrote.
-fn qg018_model_writes_a_query(x: &Exec<'_>, acc: &mut Acc) {
-    if x.t.arg_kinds.values().any(|k| !k.is_code()) {
-        x.add(
-            acc,
-            QG018,
-            x.unconfirmed_and(model_wrote(x.l, ArgClass::Query)),
-        );
-    }
-}
-
-/// QG019 Confidential data leaves: a `sends_out` tool runs unconfirmed while the agent holds
-/// confidential content.
-fn qg019_confidential_data_leaves(x: &Exec<'_>, acc: &mut Acc) {
-    if x.t.sends_out {
-        x.add(
-            acc,
-            QG019,
-            x.unconfirmed_and(flag(&x.l.sv.prov_conf, x.agent)),
-        );
-    }
-}
-
-/// QG020 Retrieval not bound to the user: a read of a multi-tenant store not bound to the user.
-fn qg020_retrieval_not_bound(x: &Exec<'_>, acc: &mut Acc) {
-    let t = x.t;
-    if !t.is_write() && t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
-        x.add(acc, QG020, Expr::Bool(true));
-    }
+/// What the subject declarations read of one tool some node can run.
+pub(crate) struct Subject<'a> {
+    pub(crate) t: &'a Tool,
+    /// Some guarded node lists it.
+    pub(crate) guarded: bool,
+    /// Some node that is not guarded lists it.
+    pub(crate) unchecked: bool,
+    /// A node of a high-privilege agent lists it.
+    pub(crate) high: bool,
+    /// The lowered system tracks irreversible writes within the turn.
+    pub(crate) tracks_irreversible: bool,
 }
 
 /// Every (rule, subject) a reachability rule calls for, whether or not a command can violate
@@ -314,52 +203,87 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
                 .iter()
                 .any(|n| n.tools.iter().chain(&n.may_call).any(|x| x == name) && pred(n))
         };
-        let guarded = listed_by(&|n| n.guarded == Some(true));
-        let unchecked = listed_by(&|n| n.guarded != Some(true));
-        let high = listed_by(&|n| {
-            n.agent
-                .as_ref()
-                .and_then(|a| p.graph.agents.get(a))
-                .is_some_and(|a| a.privilege == ir::agent::Privilege::High)
-        });
-        let mut rules: Vec<RuleId> = vec![];
-        if unchecked {
-            rules.push(match (t.is_write(), guarded) {
-                (false, _) => QG101,
-                (true, true) => QG002,
-                (true, false) => QG001,
-            });
-        }
-        if t.is_write() {
-            if high {
-                rules.push(QG011);
-            }
-            rules.push(QG012);
-            if t.store.as_ref().is_some_and(|s| s.persistent) {
-                rules.push(QG021);
-            }
-            if t.undo.is_some() && l.sv.wrote_irrev.is_some() {
-                rules.push(QG013);
-            }
-        }
-        if !t.order.after.is_empty() || !t.order.not_after.is_empty() || t.order.at_most.is_some() {
-            rules.push(QG014);
-        }
-        if t.arg_kinds.values().any(|k| k.is_code()) {
-            rules.push(QG017);
-        }
-        if t.arg_kinds.values().any(|k| !k.is_code()) {
-            rules.push(QG018);
-        }
-        if t.sends_out {
-            rules.push(QG019);
-        }
-        if !t.is_write() && t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
-            rules.push(QG020);
-        }
-        for r in rules {
+        let s = Subject {
+            t,
+            guarded: listed_by(&|n| n.guarded == Some(true)),
+            unchecked: listed_by(&|n| n.guarded != Some(true)),
+            high: listed_by(&|n| n.agent.as_ref().is_some_and(|a| high_privilege(p, a))),
+            tracks_irreversible: l.sv.wrote_irrev.is_some(),
+        };
+        // In the order the obligations were always declared in (the report's order).
+        let rules = [
+            tool_check::qg001_qg002_qg101_subject(&s),
+            handoff::qg011_subject(&s).then_some(QG011),
+            handoff::qg012_subject(&s).then_some(QG012),
+            data_flow::qg021_subject(&s).then_some(QG021),
+            undo::qg013_subject(&s).then_some(QG013),
+            tool_check::qg014_subject(&s).then_some(QG014),
+            arguments::qg017_subject(&s).then_some(QG017),
+            arguments::qg018_subject(&s).then_some(QG018),
+            data_flow::qg019_subject(&s).then_some(QG019),
+            data_flow::qg020_subject(&s).then_some(QG020),
+        ];
+        for r in rules.into_iter().flatten() {
             acc.declare(r, name, false);
         }
+    }
+}
+
+/// One compensation a refusal's rollback runs: the undo `u` of the write `w` that ran this
+/// turn, run by the runtime for the acting agent at the refusing command.
+pub(crate) struct Compensation<'a> {
+    pub(crate) p: &'a Project,
+    pub(crate) l: &'a Lowered,
+    pub(crate) cid: CmdId,
+    pub(crate) agent: &'a str,
+    /// The acting agent is high-privilege.
+    pub(crate) high: bool,
+    /// The write it undoes.
+    pub(crate) w: &'a str,
+    /// The compensation's name (the obligation's subject).
+    pub(crate) u: &'a str,
+    pub(crate) ut: &'a Tool,
+    /// The write ran this turn (`turn.run.<write>` ≠ 0), so the rollback runs its undo.
+    pub(crate) ran: Expr,
+    /// The run it undoes was unconfirmed (`turn.run.<write>` = 2), so the undo is too.
+    pub(crate) unconfirmed: Expr,
+}
+
+impl Compensation<'_> {
+    /// Whether the step's other compensations (or an earlier run of this one) that match `pred`
+    /// run before this one: the history's order decides, so either order is assumed.
+    pub(crate) fn earlier(&self, pred: &dyn Fn(&Tool) -> bool) -> Expr {
+        let (p, l) = (self.p, self.l);
+        or(l.sv
+            .turn_runs
+            .iter()
+            .filter_map(|(w2, &r2)| {
+                let u2 = p.catalogue.get(w2)?.undo.as_deref()?;
+                let t2 = p.catalogue.get(u2)?;
+                if !pred(t2) {
+                    return None;
+                }
+                Some(if w2 == self.w {
+                    self.ran_twice()
+                } else {
+                    not(var_is(r2, 0))
+                })
+            })
+            .collect())
+    }
+
+    /// The undone write ran twice or more this turn, so its compensation runs twice (false
+    /// where its runs this turn are not counted).
+    pub(crate) fn ran_twice(&self) -> Expr {
+        match self.l.sv.turn_run_counts.get(self.w) {
+            Some(&(c, _)) => not(lt(Expr::Var(c), Expr::Const(2))),
+            None => Expr::Bool(false),
+        }
+    }
+
+    /// Adds the refusing command to the rule's obligation on the compensation.
+    pub(crate) fn add(&self, acc: &mut Acc, rule: RuleId, cond: Expr) {
+        acc.add(rule, self.u, self.cid, cond, false);
     }
 }
 
@@ -369,216 +293,34 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
 /// arguments are bound to that run, so the argument-origin rules (QG017/QG018) do not apply,
 /// and it is part of the check's decision, so neither do QG001/QG002.
 fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: &mut Acc) {
-    let high = p
-        .graph
-        .agents
-        .get(agent)
-        .is_some_and(|a| a.privilege == ir::agent::Privilege::High);
+    let high = high_privilege(p, agent);
     for (w, &r) in &l.sv.turn_runs {
-        let Some(u) = p.catalogue.get(w).and_then(|t| t.undo.clone()) else {
+        let Some(u) = p.catalogue.get(w).and_then(|t| t.undo.as_deref()) else {
             continue;
         };
-        let Some(ut) = p.catalogue.get(&u) else {
+        let Some(ut) = p.catalogue.get(u) else {
             continue;
         };
-        let ran = not(var_is(r, 0));
-        let unconfirmed = var_is(r, 2);
-        // What the step's other compensations (or an earlier run of this one) leave in the
-        // context before this run: the history's order decides, so either order is assumed.
-        let earlier = |pred: &dyn Fn(&ir::catalogue::Tool) -> bool| -> Expr {
-            or(l.sv
-                .turn_runs
-                .iter()
-                .filter_map(|(w2, &r2)| {
-                    let u2 = p.catalogue.get(w2)?.undo.as_deref()?;
-                    let t2 = p.catalogue.get(u2)?;
-                    if !pred(t2) {
-                        return None;
-                    }
-                    Some(if w2 == w {
-                        match l.sv.turn_run_counts.get(w) {
-                            Some(&(c, _)) => not(lt(Expr::Var(c), Expr::Const(2))),
-                            None => Expr::Bool(false),
-                        }
-                    } else {
-                        not(var_is(r2, 0))
-                    })
-                })
-                .collect())
-        };
-        let ext = or(vec![
-            flag(&l.sv.prov_ext, agent),
-            earlier(&|t| t.returns_untrusted),
-        ]);
-        let conf = or(vec![
-            flag(&l.sv.prov_conf, agent),
-            earlier(&|t| t.confidential),
-        ]);
-        if ut.is_write() {
-            if high {
-                acc.add(
-                    QG011,
-                    &u,
-                    cid,
-                    and(vec![unconfirmed.clone(), flag(&l.sv.steered, agent)]),
-                    false,
-                );
-            }
-            acc.add(
-                QG012,
-                &u,
-                cid,
-                and(vec![
-                    unconfirmed.clone(),
-                    flag(&l.sv.prov_ext_handed, agent),
-                ]),
-                false,
-            );
-            if ut.store.as_ref().is_some_and(|s| s.persistent) {
-                acc.add(QG021, &u, cid, and(vec![unconfirmed.clone(), ext]), false);
-            }
-            if ut.undo.is_some() {
-                if let Some(wi) = l.sv.wrote_irrev {
-                    let irrev = or(vec![
-                        var_is(wi, 1),
-                        earlier(&|t| t.is_write() && t.irreversible),
-                    ]);
-                    acc.add(QG013, &u, cid, and(vec![ran.clone(), irrev]), false);
-                }
-            }
-        }
-        if ut.sends_out {
-            acc.add(QG019, &u, cid, and(vec![unconfirmed.clone(), conf]), false);
-        }
-        if !ut.is_write() && ut.store.as_ref().is_some_and(|s| s.multi_tenant) && !ut.bound_to_user
-        {
-            acc.add(QG020, &u, cid, ran.clone(), false);
-        }
-        acc.add(
-            QG014,
-            &u,
+        let x = Compensation {
+            p,
+            l,
             cid,
-            and(vec![ran.clone(), order_violated(p, l, ut)]),
-            false,
-        );
-        // Runs of this step's own rollback count too: a `not_after` naming a compensation the
-        // same rollback runs (itself twice, or another write's) may be violated within the step.
-        // Which runs first is the history's order, so both orders are assumed.
-        for x in &ut.order.not_after {
-            let earlier: Vec<Expr> =
-                l.sv.turn_runs
-                    .iter()
-                    .filter(|(w2, _)| {
-                        p.catalogue.get(w2).and_then(|t| t.undo.as_deref()) == Some(x.as_str())
-                    })
-                    .map(|(w2, &r2)| match (w2 == w, l.sv.turn_run_counts.get(w)) {
-                        // The same write ran twice this turn: its compensation runs twice.
-                        (true, Some(&(c, _))) => not(lt(Expr::Var(c), Expr::Const(2))),
-                        (true, None) => Expr::Bool(true),
-                        (false, _) => not(var_is(r2, 0)),
-                    })
-                    .collect();
-            acc.add(QG014, &u, cid, and(vec![ran.clone(), or(earlier)]), false);
-        }
-    }
-    at_most_across_one_rollback(p, l, cid, acc);
-}
-
-/// One rollback runs a compensation once per run it undoes — for several writes, and for a write
-/// that ran several times this turn: its k-th run of the step sees k − 1 more runs than the step
-/// started with, so its `at_most` is violated when the session's count plus the others reaches
-/// the cap. The per-turn run counts (`turn.runs.<write>`) saturate one above that cap, so every
-/// total that matters is exact.
-fn at_most_across_one_rollback(p: &Project, l: &Lowered, cid: CmdId, acc: &mut Acc) {
-    // Per undo tool: each write it undoes, as (its run flag, its run count and cap if tracked).
-    type Runs = Vec<(encoder::ts::VarId, Option<(encoder::ts::VarId, u32)>)>;
-    let mut by_undo: IndexMap<String, Runs> = IndexMap::new();
-    for (w, &r) in &l.sv.turn_runs {
-        if let Some(u) = p.catalogue.get(w).and_then(|t| t.undo.clone()) {
-            by_undo
-                .entry(u)
-                .or_default()
-                .push((r, l.sv.turn_run_counts.get(w).copied()));
-        }
-    }
-    for (u, ws) in by_undo {
-        let (Some(ut), Some(&(cv, _))) = (p.catalogue.get(&u), l.sv.count.get(&u)) else {
-            continue;
+            agent,
+            high,
+            w,
+            u,
+            ut,
+            ran: not(var_is(r, 0)),
+            unconfirmed: var_is(r, 2),
         };
-        let Some(n) = ut.order.at_most else { continue };
-        // Every assignment of a run count to each write (0 = not rolled back).
-        let domains: Vec<Vec<(u32, Expr)>> = ws
-            .iter()
-            .map(|(r, counted)| match counted {
-                Some((c, cap)) => (0..=*cap)
-                    .map(|k| {
-                        (
-                            k,
-                            if k == 0 {
-                                var_is(*r, 0)
-                            } else {
-                                and(vec![not(var_is(*r, 0)), var_is(*c, k)])
-                            },
-                        )
-                    })
-                    .collect(),
-                None => vec![(0, var_is(*r, 0)), (1, not(var_is(*r, 0)))],
-            })
-            .collect();
-        let mut cases = vec![];
-        for combo in product(&domains) {
-            let total: u32 = combo.iter().map(|(k, _)| *k).sum();
-            if total < 2 {
-                continue; // one run: the single-run condition in `rollback_obligations`
-            }
-            let need = n.saturating_sub(total - 1);
-            let mut conj: Vec<Expr> = combo.into_iter().map(|(_, e)| e).collect();
-            conj.push(not(lt(Expr::Var(cv), Expr::Const(need))));
-            cases.push(and(conj));
-        }
-        acc.add(QG014, &u, cid, or(cases), false);
+        // In the order the obligations were always declared in (the report's order).
+        handoff::qg011_on_rollback(&x, acc);
+        handoff::qg012_on_rollback(&x, acc);
+        data_flow::qg021_on_rollback(&x, acc);
+        undo::qg013_on_rollback(&x, acc);
+        data_flow::qg019_on_rollback(&x, acc);
+        data_flow::qg020_on_rollback(&x, acc);
+        tool_check::qg014_on_rollback(&x, acc);
     }
-}
-
-fn product(domains: &[Vec<(u32, Expr)>]) -> Vec<Vec<(u32, Expr)>> {
-    let mut out: Vec<Vec<(u32, Expr)>> = vec![vec![]];
-    for d in domains {
-        let mut next = vec![];
-        for prefix in &out {
-            for x in d {
-                let mut p = prefix.clone();
-                p.push(x.clone());
-                next.push(p);
-            }
-        }
-        out = next;
-    }
-    out
-}
-
-/// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is
-/// not a dead action. (A Colang execute whose conditions contradict each other is one.)
-fn deliberate_never(rb: &ir::rulebook::Rulebook, gate: &ir::rulebook::Gate) -> bool {
-    rb.language == ir::rulebook::Language::Sheet && gate.paths.is_empty()
-}
-
-/// Whether the session's runs violate a tool's order rules at this step (QG014 reads the
-/// session's counts even under `history: per_agent`).
-fn order_violated(p: &Project, l: &Lowered, t: &Tool) -> Expr {
-    let count_ge = |tool: &str, n: u32| match l.sv.count.get(tool) {
-        Some((v, _)) => not(lt(Expr::Var(*v), Expr::Const(n))),
-        None => Expr::Bool(n == 0),
-    };
-    let _ = p;
-    let mut v = vec![];
-    for a in &t.order.after {
-        v.push(not(count_ge(a, 1)));
-    }
-    for a in &t.order.not_after {
-        v.push(count_ge(a, 1));
-    }
-    if let Some(n) = t.order.at_most {
-        v.push(count_ge(&t.name, n));
-    }
-    or(v)
+    tool_check::qg014_at_most_across_one_rollback(p, l, cid, acc);
 }

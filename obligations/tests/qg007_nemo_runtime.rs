@@ -12,7 +12,7 @@ fn qg007_subjects(file: &str, text: &str) -> Vec<String> {
     p.rulebook = Some(compile_text(file, text).expect("compiles").rulebook);
     obligations::structural::structural(&p)
         .into_iter()
-        .filter(|s| s.rule == "QG007")
+        .filter(|s| s.rule == obligations::catalog::QG007)
         .map(|s| s.subject)
         .collect()
 }

@@ -12,8 +12,9 @@ use encoder::ts::{Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::suppress::Date;
 use ir::{Loc, Project};
-use obligations::catalog::{rule, Rule};
+use obligations::catalog::{Rule, RuleId};
 use obligations::lints::Lint;
+use obligations::rules::cross_check;
 use replay::replay::ReplayOutcome;
 use replay::witness::Witness;
 use std::collections::BTreeMap;
@@ -259,7 +260,7 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
 fn structural(p: &Project) -> Vec<Finding> {
     obligations::structural::structural(p)
         .into_iter()
-        .filter_map(|s| rule(&s.rule).map(|r| Finding::new(r, s.subject, s.at, s.message)))
+        .map(|s| Finding::new(s.rule.rule(), s.subject, s.at, s.message))
         .collect()
 }
 
@@ -287,7 +288,7 @@ fn reachability(
     let mut agree = true;
     for (oi, o) in proof.outcomes.iter().enumerate() {
         let ob = &o.obligation;
-        let r = rule(&ob.rule).expect("obligation rules are in the catalog");
+        let r = RuleId::of(ob).rule();
         let words = (
             ob.id.clone(),
             o.bfs
@@ -304,11 +305,10 @@ fn reachability(
         if o.disagreement {
             agree = false;
             let q = obligations::catalog::QG312.rule();
-            let message = format!(
-                "the engines disagree on {}: BFS says {}, BMC says {}",
-                ob.id,
-                describe(o.bfs.as_ref()),
-                describe(o.bmc.as_ref())
+            let message = cross_check::qg312_engines_disagree(
+                &ob.id,
+                &describe(o.bfs.as_ref()),
+                &describe(o.bmc.as_ref()),
             );
             let mut f = Finding::new(q, ob.id.clone(), None, message);
             f.engines = Some(words.clone());
@@ -384,14 +384,10 @@ fn reachable(
     );
     let agent = last.label.agent.clone().unwrap_or_default();
     let at = tool_loc(p, Some(&agent), &ob.subject, last.label.at.clone());
-    let mut message = obligations::rules::message(&ob.rule, &ob.subject, &last.label.node, &agent);
+    let rule = RuleId::of(ob);
+    let mut message = obligations::rules::message(rule, &ob.subject, &last.label.node, &agent);
     let r = if o.multi_turn {
-        message = format!(
-            "{} ({}: its shortest witness needs {} turns and it is unreachable in one)",
-            message,
-            ob.rule,
-            w.turns(&proof.ts)
-        );
+        message = cross_check::qg003_message(&message, rule, w.turns(&proof.ts));
         obligations::catalog::QG003.rule()
     } else {
         r
@@ -456,11 +452,7 @@ fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Fi
         let out = replay::replay::replay(p, doc);
         if out != ReplayOutcome::Reproduced {
             let q = obligations::catalog::QG312.rule();
-            let message = format!(
-                "the witness of {} does not replay on the concrete runtime: {}",
-                ob.id,
-                out.text()
-            );
+            let message = cross_check::qg312_not_replayed(&ob.id, &out.text());
             let mut extra = Finding::new(q, ob.id.clone(), f.at.clone(), message);
             extra.engines = f.engines.clone();
             unreproduced.push(extra);

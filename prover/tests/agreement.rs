@@ -6,8 +6,9 @@
 mod common;
 
 use common::{enabled, random_project, Rng};
-use encoder::ts::lower::lower;
+use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::{Obligation, TransitionSystem};
+use ir::vocab::{ChoiceKey, VarKey};
 use proptest::prelude::*;
 use prover::verdict::{RawStep, RawWitness, Verdict};
 use replay::replay::{replay, replay_steps, ReplayOutcome};
@@ -50,6 +51,7 @@ fn walk_obligation() -> Obligation {
 /// only that one, is the pinned reading rather than an encoding bug.
 fn pinned_saturated_undo(
     p: &ir::Project,
+    l: &Lowered,
     doc: &replay::witness::Witness,
     out: &ReplayOutcome,
 ) -> bool {
@@ -62,12 +64,10 @@ fn pinned_saturated_undo(
     let st = &doc.steps[*step - 1];
     let before = &doc.steps[*step - 2].state;
     let saturated = why.contains("compensation")
-        && st.choices.iter().any(|(k, w)| {
-            k.starts_with("undo.")
-                && w != "none"
-                && (before.get(&format!("comp.runs.{w}")).map(String::as_str) == Some("2")
-                    // A compensation a rollback may have run: its undo may or may not bind.
-                    || p.catalogue.tools.values().any(|x| x.undo.as_deref() == Some(w.as_str())))
+        && undone_writes(l, st).any(|w| {
+            runs_saturated(before, w)
+                // A compensation a rollback may have run: its undo may or may not bind.
+                || p.catalogue.tools.values().any(|x| x.undo.as_deref() == Some(w))
         });
     // An undo of a compensation a rollback ran: the rollback binds only the arguments the
     // catalogue's `undo_args` name, so the concrete history may hold no valid undo of it where the
@@ -84,7 +84,11 @@ fn pinned_saturated_undo(
 /// latest unconfirmed run, after which the rollback has nothing of that write to undo. A
 /// concrete run in which the undo names the earlier run commits the violation; replay does not
 /// choose it. The sound direction.
-fn rollback_after_saturated_undo(doc: &replay::witness::Witness, out: &ReplayOutcome) -> bool {
+fn rollback_after_saturated_undo(
+    l: &Lowered,
+    doc: &replay::witness::Witness,
+    out: &ReplayOutcome,
+) -> bool {
     let ReplayOutcome::NotReproduced { step, .. } = out else {
         return false;
     };
@@ -99,17 +103,34 @@ fn rollback_after_saturated_undo(doc: &replay::witness::Witness, out: &ReplayOut
         .enumerate()
         .filter(|(_, st)| st.turn == last.turn)
         .any(|(i, st)| {
-            i > 0
-                && st.choices.iter().any(|(k, w)| {
-                    k.starts_with("undo.")
-                        && w != "none"
-                        && doc.steps[i - 1]
-                            .state
-                            .get(&format!("comp.runs.{w}"))
-                            .map(String::as_str)
-                            == Some("2")
-                })
+            i > 0 && undone_writes(l, st).any(|w| runs_saturated(&doc.steps[i - 1].state, w))
         })
+}
+
+/// The writes a witness step's undo choices name: the choices the lowered system says stand for
+/// an undo (`ChoiceKey::Undo`, asked of the system rather than read off the name), valued other
+/// than `none`.
+fn undone_writes<'s>(
+    l: &'s Lowered,
+    st: &'s replay::witness::WitnessStep,
+) -> impl Iterator<Item = &'s str> + 's {
+    st.choices
+        .iter()
+        .filter(|(name, _)| {
+            l.choice_ids
+                .keys()
+                .any(|k| matches!(k, ChoiceKey::Undo(_)) && k.to_string() == **name)
+        })
+        .map(|(_, w)| w.as_str())
+        .filter(|w| *w != "none")
+}
+
+/// A compensable write's saturating run count (`VarKey::CompRuns`) is saturated in a state.
+fn runs_saturated(state: &indexmap::IndexMap<String, String>, write: &str) -> bool {
+    state
+        .get(&VarKey::CompRuns(write.to_string()).to_string())
+        .map(String::as_str)
+        == Some("2")
 }
 
 proptest! {
@@ -130,7 +151,7 @@ proptest! {
             }
             let doc = prover::report::witness_doc(&p, &l.ts, &w, &walk_obligation(), "walk", (p.settings.session_steps, p.settings.step_limit));
             let out = replay_steps(&p, &doc);
-            if pinned_saturated_undo(&p, &doc, &out) {
+            if pinned_saturated_undo(&p, &l, &doc, &out) {
                 continue;
             }
             prop_assert_eq!(&out, &ReplayOutcome::Reproduced, "seed {}: {}", seed, serde_json::to_string_pretty(&doc).unwrap());
@@ -165,7 +186,7 @@ fn bfs_witnesses_replay(seed: u64) -> Result<(), String> {
             // result makes another violate is assumed in either order: the sound direction.
             let rollback_order = matches!(&out, ReplayOutcome::NotReproduced { why, .. } if why.starts_with("no rollback run of"));
             if !rollback_order
-                && !rollback_after_saturated_undo(&doc, &out)
+                && !rollback_after_saturated_undo(&l, &doc, &out)
                 && out != ReplayOutcome::Reproduced
             {
                 return Err(format!(

@@ -1,0 +1,32 @@
+//! The cross-check rules, decided by comparing results rather than by one condition: a
+//! reachability finding only a session of several turns reaches (QG003 Multi-turn escape, folded
+//! by the proof from the base rule's verdicts), and the engines or the replay disagreeing
+//! (QG312 Engine disagreement, an encoding bug in qls). Their messages are here; the prover
+//! decides when they apply.
+
+use crate::catalog::{rule, Rule, RuleId};
+
+/// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
+#[rustfmt::skip]
+pub(crate) const ENTRIES: &[Rule] = &[
+    rule!("QG003", "Multi-turn escape", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Keep the marks across turns (memory_keeps_marks: true) or count order rules over the whole session (history: shared)."),
+    rule!("QG312", "Engine disagreement", Bug, true, false, false, ["ASI08:2026"], "Report the inputs: the two engines (or the replay) disagree, which is an encoding bug in qls."),
+];
+
+/// QG003's message: the base rule's finding message, naming the base rule and the turns its
+/// shortest witness needs.
+pub fn qg003_message(base: &str, rule: RuleId, turns: u32) -> String {
+    format!(
+        "{base} ({rule}: its shortest witness needs {turns} turns and it is unreachable in one)"
+    )
+}
+
+/// QG312's message when the engines' verdicts on an obligation differ.
+pub fn qg312_engines_disagree(obligation: &str, bfs: &str, bmc: &str) -> String {
+    format!("the engines disagree on {obligation}: BFS says {bfs}, BMC says {bmc}")
+}
+
+/// QG312's message when an obligation's witness does not reproduce on the concrete runtime.
+pub fn qg312_not_replayed(obligation: &str, why: &str) -> String {
+    format!("the witness of {obligation} does not replay on the concrete runtime: {why}")
+}
