@@ -77,7 +77,8 @@ macro_rules! registry {
     ($($name:ident = $idx:literal => $family:ident,)*) => {
         $(
             #[doc = concat!("`", stringify!($name), "`.")]
-            pub const $name: RuleId = RuleId($idx);
+            pub const $name: RuleId = RuleId::$name;
+            const _: () = assert!(RuleId::$name as usize == $idx, "the registry is in RuleId's order");
         )*
 
         /// Every rule, in id order.
@@ -170,47 +171,18 @@ registry! {
     QG312 = 28 => cross_check,
 }
 
-/// A rule's id: an index into [`RULES`], made only by the registry's constants above, so looking
-/// a rule up by id cannot fail. Prints (and serialises) as the rule's `QG…` name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RuleId(usize);
+pub use ir::vocab::RuleId;
 
-impl RuleId {
+/// A rule id's catalog entry. [`RULES`] is in [`RuleId`]'s order (the registry asserts it when
+/// the crate compiles), so the lookup is an index and cannot fail.
+pub trait Catalogued {
     /// The rule's catalog entry.
-    pub fn rule(self) -> &'static Rule {
-        &RULES[self.0]
-    }
-
-    /// The rule's name, `QG001`.
-    pub fn as_str(self) -> &'static str {
-        RULES[self.0].id
-    }
-
-    /// The id a `QG…` name stands for, when the catalog has it (for ids read from files).
-    pub fn named(name: &str) -> Option<RuleId> {
-        RULES.iter().position(|r| r.id == name).map(RuleId)
-    }
-
-    /// The rule an obligation decides. Cannot fail for an obligation of [`crate::reach`]: that is
-    /// the only place obligations are built, each from a [`RuleId`] printed into
-    /// `Obligation::rule` (a `String` because the encoder, which defines `Obligation`, cannot
-    /// depend on this crate). Any other name — only a hand-built obligation, such as a test's
-    /// walk — is a bug in qls itself, so it reads as QG312, the rule for qls's own bugs, rather
-    /// than a panic.
-    pub fn of(ob: &encoder::ts::Obligation) -> RuleId {
-        RuleId::named(&ob.rule).unwrap_or(QG312)
-    }
+    fn rule(self) -> &'static Rule;
 }
 
-impl std::fmt::Display for RuleId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for RuleId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+impl Catalogued for RuleId {
+    fn rule(self) -> &'static Rule {
+        &RULES[self as usize]
     }
 }
 
@@ -283,9 +255,11 @@ mod tests {
     #[test]
     fn every_constant_names_its_own_entry() {
         assert_eq!(ALL.len(), RULES.len());
+        assert_eq!(RuleId::ALL.len(), RULES.len());
         assert_eq!(NAMES.len(), RULES.len());
         for (i, id) in ALL.iter().enumerate() {
-            assert_eq!(id.0, i, "{} has the index of its place", NAMES[i]);
+            assert_eq!(*id as usize, i, "{} has the index of its place", NAMES[i]);
+            assert_eq!(RuleId::ALL[i], *id, "the registry is in RuleId's order");
             assert_eq!(
                 id.rule().id,
                 NAMES[i],
@@ -311,20 +285,6 @@ mod tests {
         for id in held {
             assert_eq!(RULES.iter().filter(|r| r.id == id).count(), 1, "{id}");
         }
-    }
-
-    #[test]
-    fn an_obligation_names_its_rule_and_a_hand_built_one_reads_as_qg312() {
-        let ob = |rule: &str| encoder::ts::Obligation {
-            id: format!("{rule}:t"),
-            rule: rule.into(),
-            subject: "t".into(),
-            commands: vec![],
-            conds: vec![],
-            inverted: false,
-        };
-        assert_eq!(RuleId::of(&ob("QG011")), QG011);
-        assert_eq!(RuleId::of(&ob("walk")), QG312);
     }
 
     #[test]

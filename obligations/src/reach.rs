@@ -126,7 +126,7 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
             let (commands, conds) = cmds.into_iter().unzip();
             Obligation {
                 id,
-                rule: rule.to_string(),
+                rule,
                 subject,
                 commands,
                 conds,

@@ -582,7 +582,7 @@ mod tests {
     fn when_x_is(v: u32) -> Obligation {
         Obligation {
             id: format!("QG001:x{v}"),
-            rule: "QG001".into(),
+            rule: ir::vocab::RuleId::QG001,
             subject: format!("x{v}"),
             commands: vec![CmdId(0)],
             conds: vec![ex::var_is(VarId(3), v)],

@@ -418,7 +418,7 @@ mod tests {
         let ts = tiny();
         let obl = Obligation {
             id: "QG001:x".into(),
-            rule: "QG001".into(),
+            rule: ir::vocab::RuleId::QG001,
             subject: "x".into(),
             commands: vec![CmdId(0)],
             conds: vec![ex::choice_is(ChoiceId(0), 1)],

@@ -12,7 +12,7 @@ use encoder::ts::{Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::suppress::Date;
 use ir::{Loc, Project};
-use obligations::catalog::{Rule, RuleId};
+use obligations::catalog::{Catalogued, Rule};
 use obligations::lints::Lint;
 use obligations::rules::cross_check;
 use replay::replay::ReplayOutcome;
@@ -288,7 +288,7 @@ fn reachability(
     let mut agree = true;
     for (oi, o) in proof.outcomes.iter().enumerate() {
         let ob = &o.obligation;
-        let r = RuleId::of(ob).rule();
+        let r = ob.rule.rule();
         let words = (
             ob.id.clone(),
             o.bfs
@@ -384,7 +384,7 @@ fn reachable(
     );
     let agent = last.label.agent.clone().unwrap_or_default();
     let at = tool_loc(p, Some(&agent), &ob.subject, last.label.at.clone());
-    let rule = RuleId::of(ob);
+    let rule = ob.rule;
     let mut message = obligations::rules::message(rule, &ob.subject, &last.label.node, &agent);
     let r = if o.multi_turn {
         message = cross_check::qg003_message(&message, rule, w.turns(&proof.ts));
@@ -675,7 +675,7 @@ pub fn witness_doc(
     Witness {
         format: FORMAT.into(),
         obligation: obligation.id.clone(),
-        rule: obligation.rule.clone(),
+        rule: obligation.rule.to_string(),
         subject: obligation.subject.clone(),
         engine: engine.into(),
         depth: raw.depth(),

@@ -7,6 +7,7 @@ use crate::yaml::{as_map, as_seq};
 use ir::diag::InputError;
 use ir::loc::Loc;
 use ir::suppress::{Date, Suppression};
+use ir::vocab::RuleId;
 
 /// Reads the `suppress:` list of `agent.yaml`.
 pub fn read_suppressions(
@@ -28,7 +29,7 @@ pub fn read_suppressions(
                 format!("`rule: {rule}` is not a rule id such as `QG023`"),
             ));
         }
-        if rule == "QG312" {
+        if rule == RuleId::QG312.as_str() {
             return Err(InputError::at(
                 file,
                 m.key_line("rule"),

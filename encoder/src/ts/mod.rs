@@ -253,7 +253,7 @@ pub struct Obligation {
     /// A stable id: `QG001:charge_card`.
     pub id: String,
     /// The rule.
-    pub rule: String,
+    pub rule: ir::vocab::RuleId,
     /// The subject (a tool, an agent, a cycle…).
     pub subject: String,
     /// The commands that may violate it.

@@ -513,8 +513,8 @@ mod tests {
             depth: 3,
         };
         let bad = Obligation {
-            id: "QG000:goal".into(),
-            rule: "QG000".into(),
+            id: "QG001:goal".into(),
+            rule: ir::vocab::RuleId::QG001,
             subject: "goal".into(),
             commands: vec![CmdId(3)],
             conds: vec![and(vec![
@@ -525,7 +525,7 @@ mod tests {
         };
         // Violated at the dead end: its slice is the whole system.
         let loop_obl = Obligation {
-            id: "QG000:loop".into(),
+            id: "QG001:loop".into(),
             subject: "loop".into(),
             commands: vec![CmdId(2)],
             conds: vec![Expr::Bool(true)],
@@ -580,13 +580,13 @@ mod tests {
         let (ts, mut obls) = tiny();
         // Another condition on the goal's step reading the same variable: the same slice.
         let twin = Obligation {
-            id: "QG000:goal2".into(),
+            id: "QG001:goal2".into(),
             conds: vec![var_is(VarId(5), 0)],
             ..obls[0].clone()
         };
         // Violated at the dead end or at the goal: every node and every variable is needed.
         let either = Obligation {
-            id: "QG000:either".into(),
+            id: "QG001:either".into(),
             commands: vec![CmdId(2), CmdId(3)],
             conds: vec![Expr::Bool(true), var_is(VarId(5), 1)],
             ..obls[0].clone()
@@ -608,7 +608,7 @@ mod tests {
         // The merged group's obligations are renumbered together, in member order.
         let merged = gs[0].slice.as_ref().unwrap();
         let ids: Vec<&str> = merged.obligations.iter().map(|o| o.id.as_str()).collect();
-        assert_eq!(ids, vec!["QG000:goal", "QG000:goal2"]);
+        assert_eq!(ids, vec!["QG001:goal", "QG001:goal2"]);
     }
 
     #[test]
