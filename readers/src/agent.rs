@@ -211,58 +211,34 @@ fn read_agent(
 
 /// An agent's `privilege` (SPEC §1): `low` unless it says `high`.
 pub(crate) fn read_privilege(m: &Map<'_>) -> Result<Privilege, InputError> {
-    match m.opt_str("privilege")?.as_deref() {
-        None | Some("low") => Ok(Privilege::Low),
-        Some("high") => Ok(Privilege::High),
-        Some(o) => Err(m.error_at(
-            "privilege",
-            format!("privilege `{o}` is not `low` or `high`"),
-        )),
-    }
+    let words = [("low", Privilege::Low), ("high", Privilege::High)];
+    Ok(opt_word(m, "privilege", &words)?.unwrap_or(Privilege::Low))
 }
 
 /// Reads a `settings:` mapping.
 pub fn read_settings(file: &str, m: &Map<'_>) -> Result<Settings, InputError> {
     m.check_keys(SETTINGS_KEYS)?;
     let mut s = Settings::default();
-    if let Some(v) = m.opt_str("write_policy")? {
-        s.write_policy = match v.as_str() {
-            "confirm" => WritePolicy::Confirm,
-            "declared" => WritePolicy::Declared,
-            o => {
-                return Err(InputError::at(
-                    file,
-                    m.key_line("write_policy"),
-                    format!("write_policy `{o}` is not `confirm` or `declared`"),
-                ))
-            }
-        };
+    use HistoryScope as H;
+    use TaintPolicy as T;
+    use WritePolicy as W;
+    let write = [("confirm", W::Confirm), ("declared", W::Declared)];
+    if let Some(v) = opt_word(m, "write_policy", &write)? {
+        s.write_policy = v;
     }
-    if let Some(v) = m.opt_str("taint_policy")? {
-        s.taint_policy = match v.as_str() {
-            "confirm" => TaintPolicy::Confirm,
-            "refuse" => TaintPolicy::Refuse,
-            o => {
-                return Err(InputError::at(
-                    file,
-                    m.key_line("taint_policy"),
-                    format!("taint_policy `{o}` is not `confirm` or `refuse`"),
-                ))
-            }
-        };
+    if let Some(v) = opt_word(
+        m,
+        "taint_policy",
+        &[("confirm", T::Confirm), ("refuse", T::Refuse)],
+    )? {
+        s.taint_policy = v;
     }
-    if let Some(v) = m.opt_str("history")? {
-        s.history = match v.as_str() {
-            "shared" => HistoryScope::Shared,
-            "per_agent" => HistoryScope::PerAgent,
-            o => {
-                return Err(InputError::at(
-                    file,
-                    m.key_line("history"),
-                    format!("history `{o}` is not `shared` or `per_agent`"),
-                ))
-            }
-        };
+    if let Some(v) = opt_word(
+        m,
+        "history",
+        &[("shared", H::Shared), ("per_agent", H::PerAgent)],
+    )? {
+        s.history = v;
     }
     if let Some(b) = m.opt_bool("memory_keeps_marks")? {
         s.memory_keeps_marks = b;
@@ -278,34 +254,51 @@ pub fn read_settings(file: &str, m: &Map<'_>) -> Result<Settings, InputError> {
         s.step_limit = n;
     }
     if let Some(node) = m.get("session_steps") {
-        // A whole number or the word `any`; a quoted number, a float, a negative number or any
-        // other word is refused at the value's line (strict: this is qls's own format).
-        let parsed = match yaml::to_json(node) {
-            serde_json::Value::Null => None,
-            serde_json::Value::Number(x) => Some(
-                x.as_u64()
-                    .filter(|v| (1..=u32::MAX as u64).contains(v))
-                    .map(|v| SessionSteps::Turns(v as u32))
-                    .ok_or_else(|| {
-                        format!(
-                            "session_steps `{}` is not a positive whole number or `any`",
-                            yaml::scalar_text(node)
-                        )
-                    }),
-            ),
-            serde_json::Value::String(t) if t == "any" => Some(Ok(SessionSteps::Any)),
-            _ => Some(Err(format!(
-                "session_steps `{}` is not a positive whole number or `any`",
-                yaml::scalar_text(node)
-            ))),
-        };
-        match parsed {
-            None => {}
-            Some(Ok(v)) => s.session_steps = v,
-            Some(Err(msg)) => return Err(InputError::at(file, yaml::line_of(node), msg)),
+        if let Some(v) = read_session_steps(file, node)? {
+            s.session_steps = v;
         }
     }
     Ok(s)
+}
+
+/// An optional setting that is one of a few words, each standing for a value; any other word is
+/// refused at the key's line, naming the words.
+fn opt_word<T: Copy>(m: &Map<'_>, key: &str, words: &[(&str, T)]) -> Result<Option<T>, InputError> {
+    let Some(v) = m.opt_str(key)? else {
+        return Ok(None);
+    };
+    match words.iter().find(|(w, _)| *w == v) {
+        Some((_, t)) => Ok(Some(*t)),
+        None => {
+            let names: Vec<String> = words.iter().map(|(w, _)| format!("`{w}`")).collect();
+            Err(m.error_at(key, format!("{key} `{v}` is not {}", names.join(" or "))))
+        }
+    }
+}
+
+/// `session_steps`: a whole number or the word `any`; a quoted number, a float, a negative
+/// number or any other word is refused at the value's line (strict: this is qls's own format).
+fn read_session_steps(file: &str, node: &Node) -> Result<Option<SessionSteps>, InputError> {
+    let refused = || {
+        InputError::at(
+            file,
+            yaml::line_of(node),
+            format!(
+                "session_steps `{}` is not a positive whole number or `any`",
+                yaml::scalar_text(node)
+            ),
+        )
+    };
+    match yaml::to_json(node) {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Number(x) => x
+            .as_u64()
+            .filter(|v| (1..=u32::MAX as u64).contains(v))
+            .map(|v| Some(SessionSteps::Turns(v as u32)))
+            .ok_or_else(refused),
+        serde_json::Value::String(t) if t == "any" => Ok(Some(SessionSteps::Any)),
+        _ => Err(refused()),
+    }
 }
 
 #[cfg(test)]

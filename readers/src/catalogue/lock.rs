@@ -13,10 +13,9 @@
 //! longer matches its recorded digest is refused: the lock was edited after the snapshot.
 
 use super::mcp::{insert_listed, read_tool, Notes};
-use super::{Catalogue, ToolSource};
-use crate::yaml::{self, as_map, as_seq, to_json};
+use crate::yaml::{self, as_map, as_seq, to_json, Map};
 use indexmap::IndexMap;
-use ir::catalogue::RemoteServer;
+use ir::catalogue::{Catalogue, RemoteServer, Tool, ToolSource};
 use ir::diag::InputError;
 use ir::loc::Loc;
 use marked_yaml::Node;
@@ -399,33 +398,7 @@ pub(super) fn read(file: &str, root: &Node, cat: &mut Catalogue) -> Result<(), I
             ));
             continue;
         }
-        let origin = match (sm.opt_str("command")?, sm.opt_str("url")?) {
-            (Some(c), _) => {
-                let args = sm.opt_str_list("args")?.unwrap_or_default();
-                std::iter::once(c)
-                    .chain(args.into_iter().map(|(a, _)| a))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }
-            (None, Some(u)) => {
-                let headers = sm.opt_str_list("headers")?.unwrap_or_default();
-                let names: Vec<String> = headers.into_iter().map(|(h, _)| h).collect();
-                cat.remote_servers.push(RemoteServer {
-                    name: sname.to_string(),
-                    url: u.clone(),
-                    authenticated: authenticates(&names),
-                    at: Loc::new(file, sline),
-                });
-                u
-            }
-            (None, None) => {
-                return Err(InputError::at(
-                    file,
-                    sline,
-                    format!("server `{sname}` has neither `command` nor `url`"),
-                ))
-            }
-        };
+        let origin = server_origin(file, sname, sline, &sm, cat)?;
         let pin = sm.opt_str("pin")?;
         let digests = match sm.get("sha256") {
             Some(d) => as_map(file, d, "`sha256`")?
@@ -439,23 +412,7 @@ pub(super) fn read(file: &str, root: &Node, cat: &mut Catalogue) -> Result<(), I
         };
         for item in as_seq(file, tools, "`tools`")?.iter() {
             let mut t = read_tool(file, item, &mut notes)?;
-            let want = digests.get(&t.name).ok_or_else(|| {
-                InputError::at(
-                    file,
-                    t.at.line,
-                    format!(
-                        "server `{sname}`: tool `{}` has no recorded digest under `sha256`",
-                        t.name
-                    ),
-                )
-            })?;
-            if tool_digest(&to_json(item)) != want.0 {
-                return Err(InputError::at(
-                    file,
-                    t.at.line,
-                    format!("server `{sname}`: tool `{}` no longer matches its digest (line {}): the lock was edited after the snapshot; run `qls mcp snapshot` again", t.name, want.1),
-                ));
-            }
+            check_digest(file, sname, &t, item, &digests)?;
             t.source = Some(ToolSource {
                 server: origin.clone(),
                 pin: pin.clone(),
@@ -468,6 +425,67 @@ pub(super) fn read(file: &str, root: &Node, cat: &mut Catalogue) -> Result<(), I
         }
     }
     cat.notes.extend(notes.into_lines());
+    Ok(())
+}
+
+/// Where a locked server runs: its command line, or its URL (a remote server is recorded with
+/// whether some header could authenticate it, for QG107).
+fn server_origin(
+    file: &str,
+    sname: &str,
+    sline: u32,
+    sm: &Map<'_>,
+    cat: &mut Catalogue,
+) -> Result<String, InputError> {
+    match (sm.opt_str("command")?, sm.opt_str("url")?) {
+        (Some(c), _) => Ok(std::iter::once(c)
+            .chain(sm.names("args")?)
+            .collect::<Vec<_>>()
+            .join(" ")),
+        (None, Some(u)) => {
+            let names = sm.names("headers")?;
+            cat.remote_servers.push(RemoteServer {
+                name: sname.to_string(),
+                url: u.clone(),
+                authenticated: authenticates(&names),
+                at: Loc::new(file, sline),
+            });
+            Ok(u)
+        }
+        (None, None) => Err(InputError::at(
+            file,
+            sline,
+            format!("server `{sname}` has neither `command` nor `url`"),
+        )),
+    }
+}
+
+/// A locked tool still matches the digest recorded for it: the lock was not edited after the
+/// snapshot.
+fn check_digest(
+    file: &str,
+    sname: &str,
+    t: &Tool,
+    item: &Node,
+    digests: &IndexMap<String, (String, u32)>,
+) -> Result<(), InputError> {
+    let want = digests.get(&t.name).ok_or_else(|| {
+        InputError::at(
+            file,
+            t.at.line,
+            format!(
+                "server `{sname}`: tool `{}` has no recorded digest under `sha256`",
+                t.name
+            ),
+        )
+    })?;
+    if tool_digest(&to_json(item)) != want.0 {
+        return Err(InputError::at(
+            file,
+            t.at.line,
+            format!("server `{sname}`: tool `{}` no longer matches its digest (line {}): the lock was edited after the snapshot; run `qls mcp snapshot` again", t.name, want.1),
+        ));
+    }
     Ok(())
 }
 

@@ -9,9 +9,9 @@
 //! same fields; a field newer than this reader is kept on the tool and listed once as a note,
 //! never refused. Fields whose type is wrong are refused with their line, as the SDKs refuse them.
 
-use super::{Catalogue, Effect, Tool};
 use crate::yaml::{self, as_map, as_seq, line_of, shape, to_json, Map};
 use indexmap::IndexMap;
+use ir::catalogue::{Catalogue, Effect, Tool};
 use ir::diag::InputError;
 use ir::loc::Loc;
 use marked_yaml::Node;

@@ -1231,36 +1231,8 @@ impl<'a> Compiler<'a> {
                 }
                 Ok(Stmt::reads(vars_in(rest)))
             }
-            "bot" => {
-                if rest.is_empty() {
-                    return Err(self.err(n, "expected the bot message's name after `bot`"));
-                }
-                let name_end = rest.find(['"', '$', '(']).unwrap_or(rest.len());
-                let name = collapse(&rest[..name_end]);
-                let reads = vars_in(rest);
-                if name.is_empty() || name == "..." || name == "*" {
-                    return Ok(Stmt::Bot(None, reads));
-                }
-                Ok(Stmt::Bot(Some(name), reads))
-            }
-            "do" => {
-                if rest.is_empty() {
-                    return Err(self.err(n, "expected the flow's name after `do`"));
-                }
-                let assigns = match rest.split_once('=') {
-                    Some((l, _)) if l.trim_start().starts_with('$') => vars_in(l),
-                    _ => Vec::new(),
-                };
-                let reads = match rest.split_once('=') {
-                    Some((l, r)) if l.trim_start().starts_with('$') => vars_in(r),
-                    _ => vars_in(rest),
-                };
-                Ok(Stmt::Step {
-                    reads,
-                    assigns,
-                    note: None,
-                })
-            }
+            "bot" => self.bot1(n, rest),
+            "do" => self.do1(n, rest),
             "execute" | "exec" | "run" => self.exec1(n, rest, off, Vec::new()),
             "event" | "expect" | "check" | "meta" | "label" | "checkpoint" | "infer" | "new"
             | "create" | "priority" | "pass" => {
@@ -1280,15 +1252,7 @@ impl<'a> Compiler<'a> {
             }
             "if" => self.cond_from(n, off).map(|(k, r)| Stmt::If(k, r)),
             "while" => self.cond_from(n, off).map(|(k, r)| Stmt::While(k, r)),
-            "else" => {
-                let (w, r2, off2) = split_word(rest);
-                match w {
-                    "" => Ok(Stmt::Else),
-                    "if" => self.cond_from(n, off + off2).map(|(k, r)| Stmt::ElseIf(k, r)),
-                    "when" => self.when1(n, r2, off + off2, true),
-                    _ => Err(self.err(n, "expected `else`, `else if <condition>` or `else when …`")),
-                }
-            }
+            "else" => self.else1(n, rest, off),
             "when" => self.when1(n, rest, off, false),
             "stop" | "abort" => Ok(Stmt::Stop(Vec::new())),
             "return" | "done" => Ok(Stmt::Stop(vars_in(rest))),
@@ -1302,31 +1266,7 @@ impl<'a> Compiler<'a> {
                 n,
                 "`any` (a choice among the branches under it) is not read; write the branches as `when … / else when …`",
             )),
-            _ if main.starts_with('$') => {
-                let var_end = text
-                    .find(['=', ' ', '+', '-'])
-                    .unwrap_or(text.len());
-                let after = text[var_end..].trim_start();
-                if after.starts_with("+=") || after.starts_with("-=") {
-                    return Ok(Stmt::Step {
-                        reads: vars_in(text),
-                        assigns: vars_in(&text[..var_end]),
-                        note: None,
-                    });
-                }
-                let Some(value) = after.strip_prefix('=') else {
-                    return Err(self.err(
-                        n,
-                        "expected `$name = <value>` or `$name = execute <action>`",
-                    ));
-                };
-                let (w, r2, _) = split_word(value);
-                if matches!(w, "execute" | "exec" | "run") {
-                    let voff = text.chars().count() - r2.chars().count();
-                    return self.exec1(n, r2, voff, vars_in(&text[..var_end]));
-                }
-                self.assign1(n, 0)
-            }
+            _ if main.starts_with('$') => self.var_stmt1(n, text),
             _ => Err(self.err(
                 n,
                 format!(
@@ -1334,6 +1274,77 @@ impl<'a> Compiler<'a> {
                 ),
             )),
         }
+    }
+
+    /// `bot <message>`: the message's name (none for `bot ...`/`bot *`, which say anything) and
+    /// the variables its text reads.
+    fn bot1(&self, n: &Node, rest: &str) -> Result<Stmt, InputError> {
+        if rest.is_empty() {
+            return Err(self.err(n, "expected the bot message's name after `bot`"));
+        }
+        let name_end = rest.find(['"', '$', '(']).unwrap_or(rest.len());
+        let name = collapse(&rest[..name_end]);
+        let reads = vars_in(rest);
+        if name.is_empty() || name == "..." || name == "*" {
+            return Ok(Stmt::Bot(None, reads));
+        }
+        Ok(Stmt::Bot(Some(name), reads))
+    }
+
+    /// `do <flow>` or `$var = do <flow>`: a subflow call, reading its arguments and assigning the
+    /// variable.
+    fn do1(&self, n: &Node, rest: &str) -> Result<Stmt, InputError> {
+        if rest.is_empty() {
+            return Err(self.err(n, "expected the flow's name after `do`"));
+        }
+        let (reads, assigns) = match rest.split_once('=') {
+            Some((l, r)) if l.trim_start().starts_with('$') => (vars_in(r), vars_in(l)),
+            _ => (vars_in(rest), Vec::new()),
+        };
+        Ok(Stmt::Step {
+            reads,
+            assigns,
+            note: None,
+        })
+    }
+
+    /// `else`, `else if <condition>` or `else when …`.
+    fn else1(&self, n: &Node, rest: &str, off: usize) -> Result<Stmt, InputError> {
+        let (w, r2, off2) = split_word(rest);
+        match w {
+            "" => Ok(Stmt::Else),
+            "if" => self
+                .cond_from(n, off + off2)
+                .map(|(k, r)| Stmt::ElseIf(k, r)),
+            "when" => self.when1(n, r2, off + off2, true),
+            _ => Err(self.err(n, "expected `else`, `else if <condition>` or `else when …`")),
+        }
+    }
+
+    /// A statement that starts with a variable: `$x += …`/`$x -= …`, `$x = execute <action>` or
+    /// `$x = <expression>`.
+    fn var_stmt1(&self, n: &Node, text: &str) -> Result<Stmt, InputError> {
+        let var_end = text.find(['=', ' ', '+', '-']).unwrap_or(text.len());
+        let after = text[var_end..].trim_start();
+        if after.starts_with("+=") || after.starts_with("-=") {
+            return Ok(Stmt::Step {
+                reads: vars_in(text),
+                assigns: vars_in(&text[..var_end]),
+                note: None,
+            });
+        }
+        let Some(value) = after.strip_prefix('=') else {
+            return Err(self.err(
+                n,
+                "expected `$name = <value>` or `$name = execute <action>`",
+            ));
+        };
+        let (w, r2, _) = split_word(value);
+        if matches!(w, "execute" | "exec" | "run") {
+            let voff = text.chars().count() - r2.chars().count();
+            return self.exec1(n, r2, voff, vars_in(&text[..var_end]));
+        }
+        self.assign1(n, 0)
     }
 
     /// `$var = <expression>` from the character offset of `$var`.

@@ -63,29 +63,7 @@ pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError
         None => Value::Null,
     };
     let cfg_name = cfg_name.unwrap_or_else(|| format!("{display}/config.yml"));
-    let version = match cfg.get("colang_version") {
-        None | Some(Value::Null) => "1.0".to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        Some(other) => {
-            return Err(InputError::at(
-                &cfg_name,
-                1,
-                format!("`colang_version` is {other}; expected \"1.0\" or \"2.x\""),
-            ))
-        }
-    };
-    let lang = match version.as_str() {
-        "1.0" | "1" => Language::Colang1,
-        "2.x" | "2.0" | "2" => Language::Colang2,
-        v => {
-            return Err(InputError::at(
-                &cfg_name,
-                1,
-                format!("`colang_version: {v}`; NeMo takes \"1.0\" or \"2.x\""),
-            ))
-        }
-    };
+    let (version, lang) = colang_version(&cfg, &cfg_name)?;
     let files = co_files(dir)
         .map_err(|e| InputError::at(display, 0, format!("cannot list the folder: {e}")))?;
     let mut rb = Rulebook::empty(display, "", lang);
@@ -97,17 +75,7 @@ pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError
             sha256: ir::sha256_hex(cfg_text.as_bytes()),
         });
     }
-    let mut texts = Vec::new();
-    for p in &files {
-        let rel = p
-            .strip_prefix(dir)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .replace('\\', "/");
-        let name = format!("{display}/{rel}");
-        let text = read(p, &name)?;
-        texts.push((name, text));
-    }
+    let texts = read_co_files(dir, display, &files)?;
     // Colang 2 tells a flow from an action by name, and a flow may be defined in any file.
     let flows: HashSet<String> = match lang {
         Language::Colang2 => texts
@@ -128,21 +96,78 @@ pub fn read_config_dir(dir: &Path, display: &str) -> Result<Rulebook, InputError
             Err(e) => errors.push(e),
         }
     }
-    if !errors.is_empty() {
-        let mut first = errors.remove(0);
-        if !errors.is_empty() {
-            let rest: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            first.message = format!(
-                "{} (and refusals in other files: {})",
-                first.message,
-                rest.join("; ")
-            );
-        }
-        return Err(first);
+    if let Some(e) = first_refusal(errors) {
+        return Err(e);
     }
     rb.sha256 = ir::sha256_hex(format!("{cfg_text}\0{digest}").as_bytes());
     rb.nemo = Some(rails(&cfg, version, &rb));
     Ok(rb)
+}
+
+/// `colang_version` as NeMo reads it (1.0 when absent), with the language it selects.
+fn colang_version(cfg: &Value, cfg_name: &str) -> Result<(String, Language), InputError> {
+    let version = match cfg.get("colang_version") {
+        None | Some(Value::Null) => "1.0".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(other) => {
+            return Err(InputError::at(
+                cfg_name,
+                1,
+                format!("`colang_version` is {other}; expected \"1.0\" or \"2.x\""),
+            ))
+        }
+    };
+    let lang = match version.as_str() {
+        "1.0" | "1" => Language::Colang1,
+        "2.x" | "2.0" | "2" => Language::Colang2,
+        v => {
+            return Err(InputError::at(
+                cfg_name,
+                1,
+                format!("`colang_version: {v}`; NeMo takes \"1.0\" or \"2.x\""),
+            ))
+        }
+    };
+    Ok((version, lang))
+}
+
+/// Every `.co` file of the folder, named under the folder's display name, with its text.
+fn read_co_files(
+    dir: &Path,
+    display: &str,
+    files: &[std::path::PathBuf],
+) -> Result<Vec<(String, String)>, InputError> {
+    let mut texts = Vec::new();
+    for p in files {
+        let rel = p
+            .strip_prefix(dir)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let name = format!("{display}/{rel}");
+        let text = read(p, &name)?;
+        texts.push((name, text));
+    }
+    Ok(texts)
+}
+
+/// The first file's refusal, naming the other files' refusals too (NeMo refuses the whole
+/// configuration when any file does not parse).
+fn first_refusal(mut errors: Vec<InputError>) -> Option<InputError> {
+    if errors.is_empty() {
+        return None;
+    }
+    let mut first = errors.remove(0);
+    if !errors.is_empty() {
+        let rest: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        first.message = format!(
+            "{} (and refusals in other files: {})",
+            first.message,
+            rest.join("; ")
+        );
+    }
+    Some(first)
 }
 
 /// The rails `config.yml` turns on, and the library flows among them.
