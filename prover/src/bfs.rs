@@ -32,6 +32,13 @@ pub struct BfsBudget {
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
 }
 
+impl BfsBudget {
+    /// Whether the deadline has passed.
+    fn out_of_time(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
 impl Default for BfsBudget {
     fn default() -> Self {
         BfsBudget {
@@ -206,6 +213,30 @@ pub fn fixpoint(
     search(ts, obligations, budget, None)
 }
 
+/// The first violation found of each obligation: the frontier state it was found at, the
+/// command and the number of its valuation.
+type Hit = (u32, CmdId, u32);
+
+/// What the levels expanded so far have produced: every state stored, the first hit of each
+/// obligation, and the budget that stopped the search, if one did.
+struct Explored {
+    store: Store,
+    found: Vec<Option<Hit>>,
+    exhausted: Option<StopReason>,
+}
+
+impl Explored {
+    /// Keeps the first hit of obligation `o`: the level order makes it a shortest one.
+    fn record(&mut self, o: u32, hit: Hit) {
+        self.found[o as usize].get_or_insert(hit);
+    }
+
+    /// Whether every obligation (there is at least one) has been found.
+    fn all_found(&self) -> bool {
+        !self.found.is_empty() && self.found.iter().all(|f| f.is_some())
+    }
+}
+
 /// The search behind [`run`] (to `max_depth` levels, stopping once every obligation is found)
 /// and [`fixpoint`] (`None`: to the last new state). The second result is K for a complete
 /// fixpoint search.
@@ -216,139 +247,33 @@ fn search(
     max_depth: Option<u32>,
 ) -> (EngineRun, Option<u32>) {
     let start = Instant::now();
-    // A fixpoint search stores whole states: K speaks of every reachable state, and a state
-    // with dead variables reset stands for states that may need more turns.
-    let liveness = (budget.drop_dead && max_depth.is_some()).then(|| {
-        let mut extra: Vec<Vec<VarId>> = vec![vec![]; ts.commands.len()];
-        for o in obligations {
-            for (c, cond) in o.commands.iter().zip(&o.conds) {
-                cond.vars_read(&mut extra[c.0 as usize]);
-            }
-        }
-        Liveness::new(ts, &extra)
-    });
+    let liveness = liveness_for(ts, obligations, &budget, max_depth);
     let system = Compiled::new(ts, obligations, liveness.as_ref());
-    let words = system.layout.words;
-    let mut found: Vec<Option<(u32, CmdId, u32)>> = vec![None; obligations.len()];
-    let mut store = Store::new(words);
-    store.push(&system.layout.pack(&ts.init), u32::MAX, u32::MAX, 0, 0);
-    let mut level_start = 0usize;
-    let mut level = 0u32;
-    let mut exhausted: Option<StopReason> = None;
-    let out_of_time = || budget.deadline.is_some_and(|d| Instant::now() >= d);
-    let parallel = rayon::current_num_threads() > 1;
-    let mut cur = vec![0u64; words];
-    let mut next = vec![0u64; words];
-    while max_depth.is_none_or(|d| level < d) && level_start < store.len() {
-        if out_of_time() {
-            exhausted = Some(StopReason::TimeBudget);
-            break;
-        }
-        let level_end = store.len();
-        if let Some(p) = &budget.progress {
-            p.bfs(level, level_end);
-        }
-        let mut store_new =
-            |store: &mut Store, s: &[u64], si: u32, cmd: u32, val: u32, start: bool| {
-                admit(
-                    store,
-                    &budget,
-                    &mut exhausted,
-                    &out_of_time,
-                    s,
-                    si,
-                    cmd,
-                    val,
-                    start,
-                )
-            };
-        if parallel && level_end - level_start >= PARALLEL_LEVEL {
-            // Large levels are expanded in parallel, chunk by chunk, and the results admitted
-            // in frontier order: the search is the same whatever the thread count.
-            let open: Vec<bool> = found.iter().map(|f| f.is_none()).collect();
-            let frontier = &store.arena[level_start * words..level_end * words];
-            let results: Vec<Expansion> = frontier
-                .par_chunks(CHUNK_STATES * words)
-                .enumerate()
-                .map(|(k, chunk)| {
-                    let mut x = Expansion::default();
-                    let mut next = vec![0u64; words];
-                    for (j, p) in chunk.chunks_exact(words).enumerate() {
-                        let si = (level_start + k * CHUNK_STATES + j) as u32;
-                        system.expand(
-                            p,
-                            &mut next,
-                            |o| open[o as usize],
-                            |o, cid, val| x.hits.push((si, o, cid, val)),
-                            |st| {
-                                x.packed.extend_from_slice(st.next);
-                                x.options.push((si, st.cmd, st.val, st.turn_start));
-                            },
-                        );
-                    }
-                    x
-                })
-                .collect();
-            for x in results {
-                for (si, o, cid, val) in x.hits {
-                    found[o as usize].get_or_insert((si, cid, val));
-                }
-                for (s, (si, cmd, val, turn_start)) in x.packed.chunks_exact(words).zip(x.options) {
-                    store_new(&mut store, s, si, cmd, val, turn_start);
-                }
-            }
-        } else {
-            let mut hits: Vec<(u32, CmdId, u32)> = vec![];
-            for si in level_start..level_end {
-                cur.copy_from_slice(store.state(si as u32));
-                let si = si as u32;
-                system.expand(
-                    &cur,
-                    &mut next,
-                    |o| found[o as usize].is_none(),
-                    |o, cid, val| hits.push((o, cid, val)),
-                    |st| store_new(&mut store, st.next, si, st.cmd, st.val, st.turn_start),
-                );
-                for (o, cid, val) in hits.drain(..) {
-                    found[o as usize].get_or_insert((si, cid, val));
-                }
-            }
-        }
-        level_start = level_end;
-        level += 1;
-        let all_found = !found.is_empty() && found.iter().all(|f| f.is_some());
-        // A fixpoint search goes on after every obligation is found: K needs every state.
-        if (all_found && max_depth.is_some()) || exhausted.is_some() {
-            break;
-        }
-    }
-    let complete_depth = if level_start >= store.len() {
+    let mut x = Explored {
+        store: Store::new(system.layout.words),
+        found: vec![None; obligations.len()],
+        exhausted: None,
+    };
+    x.store
+        .push(&system.layout.pack(&ts.init), u32::MAX, u32::MAX, 0, 0);
+    let (level, level_start) = explore_levels(&system, &mut x, &budget, max_depth);
+    let complete_depth = if level_start >= x.store.len() {
         ts.depth
     } else {
         level
     };
     // K: the most turns any state needs on its tree path (turns counted from 1).
-    let fixpoint_turns = (max_depth.is_none() && exhausted.is_none())
-        .then(|| store.turn.iter().map(|t| t + 1).max().unwrap_or(1));
-    let verdicts = found
-        .into_iter()
-        .map(|f| match (f, exhausted) {
+    let fixpoint_turns = (max_depth.is_none() && x.exhausted.is_none())
+        .then(|| x.store.turn.iter().map(|t| t + 1).max().unwrap_or(1));
+    let verdicts = x
+        .found
+        .iter()
+        .map(|f| match (*f, x.exhausted) {
             (Some((si, cid, val)), _) => {
                 let choices = valuation(ts, ts.command(cid), val);
-                Verdict::Reachable(witness(ts, &store, si, cid, choices))
+                Verdict::Reachable(witness(ts, &x.store, si, cid, choices))
             }
-            (None, Some(why)) => {
-                let what = match why {
-                    StopReason::StateBudget => {
-                        format!("state budget of {} states exhausted", budget.max_states)
-                    }
-                    StopReason::MemoryBudget => {
-                        format!("memory budget of {} MiB exhausted", budget.max_memory >> 20)
-                    }
-                    _ => "the time budget ran out".to_string(),
-                };
-                Verdict::undecided(why, format!("{what} at depth {level}"))
-            }
+            (None, Some(why)) => out_of_budget(why, &budget, level),
             (None, None) => match fixpoint_turns {
                 Some(turns) => Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns }),
                 None => Verdict::Unreachable {
@@ -360,12 +285,183 @@ fn search(
     let run = EngineRun {
         verdicts,
         cost: Cost {
-            states: store.len() as u64,
+            states: x.store.len() as u64,
             solver_calls: 0,
             ms: start.elapsed().as_millis() as u64,
         },
     };
     (run, fixpoint_turns)
+}
+
+/// The dead-variable reduction of a bounded search (`BfsBudget::drop_dead`): the liveness of
+/// the system's variables, with each obligation's condition counted as a read at its command.
+/// A fixpoint search stores whole states: K speaks of every reachable state, and a state with
+/// dead variables reset stands for states that may need more turns.
+fn liveness_for(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: &BfsBudget,
+    max_depth: Option<u32>,
+) -> Option<Liveness> {
+    (budget.drop_dead && max_depth.is_some()).then(|| {
+        let mut extra: Vec<Vec<VarId>> = vec![vec![]; ts.commands.len()];
+        for o in obligations {
+            for (c, cond) in o.commands.iter().zip(&o.conds) {
+                cond.vars_read(&mut extra[c.0 as usize]);
+            }
+        }
+        Liveness::new(ts, &extra)
+    })
+}
+
+/// Expands level after level until the depth bound, the last new state, every obligation
+/// found (bounded search only: a fixpoint search needs every state for K) or a budget.
+/// Returns the number of levels expanded and where the last unexpanded level starts.
+fn explore_levels(
+    system: &Compiled,
+    x: &mut Explored,
+    budget: &BfsBudget,
+    max_depth: Option<u32>,
+) -> (u32, usize) {
+    let mut level_start = 0usize;
+    let mut level = 0u32;
+    let parallel = rayon::current_num_threads() > 1;
+    while max_depth.is_none_or(|d| level < d) && level_start < x.store.len() {
+        if budget.out_of_time() {
+            x.exhausted = Some(StopReason::TimeBudget);
+            break;
+        }
+        let level_end = x.store.len();
+        if let Some(p) = &budget.progress {
+            p.bfs(level, level_end);
+        }
+        let states = Level {
+            system,
+            budget,
+            states: level_start..level_end,
+        };
+        if parallel && level_end - level_start >= PARALLEL_LEVEL {
+            states.expand_parallel(x);
+        } else {
+            states.expand_serial(x);
+        }
+        level_start = level_end;
+        level += 1;
+        if (x.all_found() && max_depth.is_some()) || x.exhausted.is_some() {
+            break;
+        }
+    }
+    (level, level_start)
+}
+
+/// One level's frontier: the states stored at `states`, to be expanded with `system` under
+/// `budget`.
+struct Level<'a> {
+    system: &'a Compiled,
+    budget: &'a BfsBudget,
+    states: std::ops::Range<usize>,
+}
+
+impl Level<'_> {
+    /// Expands the frontier states one after the other, admitting each successor as it
+    /// is found.
+    fn expand_serial(&self, x: &mut Explored) {
+        let (system, budget) = (self.system, self.budget);
+        let words = system.layout.words;
+        let mut cur = vec![0u64; words];
+        let mut next = vec![0u64; words];
+        let mut hits: Vec<(u32, CmdId, u32)> = vec![];
+        for si in self.states.clone() {
+            // A copy: admitting successors may grow (move) the arena the state is read from.
+            cur.copy_from_slice(x.store.state(si as u32));
+            let si = si as u32;
+            let (store, found, exhausted) = (&mut x.store, &x.found, &mut x.exhausted);
+            system.expand(
+                &cur,
+                &mut next,
+                |o| found[o as usize].is_none(),
+                |o, cid, val| hits.push((o, cid, val)),
+                |st| {
+                    admit(
+                        store,
+                        budget,
+                        exhausted,
+                        st.next,
+                        si,
+                        st.cmd,
+                        st.val,
+                        st.turn_start,
+                    )
+                },
+            );
+            for (o, cid, val) in hits.drain(..) {
+                x.record(o, (si, cid, val));
+            }
+        }
+    }
+
+    /// Expands the frontier states in parallel, chunk by chunk, then admits the results
+    /// in frontier order: the search is the same whatever the thread count.
+    fn expand_parallel(&self, x: &mut Explored) {
+        let (system, budget) = (self.system, self.budget);
+        let words = system.layout.words;
+        let open: Vec<bool> = x.found.iter().map(|f| f.is_none()).collect();
+        let frontier = &x.store.arena[self.states.start * words..self.states.end * words];
+        let results: Vec<Expansion> = frontier
+            .par_chunks(CHUNK_STATES * words)
+            .enumerate()
+            .map(|(k, chunk)| {
+                let mut e = Expansion::default();
+                let mut next = vec![0u64; words];
+                for (j, p) in chunk.chunks_exact(words).enumerate() {
+                    let si = (self.states.start + k * CHUNK_STATES + j) as u32;
+                    system.expand(
+                        p,
+                        &mut next,
+                        |o| open[o as usize],
+                        |o, cid, val| e.hits.push((si, o, cid, val)),
+                        |st| {
+                            e.packed.extend_from_slice(st.next);
+                            e.options.push((si, st.cmd, st.val, st.turn_start));
+                        },
+                    );
+                }
+                e
+            })
+            .collect();
+        for e in results {
+            for (si, o, cid, val) in e.hits {
+                x.record(o, (si, cid, val));
+            }
+            for (s, (si, cmd, val, turn_start)) in e.packed.chunks_exact(words).zip(e.options) {
+                admit(
+                    &mut x.store,
+                    budget,
+                    &mut x.exhausted,
+                    s,
+                    si,
+                    cmd,
+                    val,
+                    turn_start,
+                );
+            }
+        }
+    }
+}
+
+/// An obligation left open when budget `why` stopped the search after `level` levels:
+/// undecided, never clean, with the budget named.
+fn out_of_budget(why: StopReason, budget: &BfsBudget, level: u32) -> Verdict {
+    let what = match why {
+        StopReason::StateBudget => {
+            format!("state budget of {} states exhausted", budget.max_states)
+        }
+        StopReason::MemoryBudget => {
+            format!("memory budget of {} MiB exhausted", budget.max_memory >> 20)
+        }
+        _ => "the time budget ran out".to_string(),
+    };
+    Verdict::undecided(why, format!("{what} at depth {level}"))
 }
 
 /// Frontier states per parallel task.
@@ -379,7 +475,6 @@ fn admit(
     store: &mut Store,
     budget: &BfsBudget,
     exhausted: &mut Option<StopReason>,
-    out_of_time: &impl Fn() -> bool,
     s: &[u64],
     si: u32,
     cmd: u32,
@@ -402,7 +497,7 @@ fn admit(
             *exhausted = Some(StopReason::MemoryBudget);
             return;
         }
-        if out_of_time() {
+        if budget.out_of_time() {
             *exhausted = Some(StopReason::TimeBudget);
             return;
         }

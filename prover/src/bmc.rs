@@ -21,7 +21,7 @@
 //! The solver is bounded in time (the time left) and memory (`max_memory`): an unknown answer
 //! leaves what is open undecided with the reason, never clean.
 
-use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
+use crate::verdict::{EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::flow::NodeImage;
 use encoder::ts::{ChoiceId, CmdId, Expr, Obligation, TransitionSystem, VarId};
 use std::time::{Duration, Instant};
@@ -141,15 +141,30 @@ impl<'a> Unroller<'a> {
     /// step (its states are not reached from the initial one, so the node image does not hold
     /// for them) and one width for every term, so a state variable compares with any constant.
     pub(crate) fn new(ts: &'a TransitionSystem) -> Unroller<'a> {
-        let max = ts.vars.iter().chain(&ts.choices).map(|d| d.domain).max();
+        let tactics = BmcTactics::plain();
         Unroller {
             ts,
-            tactics: BmcTactics::plain(),
+            tactics,
             image: NodeImage::new(ts, 0),
-            width: Some(TransitionSystem::bits(max.unwrap_or(2).max(2)) + 1),
+            width: common_width(ts, &tactics),
             states: vec![],
             choices: vec![],
         }
+    }
+
+    /// The unrolling `run` deepens: the initial state fixed, the node image to the system's
+    /// depth, encoded as `tactics` say.
+    fn from_init(ts: &'a TransitionSystem, tactics: BmcTactics) -> Unroller<'a> {
+        let mut u = Unroller {
+            ts,
+            tactics,
+            image: NodeImage::new(ts, ts.depth as usize),
+            width: common_width(ts, &tactics),
+            states: vec![],
+            choices: vec![],
+        };
+        u.add_init();
+        u
     }
 
     /// Fresh variables for state `k` (a state the induction does not fix), constrained to
@@ -684,7 +699,7 @@ fn close_by_induction(
     };
     let (closed, calls) = crate::induction::close(ts, obligations, open, &b);
     for (oi, _) in closed {
-        verdicts[oi] = Some(Verdict::Unreachable { depth: ts.depth });
+        verdicts[oi] = Some(unreachable(ts));
     }
     calls
 }
@@ -692,50 +707,15 @@ fn close_by_induction(
 /// Decides every obligation by bounded unrolling to the system's depth.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget) -> EngineRun {
     let start = Instant::now();
-    let max_domain = ts
-        .vars
-        .iter()
-        .chain(&ts.choices)
-        .map(|d| d.domain)
-        .max()
-        .unwrap_or(2);
-    let width = (!budget.tactics.narrow).then(|| TransitionSystem::bits(max_domain.max(2)) + 1);
-    let solver = match budget.tactics.qf_bv.then(|| Solver::new_for_logic("QF_BV")) {
-        Some(Some(s)) => {
-            // The SAT solver simplifies its clauses (subsumption, elimination, probing) at the
-            // start of every check; asked hundreds of times over a growing unrolling it
-            // re-simplified everything each time: the shop at 4 turns spent 6.0 s of CPU
-            // with it, 2.4 s without. Simplifying is satisfiability-preserving either way.
-            if budget.tactics.delay_simplify {
-                let mut p = Params::new();
-                p.set_u32("simplify.delay", SIMPLIFY_DELAY);
-                s.set_params(&p);
-            }
-            s
-        }
-        _ => Solver::new(),
-    };
-    let mut u = Unroller {
-        ts,
-        tactics: budget.tactics,
-        image: NodeImage::new(ts, ts.depth as usize),
-        width,
-        states: vec![],
-        choices: vec![],
-    };
-    u.add_init();
+    let solver = new_solver(&budget.tactics);
+    let mut u = Unroller::from_init(ts, budget.tactics);
+    // An obligation without bad commands is violated nowhere.
     let mut verdicts: Vec<Option<Verdict>> = obligations
         .iter()
-        .map(|o| {
-            o.commands
-                .is_empty()
-                .then_some(Verdict::Unreachable { depth: ts.depth })
-        })
+        .map(|o| o.commands.is_empty().then_some(unreachable(ts)))
         .collect();
     let mut calls = 0u64;
     let (mut from, mut span) = (0usize, 1usize);
-    // The steps of one turn: the step counter's domain.
-    let turn_len = ts.vars[ts.step_var.0 as usize].domain as usize;
     let mut inducted = false;
     let mut asserted = 0usize;
     for k in 0..ts.depth as usize {
@@ -747,11 +727,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
             asserted += u.live_commands(k).count();
         }
         if let Some(p) = &budget.progress {
-            p.bmc(
-                k + 1,
-                verdicts.iter().filter(|v| v.is_some()).count(),
-                obligations.len(),
-            );
+            p.bmc(k + 1, decided(&verdicts), obligations.len());
         }
         // Depths where nothing was found yet are asked together: one question for the whole
         // range, narrowed depth by depth only when it is satisfiable (the first depth with a
@@ -760,32 +736,15 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         if budget.tactics.ranges && k + 1 - from < span && !last {
             continue;
         }
-        match ask_range(
-            &solver,
-            &u,
+        let q = Questions {
+            solver: &solver,
+            u: &u,
             obligations,
-            from..=k,
-            &budget,
-            &mut verdicts,
-            &mut calls,
-        ) {
-            RangeAnswer::Clean => span = (span * 2).min(MAX_SPAN),
-            RangeAnswer::Found => {
-                let before = verdicts.iter().filter(|v| v.is_some()).count();
-                for j in from..=k {
-                    calls += decide_at(&solver, &u, obligations, j, &budget, &mut verdicts);
-                }
-                let found = verdicts.iter().filter(|v| v.is_some()).count() > before;
-                span = if found { 1 } else { (span * 2).min(MAX_SPAN) };
-            }
-        }
+            budget: &budget,
+        };
+        span = decide_range(&q, from..=k, span, &mut verdicts, &mut calls);
         from = k + 1;
-        if budget.tactics.induct
-            && !inducted
-            && ts.depth as usize >= 2 * turn_len
-            && asserted >= INDUCT_AFTER_STEPS * ts.commands.len()
-            && k + 1 < ts.depth as usize
-        {
+        if !inducted && induction_due(ts, &budget.tactics, asserted, k) {
             inducted = true;
             calls += close_by_induction(ts, obligations, &budget, &mut verdicts);
         }
@@ -793,16 +752,110 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
             break;
         }
     }
+    // Every depth was asked (or the loop stopped with every obligation decided).
     let verdicts = verdicts
         .into_iter()
-        .map(|v| v.unwrap_or(Verdict::Unreachable { depth: ts.depth }))
+        .map(|v| v.unwrap_or_else(|| unreachable(ts)))
         .collect();
-    EngineRun {
+    crate::induction::finish(verdicts, calls, start)
+}
+
+/// Unreachable within the system's depth: what an obligation no depth's question found is.
+fn unreachable(ts: &TransitionSystem) -> Verdict {
+    Verdict::Unreachable { depth: ts.depth }
+}
+
+/// How many obligations are decided.
+fn decided(verdicts: &[Option<Verdict>]) -> usize {
+    verdicts.iter().filter(|v| v.is_some()).count()
+}
+
+/// What every question of one unrolling is asked with.
+struct Questions<'s, 'u, 'a> {
+    solver: &'s Solver,
+    u: &'u Unroller<'a>,
+    obligations: &'s [Obligation],
+    budget: &'s BmcBudget,
+}
+
+/// Asks the depths `range` (no obligation was found before them) and decides what it can;
+/// returns the next range's span: back to one depth after a find (finds come in clusters),
+/// else doubled up to [`MAX_SPAN`].
+fn decide_range(
+    q: &Questions<'_, '_, '_>,
+    range: std::ops::RangeInclusive<usize>,
+    span: usize,
+    verdicts: &mut [Option<Verdict>],
+    calls: &mut u64,
+) -> usize {
+    let (solver, u, obligations, budget) = (q.solver, q.u, q.obligations, q.budget);
+    match ask_range(
+        solver,
+        u,
+        obligations,
+        range.clone(),
+        budget,
         verdicts,
-        cost: Cost {
-            states: 0,
-            solver_calls: calls,
-            ms: start.elapsed().as_millis() as u64,
-        },
+        calls,
+    ) {
+        RangeAnswer::Clean => (span * 2).min(MAX_SPAN),
+        RangeAnswer::Found => {
+            let before = decided(verdicts);
+            for j in range {
+                *calls += decide_at(solver, u, obligations, j, budget, verdicts);
+            }
+            let found = decided(verdicts) > before;
+            if found {
+                1
+            } else {
+                (span * 2).min(MAX_SPAN)
+            }
+        }
     }
+}
+
+/// Whether the one k-induction attempt is due after depth `k` has been asked: the tactic is
+/// on, the system has at least two turns (the later ones repeat the first's nodes), the
+/// unrolling holds [`INDUCT_AFTER_STEPS`] steps' worth of command instances, and depths are
+/// left for it to save.
+fn induction_due(ts: &TransitionSystem, tactics: &BmcTactics, asserted: usize, k: usize) -> bool {
+    // The steps of one turn: the step counter's domain.
+    let turn_len = ts.vars[ts.step_var.0 as usize].domain as usize;
+    tactics.induct
+        && ts.depth as usize >= 2 * turn_len
+        && asserted >= INDUCT_AFTER_STEPS * ts.commands.len()
+        && k + 1 < ts.depth as usize
+}
+
+/// The solver the tactics ask for: `QF_BV` (when Z3 has it) with the SAT solver's
+/// simplification delayed, else Z3's default solver.
+fn new_solver(tactics: &BmcTactics) -> Solver {
+    match tactics.qf_bv.then(|| Solver::new_for_logic("QF_BV")) {
+        Some(Some(s)) => {
+            // The SAT solver simplifies its clauses (subsumption, elimination, probing) at the
+            // start of every check; asked hundreds of times over a growing unrolling it
+            // re-simplified everything each time: the shop at 4 turns spent 6.0 s of CPU
+            // with it, 2.4 s without. Simplifying is satisfiability-preserving either way.
+            if tactics.delay_simplify {
+                let mut p = Params::new();
+                p.set_u32("simplify.delay", SIMPLIFY_DELAY);
+                s.set_params(&p);
+            }
+            s
+        }
+        _ => Solver::new(),
+    }
+}
+
+/// One bit-vector width for every term (one bit more than the largest domain of a variable or
+/// choice needs), unless the tactics narrow each term to its own values (`None`).
+fn common_width(ts: &TransitionSystem, tactics: &BmcTactics) -> Option<u32> {
+    let max_domain = ts
+        .vars
+        .iter()
+        .chain(&ts.choices)
+        .map(|d| d.domain)
+        .max()
+        .unwrap_or(2);
+    (!tactics.narrow).then(|| TransitionSystem::bits(max_domain.max(2)) + 1)
 }

@@ -4,7 +4,7 @@
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use prover::corpus::{case_dirs, findings_by_rule, run_all_with};
+use prover::corpus::{case_dirs, findings_by_rule, run_all_with, CaseResult};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,15 +30,7 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<u8> {
         "{}: no case folders (each holds an agent.yaml or a case.json)",
         args.dir.display()
     );
-    let bar = if std::io::stderr().is_terminal() {
-        let b = ProgressBar::new(n as u64);
-        if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
-            b.set_style(style);
-        }
-        b
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = progress_bar(n);
     let start = Instant::now();
     let results = run_all_with(&args.dir, |r| {
         bar.set_message(r.name.clone());
@@ -46,46 +38,7 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<u8> {
     });
     bar.finish_and_clear();
     let total = start.elapsed().as_millis();
-    let width = results
-        .iter()
-        .map(|r| r.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    println!(
-        "{:width$}  {:>8}  {:>11}  {:>8}  {:>6}  result",
-        "case", "findings", "obligations", "states", "ms"
-    );
-    let mut failed = 0;
-    let mut blessed = 0;
-    for r in &results {
-        let (f, o) = r
-            .actual
-            .as_ref()
-            .map(|a| (a.findings.len(), a.obligations.len()))
-            .unwrap_or((0, 0));
-        let word = if r.passed() {
-            "ok"
-        } else if args.update && r.actual.is_some() {
-            "updated"
-        } else {
-            "MISMATCH"
-        };
-        println!(
-            "{:width$}  {f:>8}  {o:>11}  {:>8}  {:>6}  {word}",
-            r.name, r.states, r.ms
-        );
-        if !r.passed() {
-            if args.update && r.bless()? {
-                blessed += 1;
-                continue;
-            }
-            failed += 1;
-            for m in &r.mismatches {
-                println!("    {m}");
-            }
-        }
-    }
+    let (failed, blessed) = print_cases(&results, args.update)?;
     let by_rule = findings_by_rule(&results);
     println!(
         "\nFindings by rule: {}",
@@ -104,4 +57,65 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<u8> {
         total
     );
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// A bar of `n` cases on a terminal; none (hidden) when stderr is a file or a pipe, so logs
+/// hold the table only.
+fn progress_bar(n: usize) -> ProgressBar {
+    if std::io::stderr().is_terminal() {
+        let b = ProgressBar::new(n as u64);
+        if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
+            b.set_style(style);
+        }
+        b
+    } else {
+        ProgressBar::hidden()
+    }
+}
+
+/// The table: one row per case with its figures and result, each mismatch under its case;
+/// with `update`, a mismatched case that was proved is blessed instead. Returns the cases
+/// that failed and those blessed.
+fn print_cases(results: &[CaseResult], update: bool) -> anyhow::Result<(usize, usize)> {
+    let width = results
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "{:width$}  {:>8}  {:>11}  {:>8}  {:>6}  result",
+        "case", "findings", "obligations", "states", "ms"
+    );
+    let mut failed = 0;
+    let mut blessed = 0;
+    for r in results {
+        let (f, o) = r
+            .actual
+            .as_ref()
+            .map(|a| (a.findings.len(), a.obligations.len()))
+            .unwrap_or((0, 0));
+        let word = if r.passed() {
+            "ok"
+        } else if update && r.actual.is_some() {
+            "updated"
+        } else {
+            "MISMATCH"
+        };
+        println!(
+            "{:width$}  {f:>8}  {o:>11}  {:>8}  {:>6}  {word}",
+            r.name, r.states, r.ms
+        );
+        if !r.passed() {
+            if update && r.bless()? {
+                blessed += 1;
+                continue;
+            }
+            failed += 1;
+            for m in &r.mismatches {
+                println!("    {m}");
+            }
+        }
+    }
+    Ok((failed, blessed))
 }

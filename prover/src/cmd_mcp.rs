@@ -103,14 +103,17 @@ fn load_config(path: &Path) -> anyhow::Result<(McpConfig, String)> {
     Ok((cfg, name))
 }
 
-/// Lists every stdio server (and every remote one when `remote`), one at a time, in
-/// configuration order. A server left out here is remote and was not asked for.
+/// Lists every stdio server (and every remote one when `remote`) of the configuration read
+/// from `config`, one at a time, in configuration order, each given `timeout` seconds. A
+/// server left out here is remote and was not asked for.
 fn list_all(
     cfg: &McpConfig,
-    base: &Path,
-    timeout: Duration,
+    config: &Path,
+    timeout: u64,
     remote: bool,
 ) -> anyhow::Result<IndexMap<String, Result<Listed, String>>> {
+    let base = readers::project_dir(config);
+    let timeout = Duration::from_secs(timeout);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -118,7 +121,7 @@ fn list_all(
     let mut out = IndexMap::new();
     for (name, s) in &cfg.servers {
         let listed = if s.command.is_some() {
-            rt.block_on(list_stdio(s, base, timeout))
+            rt.block_on(list_stdio(s, &base, timeout))
         } else if remote {
             rt.block_on(list_remote(s, timeout))
         } else {
@@ -266,11 +269,10 @@ impl StreamableHttpClient for TeeHttp {
         auth_header: Option<String>,
         custom_headers: Headers,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        let r = self
+        let sent = self
             .inner
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await?;
-        Ok(self.tee(r))
+            .post_message(uri, message, session_id, auth_header, custom_headers);
+        sent.await.map(|r| self.tee(r))
     }
 
     async fn delete_session(
@@ -352,27 +354,11 @@ where
     })
 }
 
+/// Starts a stdio server as configured, lists its tools over its pipes within `timeout`, and
+/// stops it; a failure carries the last lines the server wrote on stderr.
 async fn list_stdio(s: &ServerConfig, base: &Path, timeout: Duration) -> Result<Listed, String> {
     use tokio::io::AsyncReadExt as _;
-    let program = s.command.as_deref().unwrap_or_default();
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(&s.args).envs(&s.env);
-    // Relative paths (the server's `cwd`, a script in `args`) are read from the configuration's
-    // folder, so a configuration beside its servers works from anywhere.
-    let base = if base.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        base
-    };
-    cmd.current_dir(match &s.cwd {
-        Some(c) => base.join(c),
-        None => base.to_path_buf(),
-    });
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd
+    let mut child = stdio_command(s, base)
         .spawn()
         .map_err(|e| format!("cannot start `{}`: {e}", s.origin()))?;
     let (Some(stdin), Some(stdout), stderr) =
@@ -411,21 +397,47 @@ async fn list_stdio(s: &ServerConfig, base: &Path, timeout: Duration) -> Result<
             stderr.abort();
             Ok(l)
         }
-        Err(e) => {
-            // A server that failed has usually exited; give its stderr a moment to close.
-            let text = tokio::time::timeout(Duration::from_millis(500), stderr)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-            let said = lines[lines.len().saturating_sub(3)..].join(" | ");
-            Err(if said.is_empty() {
-                e
-            } else {
-                format!("{e}; the server wrote: {said}")
-            })
-        }
+        Err(e) => Err(with_stderr(e, stderr).await),
+    }
+}
+
+/// The server's process as configured, with piped stdio, killed if it is dropped. Relative
+/// paths (the server's `cwd`, a script in `args`) are read from the configuration's folder, so
+/// a configuration beside its servers works from anywhere.
+fn stdio_command(s: &ServerConfig, base: &Path) -> tokio::process::Command {
+    let program = s.command.as_deref().unwrap_or_default();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(&s.args).envs(&s.env);
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    cmd.current_dir(match &s.cwd {
+        Some(c) => base.join(c),
+        None => base.to_path_buf(),
+    });
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Error `e` with the last three lines the failed server wrote on stderr, if it wrote any.
+async fn with_stderr(e: String, stderr: tokio::task::JoinHandle<String>) -> String {
+    // A server that failed has usually exited; give its stderr a moment to close.
+    let text = tokio::time::timeout(Duration::from_millis(500), stderr)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let said = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if said.is_empty() {
+        e
+    } else {
+        format!("{e}; the server wrote: {said}")
     }
 }
 
@@ -501,13 +513,7 @@ fn server_entry(s: &ServerConfig) -> Map<String, Value> {
 
 fn snapshot(a: SnapshotArgs) -> anyhow::Result<u8> {
     let (cfg, cname) = load_config(&a.config)?;
-    let base = readers::project_dir(&a.config);
-    let listed = list_all(
-        &cfg,
-        &base,
-        Duration::from_secs(a.timeout),
-        a.contact_remote,
-    )?;
+    let listed = list_all(&cfg, &a.config, a.timeout, a.contact_remote)?;
     let mut servers = Map::new();
     let mut failed = 0;
     for (name, s) in &cfg.servers {
@@ -569,30 +575,14 @@ const DRIFT_FIELDS: &[(&str, &str)] = &[
     ("annotations", "annotations"),
 ];
 
+/// `qls mcp check`: every difference between the lock and what the configuration and its
+/// servers say now is a line of drift (exit 1); none is exit 0.
 fn check(a: CheckArgs) -> anyhow::Result<u8> {
     let (cfg, _) = load_config(&a.config)?;
-    let lname = display_name(&a.lock.display().to_string());
-    let ltext = read_text(&a.lock, &lname)?;
-    let lock: Value = serde_json::from_str(&ltext).map_err(|e| {
-        ir::InputError::at(&lname, e.line() as u32, format!("JSON syntax error: {e}"))
-    })?;
-    if lock.get("format").and_then(Value::as_str) != Some(LOCK_FORMAT) {
-        return Err(ir::InputError::at(
-            &lname,
-            1,
-            format!("not a lock file: expected `\"format\": \"{LOCK_FORMAT}\"`"),
-        )
-        .into());
-    }
+    let (lock, lname) = read_lock(&a.lock)?;
     let empty = Map::new();
     let locked = lock["servers"].as_object().unwrap_or(&empty);
-    let base = readers::project_dir(&a.config);
-    let listed = list_all(
-        &cfg,
-        &base,
-        Duration::from_secs(a.timeout),
-        a.contact_remote,
-    )?;
+    let listed = list_all(&cfg, &a.config, a.timeout, a.contact_remote)?;
     let mut changes: Vec<String> = Vec::new();
     for name in locked.keys() {
         if !cfg.servers.contains_key(name) {
@@ -607,16 +597,7 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
             changes.push(format!("server `{name}` is new: the lock does not have it"));
             continue;
         };
-        let now = Value::Object(server_entry(s));
-        for k in ["command", "args", "url", "pin"] {
-            if now.get(k) != old.get(k) {
-                changes.push(format!(
-                    "server `{name}`: `{k}` is now {}, the lock has {}",
-                    now.get(k).unwrap_or(&Value::Null),
-                    old.get(k).unwrap_or(&Value::Null)
-                ));
-            }
-        }
+        entry_drift(name, s, old, &mut changes);
         let Some(result) = listed.get(name) else {
             // Remote and not asked for: said, so a locked listing is never taken as checked.
             match old["tools"].as_array().map_or(0, Vec::len) {
@@ -627,46 +608,9 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
             }
             continue;
         };
-        let live = match result {
-            Ok(l) => l,
-            Err(e) => {
-                changes.push(format!("server `{name}`: cannot be checked: {e}"));
-                continue;
-            }
-        };
-        let old_tools: IndexMap<String, &Value> = old["tools"]
-            .as_array()
-            .map(|a| a.iter().map(|t| (tool_name(t), t)).collect())
-            .unwrap_or_default();
-        let new_tools: IndexMap<String, &Value> =
-            live.tools.iter().map(|t| (tool_name(t), t)).collect();
-        for (t, nv) in &new_tools {
-            let Some(ov) = old_tools.get(t) else {
-                changes.push(format!("server `{name}`: tool `{t}` was added"));
-                continue;
-            };
-            if tool_digest(nv) == tool_digest(ov) {
-                matched += 1;
-                continue;
-            }
-            let what: Vec<&str> = DRIFT_FIELDS
-                .iter()
-                .filter(|(k, _)| nv.get(*k) != ov.get(*k))
-                .map(|(_, w)| *w)
-                .collect();
-            changes.push(format!(
-                "server `{name}`: tool `{t}` changed its {}",
-                if what.is_empty() {
-                    "listing".to_string()
-                } else {
-                    what.join(", ")
-                }
-            ));
-        }
-        for t in old_tools.keys() {
-            if !new_tools.contains_key(t) {
-                changes.push(format!("server `{name}`: tool `{t}` was removed"));
-            }
+        match result {
+            Ok(live) => matched += tool_drift(name, old, live, &mut changes),
+            Err(e) => changes.push(format!("server `{name}`: cannot be checked: {e}")),
         }
     }
     if changes.is_empty() {
@@ -681,6 +625,81 @@ fn check(a: CheckArgs) -> anyhow::Result<u8> {
         println!("  {c}");
     }
     Ok(1)
+}
+
+/// The lock file and its display name; anything but JSON carrying `qls-mcp-lock/1`'s format
+/// is an input error at its line.
+fn read_lock(path: &Path) -> anyhow::Result<(Value, String)> {
+    let lname = display_name(&path.display().to_string());
+    let ltext = read_text(path, &lname)?;
+    let lock: Value = serde_json::from_str(&ltext).map_err(|e| {
+        ir::InputError::at(&lname, e.line() as u32, format!("JSON syntax error: {e}"))
+    })?;
+    if lock.get("format").and_then(Value::as_str) != Some(LOCK_FORMAT) {
+        return Err(ir::InputError::at(
+            &lname,
+            1,
+            format!("not a lock file: expected `\"format\": \"{LOCK_FORMAT}\"`"),
+        )
+        .into());
+    }
+    Ok((lock, lname))
+}
+
+/// How a server is started or pinned, compared with its lock entry `old`: a changed command,
+/// argument list, address or pin is drift even when the tools are the same.
+fn entry_drift(name: &str, s: &ServerConfig, old: &Value, changes: &mut Vec<String>) {
+    let now = Value::Object(server_entry(s));
+    for k in ["command", "args", "url", "pin"] {
+        if now.get(k) != old.get(k) {
+            changes.push(format!(
+                "server `{name}`: `{k}` is now {}, the lock has {}",
+                now.get(k).unwrap_or(&Value::Null),
+                old.get(k).unwrap_or(&Value::Null)
+            ));
+        }
+    }
+}
+
+/// The tools a server lists now against its locked ones, by name: added, removed, and changed
+/// (by digest, with the parts that changed named). Returns how many tools match the lock.
+fn tool_drift(name: &str, old: &Value, live: &Listed, changes: &mut Vec<String>) -> usize {
+    let old_tools: IndexMap<String, &Value> = old["tools"]
+        .as_array()
+        .map(|a| a.iter().map(|t| (tool_name(t), t)).collect())
+        .unwrap_or_default();
+    let new_tools: IndexMap<String, &Value> =
+        live.tools.iter().map(|t| (tool_name(t), t)).collect();
+    let mut matched = 0;
+    for (t, nv) in &new_tools {
+        let Some(ov) = old_tools.get(t) else {
+            changes.push(format!("server `{name}`: tool `{t}` was added"));
+            continue;
+        };
+        if tool_digest(nv) == tool_digest(ov) {
+            matched += 1;
+            continue;
+        }
+        let what: Vec<&str> = DRIFT_FIELDS
+            .iter()
+            .filter(|(k, _)| nv.get(*k) != ov.get(*k))
+            .map(|(_, w)| *w)
+            .collect();
+        changes.push(format!(
+            "server `{name}`: tool `{t}` changed its {}",
+            if what.is_empty() {
+                "listing".to_string()
+            } else {
+                what.join(", ")
+            }
+        ));
+    }
+    for t in old_tools.keys() {
+        if !new_tools.contains_key(t) {
+            changes.push(format!("server `{name}`: tool `{t}` was removed"));
+        }
+    }
+    matched
 }
 
 #[cfg(test)]

@@ -386,49 +386,15 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
 /// Writes one corpus case per reproduced witness: the inputs copied beside a `case.json`, the
 /// `expected.json` of this run (every finding and obligation verdict), and the witness.
 fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Result<()> {
-    use prover::job::Inputs;
     use serde_json::json;
-    let (project, report) = (session.project(), &run.report);
+    let report = &run.report;
     let e = prover::corpus::Expected::of(report, &run.proof);
     let expected = json!({
         "findings": e.findings.iter().map(|(r, s)| json!([r, s])).collect::<Vec<_>>(),
         "obligations": e.obligations,
         "gate": e.gate,
     });
-    // The files to copy, each with the name it gets in the case folder.
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
-    let depth = session.depth();
-    let mut spec = json!({"session_steps": depth.0, "step_limit": depth.1});
-    match &session.job().inputs {
-        Inputs::Agent(a) => {
-            let base = readers::project_dir(a);
-            for (name, _) in &project.inputs {
-                anyhow::ensure!(!name.contains(".."), "--emit-case copies the inputs beside agent.yaml; `{name}` lies outside its folder");
-                files.push((base.join(name), name.clone()));
-            }
-        }
-        Inputs::Graph(g) => {
-            let mut add = |key: &str, p: &Option<PathBuf>| {
-                if let Some(p) = p {
-                    let n = p
-                        .file_name()
-                        .map(|s| s.to_string_lossy().to_string())
-                        .unwrap_or_default();
-                    files.push((p.clone(), n.clone()));
-                    spec[key] = json!(n);
-                }
-            };
-            add("graph", &Some(g.graph.clone()));
-            anyhow::ensure!(
-                g.catalogues.len() == 1,
-                "--emit-case writes a case with one catalogue; merge the catalogues first (`qls export` writes the merged one)"
-            );
-            add("catalogue", &g.catalogues.first().cloned());
-            add("rulebook", &g.rulebook);
-            add("settings", &g.settings);
-        }
-        Inputs::Case(_) => {}
-    }
+    let (files, spec) = case_inputs(session)?;
     for f in report
         .findings
         .iter()
@@ -466,6 +432,49 @@ fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Re
         eprintln!("wrote {}", case.display());
     }
     Ok(())
+}
+
+/// The files a case copies (each with the name it gets in the case folder) and its
+/// `case.json`: the depth, and for a graph the names its graph, catalogue, rulebook and
+/// settings get. A case holds what the corpus runner reads: inputs inside the agent's folder,
+/// one catalogue.
+fn case_inputs(session: &Session) -> anyhow::Result<(Vec<(PathBuf, String)>, serde_json::Value)> {
+    use prover::job::Inputs;
+    use serde_json::json;
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let depth = session.depth();
+    let mut spec = json!({"session_steps": depth.0, "step_limit": depth.1});
+    match &session.job().inputs {
+        Inputs::Agent(a) => {
+            let base = readers::project_dir(a);
+            for (name, _) in &session.project().inputs {
+                anyhow::ensure!(!name.contains(".."), "--emit-case copies the inputs beside agent.yaml; `{name}` lies outside its folder");
+                files.push((base.join(name), name.clone()));
+            }
+        }
+        Inputs::Graph(g) => {
+            let mut add = |key: &str, p: &Option<PathBuf>| {
+                if let Some(p) = p {
+                    let n = p
+                        .file_name()
+                        .map(|s| s.to_string_lossy().to_string())
+                        .unwrap_or_default();
+                    files.push((p.clone(), n.clone()));
+                    spec[key] = json!(n);
+                }
+            };
+            add("graph", &Some(g.graph.clone()));
+            anyhow::ensure!(
+                g.catalogues.len() == 1,
+                "--emit-case writes a case with one catalogue; merge the catalogues first (`qls export` writes the merged one)"
+            );
+            add("catalogue", &g.catalogues.first().cloned());
+            add("rulebook", &g.rulebook);
+            add("settings", &g.settings);
+        }
+        Inputs::Case(_) => {}
+    }
+    Ok((files, spec))
 }
 
 /// A spinner on stderr while the engines run, only when stderr is a terminal (CI logs and

@@ -54,46 +54,21 @@ impl CaseSpec {
             .ok_or_else(|| "case.json: expected an object".to_string())?;
         let mut spec = CaseSpec::default();
         for (k, val) in obj {
-            let s = || -> Result<Option<String>, String> {
-                match val {
-                    Value::Null => Ok(None),
-                    Value::String(s) => Ok(Some(s.clone())),
-                    _ => Err(format!("case.json: `{k}` must be a string or null")),
-                }
-            };
-            let n = || -> Result<Option<u32>, String> {
-                match val {
-                    Value::Null => Ok(None),
-                    Value::Number(n) => n
-                        .as_u64()
-                        .filter(|n| (1..=u32::MAX as u64).contains(n))
-                        .map(|n| Some(n as u32))
-                        .ok_or_else(|| format!("case.json: `{k}` must be a positive integer")),
-                    _ => Err(format!(
-                        "case.json: `{k}` must be a positive integer or null"
-                    )),
-                }
-            };
             match k.as_str() {
-                "graph" => spec.graph = s()?,
-                "catalogue" => spec.catalogue = s()?,
-                "rulebook" => spec.rulebook = s()?,
-                "settings" => spec.settings = s()?,
-                "session_steps" => spec.session_steps = n()?,
-                "step_limit" => spec.step_limit = n()?,
+                "graph" => spec.graph = string_or_null(k, val)?,
+                "catalogue" => spec.catalogue = string_or_null(k, val)?,
+                "rulebook" => spec.rulebook = string_or_null(k, val)?,
+                "settings" => spec.settings = string_or_null(k, val)?,
+                "session_steps" => spec.session_steps = positive_or_null(k, val)?,
+                "step_limit" => spec.step_limit = positive_or_null(k, val)?,
                 "model_nodes" => {
-                    spec.langgraph.model_nodes = val
-                        .as_array()
-                        .and_then(|a| a.iter().map(|x| x.as_str().map(String::from)).collect())
+                    spec.langgraph.model_nodes = strings(val)
                         .ok_or_else(|| format!("case.json: `{k}` must be a list of node ids"))?
                 }
                 "tools_nodes" => {
                     let bad = || format!("case.json: `{k}` must map node ids to lists of tools");
                     for (node, tools) in val.as_object().ok_or_else(bad)? {
-                        let tools: Vec<String> = tools
-                            .as_array()
-                            .and_then(|a| a.iter().map(|x| x.as_str().map(String::from)).collect())
-                            .ok_or_else(bad)?;
+                        let tools = strings(tools).ok_or_else(bad)?;
                         spec.langgraph.tools_nodes.insert(node.clone(), tools);
                     }
                 }
@@ -210,22 +185,17 @@ impl Expected {
     /// The canonical text of `expected.json`: one finding and one obligation a line, sorted.
     pub fn to_json(&self) -> String {
         let q = |s: &str| serde_json::to_string(s).expect("a string serialises");
-        let mut s = String::from("{\n  \"findings\": [");
-        let f: Vec<String> = self
+        let mut s = String::from("{\n");
+        let findings = self
             .findings
             .iter()
-            .map(|(r, x)| format!("\n    [{}, {}]", q(r), q(x)))
-            .collect();
-        s.push_str(&f.join(","));
-        s.push_str(if f.is_empty() { "],\n" } else { "\n  ],\n" });
-        s.push_str("  \"obligations\": {");
-        let o: Vec<String> = self
+            .map(|(r, x)| format!("[{}, {}]", q(r), q(x)));
+        push_members(&mut s, "findings", ('[', ']'), findings);
+        let obligations = self
             .obligations
             .iter()
-            .map(|(id, w)| format!("\n    {}: {}", q(id), q(w)))
-            .collect();
-        s.push_str(&o.join(","));
-        s.push_str(if o.is_empty() { "},\n" } else { "\n  },\n" });
+            .map(|(id, w)| format!("{}: {}", q(id), q(w)));
+        push_members(&mut s, "obligations", ('{', '}'), obligations);
         let _ = writeln!(s, "  \"gate\": {}\n}}", q(&self.gate));
         s
     }
@@ -258,6 +228,57 @@ impl Expected {
         }
         out
     }
+}
+
+/// Appends `"key": ` and the members between `brackets`, one a line (the brackets alone on
+/// one line when there are none), then `,` and a newline: `expected.json`'s layout, which
+/// keeps one finding or verdict a line in a diff.
+fn push_members(
+    s: &mut String,
+    key: &str,
+    brackets: (char, char),
+    members: impl Iterator<Item = String>,
+) {
+    let lines: Vec<String> = members.map(|m| format!("\n    {m}")).collect();
+    let _ = write!(s, "  \"{key}\": {}{}", brackets.0, lines.join(","));
+    if !lines.is_empty() {
+        s.push_str("\n  ");
+    }
+    s.push(brackets.1);
+    s.push_str(",\n");
+}
+
+/// `case.json`'s value `val` of key `k` as a file name (`null`: none).
+fn string_or_null(k: &str, val: &Value) -> Result<Option<String>, String> {
+    match val {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        _ => Err(format!("case.json: `{k}` must be a string or null")),
+    }
+}
+
+/// `case.json`'s value `val` of key `k` as a depth: a positive integer that fits a `u32`
+/// (`null`: the settings' own).
+fn positive_or_null(k: &str, val: &Value) -> Result<Option<u32>, String> {
+    match val {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
+            .as_u64()
+            .filter(|n| (1..=u32::MAX as u64).contains(n))
+            .map(|n| Some(n as u32))
+            .ok_or_else(|| format!("case.json: `{k}` must be a positive integer")),
+        _ => Err(format!(
+            "case.json: `{k}` must be a positive integer or null"
+        )),
+    }
+}
+
+/// A JSON list of strings; `None` when `val` is anything else.
+fn strings(val: &Value) -> Option<Vec<String>> {
+    val.as_array()?
+        .iter()
+        .map(|x| x.as_str().map(String::from))
+        .collect()
 }
 
 /// The outcome of one case.

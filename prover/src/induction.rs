@@ -495,36 +495,55 @@ pub(crate) fn close(
         }
         calls += 2;
         let found = search(ts, &inv, obligations, &open, b);
-        let mut left = Vec::new();
-        for oi in open {
-            calls += found[oi].calls;
-            let Some(k) = found[oi].closed else {
-                left.push(oi);
-                continue;
-            };
-            let o = &obligations[oi];
-            // The certificate counts only when a fresh solver agrees on both halves.
-            calls += 1 + k as u64;
-            if step_case(ts, &inv, o, k as usize, b.query_time()) == SatResult::Unsat
-                && base_case(ts, o, k as usize, b.query_time())
-            {
-                closed.push((
-                    oi,
-                    AnyLength::Induction {
-                        depth: k,
-                        invariant: inv.len() as u32,
-                    },
-                ));
-            } else {
-                left.push(oi);
-            }
-        }
+        let (left, confirmed) = confirm(ts, &inv, obligations, open, &found, b, &mut closed);
+        calls += confirmed;
         open = left;
     }
     (closed, calls)
 }
 
-fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
+/// Of the `open` obligations, each one the search closed at some depth joins `closed` when a
+/// fresh solver agrees with its certificate on both halves (the step case under `inv`, the
+/// base case); the rest stay open. Returns them and the solver calls made.
+fn confirm(
+    ts: &TransitionSystem,
+    inv: &[Conjunct],
+    obligations: &[Obligation],
+    open: Vec<usize>,
+    found: &[Search],
+    b: &InductionBudget,
+    closed: &mut Vec<(usize, AnyLength)>,
+) -> (Vec<usize>, u64) {
+    let mut calls = 0u64;
+    let mut left = Vec::new();
+    for oi in open {
+        calls += found[oi].calls;
+        let Some(k) = found[oi].closed else {
+            left.push(oi);
+            continue;
+        };
+        let o = &obligations[oi];
+        calls += 1 + k as u64;
+        if step_case(ts, inv, o, k as usize, b.query_time()) == SatResult::Unsat
+            && base_case(ts, o, k as usize, b.query_time())
+        {
+            closed.push((
+                oi,
+                AnyLength::Induction {
+                    depth: k,
+                    invariant: inv.len() as u32,
+                },
+            ));
+        } else {
+            left.push(oi);
+        }
+    }
+    (left, calls)
+}
+
+/// A solver engine's run: its verdicts, the solver calls it made and the time since `start`
+/// (no states: only the BFS counts them).
+pub(crate) fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
     let ms = start.elapsed().as_millis() as u64;
     let cost = Cost {
         solver_calls: calls,

@@ -165,6 +165,25 @@ pub struct GraphJobFile {
     operands: Option<Value>,
 }
 
+/// A job file's top level: a JSON object of known keys whose `mode` is `graph`.
+fn job_object(name: &str, text: &str) -> Result<serde_json::Map<String, Value>, InputError> {
+    let at = |message: String| InputError::at(name, 1, message);
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| InputError::at(name, e.line() as u32, format!("JSON syntax error: {e}")))?;
+    let Value::Object(obj) = doc else {
+        return Err(at("expected a JSON object".into()));
+    };
+    if let Some(k) = obj.keys().find(|k| !JOB_KEYS.contains(&k.as_str())) {
+        return Err(at(ir::diag::unknown_key_message(k, JOB_KEYS)));
+    }
+    if obj.get("mode").and_then(|m| m.as_str()) != Some("graph") {
+        return Err(at(
+            "expected `\"mode\": \"graph\"` (the only mode qls solves)".into(),
+        ));
+    }
+    Ok(obj)
+}
+
 impl GraphJobFile {
     /// Reads the file, its mode and its inputs.
     pub fn read(
@@ -174,20 +193,7 @@ impl GraphJobFile {
         let name = path.display().to_string();
         let text = readers::read_text(path, &name)?;
         let at = |message: String| InputError::at(&name, 1, message);
-        let doc: Value = serde_json::from_str(&text).map_err(|e| {
-            InputError::at(&name, e.line() as u32, format!("JSON syntax error: {e}"))
-        })?;
-        let obj = doc
-            .as_object()
-            .ok_or_else(|| at("expected a JSON object".into()))?;
-        if let Some(k) = obj.keys().find(|k| !JOB_KEYS.contains(&k.as_str())) {
-            return Err(at(ir::diag::unknown_key_message(k, JOB_KEYS)));
-        }
-        if obj.get("mode").and_then(|m| m.as_str()) != Some("graph") {
-            return Err(at(
-                "expected `\"mode\": \"graph\"` (the only mode qls solves)".into(),
-            ));
-        }
+        let obj = job_object(&name, &text)?;
         let dir = readers::project_dir(path);
         let inputs = obj
             .get("inputs")

@@ -347,25 +347,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         // Without its rulebook the system is not the agent's: proving it would claim what the
         // rulebook may not allow. Nothing is decided.
         let why = format!("the rulebook {} was refused (QG005)", e.file);
-        let outcomes = obls
-            .iter()
-            .map(|ob| Outcome {
-                obligation: ob.clone(),
-                bfs: None,
-                bmc: None,
-                verdict: Verdict::undecided(StopReason::NotRun, why.clone()),
-                disagreement: false,
-                multi_turn: false,
-            })
-            .collect();
-        return Proof {
-            ts,
-            outcomes,
-            bfs: None,
-            bmc: None,
-            fixpoint_turns: None,
-            not_run: Some(why),
-        };
+        return not_run(ts, &obls, why);
     }
     let (b, m, fixpoint_turns) = run_per_slice(&ts, &obls, o, deadline);
     let mut outcomes: Vec<Outcome> = obls
@@ -399,6 +381,29 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         bmc: m,
         fixpoint_turns,
         not_run: None,
+    }
+}
+
+/// The proof that was not run, for reason `why`: every obligation undecided, no engine's run.
+fn not_run(ts: TransitionSystem, obls: &[Obligation], why: String) -> Proof {
+    let outcomes = obls
+        .iter()
+        .map(|ob| Outcome {
+            obligation: ob.clone(),
+            bfs: None,
+            bmc: None,
+            verdict: Verdict::undecided(StopReason::NotRun, why.clone()),
+            disagreement: false,
+            multi_turn: false,
+        })
+        .collect();
+    Proof {
+        ts,
+        outcomes,
+        bfs: None,
+        bmc: None,
+        fixpoint_turns: None,
+        not_run: Some(why),
     }
 }
 

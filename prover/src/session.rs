@@ -166,6 +166,53 @@ pub struct Run {
     pub report: Report,
 }
 
+/// The `--baseline` report, when the job names one.
+fn read_baseline(job: &Job) -> Result<Option<Baseline>, SessionError> {
+    Ok(match &job.outputs.baseline {
+        Some(path) => {
+            let name = path.display().to_string();
+            let text = readers::read_text(path, &name)?;
+            Some(Baseline::read(&name, &text)?)
+        }
+        None => None,
+    })
+}
+
+/// The depth a session proves to: each of its two numbers what the job asks for, else the
+/// case's, else the settings'; a zero asked for is refused, and so is `--emit-case` (bounded
+/// cases) with sessions of any length.
+fn resolve_depth(job: &Job, loaded: &Loaded) -> Result<(SessionSteps, u32), SessionError> {
+    let settings = &loaded.project.settings;
+    let case = loaded.case.as_ref();
+    let session_steps = job
+        .depth
+        .session_steps
+        .or(case.and_then(|c| c.session_steps).map(SessionSteps::Turns))
+        .unwrap_or(settings.session_steps);
+    if session_steps == SessionSteps::Turns(0) {
+        return Err(SessionError::Invalid(
+            "--session-steps must be at least 1".into(),
+        ));
+    }
+    if job.outputs.emit_case.is_some() && session_steps == SessionSteps::Any {
+        return Err(SessionError::Invalid(
+            "--emit-case writes bounded corpus cases: give --session-steps a number of turns"
+                .into(),
+        ));
+    }
+    if job.depth.step_limit == Some(0) {
+        return Err(SessionError::Invalid(
+            "--step-limit must be at least 1".into(),
+        ));
+    }
+    let step_limit = job
+        .depth
+        .step_limit
+        .or(case.and_then(|c| c.step_limit))
+        .unwrap_or(settings.step_limit);
+    Ok((session_steps, step_limit))
+}
+
 impl Session {
     /// Loads the job's inputs ([`load`]), then opens the session on them ([`Session::new`]).
     pub fn open(job: Job) -> Result<Session, SessionError> {
@@ -177,42 +224,8 @@ impl Session {
     /// before anything else can fail loads first): reads the baseline and resolves the depth —
     /// what the job asks for, else the case's, else the settings'.
     pub fn new(job: Job, loaded: Loaded) -> Result<Session, SessionError> {
-        let baseline = match &job.outputs.baseline {
-            Some(path) => {
-                let name = path.display().to_string();
-                let text = readers::read_text(path, &name)?;
-                Some(Baseline::read(&name, &text)?)
-            }
-            None => None,
-        };
-        let settings = &loaded.project.settings;
-        let case = loaded.case.as_ref();
-        let session_steps = job
-            .depth
-            .session_steps
-            .or(case.and_then(|c| c.session_steps).map(SessionSteps::Turns))
-            .unwrap_or(settings.session_steps);
-        if session_steps == SessionSteps::Turns(0) {
-            return Err(SessionError::Invalid(
-                "--session-steps must be at least 1".into(),
-            ));
-        }
-        if job.outputs.emit_case.is_some() && session_steps == SessionSteps::Any {
-            return Err(SessionError::Invalid(
-                "--emit-case writes bounded corpus cases: give --session-steps a number of turns"
-                    .into(),
-            ));
-        }
-        if job.depth.step_limit == Some(0) {
-            return Err(SessionError::Invalid(
-                "--step-limit must be at least 1".into(),
-            ));
-        }
-        let step_limit = job
-            .depth
-            .step_limit
-            .or(case.and_then(|c| c.step_limit))
-            .unwrap_or(settings.step_limit);
+        let baseline = read_baseline(&job)?;
+        let (session_steps, step_limit) = resolve_depth(&job, &loaded)?;
         let options = Options {
             session_steps,
             step_limit,

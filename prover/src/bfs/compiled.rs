@@ -535,13 +535,21 @@ fn compile_command(
     let updates = last_update_of_each(&c.updates);
     let mut options = vec![];
     crate::bfs::for_each_choice(ts, c, |ch, val| {
-        let mut variants = vec![];
         let parts = Parts {
             guard: &choice_part,
             updates: &updates,
             conds,
         };
-        specialise(l, &parts, ch, &mut vec![], &mut vec![], 1, &mut variants);
+        let mut sp = Specialiser {
+            l,
+            parts: &parts,
+            ch,
+            facts: vec![],
+            select: vec![],
+            out: vec![],
+        };
+        sp.specialise(1);
+        let variants = sp.out;
         if variants.iter().any(|v| v.guard.is_some()) {
             options.push(Option_ { val, variants });
         }
@@ -560,74 +568,92 @@ struct Parts<'a> {
     conds: &'a [(u32, &'a Expr)],
 }
 
-/// Compiles an option under `facts` into variants, splitting on the variable its folded code
-/// compares with constants most often: one variant per value compared (the variable tested
-/// equal to it) and then one for every other value (no test: the earlier variants did not
-/// hold). A variant whose guard folds to false is kept, disabled, so its states stop there.
-/// `product` is how many variants the splits so far can make.
-fn specialise(
-    l: &Layout,
-    parts: &Parts<'_>,
-    ch: &[u32],
-    facts: &mut Facts,
-    select: &mut Vec<WordTest>,
-    product: usize,
-    out: &mut Vec<Variant>,
-) {
-    let guard = fold(parts.guard, ch, facts);
-    let never = |out: &mut Vec<Variant>, select: &[WordTest]| {
-        out.push(Variant {
-            select: select.to_vec(),
-            guard: None,
-            writes: vec![],
-            computed: vec![],
-            hits: vec![],
-        })
-    };
-    if guard == Expr::Bool(false) {
-        never(out, select);
-        return;
+/// The option being specialised: the layout it is compiled for, what it is made of and the
+/// values of its choices, with the facts and word tests of the splits so far and the variants
+/// made (in the order they are tried).
+struct Specialiser<'a> {
+    l: &'a Layout,
+    parts: &'a Parts<'a>,
+    ch: &'a [u32],
+    facts: Facts,
+    select: Vec<WordTest>,
+    out: Vec<Variant>,
+}
+
+impl Specialiser<'_> {
+    /// Compiles an option under the facts into variants, splitting on the variable its folded code
+    /// compares with constants most often: one variant per value compared (the variable tested
+    /// equal to it) and then one for every other value (no test: the earlier variants did not
+    /// hold). A variant whose guard folds to false is kept, disabled, so its states stop there.
+    /// `product` is how many variants the splits so far can make.
+    fn specialise(&mut self, product: usize) {
+        let guard = fold(self.parts.guard, self.ch, &self.facts);
+        if guard == Expr::Bool(false) {
+            self.out.push(Variant::disabled(&self.select));
+            return;
+        }
+        let updates: Vec<(VarId, Expr)> = self
+            .parts
+            .updates
+            .iter()
+            .map(|(v, e)| (**v, fold(e, self.ch, &self.facts)))
+            .collect();
+        let conds: Vec<(u32, Expr)> = self
+            .parts
+            .conds
+            .iter()
+            .map(|(ob, e)| (*ob, fold(e, self.ch, &self.facts)))
+            .collect();
+        if let Some((v, values)) = split_variable(&guard, &updates, &conds, &self.facts, product) {
+            let product = product * (values.len() + 1);
+            self.split_on(product, v, values);
+            return;
+        }
+        let variant = match condition(&guard, self.l) {
+            Some(guard) => enabled(self.l, &self.select, guard, updates, &conds),
+            None => Variant::disabled(&self.select),
+        };
+        self.out.push(variant);
     }
-    let updates: Vec<(VarId, Expr)> = parts
-        .updates
-        .iter()
-        .map(|(v, e)| (**v, fold(e, ch, facts)))
-        .collect();
-    let conds: Vec<(u32, Expr)> = parts
-        .conds
-        .iter()
-        .map(|(o, e)| (*o, fold(e, ch, facts)))
-        .collect();
-    if let Some((v, values)) = split_variable(&guard, &updates, &conds, facts, product) {
-        let product = product * (values.len() + 1);
-        let s = l.slot(v);
+
+    /// Specialises the option once per value of `v` in `values` (that value known, its bits
+    /// selected), then once for every other value (none of them known, nothing selected: the
+    /// earlier variants are tried first). A value outside the variable's bits is no state's.
+    fn split_on(&mut self, product: usize, v: VarId, values: Vec<u32>) {
+        let s = self.l.slot(v);
         for &k in &values {
             if k as u64 & !s.mask != 0 {
                 continue;
             }
-            facts.push((v, Known::Is(k)));
-            select.push(WordTest {
+            self.facts.push((v, Known::Is(k)));
+            self.select.push(WordTest {
                 word: s.word,
                 mask: s.mask << s.shift,
                 bits: (k as u64) << s.shift,
             });
-            specialise(l, parts, ch, facts, select, product, out);
-            select.pop();
-            facts.pop();
+            self.specialise(product);
+            self.select.pop();
+            self.facts.pop();
         }
-        let mut excluded = values.clone();
-        if let Some(Known::NoneOf(before)) = known(facts, v) {
+        let mut excluded = values;
+        if let Some(Known::NoneOf(before)) = known(&self.facts, v) {
             excluded.extend(before);
         }
-        facts.push((v, Known::NoneOf(excluded)));
-        specialise(l, parts, ch, facts, select, product, out);
-        facts.pop();
-        return;
+        self.facts.push((v, Known::NoneOf(excluded)));
+        self.specialise(product);
+        self.facts.pop();
     }
-    let Some(guard) = condition(&guard, l) else {
-        never(out, select);
-        return;
-    };
+}
+
+/// The variant of an option whose guard can hold: its updates split into constant writes and
+/// computed ones, and the obligations whose condition can still hold on it.
+fn enabled(
+    l: &Layout,
+    select: &[WordTest],
+    guard: Condition,
+    updates: Vec<(VarId, Expr)>,
+    conds: &[(u32, Expr)],
+) -> Variant {
     let mut writes = vec![];
     let mut computed = vec![];
     for (v, e) in updates {
@@ -644,13 +670,27 @@ fn specialise(
         .iter()
         .filter_map(|(ob, e)| condition(e, l).map(|k| (*ob, k)))
         .collect();
-    out.push(Variant {
-        select: select.clone(),
+    Variant {
+        select: select.to_vec(),
         guard: Some(guard),
         writes,
         computed,
         hits,
-    });
+    }
+}
+
+impl Variant {
+    /// A variant whose guard is false on every state it selects: kept, so those states stop
+    /// here instead of falling through to a later variant whose facts they contradict.
+    fn disabled(select: &[WordTest]) -> Variant {
+        Variant {
+            select: select.to_vec(),
+            guard: None,
+            writes: vec![],
+            computed: vec![],
+            hits: vec![],
+        }
+    }
 }
 
 /// The variable to split an option on next, with the values compared (sorted): the one

@@ -1,8 +1,8 @@
 //! `qls-findings/1` JSON (docs/formats.md). It only formats the [`Report`]: every finding, its
 //! order and the gate were decided by `report::findings`.
 
-use crate::proof::Proof;
-use crate::report::{Report, Standing};
+use crate::proof::{Outcome, Proof};
+use crate::report::{Finding, Report, Standing};
 use crate::verdict::Verdict;
 use ir::agent::SessionSteps;
 use ir::Project;
@@ -23,50 +23,11 @@ fn any_length_json(how: &crate::verdict::AnyLength) -> Value {
 
 /// `qls-findings/1` JSON.
 pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
-    let findings: Vec<Value> = r
-        .findings
-        .iter()
-        .map(|f| {
-            json!({
-                "rule": f.rule.id, "title": f.rule.title, "type": f.rule.kind.name(), "severity": f.rule.kind.severity(),
-                "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().collect::<Vec<_>>(),
-                "message": f.message, "owasp": f.rule.owasp, "fix": f.rule.fix.replace("{tool}", &f.subject),
-                "witness": f.document,
-                "witness_file": f.witness_file,
-                "replay": f.replay.as_ref().map(|x| x.text()),
-                "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
-                "fingerprint": f.fingerprint,
-                "standing": f.standing.word(),
-                "suppression": match &f.standing { Standing::Suppressed { reason, until, at } => json!({"reason": reason, "until": until, "at": at}), _ => Value::Null },
-            })
-        })
-        .collect();
+    let findings: Vec<Value> = r.findings.iter().map(finding_json).collect();
     let obls: Vec<Value> = proof
         .outcomes
         .iter()
-        .map(|o| {
-            let mut doc = json!({"id": o.obligation.id, "rule": o.obligation.rule, "subject": o.obligation.subject, "inverted": o.obligation.inverted,
-                   "verdict": o.verdict.word(), "depth": o.verdict.depth(),
-                   "bfs": o.bfs.as_ref().map(|v| v.word()), "bmc": o.bmc.as_ref().map(|v| v.word())});
-            // Under `any`: which engine proved it for any length and how (bounded reports keep
-            // their exact shape).
-            let proved: Vec<Value> = [&o.bfs, &o.bmc]
-                .into_iter()
-                .filter_map(|v| match v {
-                    Some(Verdict::UnreachableAnyLength(how)) => Some(any_length_json(how)),
-                    _ => None,
-                })
-                .collect();
-            if !proved.is_empty() {
-                doc["proved_by"] = json!(proved);
-            }
-            if r.depth.0 == SessionSteps::Any {
-                if let Verdict::Reachable(w) = &o.verdict {
-                    doc["turns"] = json!(w.turns(&proof.ts));
-                }
-            }
-            doc
-        })
+        .map(|o| outcome_json(o, r, proof))
         .collect();
     let v = json!({
         "format": "qls-findings/1",
@@ -88,4 +49,47 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         v["fixpoint_turns"] = json!(r.fixpoint_turns);
     }
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
+}
+
+/// One finding as the report's JSON: its rule's catalog entry, where and what, the witness and
+/// its replay, the engines' verdicts, its fingerprint and standing.
+fn finding_json(f: &Finding) -> Value {
+    json!({
+        "rule": f.rule.id, "title": f.rule.title, "type": f.rule.kind.name(), "severity": f.rule.kind.severity(),
+        "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().collect::<Vec<_>>(),
+        "message": f.message, "owasp": f.rule.owasp, "fix": f.rule.fix.replace("{tool}", &f.subject),
+        "witness": f.document,
+        "witness_file": f.witness_file,
+        "replay": f.replay.as_ref().map(|x| x.text()),
+        "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
+        "fingerprint": f.fingerprint,
+        "standing": f.standing.word(),
+        "suppression": match &f.standing { Standing::Suppressed { reason, until, at } => json!({"reason": reason, "until": until, "at": at}), _ => Value::Null },
+    })
+}
+
+/// One obligation's outcome: its verdict and each engine's, which engine proved it for any
+/// length and how, and (under `any`) a witness's turns.
+fn outcome_json(o: &Outcome, r: &Report, proof: &Proof) -> Value {
+    let mut doc = json!({"id": o.obligation.id, "rule": o.obligation.rule, "subject": o.obligation.subject, "inverted": o.obligation.inverted,
+           "verdict": o.verdict.word(), "depth": o.verdict.depth(),
+           "bfs": o.bfs.as_ref().map(|v| v.word()), "bmc": o.bmc.as_ref().map(|v| v.word())});
+    // Under `any`: which engine proved it for any length and how (bounded reports keep
+    // their exact shape).
+    let proved: Vec<Value> = [&o.bfs, &o.bmc]
+        .into_iter()
+        .filter_map(|v| match v {
+            Some(Verdict::UnreachableAnyLength(how)) => Some(any_length_json(how)),
+            _ => None,
+        })
+        .collect();
+    if !proved.is_empty() {
+        doc["proved_by"] = json!(proved);
+    }
+    if r.depth.0 == SessionSteps::Any {
+        if let Verdict::Reachable(w) = &o.verdict {
+            doc["turns"] = json!(w.turns(&proof.ts));
+        }
+    }
+    doc
 }

@@ -2,7 +2,8 @@
 //! and the gate were decided by `report::findings`.
 
 use crate::proof::Proof;
-use crate::report::{Report, Standing};
+use crate::report::{Finding, Report, Standing};
+use crate::verdict::RawWitness;
 use ir::Loc;
 use obligations::catalog::Rule;
 use serde_json::{json, Value};
@@ -21,93 +22,15 @@ fn sarif_location(at: &Loc, message: Option<String>) -> Value {
 
 /// SARIF 2.1.0 for code-scanning UIs: one rule per catalog entry, one result per finding, and a
 /// reachable finding's witness as a code flow (one thread-flow location per step).
-/// SARIF 2.1.0. `rules_uri` is where `docs/rules.md` is published (an absolute URI, e.g. the
-/// file in the repository qls is built from); each rule's `helpUri` is its section there. SARIF
-/// requires an absolute URI, so without one each rule names its section as `properties.helpPath`.
+/// `rules_uri` is where `docs/rules.md` is published (an absolute URI, e.g. the file in the
+/// repository qls is built from); each rule's `helpUri` is its section there. SARIF requires an
+/// absolute URI, so without one each rule names its section as `properties.helpPath`.
 pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
     let rules: Vec<Value> = obligations::catalog::RULES
         .iter()
-        .map(|ru| {
-            json!({
-                "id": ru.id,
-                "name": ru.title.split(' ').map(|w| { let mut c = w.chars(); c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default() }).collect::<String>(),
-                "shortDescription": {"text": ru.title},
-                "help": {"text": ru.fix},
-                "helpUri": rules_uri.map(|u| format!("{u}#{}", ru.id.to_lowercase())),
-                "defaultConfiguration": {"level": sarif_level(ru)},
-                "properties": {"tags": ru.owasp, "type": ru.kind.name(), "severity": ru.kind.severity(), "fails_gate": ru.fails_gate,
-                               "security-severity": security_severity(ru),
-                               "helpPath": format!("{RULES_DOC}#{}", ru.id.to_lowercase())},
-            })
-        })
+        .map(|ru| rule_entry(ru, rules_uri))
         .collect();
-    let rules: Vec<Value> = rules
-        .into_iter()
-        .map(|mut ru| {
-            if ru["helpUri"].is_null() {
-                if let Some(m) = ru.as_object_mut() {
-                    m.remove("helpUri");
-                }
-            }
-            ru
-        })
-        .collect();
-    let results: Vec<Value> = r
-        .findings
-        .iter()
-        .map(|f| {
-            let index = obligations::catalog::RULES
-                .iter()
-                .position(|x| x.id == f.rule.id)
-                .unwrap_or(0);
-            let mut res = json!({
-                "ruleId": f.rule.id,
-                "ruleIndex": index,
-                "level": sarif_level(f.rule),
-                "message": {"text": format!("{} on {}: {}", f.rule.title, f.subject, f.message)},
-                "locations": f.at.iter().map(|a| sarif_location(a, None)).collect::<Vec<_>>(),
-                "properties": {"subject": f.subject, "standing": f.standing.word()},
-                "partialFingerprints": {"qlsFinding/v1": f.fingerprint},
-                "baselineState": if f.standing == Standing::Existing { "unchanged" } else { "new" },
-            });
-            if let Standing::Suppressed { reason, .. } = &f.standing {
-                res["suppressions"] = json!([{"kind": "inSource", "justification": reason}]);
-            }
-            if let Some(w) = &f.witness {
-                let ts = &proof.ts;
-                let turns = w.turn_of_steps(ts);
-                let steps: Vec<Value> = w
-                    .steps
-                    .iter()
-                    .zip(&turns)
-                    .map(|(st, turn)| {
-                        let c = ts.command(st.cmd);
-                        let text = format!(
-                            "turn {} step {}: {} at {}{}",
-                            turn,
-                            st.state[ts.step_var.0 as usize],
-                            label_text(&c.label),
-                            c.label.node,
-                            c.label
-                                .tool
-                                .as_ref()
-                                .map(|t| format!(" ({t})"))
-                                .unwrap_or_default()
-                        );
-                        let at = c.label.at.clone().unwrap_or_else(|| {
-                            Loc::new(f.at.as_ref().map(|l| l.file.clone()).unwrap_or_default(), 0)
-                        });
-                        json!({"location": sarif_location(&at, Some(text))})
-                    })
-                    .collect();
-                res["codeFlows"] = json!([{"threadFlows": [{"locations": steps}]}]);
-            }
-            if let Some(rp) = &f.replay {
-                res["properties"]["replay"] = json!(rp.text());
-            }
-            res
-        })
-        .collect();
+    let results: Vec<Value> = r.findings.iter().map(|f| result(f, proof)).collect();
     let v = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -120,6 +43,100 @@ pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
         }],
     });
     serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
+}
+
+/// A catalog rule as a SARIF reporting descriptor; `helpUri` only when `rules_uri` is given
+/// (SARIF wants an absolute URI or none).
+fn rule_entry(ru: &Rule, rules_uri: Option<&str>) -> Value {
+    let mut entry = json!({
+        "id": ru.id,
+        "name": pascal_case(ru.title),
+        "shortDescription": {"text": ru.title},
+        "help": {"text": ru.fix},
+        "helpUri": rules_uri.map(|u| format!("{u}#{}", ru.id.to_lowercase())),
+        "defaultConfiguration": {"level": sarif_level(ru)},
+        "properties": {"tags": ru.owasp, "type": ru.kind.name(), "severity": ru.kind.severity(), "fails_gate": ru.fails_gate,
+                       "security-severity": security_severity(ru),
+                       "helpPath": format!("{RULES_DOC}#{}", ru.id.to_lowercase())},
+    });
+    if entry["helpUri"].is_null() {
+        if let Some(m) = entry.as_object_mut() {
+            m.remove("helpUri");
+        }
+    }
+    entry
+}
+
+/// A rule's title as SARIF's `name`: each word capitalised, the spaces dropped.
+fn pascal_case(title: &str) -> String {
+    title
+        .split(' ')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// One finding as a SARIF result: its rule, level, locations, standing as `baselineState` and
+/// suppressions, its witness as a code flow and its replay as a property.
+fn result(f: &Finding, proof: &Proof) -> Value {
+    let index = obligations::catalog::RULES
+        .iter()
+        .position(|x| x.id == f.rule.id)
+        .unwrap_or(0);
+    let mut res = json!({
+        "ruleId": f.rule.id,
+        "ruleIndex": index,
+        "level": sarif_level(f.rule),
+        "message": {"text": format!("{} on {}: {}", f.rule.title, f.subject, f.message)},
+        "locations": f.at.iter().map(|a| sarif_location(a, None)).collect::<Vec<_>>(),
+        "properties": {"subject": f.subject, "standing": f.standing.word()},
+        "partialFingerprints": {"qlsFinding/v1": f.fingerprint},
+        "baselineState": if f.standing == Standing::Existing { "unchanged" } else { "new" },
+    });
+    if let Standing::Suppressed { reason, .. } = &f.standing {
+        res["suppressions"] = json!([{"kind": "inSource", "justification": reason}]);
+    }
+    if let Some(w) = &f.witness {
+        res["codeFlows"] = json!([{"threadFlows": [{"locations": code_flow(f, w, proof)}]}]);
+    }
+    if let Some(rp) = &f.replay {
+        res["properties"]["replay"] = json!(rp.text());
+    }
+    res
+}
+
+/// A witness's steps as thread-flow locations: each step's turn, step, what it does, and
+/// where its command is written (else the finding's file).
+fn code_flow(f: &Finding, w: &RawWitness, proof: &Proof) -> Vec<Value> {
+    let ts = &proof.ts;
+    let turns = w.turn_of_steps(ts);
+    w.steps
+        .iter()
+        .zip(&turns)
+        .map(|(st, turn)| {
+            let c = ts.command(st.cmd);
+            let text = format!(
+                "turn {} step {}: {} at {}{}",
+                turn,
+                st.state[ts.step_var.0 as usize],
+                label_text(&c.label),
+                c.label.node,
+                c.label
+                    .tool
+                    .as_ref()
+                    .map(|t| format!(" ({t})"))
+                    .unwrap_or_default()
+            );
+            let at = c.label.at.clone().unwrap_or_else(|| {
+                Loc::new(f.at.as_ref().map(|l| l.file.clone()).unwrap_or_default(), 0)
+            });
+            json!({"location": sarif_location(&at, Some(text))})
+        })
+        .collect()
 }
 
 /// Where each rule's section is, for SARIF's `helpUri` (the repository's rule table).
