@@ -2226,3 +2226,86 @@ fn active_agents(p: &Project) -> Vec<Vec<u32>> {
     }
     sets.into_iter().map(|s| s.into_iter().collect()).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Privilege;
+    use crate::catalogue::{ArgCheck, Effect};
+    use crate::testkit::Builder;
+    use crate::vocab::CheckOp;
+
+    /// A desk with no router (so a held call resumes at its node), a guarded tools node with a
+    /// write that has an undo and a rule-sheet check, and a human node: every choice with a
+    /// typed value set.
+    fn desk() -> Project {
+        let mut refund = Builder::mk_tool("refund", Effect::Write);
+        refund.undo = Some("cancel_refund".into());
+        refund.checks = vec![ArgCheck {
+            field: "amount".into(),
+            op: CheckOp::AtMost,
+            value: serde_json::json!(100),
+        }];
+        Builder::new()
+            .agent("desk", Privilege::Low, None)
+            .tool(refund)
+            .tool(Builder::mk_tool("cancel_refund", Effect::Write))
+            .node("model", NodeKind::Model, Some("desk"), None, &[])
+            .node(
+                "tools",
+                NodeKind::Tools,
+                Some("desk"),
+                Some(true),
+                &["refund", "cancel_refund"],
+            )
+            .node("human", NodeKind::Human, Some("desk"), None, &[])
+            .node("end", NodeKind::End, None, None, &[])
+            .edge("model", "tools", EdgeKind::Call)
+            .edge("tools", "model", EdgeKind::Return)
+            .edge("model", "human", EdgeKind::Call)
+            .edge("human", "model", EdgeKind::Route)
+            .edge("model", "end", EdgeKind::Reply)
+            .entry("model")
+            .build()
+    }
+
+    #[test]
+    fn choice_values_are_the_vocabularys() {
+        let l = lower(&desk(), 2, 6);
+        let values = |k: ChoiceKey| {
+            let id = l
+                .choice_ids
+                .get(&k)
+                .unwrap_or_else(|| panic!("no choice {k}"));
+            l.ts.choices[id.0 as usize].values.clone()
+        };
+        assert_eq!(values(ChoiceKey::TurnResume), Resume::names());
+        assert_eq!(values(ChoiceKey::HumanApprove), Approval::names());
+        assert_eq!(values(ChoiceKey::ArgsInvalid), Validity::names());
+        assert_eq!(values(ChoiceKey::CheckFails), CheckOutcome::names());
+        let origins: Vec<_> = ArgClass::ALL
+            .iter()
+            .filter(|c| l.choice_ids.contains_key(&ChoiceKey::Origin(**c)))
+            .collect();
+        assert!(!origins.is_empty());
+        for c in origins {
+            assert_eq!(values(ChoiceKey::Origin(*c)), ArgOrigin::names());
+        }
+        let undo = values(ChoiceKey::Undo("cancel_refund".into()));
+        assert_eq!(
+            undo.iter()
+                .map(|v| UndoTarget::from_name(v))
+                .collect::<Vec<_>>(),
+            [UndoTarget::Nothing, UndoTarget::Write("refund")]
+        );
+        let var_values =
+            |v: Option<VarId>| l.ts.vars[v.expect("declared").0 as usize].values.clone();
+        let held = var_values(l.sv.held);
+        assert_eq!(held[0], HeldCall::Nothing.to_string());
+        assert!(held.contains(&"refund@tools".to_string()), "{held:?}");
+        assert_eq!(
+            var_values(l.sv.node).last().map(String::as_str),
+            Some(NODE_DONE)
+        );
+    }
+}
