@@ -398,6 +398,168 @@ impl fmt::Display for ChoiceKey {
     }
 }
 
+/// The values of a choice with a fixed set of them (a binary choice of the lowering): the
+/// value's index in the system is its position in [`ChoiceValue::ALL`], its printed form (what
+/// witnesses carry) is [`ChoiceValue::name`]. The lowering declares the choice from `ALL` and
+/// tests it by `index`; replay reads a witness's value back with `from_name`, so the two never
+/// spell a value themselves.
+pub trait ChoiceValue: Copy + PartialEq + 'static {
+    /// Every value, in index order.
+    const ALL: &'static [Self];
+    /// The printed form.
+    fn name(self) -> &'static str;
+    /// The value's index in the lowered system (its position in `ALL`).
+    fn index(self) -> u32 {
+        Self::ALL.iter().position(|v| *v == self).unwrap_or(0) as u32
+    }
+    /// How many values the choice has.
+    fn domain() -> u32 {
+        Self::ALL.len() as u32
+    }
+    /// Every value's printed form, in index order (a choice declaration's value names).
+    fn names() -> Vec<String> {
+        Self::ALL.iter().map(|v| v.name().to_string()).collect()
+    }
+    /// The value printed as `s`, if any.
+    fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.name() == s)
+    }
+}
+
+/// Declares unit-only enums of choice values, each value printed as its string (its docs say
+/// so), values in index order, with [`ChoiceValue`] and `Display`.
+macro_rules! choice_values {
+    ($($(#[$m:meta])* $ty:ident { $($v:ident => $s:literal),+ $(,)? })+) => {$(
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $ty {
+            $(#[doc = concat!("`", $s, "`.")] $v),+
+        }
+        impl ChoiceValue for $ty {
+            const ALL: &'static [$ty] = &[$($ty::$v),+];
+            fn name(self) -> &'static str {
+                match self {
+                    $($ty::$v => $s),+
+                }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )+};
+}
+
+choice_values! {
+    /// The value of `turn.resume` ([`ChoiceKey::TurnResume`]): whether a person's yes at this
+    /// turn's start resumes the held call at its node.
+    Resume { No => "no", Yes => "yes" }
+    /// The value of `origin.<class>_args` ([`ChoiceKey::Origin`]): the person typed every
+    /// argument of that class, or the model wrote some.
+    ArgOrigin { Typed => "typed", Model => "model" }
+    /// The value of `human.approve` ([`ChoiceKey::HumanApprove`]): a rejection runs nothing;
+    /// an approval confirms the executions up to the next model step.
+    Approval { Reject => "reject", Approve => "approve" }
+    /// The value of `args.invalid` ([`ChoiceKey::ArgsInvalid`]): whether steps 3–4 refuse the
+    /// call's arguments.
+    Validity { Valid => "valid", Invalid => "invalid" }
+    /// The value of `check.fails` ([`ChoiceKey::CheckFails`]): whether a rule-sheet `check:`
+    /// condition fails.
+    CheckOutcome { Holds => "holds", Fails => "fails" }
+}
+
+/// The value of `undo.<tool>` ([`ChoiceKey::Undo`]): no undo (index 0), or the write the call
+/// undoes (index `k + 1` for the `k`-th write of [`UndoTarget::names`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UndoTarget<'a> {
+    /// The call is not an undo.
+    Nothing,
+    /// The call undoes a run of this write.
+    Write(&'a str),
+}
+
+impl<'a> UndoTarget<'a> {
+    const NOTHING: &'static str = "none";
+
+    /// The printed form: `none`, or the write's name.
+    pub fn name(self) -> &'a str {
+        match self {
+            UndoTarget::Nothing => Self::NOTHING,
+            UndoTarget::Write(w) => w,
+        }
+    }
+
+    /// The value printed as `s`.
+    pub fn from_name(s: &'a str) -> UndoTarget<'a> {
+        if s == Self::NOTHING {
+            UndoTarget::Nothing
+        } else {
+            UndoTarget::Write(s)
+        }
+    }
+
+    /// The value names of an undo choice over these writes: no undo first.
+    pub fn names(writes: &[String]) -> Vec<String> {
+        std::iter::once(UndoTarget::Nothing)
+            .chain(writes.iter().map(|w| UndoTarget::Write(w)))
+            .map(|u| u.name().to_string())
+            .collect()
+    }
+}
+
+/// The value of a region choice (`ctx.<var>`, `arg.<tool>.<arg>`): a representative value of
+/// the region as JSON text, or `unset` for a context variable the host did not set.
+pub struct Region;
+
+impl Region {
+    const UNSET: &'static str = "unset";
+
+    /// The printed form of a region's representative (`None`: unset).
+    pub fn name(rep: Option<&serde_json::Value>) -> String {
+        match rep {
+            Some(v) => v.to_string(),
+            None => Self::UNSET.to_string(),
+        }
+    }
+
+    /// The representative a printed region stands for: `None` for unset, or for a text that is
+    /// not JSON (what the runtime does with either: it sets nothing).
+    pub fn from_name(s: &str) -> Option<serde_json::Value> {
+        if s == Self::UNSET {
+            return None;
+        }
+        serde_json::from_str(s).ok()
+    }
+}
+
+/// The value of the `held` state variable ([`VarKey::Held`]): no held call, or a tool held at
+/// a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HeldCall<'a> {
+    /// Nothing is held.
+    Nothing,
+    /// A call of `tool` held by the guarded node `node`.
+    At {
+        /// The tool.
+        tool: &'a str,
+        /// The holding node.
+        node: &'a str,
+    },
+}
+
+impl fmt::Display for HeldCall<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeldCall::Nothing => f.write_str("none"),
+            HeldCall::At { tool, node } => write!(f, "{tool}@{node}"),
+        }
+    }
+}
+
+/// The value of the `node` state variable ([`VarKey::Node`]) once the session is over.
+pub const NODE_DONE: &str = "done";
+
 /// What a state variable of the lowered system stands for. Its name (`Display`) is what
 /// witnesses and reports print.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -544,6 +706,38 @@ mod tests {
             }
             .to_string(),
             "exit.a->b"
+        );
+    }
+
+    #[test]
+    fn choice_values_print_as_the_lowering_always_named_them() {
+        assert_eq!(Resume::names(), ["no", "yes"]);
+        assert_eq!(ArgOrigin::names(), ["typed", "model"]);
+        assert_eq!(Approval::names(), ["reject", "approve"]);
+        assert_eq!(Validity::names(), ["valid", "invalid"]);
+        assert_eq!(CheckOutcome::names(), ["holds", "fails"]);
+        assert_eq!(Approval::Approve.index(), 1);
+        assert_eq!(Validity::from_name("invalid"), Some(Validity::Invalid));
+        assert_eq!(ArgOrigin::from_name("tool"), None);
+        assert_eq!(
+            UndoTarget::names(&["refund".into()]),
+            ["none", "refund"],
+            "no undo is index 0"
+        );
+        assert_eq!(UndoTarget::from_name("none"), UndoTarget::Nothing);
+        assert_eq!(UndoTarget::from_name("refund"), UndoTarget::Write("refund"));
+        let v = serde_json::json!("gold");
+        assert_eq!(Region::name(Some(&v)), "\"gold\"");
+        assert_eq!(Region::from_name(&Region::name(Some(&v))), Some(v));
+        assert_eq!(Region::from_name(&Region::name(None)), None);
+        assert_eq!(HeldCall::Nothing.to_string(), "none");
+        assert_eq!(
+            HeldCall::At {
+                tool: "refund",
+                node: "tools"
+            }
+            .to_string(),
+            "refund@tools"
         );
     }
 

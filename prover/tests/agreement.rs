@@ -8,7 +8,7 @@ mod common;
 use common::{enabled, random_project, Rng};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::{Obligation, TransitionSystem};
-use ir::vocab::{ChoiceKey, VarKey};
+use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
 use proptest::prelude::*;
 use prover::verdict::{RawStep, RawWitness, Verdict};
 use replay::replay::{replay, replay_steps, ReplayOutcome};
@@ -125,7 +125,7 @@ fn undone_writes<'s>(
                 .any(|k| matches!(k, ChoiceKey::Undo(_)) && k.to_string() == **name)
         })
         .map(|(_, w)| w.as_str())
-        .filter(|w| *w != "none")
+        .filter(|w| UndoTarget::from_name(w) != UndoTarget::Nothing)
 }
 
 /// A compensable write's saturating run count (`VarKey::CompRuns`) is saturated in a state.
@@ -327,17 +327,21 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
                 (p.settings.session_steps, p.settings.step_limit),
             );
             // A guarded step that ran a tool with valid arguments: claim the arguments were invalid.
+            let args_invalid = ChoiceKey::ArgsInvalid.to_string();
             let Some(i) = doc.steps.iter().position(|s| {
                 s.label.checked
                     && s.label.decision == Some(ir::vocab::Answer::Allow)
-                    && s.choices.get("args.invalid").map(String::as_str) == Some("valid")
+                    && s.choices
+                        .get(&args_invalid)
+                        .and_then(|v| Validity::from_name(v))
+                        == Some(Validity::Valid)
             }) else {
                 continue;
             };
             let mut bad = doc.clone();
             bad.steps[i]
                 .choices
-                .insert("args.invalid".into(), "invalid".into());
+                .insert(args_invalid.clone(), Validity::Invalid.name().into());
             match replay(&p, &bad) {
                 ReplayOutcome::NotReproduced { step, .. } => assert_eq!(step, i + 1),
                 other => panic!("a changed choice replayed as {other:?}"),

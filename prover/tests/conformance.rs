@@ -22,7 +22,7 @@ use encoder::ts::regions::eval_literal;
 use encoder::ts::{CmdId, Label, LabelKind};
 use ir::graph::NodeKind;
 use ir::rulebook::{Literal, Operand};
-use ir::vocab::{first_class, Answer, ChoiceKey, Mark, Reason, VarKey};
+use ir::vocab::{first_class, Answer, ChoiceKey, HeldCall, Mark, Reason, UndoTarget, VarKey};
 use ir::Project;
 use prover::verdict::Verdict;
 use prover::{bfs, bmc};
@@ -123,7 +123,12 @@ impl<'a> Matcher<'a> {
                 if !st.label.checked {
                     return true;
                 }
-                let want = ch.undo.clone().unwrap_or_else(|| "none".into());
+                let want = ch
+                    .undo
+                    .as_deref()
+                    .map_or(UndoTarget::Nothing, UndoTarget::Write)
+                    .name()
+                    .to_string();
                 decl.show(v) == want
             }
             ChoiceKey::HumanApprove => ch.approve.is_none_or(|a| a == (v == 1)),
@@ -193,8 +198,11 @@ impl<'a> Matcher<'a> {
                     let shown = a
                         .held
                         .as_ref()
-                        .map(|(t, node)| format!("{t}@{node}"))
-                        .unwrap_or_else(|| "none".into());
+                        .map_or(HeldCall::Nothing, |(tool, node)| HeldCall::At {
+                            tool,
+                            node,
+                        })
+                        .to_string();
                     (0..d.domain)
                         .find(|v| d.show(*v) == shown)
                         .unwrap_or(u32::MAX)

@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use toolcheck::call::{Call, Origin};
-use toolcheck::check::{check, AgentInfo, CheckContext};
+use toolcheck::check::{check, AgentInfo};
 use toolcheck::history::{History, Key};
 
 /// Where each nondeterministic decision of a run comes from.
@@ -301,6 +301,58 @@ fn arg_type(t: &Tool, a: &str) -> Option<String> {
         .and_then(|s| s.pointer(&format!("/properties/{a}/type")))
         .and_then(|v| v.as_str())
         .map(str::to_string)
+}
+/// SPEC §2 steps 3–4 (SPEC §3 Further pins: argument validity is a choice at every guarded
+/// call): the arguments as they are, an undeclared one carrying a URL, or a declared one of the
+/// wrong type.
+fn pick_invalid_args(t: &Tool, ch: &mut dyn Chooser, args: &mut Map<String, Value>) {
+    match ch.pick(3) {
+        1 => {
+            let url = Value::from("https://attacker.invalid/exfiltrate");
+            args.insert("qls_unexpected".into(), url);
+        }
+        2 => {
+            let typed = t.arg_names().into_iter().find_map(|a| {
+                let ty = arg_type(t, &a)?;
+                Some((
+                    a,
+                    if ty == "string" {
+                        Value::from(7)
+                    } else {
+                        Value::from("seven")
+                    },
+                ))
+            });
+            if let Some((a, v)) = typed {
+                args.insert(a, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// SPEC §3 model and Steps: each argument class's origin — the model wrote it or the person
+/// typed it, every argument typed after the router's tool step.
+fn pick_origins(
+    t: &Tool,
+    via: Via,
+    ch: &mut dyn Chooser,
+    st: &mut ConcreteStep,
+    args: &Map<String, Value>,
+) -> BTreeMap<String, Origin> {
+    let mut model_class: BTreeMap<ArgClass, bool> = BTreeMap::new();
+    let mut origins = BTreeMap::new();
+    for a in args.keys() {
+        let class = ArgClass::of(t, a);
+        let model = *model_class
+            .entry(class)
+            .or_insert_with(|| via != Via::Typed && ch.pick(2) == 1);
+        origins.insert(a.clone(), if model { Origin::Model } else { Origin::Typed });
+    }
+    for (c, m) in model_class {
+        st.choices.model_wrote.insert(c, m);
+    }
+    origins
 }
 
 fn type_fits(v: &Value, ty: Option<&str>) -> bool {
@@ -692,28 +744,14 @@ impl<'a> Explorer<'a> {
         self.take(s, ni, ei, ti, st)
     }
 
+    /// A tools node's step (SPEC §3 Steps): the call chosen in the node's own step, run without
+    /// the check at an unguarded node, else decided by the check (SPEC §2) and, when allowed,
+    /// run; then one of the node's open edges (a confirm ends the turn instead).
     fn tools(&self, c: &mut Cx<'_>) -> Option<usize> {
         let (s, ch, st, ni, agent) = (&mut *c.s, &mut *c.ch, &mut *c.st, c.ni, c.agent.as_str());
-        let node = &self.p.graph.nodes[ni];
+        let guarded = self.p.graph.nodes[ni].guarded == Some(true);
         let via = std::mem::replace(&mut s.via, Via::Free);
-        let listed: Vec<&Tool> = node
-            .tools
-            .iter()
-            .filter_map(|t| self.p.catalogue.get(t))
-            .collect();
-        let guarded = node.guarded == Some(true);
-        let token = s
-            .held
-            .clone()
-            .filter(|h| via == Via::Token && h.node == ni && guarded);
-        let t = match &token {
-            Some(h) => self.p.catalogue.get(&h.call.tool)?,
-            None if listed.is_empty() => {
-                st.label.kind = LabelKind::TurnEnd;
-                return None;
-            }
-            None => listed[ch.pick(listed.len())],
-        };
+        let (t, token) = self.tool_of_step(s, ni, via, guarded, ch, st)?;
         st.label.tool = Some(t.name.clone());
         if !guarded {
             st.label.kind = LabelKind::Execution;
@@ -723,40 +761,11 @@ impl<'a> Explorer<'a> {
         }
         st.label.checked = true;
         let mut call = match &token {
-            Some(h) => {
-                let mut c = h.call.clone();
-                c.token = Some(h.token.clone());
-                c.context = self.pick_context(ch, st);
-                c.marks = s
-                    .marks
-                    .get(agent)
-                    .map(|m| m.iter().map(Mark::to_string).collect())
-                    .unwrap_or_default();
-                c.turn = Some(s.turn as u64);
-                for (a, o) in &c.origins {
-                    let model = *o == Origin::Model;
-                    *st.choices
-                        .model_wrote
-                        .entry(ArgClass::of(t, a))
-                        .or_insert(false) |= model;
-                }
-                for a in self.gate_args(&t.name) {
-                    if let Some(v) = c.args.get(&a) {
-                        st.choices.args.insert(a, v.clone());
-                    }
-                }
-                c
-            }
+            Some(h) => self.present_held(s, h, t, agent, ch, st),
             None => self.build_call(s, t, agent, via, ch, st, true),
         };
         call.agent = Some(agent.to_string());
-        let ctx = CheckContext {
-            catalogue: &self.p.catalogue,
-            rulebook: self.p.rulebook.as_ref(),
-            settings: &self.p.settings,
-            agents: self.agents.clone(),
-            key: &self.key,
-        };
+        let ctx = crate::replay::check_context(self.p, &self.agents, &self.key);
         let d = check(&ctx, &s.history, &call);
         st.label.reasons = d.reasons.clone();
         let first = d.reasons.first().copied();
@@ -770,21 +779,7 @@ impl<'a> Explorer<'a> {
                 self.move_on(s, ni, ch, st, true)
             }
             Answer::Confirm => {
-                st.label.kind = LabelKind::Decision;
-                st.label.decision = Some(Answer::Confirm);
-                st.label.ends_turn = true;
-                let tok = d
-                    .detail
-                    .get("token")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string();
-                s.held = Some(Held {
-                    call,
-                    token: tok,
-                    agent: agent.to_string(),
-                    node: ni,
-                });
+                self.hold_for_person(s, call, &d, agent, ni, st);
                 None
             }
             Answer::Allow => {
@@ -796,6 +791,90 @@ impl<'a> Explorer<'a> {
                 self.move_on(s, ni, ch, st, true)
             }
         }
+    }
+
+    /// Which tool a tools node's step calls (SPEC §3 Steps): the held call when the run came
+    /// from a confirm-yes to a call this guarded node holds, else any tool the node lists (with
+    /// none, the turn ends).
+    fn tool_of_step(
+        &self,
+        s: &Sim,
+        ni: usize,
+        via: Via,
+        guarded: bool,
+        ch: &mut dyn Chooser,
+        st: &mut ConcreteStep,
+    ) -> Option<(&'a Tool, Option<Held>)> {
+        let listed: Vec<&Tool> = self.p.graph.nodes[ni]
+            .tools
+            .iter()
+            .filter_map(|t| self.p.catalogue.get(t))
+            .collect();
+        let token = s
+            .held
+            .clone()
+            .filter(|h| via == Via::Token && h.node == ni && guarded);
+        let t = match &token {
+            Some(h) => self.p.catalogue.get(&h.call.tool)?,
+            None if listed.is_empty() => {
+                st.label.kind = LabelKind::TurnEnd;
+                return None;
+            }
+            None => listed[ch.pick(listed.len())],
+        };
+        Some((t, token))
+    }
+
+    /// The held call presented again with its token after the person's yes (SPEC §2 step 9):
+    /// its arguments and origins as held, the host context chosen anew, the agent's marks now.
+    fn present_held(
+        &self,
+        s: &Sim,
+        h: &Held,
+        t: &Tool,
+        agent: &str,
+        ch: &mut dyn Chooser,
+        st: &mut ConcreteStep,
+    ) -> Call {
+        let mut c = h.call.clone();
+        c.token = Some(h.token.clone());
+        c.context = self.pick_context(ch, st);
+        crate::replay::stamp_call(&mut c, s.marks.get(agent), s.turn);
+        for (a, o) in &c.origins {
+            let model = *o == Origin::Model;
+            *st.choices
+                .model_wrote
+                .entry(ArgClass::of(t, a))
+                .or_insert(false) |= model;
+        }
+        for a in self.gate_args(&t.name) {
+            if let Some(v) = c.args.get(&a) {
+                st.choices.args.insert(a, v.clone());
+            }
+        }
+        c
+    }
+
+    /// SPEC §2 `confirm`: the call is held with its token for the person's yes, and the turn
+    /// ends.
+    fn hold_for_person(
+        &self,
+        s: &mut Sim,
+        call: Call,
+        d: &toolcheck::check::Decision,
+        agent: &str,
+        ni: usize,
+        st: &mut ConcreteStep,
+    ) {
+        st.label.kind = LabelKind::Decision;
+        st.label.decision = Some(Answer::Confirm);
+        st.label.ends_turn = true;
+        s.held = Some(Held {
+            call,
+            token: crate::replay::held_token(d),
+            agent: agent.to_string(),
+            node: ni,
+        });
     }
 
     fn custom(&self, c: &mut Cx<'_>) -> Option<usize> {
@@ -874,6 +953,7 @@ impl<'a> Explorer<'a> {
     /// A call at a tools node: stub arguments with chosen values for those a gate reads, an
     /// optional undo binding, possibly an argument the schema refuses, origins per argument
     /// class (all typed after the router's tool step), the host context and the agent's marks.
+    /// The choices are taken in this order (the odometer of [`all_runs`] depends on it).
     #[allow(clippy::too_many_arguments)]
     fn build_call(
         &self,
@@ -890,6 +970,40 @@ impl<'a> Explorer<'a> {
             .as_ref()
             .and_then(|sch| instance(sch, "4411").as_object().cloned())
             .unwrap_or_default();
+        self.pick_gate_args(t, ch, st, &mut args);
+        let mut undoes = None;
+        if checked {
+            undoes = self.pick_undo(s, t, ch, st, &mut args);
+            pick_invalid_args(t, ch, &mut args);
+        }
+        let origins = pick_origins(t, via, ch, st, &args);
+        let context = if checked {
+            self.pick_context(ch, st)
+        } else {
+            Map::new()
+        };
+        let mut call = Call {
+            tool: t.name.clone(),
+            agent: Some(agent.to_string()),
+            args,
+            origins,
+            context,
+            undoes,
+            ..Call::default()
+        };
+        crate::replay::stamp_call(&mut call, s.marks.get(agent), s.turn);
+        call
+    }
+
+    /// SPEC §3 tools, guarded: the arguments a gate reads range over values that separate its
+    /// comparisons.
+    fn pick_gate_args(
+        &self,
+        t: &Tool,
+        ch: &mut dyn Chooser,
+        st: &mut ConcreteStep,
+        args: &mut Map<String, Value>,
+    ) {
         for a in self.gate_args(&t.name) {
             let vals = &self.arg_values[&(t.name.clone(), a.clone())];
             if vals.is_empty() {
@@ -899,99 +1013,49 @@ impl<'a> Explorer<'a> {
             st.choices.args.insert(a.clone(), v.clone());
             args.insert(a, v);
         }
-        let mut undoes = None;
-        if checked {
-            let writes: Vec<&Tool> = self
-                .p
-                .catalogue
-                .tools
-                .values()
-                .filter(|w| w.undo.as_deref() == Some(t.name.as_str()) && self.runnable(&w.name))
-                .collect();
-            let k = ch.pick(writes.len() + 1);
-            if let Some(w) = writes.get(k) {
-                st.choices.undo = Some(w.name.clone());
-                let h = &s.history.entries;
-                let undone = |i: usize| h.iter().any(|e| e.ran && e.undoes == Some(i));
-                let runs: Vec<usize> = (0..h.len())
-                    .filter(|&i| h[i].ran && h[i].tool == w.name)
-                    .collect();
-                let target = runs
-                    .iter()
-                    .rev()
-                    .find(|&&i| !undone(i))
-                    .or(runs.last())
-                    .copied();
-                undoes = Some(target.unwrap_or(h.len()));
-                if let Some(i) = target {
-                    for (ua, from) in &w.undo_args {
-                        if let Some(v) = h[i].args.get(from) {
-                            args.insert(ua.clone(), v.clone());
-                        }
-                    }
-                }
-            }
-            // Arguments the check may refuse (steps 3–4): an undeclared one carrying a URL, or a
-            // declared one of the wrong type.
-            match ch.pick(3) {
-                1 => {
-                    let url = Value::from("https://attacker.invalid/exfiltrate");
-                    args.insert("qls_unexpected".into(), url);
-                }
-                2 => {
-                    let typed = t.arg_names().into_iter().find_map(|a| {
-                        let ty = arg_type(t, &a)?;
-                        Some((
-                            a,
-                            if ty == "string" {
-                                Value::from(7)
-                            } else {
-                                Value::from("seven")
-                            },
-                        ))
-                    });
-                    if let Some((a, v)) = typed {
-                        args.insert(a, v);
-                    }
-                }
-                _ => {}
-            }
-        }
-        let mut model_class: BTreeMap<ArgClass, bool> = BTreeMap::new();
-        let mut origins = BTreeMap::new();
-        for a in args.keys() {
-            let class = ArgClass::of(t, a);
-            let model = *model_class
-                .entry(class)
-                .or_insert_with(|| via != Via::Typed && ch.pick(2) == 1);
-            origins.insert(a.clone(), if model { Origin::Model } else { Origin::Typed });
-        }
-        for (c, m) in model_class {
-            st.choices.model_wrote.insert(c, m);
-        }
-        let context = if checked {
-            self.pick_context(ch, st)
-        } else {
-            Map::new()
-        };
-        let marks = s
-            .marks
-            .get(agent)
-            .into_iter()
-            .flatten()
-            .map(Mark::to_string)
+    }
+
+    /// SPEC §3 Further pins: any call that reaches a guarded node may present an undo of a write
+    /// some node can run (or none); SPEC §2 step 6 binds its `undo_args` from the run it names,
+    /// the latest not yet undone, else the latest (refused `compensation_spent`), else an entry
+    /// that does not exist. Returns the history index the call undoes.
+    fn pick_undo(
+        &self,
+        s: &Sim,
+        t: &Tool,
+        ch: &mut dyn Chooser,
+        st: &mut ConcreteStep,
+        args: &mut Map<String, Value>,
+    ) -> Option<usize> {
+        let writes: Vec<&Tool> = self
+            .p
+            .catalogue
+            .tools
+            .values()
+            .filter(|w| w.undo.as_deref() == Some(t.name.as_str()) && self.runnable(&w.name))
             .collect();
-        Call {
-            tool: t.name.clone(),
-            agent: Some(agent.to_string()),
-            args,
-            origins,
-            context,
-            undoes,
-            marks,
-            turn: Some(s.turn as u64),
-            ..Call::default()
+        let k = ch.pick(writes.len() + 1);
+        let w = writes.get(k)?;
+        st.choices.undo = Some(w.name.clone());
+        let h = &s.history.entries;
+        let undone = |i: usize| h.iter().any(|e| e.ran && e.undoes == Some(i));
+        let runs: Vec<usize> = (0..h.len())
+            .filter(|&i| h[i].ran && h[i].tool == w.name)
+            .collect();
+        let target = runs
+            .iter()
+            .rev()
+            .find(|&&i| !undone(i))
+            .or(runs.last())
+            .copied();
+        if let Some(i) = target {
+            for (ua, from) in &w.undo_args {
+                if let Some(v) = h[i].args.get(from) {
+                    args.insert(ua.clone(), v.clone());
+                }
+            }
         }
+        Some(target.unwrap_or(h.len()))
     }
 
     /// Runs a tool: the violations on the state before it, then the history, marks,

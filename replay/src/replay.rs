@@ -10,7 +10,10 @@ use indexmap::IndexMap;
 use ir::agent::Privilege;
 use ir::catalogue::Tool;
 use ir::graph::{EdgeKind, NodeKind};
-use ir::vocab::{first_class, Answer, ArgClass, ChoiceKey, Mark, Reason, VarKey};
+use ir::vocab::{
+    first_class, Answer, Approval, ArgClass, ArgOrigin, ChoiceKey, ChoiceValue, HeldCall, Mark,
+    Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
+};
 use ir::Project;
 use obligations::catalog::RuleId;
 use obligations::rules;
@@ -117,6 +120,46 @@ fn names(reasons: &[Reason]) -> Vec<&'static str> {
 /// The value a step's witness records for a choice, looked up by the key's printed name.
 fn chosen<'s>(st: &'s WitnessStep, key: &ChoiceKey) -> Option<&'s str> {
     st.choices.get(&key.to_string()).map(String::as_str)
+}
+
+/// The check's context for a project's own calls (its catalogue, rulebook and settings), shared
+/// by replay and the reference explorer.
+pub(crate) fn check_context<'a>(
+    p: &'a Project,
+    agents: &IndexMap<String, AgentInfo>,
+    key: &'a Key,
+) -> CheckContext<'a> {
+    CheckContext {
+        catalogue: &p.catalogue,
+        rulebook: p.rulebook.as_ref(),
+        settings: &p.settings,
+        agents: agents.clone(),
+        key,
+    }
+}
+
+/// A call as its agent makes it now: with the marks its context carries (SPEC §2: the call's
+/// own `marks`) and the turn. A held call presented again is stamped anew.
+pub(crate) fn stamp_call(call: &mut Call, marks: Option<&BTreeSet<Mark>>, turn: u32) {
+    call.marks = marks
+        .map(|m| m.iter().map(Mark::to_string).collect())
+        .unwrap_or_default();
+    call.turn = Some(turn as u64);
+}
+
+/// The token a `confirm` carries for the person's yes (`detail.token`; empty if none).
+pub(crate) fn held_token(d: &Decision) -> String {
+    d.detail
+        .get("token")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The value a step chose for a choice with a fixed set of values (`None` when the step does
+/// not read the choice, or names a value it does not have).
+fn chosen_as<V: ChoiceValue>(st: &WitnessStep, key: &ChoiceKey) -> Option<V> {
+    chosen(st, key).and_then(V::from_name)
 }
 
 struct Run<'a> {
@@ -380,13 +423,7 @@ impl<'a> Run<'a> {
     }
 
     fn ctx(&self) -> CheckContext<'_> {
-        CheckContext {
-            catalogue: &self.p.catalogue,
-            rulebook: self.p.rulebook.as_ref(),
-            settings: &self.p.settings,
-            agents: self.agents.clone(),
-            key: &self.key,
-        }
+        check_context(self.p, &self.agents, &self.key)
     }
 
     fn privilege(&self, a: &str) -> Privilege {
@@ -449,7 +486,7 @@ impl<'a> Run<'a> {
             self.approved = false;
         }
         if node.kind == NodeKind::Human {
-            self.approved = chosen(st, &ChoiceKey::HumanApprove) == Some("approve");
+            self.approved = chosen_as(st, &ChoiceKey::HumanApprove) == Some(Approval::Approve);
             let into_tools =
                 l.to.as_deref()
                     .and_then(|t| self.p.graph.node(t))
@@ -501,12 +538,12 @@ impl<'a> Run<'a> {
         for (k, v) in &st.choices {
             match self.keys.choices.get(k) {
                 Some(ChoiceKey::Arg { tool, arg }) if *tool == t.name => {
-                    if let Ok(val) = serde_json::from_str::<Value>(v) {
+                    if let Some(val) = Region::from_name(v) {
                         args.insert(arg.clone(), val);
                     }
                 }
-                Some(ChoiceKey::Context(c)) if v != "unset" => {
-                    if let Ok(val) = serde_json::from_str::<Value>(v) {
+                Some(ChoiceKey::Context(c)) => {
+                    if let Some(val) = Region::from_name(v) {
                         context.insert(c.clone(), val);
                     }
                 }
@@ -515,7 +552,8 @@ impl<'a> Run<'a> {
         }
         let mut origins = BTreeMap::new();
         for a in args.keys() {
-            let o = if chosen(st, &ChoiceKey::Origin(ArgClass::of(t, a))) == Some("model") {
+            let class = ArgClass::of(t, a);
+            let o = if chosen_as(st, &ChoiceKey::Origin(class)) == Some(ArgOrigin::Model) {
                 Origin::Model
             } else {
                 Origin::Typed
@@ -523,8 +561,8 @@ impl<'a> Run<'a> {
             origins.insert(a.clone(), o);
         }
         let mut undoes = None;
-        if let Some(target) = chosen(st, &ChoiceKey::Undo(t.name.clone())).filter(|v| *v != "none")
-        {
+        let undo = chosen(st, &ChoiceKey::Undo(t.name.clone())).map(UndoTarget::from_name);
+        if let Some(UndoTarget::Write(target)) = undo {
             let latest = self.undo_target(target);
             undoes = Some(latest.unwrap_or(self.history.entries.len()));
             if let (Some(i), Some(w)) = (latest, self.p.catalogue.get(target)) {
@@ -538,7 +576,7 @@ impl<'a> Run<'a> {
             }
         }
         // Invalid after the undo's binding, so the binding cannot make the arguments valid again.
-        if chosen(st, &ChoiceKey::ArgsInvalid) == Some("invalid") {
+        if chosen_as(st, &ChoiceKey::ArgsInvalid) == Some(Validity::Invalid) {
             invalidate(t, &mut args);
         }
         Call {
@@ -603,12 +641,7 @@ impl<'a> Run<'a> {
             let fresh = self.build_call(st, t, agent);
             call.context = fresh.context;
         }
-        call.marks = self
-            .marks
-            .get(agent)
-            .map(|m| m.iter().map(Mark::to_string).collect())
-            .unwrap_or_default();
-        call.turn = Some(self.turn as u64);
+        stamp_call(&mut call, self.marks.get(agent), self.turn);
         let d = check(&self.ctx(), &self.history, &call);
         self.compare_decision(l, &d)?;
         self.last_call = Some(call.clone());
@@ -620,13 +653,7 @@ impl<'a> Run<'a> {
                 }
             }
             Answer::Confirm => {
-                let token = d
-                    .detail
-                    .get("token")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string();
-                self.held = Some((call, token, self.node.clone()));
+                self.held = Some((call, held_token(&d), self.node.clone()));
             }
             Answer::Refuse => self.roll_back(&d, agent)?,
         }
@@ -783,13 +810,13 @@ impl<'a> Run<'a> {
             }
         }
         if self.turn + 1 >= w.session_steps {
-            self.node = "done".into();
+            self.node = NODE_DONE.into();
             return;
         }
         self.turn += 1;
         // A call held where the holding agent has no router resumes at the holding node when
         // the person says yes: that is the new turn's first step (SPEC §3 Steps).
-        let resume = chosen(st, &ChoiceKey::TurnResume) == Some("yes");
+        let resume = chosen_as(st, &ChoiceKey::TurnResume) == Some(Resume::Yes);
         if let Some((_, _, holder)) = self.held.clone().filter(|_| resume) {
             if self.router_of(&holder).is_none() {
                 self.node = holder;
@@ -832,8 +859,12 @@ impl<'a> Run<'a> {
                 Some(VarKey::Held) => Some(
                     self.held
                         .as_ref()
-                        .map(|(c, _, a)| format!("{}@{a}", c.tool))
-                        .unwrap_or_else(|| "none".into()),
+                        .map(|(c, _, a)| HeldCall::At {
+                            tool: &c.tool,
+                            node: a,
+                        })
+                        .unwrap_or(HeldCall::Nothing)
+                        .to_string(),
                 ),
                 // Marks and provenance flags.
                 Some(VarKey::Mark(m, a)) => Some(flag(self.marks.get(a), m).to_string()),

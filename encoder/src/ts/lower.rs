@@ -9,7 +9,10 @@ use ir::agent::{HistoryScope, Privilege, SessionSteps, TaintPolicy, WritePolicy}
 use ir::catalogue::{Tool, Trust};
 use ir::graph::{EdgeKind, GraphEdge, NodeKind};
 use ir::rulebook::{Literal, Operand};
-use ir::vocab::{Answer, ArgClass, ChoiceKey, Mark, Reason, VarKey};
+use ir::vocab::{
+    Answer, Approval, ArgClass, ArgOrigin, CheckOutcome, ChoiceKey, ChoiceValue, HeldCall, Mark,
+    Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
+};
 use ir::Project;
 use serde_json::Value;
 
@@ -146,6 +149,54 @@ struct B<'a> {
     routers: Vec<Option<u32>>,
     /// Per node, the agents that can be active when the run is there (sorted).
     active_at: Vec<Vec<u32>>,
+}
+
+/// One refusal of the check at a guarded call (SPEC §2): its reason, when the call may be
+/// refused, and when it may pass the step (the negation, except where the abstraction leaves
+/// both possible).
+struct Refusal {
+    reason: Reason,
+    when: Expr,
+    may_pass: Option<Expr>,
+}
+
+/// What the check's steps (SPEC §2, in their order) build for one call at a guarded node: the
+/// choices it reads, its refusals in step order, and what later steps need of earlier ones.
+struct GuardedCall<'t> {
+    node: usize,
+    tool: &'t Tool,
+    /// The acting agent (the node's).
+    agent: String,
+    /// The held (tool, node) pair this call is, when a confirm can hold it.
+    pair: Option<usize>,
+    choices: Vec<ChoiceId>,
+    /// How the call may arrive (SPEC §3 Steps).
+    arrival: Expr,
+    /// The model wrote some argument (step 10's `argument_origin`).
+    model_wrote: Expr,
+    refusals: Vec<Refusal>,
+    /// Choices the held call fixes when its token comes back (its arguments were checked and
+    /// seen by the person).
+    token_fixed: Vec<Expr>,
+    /// The writes the tool undoes, and the choice naming the one a call undoes (step 6).
+    undone: Vec<String>,
+    undo_choice: Option<ChoiceId>,
+    /// Step 7's gate passes only on some values the check cannot read.
+    clarify: Expr,
+    /// The held call's copies of the argument choices its gate reads.
+    held_args: Vec<(ChoiceId, VarId)>,
+    /// Step 8: the write's inputs carry marks less trusted than it accepts.
+    tainted: Expr,
+}
+
+impl GuardedCall<'_> {
+    fn refuse(&mut self, reason: Reason, when: Expr, may_pass: Option<Expr>) {
+        self.refusals.push(Refusal {
+            reason,
+            when,
+            may_pass,
+        });
+    }
 }
 
 /// Lowers a project at a depth of `session` turns (a number, or [`SessionSteps`]) of
@@ -332,10 +383,26 @@ impl<'a> B<'a> {
         cap
     }
 
+    /// The state of SPEC §3, in the order the variables are declared (their ids and the packed
+    /// state's layout follow it): only what some check step or obligation reads.
     fn declare_state(&mut self) {
+        self.declare_control();
+        self.declare_held();
+        self.declare_run_counts();
+        self.declare_step_limits();
+        self.declare_marks();
+        self.declare_compensations();
+        self.declare_turn_runs();
+        self.declare_turn_writes();
+        self.declare_approval();
+    }
+
+    /// SPEC §3 State: the current node (or `done`), the active agent, the turn, the step
+    /// within the turn, and how the run arrives at a tools node (SPEC §3 Steps).
+    fn declare_control(&mut self) {
         let g = &self.p.graph;
         let mut node_names: Vec<String> = g.nodes.iter().map(|n| n.id.clone()).collect();
-        node_names.push("done".into());
+        node_names.push(NODE_DONE.into());
         let entry = self.node_index.get(&g.entry).copied().unwrap_or(0);
         let nv = self.var(VarKey::Node, self.done + 1, entry, node_names);
         self.sv.node = Some(nv);
@@ -362,8 +429,12 @@ impl<'a> B<'a> {
                 vec!["free".into(), "typed".into(), "token".into()],
             ));
         }
-        // Held confirmations: a write listed at a guarded node, held by that node (a confirm-yes
-        // resumes there, SPEC §3 Steps).
+    }
+
+    /// SPEC §3 State, the held confirmation: a write listed at a guarded node, held by that
+    /// node (a confirm-yes resumes there, SPEC §3 Steps).
+    fn declare_held(&mut self) {
+        let g = &self.p.graph;
         let mut pairs = Vec::new();
         for (ni, n) in g.nodes.iter().enumerate() {
             if n.kind != NodeKind::Tools || n.guarded != Some(true) {
@@ -379,15 +450,23 @@ impl<'a> B<'a> {
             }
         }
         if !pairs.is_empty() {
-            let mut names = vec!["none".to_string()];
-            names.extend(
-                pairs
-                    .iter()
-                    .map(|(t, ni)| format!("{t}@{}", g.nodes[*ni as usize].id)),
-            );
+            let mut names = vec![HeldCall::Nothing.to_string()];
+            names.extend(pairs.iter().map(|(t, ni)| {
+                HeldCall::At {
+                    tool: t,
+                    node: &g.nodes[*ni as usize].id,
+                }
+                .to_string()
+            }));
             self.sv.held = Some(self.var(VarKey::Held, pairs.len() as u32 + 1, 0, names));
         }
         self.sv.held_pairs = pairs;
+    }
+
+    /// SPEC §3 State: per tool, its runs in the session, saturating at the smallest cap any
+    /// rule needs (untracked otherwise); under `history: per_agent` also per agent.
+    fn declare_run_counts(&mut self) {
+        let g = &self.p.graph;
         let per_agent = self.p.settings.history == HistoryScope::PerAgent;
         for t in self.executable_tools() {
             let cap = self.count_cap(&t);
@@ -424,6 +503,12 @@ impl<'a> B<'a> {
                 }
             }
         }
+    }
+
+    /// SPEC §3 State: a model's steps where its agent declares a `budget`, and a per-edge
+    /// counter for edges with `exit_after`.
+    fn declare_step_limits(&mut self) {
+        let g = &self.p.graph;
         for (name, a) in &g.agents {
             if let Some(b) = a.budget {
                 let v = self.var(VarKey::ModelSteps(name.clone()), b + 1, 0, vec![]);
@@ -444,6 +529,13 @@ impl<'a> B<'a> {
                 self.sv.exits.insert(i, v);
             }
         }
+    }
+
+    /// SPEC §3 State and Hand-offs: per agent, the marks the check sees (`external`,
+    /// `confidential`, `steered_from_lower`) and the provenance the obligations read.
+    fn declare_marks(&mut self) {
+        let g = &self.p.graph;
+        let agents = self.agents();
         let cat = &self.p.catalogue;
         let any_untrusted = cat.tools.values().any(|t| t.returns_untrusted);
         let any_conf = cat.tools.values().any(|t| t.confidential);
@@ -470,6 +562,12 @@ impl<'a> B<'a> {
                 self.sv.steered.insert(a.clone(), v);
             }
         }
+    }
+
+    /// SPEC §3 Further pins: per compensable write, its runs and undos in the session
+    /// (saturating at 2), and whether some run was unconfirmed (SPEC §2 step 11).
+    fn declare_compensations(&mut self) {
+        let cat = &self.p.catalogue;
         let exec = self.executable_tools();
         for t in cat.tools.values() {
             if let Some(u) = &t.undo {
@@ -483,6 +581,14 @@ impl<'a> B<'a> {
                 }
             }
         }
+    }
+
+    /// SPEC §2 `refuse` undoes the run's earlier writes by their compensations: per write that
+    /// declares an undo, how it ran this turn, and how often where its undo's order rules or
+    /// traces need the count.
+    fn declare_turn_runs(&mut self) {
+        let cat = &self.p.catalogue;
+        let exec = self.executable_tools();
         for t in cat.tools.values() {
             if t.is_write() && t.undo.is_some() && exec.contains(&t.name) {
                 let v = self.var(VarKey::TurnRun(t.name.clone()), 3, 0, vec![]);
@@ -512,6 +618,13 @@ impl<'a> B<'a> {
                 }
             }
         }
+    }
+
+    /// SPEC §3 State, the per-turn bits for what the run wrote (any write, an irreversible
+    /// write), which step 10's `irreversible_pivot` reads.
+    fn declare_turn_writes(&mut self) {
+        let cat = &self.p.catalogue;
+        let exec = self.executable_tools();
         let any_irrev = cat
             .tools
             .values()
@@ -520,6 +633,11 @@ impl<'a> B<'a> {
             self.sv.wrote_any = Some(self.flag(VarKey::TurnWrote));
             self.sv.wrote_irrev = Some(self.flag(VarKey::TurnWroteIrreversible));
         }
+    }
+
+    /// SPEC §3 human: a person approved at a human node, until the next model step.
+    fn declare_approval(&mut self) {
+        let g = &self.p.graph;
         if g.nodes.iter().any(|n| n.kind == NodeKind::Human) {
             self.sv.approved = Some(self.flag(VarKey::Approved));
         }
@@ -564,9 +682,10 @@ impl<'a> B<'a> {
         e
     }
 
-    /// Finishes a command: the step counts, and the turn ends when the command says so or the
-    /// step limit is reached; a turn end resets per-turn state and starts the next turn (or
-    /// ends the session).
+    /// Finishes a command (SPEC §3 Steps): the step counts, and the turn ends when the command
+    /// says so or the step limit is reached; a turn end starts the next turn (or ends the
+    /// session) and resets per-turn state. The updates are inserted in one fixed order (node,
+    /// turn, step, via, the resets), which is the command's update order.
     fn finish(
         &mut self,
         node: usize,
@@ -576,14 +695,32 @@ impl<'a> B<'a> {
         label: Label,
     ) {
         let step = self.sv.step.unwrap_or(VarId(0));
-        let turn = self.sv.turn.unwrap_or(VarId(0));
-        let nodev = self.sv.node.unwrap_or(VarId(0));
-        let agentv = self.sv.agent.unwrap_or(VarId(0));
         let ends = if label.ends_turn {
             Expr::Bool(true)
         } else {
             var_is(step, self.step_limit - 1)
         };
+        let resumed = self.next_turn_start(node, &ends, &mut upd, &mut choices);
+        self.count_step(&ends, &mut upd);
+        self.via_at_turn_start(&ends, resumed, &mut upd);
+        self.reset_per_turn(&ends, &mut upd);
+        self.push_command(node, guard, upd, choices, label);
+    }
+
+    /// SPEC §3 end and Steps: after a turn's end the next turn starts at the active agent's
+    /// router (or the entry), or at the holding node where a person's yes resumes a held call
+    /// there; after the last turn the session is `done`. The turn counts up (a looping system
+    /// stays at turn 0). Returns when the next turn resumes a held call with its token.
+    fn next_turn_start(
+        &mut self,
+        node: usize,
+        ends: &Expr,
+        upd: &mut IndexMap<VarId, Expr>,
+        choices: &mut Vec<ChoiceId>,
+    ) -> Expr {
+        let turn = self.sv.turn.unwrap_or(VarId(0));
+        let nodev = self.sv.node.unwrap_or(VarId(0));
+        let agentv = self.sv.agent.unwrap_or(VarId(0));
         let last_turn = if self.looping {
             Expr::Bool(false)
         } else {
@@ -591,7 +728,7 @@ impl<'a> B<'a> {
         };
         let post_agent = upd.get(&agentv).cloned().unwrap_or(Expr::Var(agentv));
         let normal_node = upd.get(&nodev).cloned().unwrap_or(Expr::Var(nodev));
-        let (resume_start, resumed) = self.resume_at_turn_start(&upd, &mut choices);
+        let (resume_start, resumed) = self.resume_at_turn_start(upd, choices);
         let start = ite(
             last_turn.clone(),
             Expr::Const(self.done),
@@ -611,6 +748,13 @@ impl<'a> B<'a> {
                 ),
             );
         }
+        resumed
+    }
+
+    /// SPEC §3 Steps: a step counts within its turn (staying at the limit's last step, where
+    /// the turn ends), from 0 again after a turn's end.
+    fn count_step(&self, ends: &Expr, upd: &mut IndexMap<VarId, Expr>) {
+        let step = self.sv.step.unwrap_or(VarId(0));
         upd.insert(
             step,
             ite(
@@ -623,11 +767,23 @@ impl<'a> B<'a> {
                 ),
             ),
         );
+    }
+
+    /// SPEC §3 Steps: a new turn's first step arrives free, or with the token where it resumes
+    /// a held call.
+    fn via_at_turn_start(&self, ends: &Expr, resumed: Expr, upd: &mut IndexMap<VarId, Expr>) {
         if let Some(via) = self.sv.via {
             let normal = upd.get(&via).cloned().unwrap_or(Expr::Var(via));
             let at_start = ite(resumed, Expr::Const(VIA_TOKEN), Expr::Const(VIA_FREE));
             upd.insert(via, ite(ends.clone(), at_start, normal));
         }
+    }
+
+    /// SPEC §3 end: a turn's end resets what counts per turn — model budgets, `exit_after`
+    /// counters, the turn's writes, a person's approval, the turn's runs — and, under
+    /// `memory_keeps_marks: false`, the `external` and `confidential` marks (provenance and
+    /// `steered_from_lower` stay for the session).
+    fn reset_per_turn(&self, ends: &Expr, upd: &mut IndexMap<VarId, Expr>) {
         let sv = &self.sv;
         let mut resets: Vec<VarId> = Vec::new();
         resets.extend(sv.model_steps.values().copied());
@@ -645,6 +801,18 @@ impl<'a> B<'a> {
             let normal = upd.get(&v).cloned().unwrap_or(Expr::Var(v));
             upd.insert(v, ite(ends.clone(), Expr::Const(0), normal));
         }
+    }
+
+    /// The command itself: at its node, its updates without those that keep a variable as it
+    /// is, its choices once each in id order.
+    fn push_command(
+        &mut self,
+        node: usize,
+        guard: Expr,
+        upd: IndexMap<VarId, Expr>,
+        mut choices: Vec<ChoiceId>,
+        label: Label,
+    ) {
         let updates = upd
             .into_iter()
             .filter(|(v, e)| *e != Expr::Var(*v))
@@ -686,7 +854,7 @@ impl<'a> B<'a> {
         if pairs.is_empty() {
             return (None, Expr::Bool(false));
         }
-        let rc = self.choice(ChoiceKey::TurnResume, 2, vec!["no".into(), "yes".into()]);
+        let rc = self.choice(ChoiceKey::TurnResume, Resume::domain(), Resume::names());
         choices.push(rc);
         let post_held = upd.get(&held).cloned().unwrap_or(Expr::Var(held));
         let conds: Vec<(Expr, u32)> = pairs
@@ -694,7 +862,7 @@ impl<'a> B<'a> {
             .map(|(k, ni)| {
                 (
                     and(vec![
-                        choice_is(rc, 1),
+                        choice_is(rc, Resume::Yes.index()),
                         eq(post_held.clone(), Expr::Const(*k)),
                     ]),
                     *ni,
@@ -1113,14 +1281,18 @@ impl<'a> B<'a> {
         let has_other = names.iter().any(|n| !t.arg_kinds.contains_key(n))
             || (names.is_empty() && t.args.is_none());
         let mut out = vec![];
-        let ov = vec!["typed".to_string(), "model".to_string()];
         for (has, class) in [
             (has_code, ArgClass::Code),
             (has_query, ArgClass::Query),
             (has_other, ArgClass::Other),
         ] {
             if has {
-                out.push((self.choice(ChoiceKey::Origin(class), 2, ov.clone()), class));
+                let c = self.choice(
+                    ChoiceKey::Origin(class),
+                    ArgOrigin::domain(),
+                    ArgOrigin::names(),
+                );
+                out.push((c, class));
             }
         }
         (out, names)
@@ -1213,14 +1385,7 @@ impl<'a> B<'a> {
             Operand::Context(_) => None,
         };
         let reps = super::regions::regions_of_type(&lits, include_unset, only_unset, ty.as_deref());
-        let names = reps
-            .iter()
-            .map(|r| {
-                r.as_ref()
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| "unset".into())
-            })
-            .collect();
+        let names = reps.iter().map(|r| Region::name(r.as_ref())).collect();
         let c = self.choice(key.clone(), reps.len() as u32, names);
         self.region_values.insert(key, reps.clone());
         (c, reps)
@@ -1289,7 +1454,12 @@ impl<'a> B<'a> {
         let typed_ok = match self.sv.via {
             Some(via) => and(origins
                 .iter()
-                .map(|(c, _)| or(vec![not(var_is(via, VIA_TYPED)), choice_is(*c, 0)]))
+                .map(|(c, _)| {
+                    or(vec![
+                        not(var_is(via, VIA_TYPED)),
+                        choice_is(*c, ArgOrigin::Typed.index()),
+                    ])
+                })
                 .collect()),
             None => Expr::Bool(true),
         };
@@ -1349,13 +1519,14 @@ impl<'a> B<'a> {
         let edges = self.out_edges(i);
         let approve = self.choice(
             ChoiceKey::HumanApprove,
-            2,
-            vec!["reject".into(), "approve".into()],
+            Approval::domain(),
+            Approval::names(),
         );
-        for (yes, value) in [(false, 0u32), (true, 1u32)] {
+        for answer in Approval::ALL {
+            let (yes, value) = (*answer == Approval::Approve, answer.index());
             let mut upd = IndexMap::new();
             if let Some(ap) = self.sv.approved {
-                upd.insert(ap, Expr::Const(value));
+                upd.insert(ap, Expr::Const(u32::from(yes)));
             }
             let allowed: Vec<(usize, String)> = edges
                 .iter()
@@ -1377,80 +1548,155 @@ impl<'a> B<'a> {
         }
     }
 
-    /// The tool check of SPEC §2 at a guarded node, one command per outcome and edge.
+    /// The tool check of SPEC §2 at a guarded node, one command per outcome and edge. The check's
+    /// steps, in its order, each add what it may refuse (SPEC §2: the first rule that applies
+    /// decides); then come the refusals, the run by a token (step 9), an undo's run (step 11),
+    /// the confirmation (step 10) and the plain run (step 12).
     fn lower_guarded_call(&mut self, i: usize, t: &Tool, edges: &[(usize, String)]) {
+        let mut c = self.call_arrival(i, t);
+        self.check_catalogue(&mut c);
+        self.check_arguments(&mut c);
+        self.check_order(&mut c);
+        self.check_compensation(&mut c);
+        self.check_rulebook_gate(&mut c);
+        self.check_sheet_conditions(&mut c);
+        self.check_taint(&mut c);
+        c.choices.sort();
+        c.choices.dedup();
+        let passed = self.emit_refusals(&c, edges);
+        let not_token = not(self.via_is(VIA_TOKEN));
+        let as_undo = c
+            .undo_choice
+            .map(|u| not(choice_is(u, 0)))
+            .unwrap_or(Expr::Bool(false));
+        self.allow_by_token(&c, edges, &passed);
+        if c.undo_choice.is_some() {
+            self.allow_undo(
+                &c,
+                edges,
+                and(vec![passed.clone(), not_token.clone(), as_undo.clone()]),
+            );
+        }
+        let plain = and(vec![passed, not_token, not(as_undo)]);
+        let needs_person = self.needs_person(&c);
+        if needs_person != Expr::Bool(false) {
+            self.ask_person(&c, and(vec![plain.clone(), needs_person.clone()]));
+        }
+        self.allow_plain(&c, edges, and(vec![plain, not(needs_person)]));
+    }
+
+    /// Whether the run arrived at a tools node this way (`VIA_FREE` where no node is a tools
+    /// node and the system has no `via`).
+    fn via_is(&self, v: u32) -> Expr {
+        self.sv
+            .via
+            .map(|x| var_is(x, v))
+            .unwrap_or(Expr::Bool(v == VIA_FREE))
+    }
+
+    /// How a call reaches the check (SPEC §3 Steps): its argument origins are choices, every
+    /// argument `typed` when the router's tool step brought the run here, and the held call
+    /// with its token comes only from the router's confirm-yes.
+    fn call_arrival<'t>(&mut self, i: usize, t: &'t Tool) -> GuardedCall<'t> {
         let agent = self.p.graph.nodes[i].agent.clone().unwrap_or_default();
-        let sv_via = self.sv.via;
-        let via_is = |v: u32| {
-            sv_via
-                .map(|x| var_is(x, v))
-                .unwrap_or(Expr::Bool(v == VIA_FREE))
-        };
-        let mut choices: Vec<ChoiceId> = vec![];
         let (origins, _) = self.origin_choices(t);
-        choices.extend(origins.iter().map(|(c, _)| *c));
-        // Arguments typed by the person when the router's tool step brought the run here.
         let typed_ok = and(origins
             .iter()
-            .map(|(c, _)| or(vec![not(via_is(VIA_TYPED)), choice_is(*c, 0)]))
+            .map(|(c, _)| {
+                or(vec![
+                    not(self.via_is(VIA_TYPED)),
+                    choice_is(*c, ArgOrigin::Typed.index()),
+                ])
+            })
             .collect());
-        let model_wrote = or(origins.iter().map(|(c, _)| choice_is(*c, 1)).collect());
-        // The held call with its token comes only from the router's confirm-yes.
+        let model_wrote = or(origins
+            .iter()
+            .map(|(c, _)| choice_is(*c, ArgOrigin::Model.index()))
+            .collect());
         let pair = self
             .sv
             .held_pairs
             .iter()
             .position(|(pt, pn)| *pt == t.name && *pn == i as u32);
         let token_ok = match (pair, self.sv.held) {
-            (Some(k), Some(h)) => or(vec![not(via_is(VIA_TOKEN)), var_is(h, k as u32 + 1)]),
-            _ => not(via_is(VIA_TOKEN)),
+            (Some(k), Some(h)) => or(vec![not(self.via_is(VIA_TOKEN)), var_is(h, k as u32 + 1)]),
+            _ => not(self.via_is(VIA_TOKEN)),
         };
-        let base = and(vec![typed_ok, token_ok]);
-        // Step 1: the agent may reach the tool.
+        GuardedCall {
+            node: i,
+            tool: t,
+            agent,
+            pair,
+            choices: origins.iter().map(|(c, _)| *c).collect(),
+            arrival: and(vec![typed_ok, token_ok]),
+            model_wrote,
+            refusals: vec![],
+            token_fixed: vec![],
+            undone: vec![],
+            undo_choice: None,
+            clarify: Expr::Bool(false),
+            held_args: vec![],
+            tainted: Expr::Bool(false),
+        }
+    }
+
+    /// SPEC §2 step 1 (catalogue): an agent that cannot reach the tool is refused
+    /// `unknown_tool`. (Step 2, the history's chain, always verifies in the lowered system: the
+    /// runtime signs its own history.)
+    fn check_catalogue(&self, c: &mut GuardedCall<'_>) {
         let reachable = self
             .p
             .graph
             .agents
-            .get(&agent)
-            .map(|a| a.tools.contains(&t.name))
+            .get(&c.agent)
+            .map(|a| a.tools.contains(&c.tool.name))
             .unwrap_or(true);
-        // Each refusal: its reason, when it may refuse, and when the call may pass it (the
-        // negation, except where the abstraction leaves both possible).
-        let mut refusals: Vec<(Reason, Expr, Option<Expr>)> = vec![];
         if !reachable {
-            refusals.push((Reason::UnknownTool, Expr::Bool(true), None));
+            c.refuse(Reason::UnknownTool, Expr::Bool(true), None);
         }
-        // Choices the held call fixes when its token comes back (its arguments were checked and
-        // seen by the person).
-        let mut token_fixed: Vec<Expr> = vec![];
-        // Steps 3–4: argument validity is a choice at every guarded call (SPEC §3 Further pins):
-        // an undeclared argument, a wrongly typed one, or a destination in a tool that does not
-        // send out. Only a tool whose schema accepts anything and that may send anywhere has
-        // no invalid call.
-        if let Some(reason) = invalid_reason(t) {
+    }
+
+    /// SPEC §2 steps 3–4 (arguments, destinations): argument validity is a choice at every
+    /// guarded call (SPEC §3 Further pins): an undeclared argument, a wrongly typed one, or a
+    /// destination in a tool that does not send out. Only a tool whose schema accepts anything
+    /// and that may send anywhere has no invalid call. A held call's token fixes it valid.
+    fn check_arguments(&mut self, c: &mut GuardedCall<'_>) {
+        if let Some(reason) = invalid_reason(c.tool) {
             let bad = self.choice(
                 ChoiceKey::ArgsInvalid,
-                2,
-                vec!["valid".into(), "invalid".into()],
+                Validity::domain(),
+                Validity::names(),
             );
-            choices.push(bad);
-            refusals.push((reason, choice_is(bad, 1), None));
-            token_fixed.push(choice_is(bad, 0));
+            c.choices.push(bad);
+            c.refuse(reason, choice_is(bad, Validity::Invalid.index()), None);
+            c.token_fixed.push(choice_is(bad, Validity::Valid.index()));
         }
-        // Step 5: order rules.
+    }
+
+    /// SPEC §2 step 5 (order): `after`, `not_after` and `at_most` over the run counts the
+    /// check reads (the agent's own under `history: per_agent`) refuse `order_rule`.
+    fn check_order(&self, c: &mut GuardedCall<'_>) {
+        let (t, agent) = (c.tool, c.agent.as_str());
         let mut order = vec![];
         for a in &t.order.after {
-            order.push(not(self.count_at_least(a, &agent, 1)));
+            order.push(not(self.count_at_least(a, agent, 1)));
         }
         for a in &t.order.not_after {
-            order.push(self.count_at_least(a, &agent, 1));
+            order.push(self.count_at_least(a, agent, 1));
         }
         if let Some(n) = t.order.at_most {
-            order.push(self.count_at_least(&t.name, &agent, n));
+            order.push(self.count_at_least(&t.name, agent, n));
         }
-        refusals.push((Reason::OrderRule, or(order), None));
-        // Step 6: an undo names a step that ran and is not yet undone.
-        let undone: Vec<String> = self
+        c.refuse(Reason::OrderRule, or(order), None);
+    }
+
+    /// SPEC §2 step 6 (compensation): an undo names a step that ran and is not yet undone; the
+    /// written step is a choice (`undo.<tool>`), and with the counts saturated (two runs, two
+    /// undos, SPEC §3 Further pins) the history may or may not hold a run still to undo, so
+    /// both the refusal `compensation_spent` and the undo stay possible.
+    fn check_compensation(&mut self, c: &mut GuardedCall<'_>) {
+        let t = c.tool;
+        c.undone = self
             .p
             .catalogue
             .tools
@@ -1460,248 +1706,265 @@ impl<'a> B<'a> {
             })
             .map(|w| w.name.clone())
             .collect();
-        let undo_choice = if undone.is_empty() {
-            None
-        } else {
-            let mut names = vec!["none".to_string()];
-            names.extend(undone.iter().cloned());
-            let c = self.choice(
-                ChoiceKey::Undo(t.name.clone()),
-                undone.len() as u32 + 1,
-                names,
-            );
-            choices.push(c);
-            Some(c)
-        };
-        if let Some(uc) = undo_choice {
-            // A held call is never an undo (an undo is not confirmed), so its token comes back
-            // as a plain call.
-            token_fixed.push(choice_is(uc, 0));
-            // With the counts saturated (two runs, two undos) the history may or may not hold a
-            // run still to undo: both the refusal and the undo are possible.
-            let mut may_refuse = vec![];
-            let mut must_refuse = vec![];
-            for (k, w) in undone.iter().enumerate() {
-                let chosen = choice_is(uc, k as u32 + 1);
-                // A write that is itself some write's compensation may have run in a rollback,
-                // which binds only the `undo_args` it names: an undo of that run can fail to bind
-                // (`compensation_mismatch`) whatever the counts say.
-                let is_compensation = self
-                    .p
-                    .catalogue
-                    .tools
-                    .values()
-                    .any(|x| x.undo.as_deref() == Some(w.as_str()));
-                let surely = if is_compensation {
-                    Expr::Bool(false)
-                } else {
-                    self.surely_undoable(w)
-                };
-                may_refuse.push(and(vec![chosen.clone(), not(surely)]));
-                must_refuse.push(and(vec![chosen, not(self.undoable(w))]));
-            }
-            refusals.push((
-                Reason::CompensationSpent,
-                or(may_refuse),
-                Some(not(or(must_refuse))),
-            ));
+        if c.undone.is_empty() {
+            return;
         }
-        // Step 7: the rulebook's gate.
-        let mut clarify = Expr::Bool(false);
-        let mut held_args: Vec<(ChoiceId, VarId)> = vec![];
-        if let Some((pass, cl, used)) = self.gate_exprs(t) {
-            if pair.is_some() {
-                for c in &used {
-                    let d = self.choices[c.0 as usize].clone();
-                    // Choices are declared with their keys in step, so a choice's id is its
-                    // key's index.
-                    let key = self
-                        .choice_ids
-                        .get_index(c.0 as usize)
-                        .map(|(k, _)| k.clone());
-                    if let Some(key @ ChoiceKey::Arg { .. }) =
-                        key.filter(|k| matches!(k, ChoiceKey::Arg { tool, .. } if *tool == t.name))
-                    {
-                        let v = self.var(VarKey::HeldArg(key), d.domain, 0, d.values.clone());
-                        held_args.push((*c, v));
-                        token_fixed.push(eq(Expr::Choice(*c), Expr::Var(v)));
-                    }
+        let uc = self.choice(
+            ChoiceKey::Undo(t.name.clone()),
+            c.undone.len() as u32 + 1,
+            UndoTarget::names(&c.undone),
+        );
+        c.choices.push(uc);
+        c.undo_choice = Some(uc);
+        // A held call is never an undo (an undo is not confirmed), so its token comes back as a
+        // plain call.
+        c.token_fixed.push(choice_is(uc, 0));
+        let mut may_refuse = vec![];
+        let mut must_refuse = vec![];
+        for (k, w) in c.undone.iter().enumerate() {
+            let chosen = choice_is(uc, k as u32 + 1);
+            // A write that is itself some write's compensation may have run in a rollback,
+            // which binds only the `undo_args` it names: an undo of that run can fail to bind
+            // (`compensation_mismatch`) whatever the counts say.
+            let is_compensation = self
+                .p
+                .catalogue
+                .tools
+                .values()
+                .any(|x| x.undo.as_deref() == Some(w.as_str()));
+            let surely = if is_compensation {
+                Expr::Bool(false)
+            } else {
+                self.surely_undoable(w)
+            };
+            may_refuse.push(and(vec![chosen.clone(), not(surely)]));
+            must_refuse.push(and(vec![chosen, not(self.undoable(w))]));
+        }
+        c.refuse(
+            Reason::CompensationSpent,
+            or(may_refuse),
+            Some(not(or(must_refuse))),
+        );
+    }
+
+    /// SPEC §2 step 7 (rulebook): a governed tool's gate over region choices refuses with the
+    /// flow as reason where no value allows the call, and passes only on some values the check
+    /// cannot read (`gate_clarify`, step 10) where the unset context decides. A call a confirm
+    /// can hold keeps copies of the argument regions its gate read, which its token fixes.
+    fn check_rulebook_gate(&mut self, c: &mut GuardedCall<'_>) {
+        let t = c.tool;
+        let Some((pass, clarify, used)) = self.gate_exprs(t) else {
+            return;
+        };
+        if c.pair.is_some() {
+            for ch in &used {
+                let d = self.choices[ch.0 as usize].clone();
+                // Choices are declared with their keys in step, so a choice's id is its key's
+                // index.
+                let key = self
+                    .choice_ids
+                    .get_index(ch.0 as usize)
+                    .map(|(k, _)| k.clone());
+                if let Some(key @ ChoiceKey::Arg { .. }) =
+                    key.filter(|k| matches!(k, ChoiceKey::Arg { tool, .. } if *tool == t.name))
+                {
+                    let v = self.var(VarKey::HeldArg(key), d.domain, 0, d.values.clone());
+                    c.held_args.push((*ch, v));
+                    c.token_fixed.push(eq(Expr::Choice(*ch), Expr::Var(v)));
                 }
             }
-            choices.extend(used);
-            refusals.push((Reason::Refuse, not(pass), None));
-            clarify = cl;
         }
-        // The rule sheet's own conditions on the call (`check:`), after the gate: the arguments
-        // (or an earlier result) may fail them.
-        if !t.checks.is_empty() {
-            let c = self.choice(
-                ChoiceKey::CheckFails,
-                2,
-                vec!["holds".into(), "fails".into()],
-            );
-            choices.push(c);
-            refusals.push((Reason::Check, choice_is(c, 1), None));
+        c.choices.extend(used);
+        c.refuse(Reason::Refuse, not(pass), None);
+        c.clarify = clarify;
+    }
+
+    /// SPEC §2 step 7, the rule sheet's own conditions on the call (`check:`), after the gate:
+    /// the arguments (or an earlier result) may fail them, so whether they hold is a choice.
+    fn check_sheet_conditions(&mut self, c: &mut GuardedCall<'_>) {
+        if c.tool.checks.is_empty() {
+            return;
         }
-        // Step 8: taint, for undos too (SPEC §2 step 8).
-        let tainted = if t.is_write() {
-            self.taint_expr(t, &agent)
-        } else {
-            Expr::Bool(false)
-        };
+        let ch = self.choice(
+            ChoiceKey::CheckFails,
+            CheckOutcome::domain(),
+            CheckOutcome::names(),
+        );
+        c.choices.push(ch);
+        c.refuse(
+            Reason::Check,
+            choice_is(ch, CheckOutcome::Fails.index()),
+            None,
+        );
+    }
+
+    /// SPEC §2 step 8 (taint), for undos too: a write whose inputs carry marks less trusted
+    /// than its `trust` is refused `tainted_call` under `taint_policy: refuse` (under
+    /// `confirm`, step 10 asks a person).
+    fn check_taint(&self, c: &mut GuardedCall<'_>) {
+        if c.tool.is_write() {
+            c.tainted = self.taint_expr(c.tool, &c.agent);
+        }
         if self.p.settings.taint_policy == TaintPolicy::Refuse {
-            refusals.push((Reason::TaintedCall, tainted.clone(), None));
+            let tainted = c.tainted.clone();
+            c.refuse(Reason::TaintedCall, tainted, None);
         }
-        choices.sort();
-        choices.dedup();
-        let held_call = or(vec![not(via_is(VIA_TOKEN)), and(token_fixed.clone())]);
-        let mut passed_so_far: Vec<Expr> = vec![base.clone(), held_call];
-        for (reason, cond, may_pass) in &refusals {
-            if *cond == Expr::Bool(false) {
+    }
+
+    /// The refusals in step order, each after every earlier step passed (SPEC §2: the first
+    /// rule that applies decides): nothing runs, the run's earlier writes are rolled back, and
+    /// the node takes one of its edges. Returns the condition under which every step passed.
+    fn emit_refusals(&mut self, c: &GuardedCall<'_>, edges: &[(usize, String)]) -> Expr {
+        let held_call = or(vec![
+            not(self.via_is(VIA_TOKEN)),
+            and(c.token_fixed.clone()),
+        ]);
+        let mut passed_so_far: Vec<Expr> = vec![c.arrival.clone(), held_call];
+        for r in &c.refusals {
+            if r.when == Expr::Bool(false) {
                 continue;
             }
-            let mut l = self.label(i, LabelKind::Decision);
-            l.tool = Some(t.name.clone());
+            let mut l = self.label(c.node, LabelKind::Decision);
+            l.tool = Some(c.tool.name.clone());
             l.decision = Some(Answer::Refuse);
-            l.reasons = vec![*reason];
+            l.reasons = vec![r.reason];
             l.checked = true;
             let mut g = passed_so_far.clone();
-            g.push(cond.clone());
+            g.push(r.when.clone());
             let mut upd = IndexMap::new();
             if let Some(via) = self.sv.via {
                 upd.insert(via, Expr::Const(VIA_FREE));
             }
-            self.rollback_updates(&agent, &mut upd);
-            self.per_edge(i, edges, and(g), upd, choices.clone(), l);
-            passed_so_far.push(may_pass.clone().unwrap_or_else(|| not(cond.clone())));
+            self.rollback_updates(&c.agent, &mut upd);
+            self.per_edge(c.node, edges, and(g), upd, c.choices.clone(), l);
+            passed_so_far.push(r.may_pass.clone().unwrap_or_else(|| not(r.when.clone())));
         }
-        let as_undo = undo_choice
-            .map(|c| not(choice_is(c, 0)))
-            .unwrap_or(Expr::Bool(false));
-        // Step 9: the token.
-        let run =
-            |b: &mut Self, guard: Expr, reason: Option<Reason>, by_token: bool, undo: bool| {
-                let mut l = b.label(i, LabelKind::Execution);
-                l.tool = Some(t.name.clone());
-                l.decision = Some(Answer::Allow);
-                l.reasons = reason.into_iter().collect();
-                l.checked = true;
-                l.by_token = by_token;
-                l.as_undo = undo;
-                let mut upd = IndexMap::new();
-                let confirmed = if by_token {
-                    Expr::Bool(true)
-                } else if undo {
-                    // An undo is confirmed when a person approved, or when the step it undoes was.
-                    let mut of_confirmed = vec![];
-                    if let Some(uc) = undo_choice {
-                        for (k, w) in undone.iter().enumerate() {
-                            if let Some(&cu) = b.sv.comp_unconfirmed.get(w) {
-                                of_confirmed
-                                    .push(and(vec![choice_is(uc, k as u32 + 1), var_is(cu, 0)]));
-                            }
-                        }
-                    }
-                    or(vec![b.approved_now(), or(of_confirmed)])
-                } else {
-                    b.approved_now()
-                };
-                b.execution_updates(t, &agent, confirmed, &mut upd);
-                if undo {
-                    if let Some(uc) = undo_choice {
-                        for (k, w) in undone.iter().enumerate() {
-                            let chosen = choice_is(uc, k as u32 + 1);
-                            if let Some(&u) = b.sv.comp_undos.get(w) {
-                                upd.insert(u, ite(chosen.clone(), inc_sat(u, 2), Expr::Var(u)));
-                            }
-                            // The session's only run undone: nothing of it is left for a rollback
-                            // this turn. (With two or more runs it may have been an earlier turn's.)
-                            if let (Some(&tr), Some(&r)) =
-                                (b.sv.turn_runs.get(w), b.sv.comp_runs.get(w))
-                            {
-                                let only = and(vec![chosen, var_is(r, 1)]);
-                                upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
-                                if let Some(&(c, _)) = b.sv.turn_run_counts.get(w) {
-                                    upd.insert(c, ite(only, Expr::Const(0), Expr::Var(c)));
-                                }
-                            }
-                        }
+        and(passed_so_far)
+    }
+
+    /// SPEC §2 step 9 (token): the held call presented with the token a person's yes gave runs,
+    /// `confirmed`.
+    fn allow_by_token(&mut self, c: &GuardedCall<'_>, edges: &[(usize, String)], passed: &Expr) {
+        let guard = and(vec![passed.clone(), self.via_is(VIA_TOKEN)]);
+        self.emit_run(c, edges, guard, Some(Reason::Confirmed), true, false);
+    }
+
+    /// SPEC §2 step 11: an undo that passed every step runs as `compensation` (step 10 does not
+    /// hold it back), and counts as one more undo of the write it names.
+    fn allow_undo(&mut self, c: &GuardedCall<'_>, edges: &[(usize, String)], guard: Expr) {
+        self.emit_run(c, edges, guard, Some(Reason::Compensation), false, true);
+    }
+
+    /// SPEC §2 step 12: a call no step refused or held runs.
+    fn allow_plain(&mut self, c: &GuardedCall<'_>, edges: &[(usize, String)], guard: Expr) {
+        self.emit_run(c, edges, guard, None, false, false);
+    }
+
+    /// SPEC §2 step 10 (a person): when a write needs one — `argument_origin`, `tainted_call`,
+    /// `irreversible_pivot`, `gate_clarify`, `schema_partial`, or `write` under
+    /// `write_policy: confirm` (or a tool that declares it).
+    fn needs_person(&self, c: &GuardedCall<'_>) -> Expr {
+        let t = c.tool;
+        if !t.is_write() {
+            return Expr::Bool(false);
+        }
+        let irrev = match (t.irreversible, self.sv.wrote_any) {
+            (true, Some(w)) => var_is(w, 1),
+            _ => Expr::Bool(false),
+        };
+        let mut reasons = vec![
+            c.model_wrote.clone(),
+            c.tainted.clone(),
+            irrev,
+            c.clarify.clone(),
+            Expr::Bool(t.schema_partial()),
+        ];
+        let declared_confirm = t.requires_confirmation || t.confirmation.is_some();
+        reasons.push(Expr::Bool(
+            self.p.settings.write_policy == WritePolicy::Confirm || declared_confirm,
+        ));
+        or(reasons)
+    }
+
+    /// SPEC §2 step 10's `confirm`: the call is held for the person (with copies of the argument
+    /// regions its gate read) and the turn ends.
+    fn ask_person(&mut self, c: &GuardedCall<'_>, guard: Expr) {
+        let mut l = self.label(c.node, LabelKind::Decision);
+        l.tool = Some(c.tool.name.clone());
+        l.decision = Some(Answer::Confirm);
+        l.checked = true;
+        l.ends_turn = true;
+        let mut upd = IndexMap::new();
+        if let (Some(k), Some(h)) = (c.pair, self.sv.held) {
+            upd.insert(h, Expr::Const(k as u32 + 1));
+        }
+        for (ch, v) in &c.held_args {
+            upd.insert(*v, Expr::Choice(*ch));
+        }
+        self.finish(c.node, guard, upd, c.choices.clone(), l);
+    }
+
+    /// An allowed run of a checked call (SPEC §2 `allow`): the tool's execution, counted as
+    /// confirmed by a token, a person's approval, or — for an undo — a confirmed undone step;
+    /// then one of the node's edges.
+    fn emit_run(
+        &mut self,
+        c: &GuardedCall<'_>,
+        edges: &[(usize, String)],
+        guard: Expr,
+        reason: Option<Reason>,
+        by_token: bool,
+        undo: bool,
+    ) {
+        let mut l = self.label(c.node, LabelKind::Execution);
+        l.tool = Some(c.tool.name.clone());
+        l.decision = Some(Answer::Allow);
+        l.reasons = reason.into_iter().collect();
+        l.checked = true;
+        l.by_token = by_token;
+        l.as_undo = undo;
+        let mut upd = IndexMap::new();
+        let confirmed = if by_token {
+            Expr::Bool(true)
+        } else if undo {
+            // An undo is confirmed when a person approved, or when the step it undoes was.
+            let mut of_confirmed = vec![];
+            if let Some(uc) = c.undo_choice {
+                for (k, w) in c.undone.iter().enumerate() {
+                    if let Some(&cu) = self.sv.comp_unconfirmed.get(w) {
+                        of_confirmed.push(and(vec![choice_is(uc, k as u32 + 1), var_is(cu, 0)]));
                     }
                 }
-                b.per_edge(i, edges, guard, upd, choices.clone(), l);
-            };
-        let passed = and(passed_so_far.clone());
-        run(
-            self,
-            and(vec![passed.clone(), via_is(VIA_TOKEN)]),
-            Some(Reason::Confirmed),
-            true,
-            false,
-        );
-        let not_token = not(via_is(VIA_TOKEN));
-        if undo_choice.is_some() {
-            run(
-                self,
-                and(vec![passed.clone(), not_token.clone(), as_undo.clone()]),
-                Some(Reason::Compensation),
-                false,
-                true,
-            );
-        }
-        // Step 10: a person.
-        let needs_person = if t.is_write() {
-            let irrev = match (t.irreversible, self.sv.wrote_any) {
-                (true, Some(w)) => var_is(w, 1),
-                _ => Expr::Bool(false),
-            };
-            let mut reasons = vec![
-                model_wrote,
-                tainted,
-                irrev,
-                clarify,
-                Expr::Bool(t.schema_partial()),
-            ];
-            let declared_confirm = t.requires_confirmation || t.confirmation.is_some();
-            reasons.push(Expr::Bool(
-                self.p.settings.write_policy == WritePolicy::Confirm || declared_confirm,
-            ));
-            or(reasons)
+            }
+            or(vec![self.approved_now(), or(of_confirmed)])
         } else {
-            Expr::Bool(false)
+            self.approved_now()
         };
-        let plain = and(vec![
-            passed.clone(),
-            not_token.clone(),
-            not(as_undo.clone()),
-        ]);
-        if needs_person != Expr::Bool(false) {
-            let mut l = self.label(i, LabelKind::Decision);
-            l.tool = Some(t.name.clone());
-            l.decision = Some(Answer::Confirm);
-            l.checked = true;
-            l.ends_turn = true;
-            let mut upd = IndexMap::new();
-            if let (Some(k), Some(h)) = (pair, self.sv.held) {
-                upd.insert(h, Expr::Const(k as u32 + 1));
-            }
-            for (c, v) in &held_args {
-                upd.insert(*v, Expr::Choice(*c));
-            }
-            self.finish(
-                i,
-                and(vec![plain.clone(), needs_person.clone()]),
-                upd,
-                choices.clone(),
-                l,
-            );
+        self.execution_updates(c.tool, &c.agent, confirmed, &mut upd);
+        if undo {
+            self.undo_updates(c, &mut upd);
         }
-        run(
-            self,
-            and(vec![plain, not(needs_person)]),
-            None,
-            false,
-            false,
-        );
+        self.per_edge(c.node, edges, guard, upd, c.choices.clone(), l);
+    }
+
+    /// An undo's own effect (SPEC §2 step 6): one more undo of the write it names; the
+    /// session's only run undone leaves nothing of it for a rollback this turn (with two or more
+    /// runs the undone one may have been an earlier turn's).
+    fn undo_updates(&self, c: &GuardedCall<'_>, upd: &mut IndexMap<VarId, Expr>) {
+        let Some(uc) = c.undo_choice else { return };
+        for (k, w) in c.undone.iter().enumerate() {
+            let chosen = choice_is(uc, k as u32 + 1);
+            if let Some(&u) = self.sv.comp_undos.get(w) {
+                upd.insert(u, ite(chosen.clone(), inc_sat(u, 2), Expr::Var(u)));
+            }
+            if let (Some(&tr), Some(&r)) = (self.sv.turn_runs.get(w), self.sv.comp_runs.get(w)) {
+                let only = and(vec![chosen, var_is(r, 1)]);
+                upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
+                if let Some(&(cnt, _)) = self.sv.turn_run_counts.get(w) {
+                    upd.insert(cnt, ite(only, Expr::Const(0), Expr::Var(cnt)));
+                }
+            }
+        }
     }
 
     /// A refusal undoes the turn's earlier writes by their compensations (SPEC §2): each write
@@ -1962,4 +2225,87 @@ fn active_agents(p: &Project) -> Vec<Vec<u32>> {
         }
     }
     sets.into_iter().map(|s| s.into_iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ir::agent::Privilege;
+    use ir::catalogue::{ArgCheck, Effect};
+    use ir::testkit::Builder;
+    use ir::vocab::CheckOp;
+
+    /// A desk with no router (so a held call resumes at its node), a guarded tools node with a
+    /// write that has an undo and a rule-sheet check, and a human node: every choice with a
+    /// typed value set.
+    fn desk() -> Project {
+        let mut refund = Builder::mk_tool("refund", Effect::Write);
+        refund.undo = Some("cancel_refund".into());
+        refund.checks = vec![ArgCheck {
+            field: "amount".into(),
+            op: CheckOp::AtMost,
+            value: serde_json::json!(100),
+        }];
+        Builder::new()
+            .agent("desk", Privilege::Low, None)
+            .tool(refund)
+            .tool(Builder::mk_tool("cancel_refund", Effect::Write))
+            .node("model", NodeKind::Model, Some("desk"), None, &[])
+            .node(
+                "tools",
+                NodeKind::Tools,
+                Some("desk"),
+                Some(true),
+                &["refund", "cancel_refund"],
+            )
+            .node("human", NodeKind::Human, Some("desk"), None, &[])
+            .node("end", NodeKind::End, None, None, &[])
+            .edge("model", "tools", EdgeKind::Call)
+            .edge("tools", "model", EdgeKind::Return)
+            .edge("model", "human", EdgeKind::Call)
+            .edge("human", "model", EdgeKind::Route)
+            .edge("model", "end", EdgeKind::Reply)
+            .entry("model")
+            .build()
+    }
+
+    #[test]
+    fn choice_values_are_the_vocabularys() {
+        let l = lower(&desk(), 2, 6);
+        let values = |k: ChoiceKey| {
+            let id = l
+                .choice_ids
+                .get(&k)
+                .unwrap_or_else(|| panic!("no choice {k}"));
+            l.ts.choices[id.0 as usize].values.clone()
+        };
+        assert_eq!(values(ChoiceKey::TurnResume), Resume::names());
+        assert_eq!(values(ChoiceKey::HumanApprove), Approval::names());
+        assert_eq!(values(ChoiceKey::ArgsInvalid), Validity::names());
+        assert_eq!(values(ChoiceKey::CheckFails), CheckOutcome::names());
+        let origins: Vec<_> = ArgClass::ALL
+            .iter()
+            .filter(|c| l.choice_ids.contains_key(&ChoiceKey::Origin(**c)))
+            .collect();
+        assert!(!origins.is_empty());
+        for c in origins {
+            assert_eq!(values(ChoiceKey::Origin(*c)), ArgOrigin::names());
+        }
+        let undo = values(ChoiceKey::Undo("cancel_refund".into()));
+        assert_eq!(
+            undo.iter()
+                .map(|v| UndoTarget::from_name(v))
+                .collect::<Vec<_>>(),
+            [UndoTarget::Nothing, UndoTarget::Write("refund")]
+        );
+        let var_values =
+            |v: Option<VarId>| l.ts.vars[v.expect("declared").0 as usize].values.clone();
+        let held = var_values(l.sv.held);
+        assert_eq!(held[0], HeldCall::Nothing.to_string());
+        assert!(held.contains(&"refund@tools".to_string()), "{held:?}");
+        assert_eq!(
+            var_values(l.sv.node).last().map(String::as_str),
+            Some(NODE_DONE)
+        );
+    }
 }
