@@ -78,13 +78,23 @@ pub fn structural(p: &Project) -> Vec<Raw> {
     out
 }
 
+/// A rule with nothing to read in this project, and why: listed in the report rather than
+/// silently passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quiet {
+    /// The rule.
+    pub rule: RuleId,
+    /// What the project lacks for it to read.
+    pub reason: &'static str,
+}
+
 /// Rules with nothing to read, with the reason, so they are listed rather than silently passed.
-pub fn quiet_rules(p: &Project) -> Vec<(String, String)> {
+pub fn quiet_rules(p: &Project) -> Vec<Quiet> {
     let mut q = Vec::new();
     arguments::quiet(p, &mut q);
     data_flow::quiet(p, &mut q);
     supply_chain::quiet(p, &mut q);
     q.into_iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .map(|(rule, reason)| Quiet { rule, reason })
         .collect()
 }

@@ -110,7 +110,7 @@ pub struct Report {
     /// Registration lints.
     pub lints: Vec<Lint>,
     /// Quiet rules with reasons.
-    pub quiet: Vec<(String, String)>,
+    pub quiet: Vec<obligations::structural::Quiet>,
     /// Counts: hold, reachable, undecided.
     pub counts: (usize, usize, usize),
     /// Whether the engines agree everywhere.

@@ -39,7 +39,7 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         "lints": r.lints,
         "findings": findings,
         "obligations": obls,
-        "quiet_rules": r.quiet.iter().map(|(a, b)| json!({"rule": a, "reason": b})).collect::<Vec<_>>(),
+        "quiet_rules": r.quiet.iter().map(|q| json!({"rule": q.rule, "reason": q.reason})).collect::<Vec<_>>(),
         "states": proof.bfs.as_ref().map(|b| b.cost.states),
         "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine, "decided": e.decided, "undecided": e.undecided_total(),
             "undecided_by_reason": e.undecided.iter().map(|(k, n)| (serde_json::to_value(k).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),

@@ -78,8 +78,8 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
     }
     if !r.quiet.is_empty() {
         s.push_str("\nRules with nothing to read, so nothing raised:\n");
-        for (id, why) in &r.quiet {
-            s.push_str(&format!("  {id}: {why}\n"));
+        for q in &r.quiet {
+            s.push_str(&format!("  {}: {}\n", q.rule, q.reason));
         }
     }
     s.push_str(&format!(
