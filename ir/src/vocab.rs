@@ -499,6 +499,19 @@ impl<'a> UndoTarget<'a> {
         }
     }
 
+    /// The index of "no undo" in an undo choice.
+    pub const NOTHING_INDEX: u32 = 0;
+
+    /// The index of the `k`-th write of [`UndoTarget::names`] in an undo choice.
+    pub fn write_index(k: usize) -> u32 {
+        k as u32 + 1
+    }
+
+    /// How many values an undo choice over these writes has.
+    pub fn domain(writes: &[String]) -> u32 {
+        writes.len() as u32 + 1
+    }
+
     /// The value names of an undo choice over these writes: no undo first.
     pub fn names(writes: &[String]) -> Vec<String> {
         std::iter::once(UndoTarget::Nothing)

@@ -120,7 +120,9 @@ impl Lowered {
         };
         let decl = &self.ts.choices[uc.0 as usize];
         let mut undoes_unconfirmed = vec![];
-        for (k, w) in decl.values.iter().enumerate().skip(1) {
+        // By position, not by name: a write may be called `none`.
+        let first_write = UndoTarget::write_index(0) as usize;
+        for (k, w) in decl.values.iter().enumerate().skip(first_write) {
             if let Some(&u) = self.sv.comp_unconfirmed.get(w) {
                 undoes_unconfirmed.push(and(vec![choice_is(uc, k as u32), var_is(u, 1)]));
             }
@@ -1711,18 +1713,18 @@ impl<'a> B<'a> {
         }
         let uc = self.choice(
             ChoiceKey::Undo(t.name.clone()),
-            c.undone.len() as u32 + 1,
+            UndoTarget::domain(&c.undone),
             UndoTarget::names(&c.undone),
         );
         c.choices.push(uc);
         c.undo_choice = Some(uc);
         // A held call is never an undo (an undo is not confirmed), so its token comes back as a
         // plain call.
-        c.token_fixed.push(choice_is(uc, 0));
+        c.token_fixed.push(choice_is(uc, UndoTarget::NOTHING_INDEX));
         let mut may_refuse = vec![];
         let mut must_refuse = vec![];
         for (k, w) in c.undone.iter().enumerate() {
-            let chosen = choice_is(uc, k as u32 + 1);
+            let chosen = choice_is(uc, UndoTarget::write_index(k));
             // A write that is itself some write's compensation may have run in a rollback,
             // which binds only the `undo_args` it names: an undo of that run can fail to bind
             // (`compensation_mismatch`) whatever the counts say.
