@@ -138,13 +138,6 @@ words!(RuleId {
     QG312 => "QG312",
 });
 
-impl RuleId {
-    /// The id a `QG…` name stands for (for ids read from files: a baseline, a suppression).
-    pub fn named(name: &str) -> Option<RuleId> {
-        RuleId::from_name(name)
-    }
-}
-
 /// The tool check's three answers (SPEC §2). Named `Answer` so it is not confused with the
 /// prover's verdict on an obligation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

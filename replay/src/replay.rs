@@ -686,6 +686,13 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// A tool result's mark (untrusted or confidential content) lands on the acting agent's marks
+    /// and its provenance alike (SPEC §2).
+    fn mark_result(&mut self, agent: &str, m: Mark) {
+        self.marks.entry(agent.into()).or_default().insert(m);
+        self.prov.entry(agent.into()).or_default().insert(m);
+    }
+
     fn compare_decision(&self, l: &encoder::ts::Label, d: &Decision) -> Result<(), String> {
         let want = l.decision.unwrap_or(Answer::Allow);
         let got = d.decision;
@@ -727,24 +734,10 @@ impl<'a> Run<'a> {
             self.held = None;
         }
         if t.returns_untrusted {
-            self.marks
-                .entry(agent.into())
-                .or_default()
-                .insert(Mark::External);
-            self.prov
-                .entry(agent.into())
-                .or_default()
-                .insert(Mark::External);
+            self.mark_result(agent, Mark::External);
         }
         if t.confidential {
-            self.marks
-                .entry(agent.into())
-                .or_default()
-                .insert(Mark::Confidential);
-            self.prov
-                .entry(agent.into())
-                .or_default()
-                .insert(Mark::Confidential);
+            self.mark_result(agent, Mark::Confidential);
         }
         if t.is_write() {
             self.wrote_any = true;
@@ -975,7 +968,7 @@ impl<'a> Run<'a> {
             model_wrote_code: model_wrote(true),
             model_wrote_query: model_wrote(false),
         };
-        let ok = exec && RuleId::named(rule).is_some_and(|id| rules::violated(id, &observed));
+        let ok = exec && RuleId::from_name(rule).is_some_and(|id| rules::violated(id, &observed));
         if ok {
             Ok(())
         } else {

@@ -158,7 +158,7 @@ mod tests {
         // Replay checks a witness's last step by its rule: a reachability rule with no concrete
         // check would never reproduce. QG003 is a base rule's finding and QG010's obligations are
         // inverted (a finding when no step reaches them), so neither has a witness of its own.
-        let want: Vec<RuleId> = ALL
+        let want: Vec<RuleId> = RuleId::ALL
             .iter()
             .copied()
             .filter(|r| r.rule().reachability && ![QG003, QG010].contains(r))
