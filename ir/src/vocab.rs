@@ -614,6 +614,15 @@ pub enum VarKey {
     TurnRun(String),
     /// `turn.runs.<tool>`: its runs this turn.
     TurnRuns(String),
+    /// `turn.after.<first>.<then>`: this turn a run of the write `first` was followed by a run
+    /// of the write `then` (1), or an unconfirmed run of `first` was (2) — the order a refusal's
+    /// rollback undoes them in (last first).
+    TurnAfter {
+        /// The earlier write.
+        first: String,
+        /// The later write.
+        then: String,
+    },
     /// `turn.wrote`: a write ran this turn.
     TurnWrote,
     /// `turn.wrote_irreversible`: an irreversible write ran this turn.
@@ -644,6 +653,7 @@ impl fmt::Display for VarKey {
             VarKey::CompUnconfirmed(t) => write!(f, "comp.unconfirmed.{t}"),
             VarKey::TurnRun(t) => write!(f, "turn.run.{t}"),
             VarKey::TurnRuns(t) => write!(f, "turn.runs.{t}"),
+            VarKey::TurnAfter { first, then } => write!(f, "turn.after.{first}.{then}"),
             VarKey::TurnWrote => f.write_str("turn.wrote"),
             VarKey::TurnWroteIrreversible => f.write_str("turn.wrote_irreversible"),
             VarKey::Approved => f.write_str("approved"),

@@ -250,35 +250,33 @@ pub(crate) struct Compensation<'a> {
 }
 
 impl Compensation<'_> {
-    /// Whether the step's other compensations (or an earlier run of this one) that match `pred`
-    /// run before this one: the history's order decides, so either order is assumed.
+    /// Whether a compensation matching `pred` runs before one of this one's in the same
+    /// rollback: the rollback undoes the turn's runs last first, so it is the compensation of a
+    /// run that followed a run of this write this turn (`turn.after`, exact).
     pub(crate) fn earlier(&self, pred: &dyn Fn(&Tool) -> bool) -> Expr {
-        let (p, l) = (self.p, self.l);
-        or(l.sv
-            .turn_runs
-            .iter()
-            .filter_map(|(w2, &r2)| {
-                let u2 = p.catalogue.get(w2)?.undo.as_deref()?;
-                let t2 = p.catalogue.get(u2)?;
-                if !pred(t2) {
-                    return None;
-                }
-                Some(if w2 == self.w {
-                    self.ran_twice()
-                } else {
-                    not(var_is(r2, 0))
-                })
-            })
-            .collect())
+        self.after_runs(pred, 1)
     }
 
-    /// The undone write ran twice or more this turn, so its compensation runs twice (false
-    /// where its runs this turn are not counted).
-    pub(crate) fn ran_twice(&self) -> Expr {
-        match self.l.sv.turn_run_counts.get(self.w) {
-            Some(&(c, _)) => not(lt(Expr::Var(c), Expr::Const(2))),
-            None => Expr::Bool(false),
-        }
+    /// [`Self::earlier`], before one of this write's *unconfirmed* runs' compensations (itself
+    /// unconfirmed, SPEC §2 step 11).
+    pub(crate) fn earlier_unconfirmed(&self, pred: &dyn Fn(&Tool) -> bool) -> Expr {
+        self.after_runs(pred, 2)
+    }
+
+    /// Some run of a write whose undo matches `pred` followed a run of this write this turn
+    /// that `turn.after` records at least as `at_least` (1 any run, 2 an unconfirmed one).
+    fn after_runs(&self, pred: &dyn Fn(&Tool) -> bool, at_least: u32) -> Expr {
+        let (p, l) = (self.p, self.l);
+        or(l.sv
+            .turn_after
+            .iter()
+            .filter(|((first, _), _)| first == self.w)
+            .filter_map(|((_, then), &a)| {
+                let u2 = p.catalogue.get(then)?.undo.as_deref()?;
+                let t2 = p.catalogue.get(u2)?;
+                pred(t2).then(|| not(lt(Expr::Var(a), Expr::Const(at_least))))
+            })
+            .collect())
     }
 
     /// Adds the refusing command to the rule's obligation on the compensation.

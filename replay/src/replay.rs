@@ -63,13 +63,15 @@ impl ReplayOutcome {
 }
 
 /// One compensation a refusal's rollback ran: its tool, whether it was confirmed, and the acting
-/// agent's provenance and the turn's irreversible write just before it ran.
+/// agent's provenance, the turn's irreversible write and the session's runs just before it ran
+/// (the compensations the rollback ran first included).
 #[derive(Clone, Debug)]
 struct RollbackRun {
     tool: String,
     confirmed: bool,
     prov: BTreeSet<Mark>,
     wrote_irrev: bool,
+    ran: BTreeMap<String, u32>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -164,7 +166,12 @@ fn chosen_as<V: ChoiceValue>(st: &WitnessStep, key: &ChoiceKey) -> Option<V> {
 
 struct Run<'a> {
     p: &'a Project,
-    keys: Keys,
+    keys: &'a Keys,
+    /// Which run each undo of the witness names, by its place among the runs it may name (0,
+    /// the default reading, when absent): the witness does not say, so replay tries each.
+    picks: Vec<usize>,
+    /// How many runs each undo so far could name (the next reading to try).
+    undo_options: std::cell::RefCell<Vec<usize>>,
     key: Key,
     agents: IndexMap<String, AgentInfo>,
     history: History,
@@ -201,38 +208,85 @@ pub fn replay_steps(p: &Project, w: &Witness) -> ReplayOutcome {
     replay_inner(p, w, false)
 }
 
+/// How many readings of the runs a witness's undos name replay tries before it gives up.
+const UNDO_READINGS: usize = 64;
+
+/// Replays the witness under each reading of which run its undos name (the witness records
+/// only which write an undo undoes; the model's call names the run), the default reading first:
+/// the first that reproduces wins, else the default reading's divergence is the answer.
 fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome {
-    let mut run = Run::new(p, Keys::of(p, w));
-    let mut before = Before::default();
-    for (i, st) in w.steps.iter().enumerate() {
-        if i + 1 == w.steps.len() {
-            before = run.snapshot(st);
+    let keys = Keys::of(p, w);
+    let mut picks: Vec<usize> = vec![];
+    let mut first: Option<ReplayOutcome> = None;
+    for _ in 0..UNDO_READINGS {
+        let (out, options) = replay_once(p, w, want_violation, &keys, picks.clone());
+        if out == ReplayOutcome::Reproduced {
+            return out;
         }
-        if let Err(why) = run.step(st, w) {
-            return ReplayOutcome::NotReproduced { step: i + 1, why };
-        }
-        if i + 1 == w.steps.len() {
-            before.confirmed = run.confirmed_runs.last().copied().unwrap_or(false);
-        }
-        if let Err(why) = run.compare_state(st) {
-            return ReplayOutcome::NotReproduced { step: i + 1, why };
-        }
+        let first = first.get_or_insert(out);
+        // The next reading: an odometer over this attempt's undos, the last one turning first.
+        let mut next = picks.clone();
+        next.resize(options.len(), 0);
+        let Some(i) = (0..options.len()).rev().find(|&i| next[i] + 1 < options[i]) else {
+            return first.clone();
+        };
+        next[i] += 1;
+        next.truncate(i + 1);
+        picks = next;
     }
-    if !want_violation {
-        return ReplayOutcome::Reproduced;
-    }
-    match w.steps.last() {
-        None => ReplayOutcome::NotReproduced {
-            step: 0,
-            why: "the witness has no steps".into(),
-        },
-        Some(last) => match run.violates(&w.rule, &w.subject, last, &before) {
-            Ok(()) => ReplayOutcome::Reproduced,
-            Err(why) => ReplayOutcome::NotReproduced {
-                step: w.steps.len(),
-                why,
+    first.unwrap_or(ReplayOutcome::NotReproduced {
+        step: 0,
+        why: "no reading of the witness's undos was tried".into(),
+    })
+}
+
+/// One replay under one reading of the undos; returns how many runs each undo could name.
+fn replay_once(
+    p: &Project,
+    w: &Witness,
+    want_violation: bool,
+    keys: &Keys,
+    picks: Vec<usize>,
+) -> (ReplayOutcome, Vec<usize>) {
+    let mut run = Run::new(p, keys, picks);
+    let out = run.play(w, want_violation);
+    (out, run.undo_options.into_inner())
+}
+
+impl Run<'_> {
+    fn play(&mut self, w: &Witness, want_violation: bool) -> ReplayOutcome {
+        let run = self;
+        let mut before = Before::default();
+        for (i, st) in w.steps.iter().enumerate() {
+            if i + 1 == w.steps.len() {
+                before = run.snapshot(st);
+            }
+            if let Err(why) = run.step(st, w) {
+                return ReplayOutcome::NotReproduced { step: i + 1, why };
+            }
+            if i + 1 == w.steps.len() {
+                before.confirmed = run.confirmed_runs.last().copied().unwrap_or(false);
+            }
+            if let Err(why) = run.compare_state(st) {
+                return ReplayOutcome::NotReproduced { step: i + 1, why };
+            }
+        }
+        if !want_violation {
+            return ReplayOutcome::Reproduced;
+        }
+        match w.steps.last() {
+            None => ReplayOutcome::NotReproduced {
+                step: 0,
+                why: "the witness has no steps".into(),
             },
-        },
+            Some(last) => match run.violates(&w.rule, &w.subject, last, &before) {
+                Ok(()) => ReplayOutcome::Reproduced,
+                Err(why) => ReplayOutcome::NotReproduced {
+                    step: w.steps.len(),
+                    why,
+                },
+            },
+        }
     }
 }
 
@@ -360,7 +414,7 @@ pub fn result_stub(t: &Tool) -> Value {
 }
 
 impl<'a> Run<'a> {
-    fn new(p: &'a Project, keys: Keys) -> Run<'a> {
+    fn new(p: &'a Project, keys: &'a Keys, picks: Vec<usize>) -> Run<'a> {
         let agents = p
             .graph
             .agents
@@ -383,6 +437,8 @@ impl<'a> Run<'a> {
         Run {
             p,
             keys,
+            picks,
+            undo_options: Default::default(),
             key: Key::dev(),
             agents,
             history: History {
@@ -409,17 +465,22 @@ impl<'a> Run<'a> {
 
     fn snapshot(&self, st: &WitnessStep) -> Before {
         let agent = st.label.agent.clone().unwrap_or_default();
-        let mut ran = BTreeMap::new();
-        for e in self.history.entries.iter().filter(|e| e.ran) {
-            *ran.entry(e.tool.clone()).or_insert(0) += 1;
-        }
         Before {
             confirmed: false,
             marks: self.marks.get(&agent).cloned().unwrap_or_default(),
             prov: self.prov.get(&agent).cloned().unwrap_or_default(),
             wrote_irrev: self.wrote_irrev,
-            ran,
+            ran: self.runs(),
         }
+    }
+
+    /// The session's runs per tool so far, as the order rules count them.
+    fn runs(&self) -> BTreeMap<String, u32> {
+        let mut ran = BTreeMap::new();
+        for e in self.history.entries.iter().filter(|e| e.ran) {
+            *ran.entry(e.tool.clone()).or_insert(0) += 1;
+        }
+        ran
     }
 
     fn ctx(&self) -> CheckContext<'_> {
@@ -596,19 +657,28 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The run an undo names: the latest run of the write not yet undone, preferring one that
-    /// ran unconfirmed (the abstract system's undo is unconfirmed when some run was).
+    /// The run an undo names. The default reading is the latest run of the write not yet
+    /// undone, preferring one that ran unconfirmed (the abstract system's undo is unconfirmed
+    /// when some run was); the other open runs, latest first, are the other readings
+    /// (`Run::picks`).
     fn undo_target(&self, write: &str) -> Option<usize> {
         let entries = &self.history.entries;
         let open: Vec<usize> = (0..entries.len())
             .filter(|&i| entries[i].ran && entries[i].tool == write)
             .filter(|&i| !entries.iter().any(|o| o.ran && o.undoes == Some(i)))
             .collect();
-        open.iter()
+        let preferred = open
+            .iter()
             .rev()
             .find(|&&i| !self.confirmed_runs.get(i).copied().unwrap_or(false))
             .or(open.last())
-            .copied()
+            .copied();
+        let mut readings: Vec<usize> = preferred.into_iter().collect();
+        readings.extend(open.iter().rev().filter(|&&i| Some(i) != preferred));
+        let mut options = self.undo_options.borrow_mut();
+        let pick = self.picks.get(options.len()).copied().unwrap_or(0);
+        options.push(readings.len());
+        readings.get(pick).or(readings.first()).copied()
     }
 
     /// Whether a call (about to run) is confirmed: by its token, by a person at a human node,
@@ -672,6 +742,7 @@ impl<'a> Run<'a> {
                 .unwrap_or(false);
             let prov = self.prov.get(agent).cloned().unwrap_or_default();
             let wrote_irrev = self.wrote_irrev;
+            let ran = self.runs();
             self.execute(t, &call, agent, ROLLBACK);
             if let Some(last) = self.confirmed_runs.last_mut() {
                 *last = confirmed;
@@ -681,6 +752,7 @@ impl<'a> Run<'a> {
                 confirmed,
                 prov,
                 wrote_irrev,
+                ran,
             });
         }
         Ok(())
@@ -900,6 +972,7 @@ impl<'a> Run<'a> {
                     confirmed: r.confirmed,
                     prov: r.prov.clone(),
                     wrote_irrev: r.wrote_irrev,
+                    ran: r.ran.clone(),
                     ..before.clone()
                 };
                 if self.violates_by(rule, subject, st, &b, true).is_ok() {
@@ -942,16 +1015,8 @@ impl<'a> Run<'a> {
                 .iter()
                 .any(|(a, k)| k.is_code() == code && origins.get(a) == Some(&Origin::Model))
         };
-        // A rollback's last run of the subject sees the step's other rollback runs too.
-        let in_rollback = |n: &str| {
-            let k = self.last_rollback.iter().filter(|r| r.tool == n).count() as u32;
-            match (rolled, n == subject) {
-                (true, true) => k.saturating_sub(1),
-                (true, false) => k,
-                (false, _) => 0,
-            }
-        };
-        let count = |n: &str| before.ran.get(n).copied().unwrap_or(0) + in_rollback(n);
+        // A rollback's run sees the runs before it, the compensations run first included.
+        let count = |n: &str| before.ran.get(n).copied().unwrap_or(0);
         let order = t.order.after.iter().any(|a| count(a) == 0)
             || t.order.not_after.iter().any(|a| count(a) > 0)
             || t.order.at_most.is_some_and(|n| count(&t.name) >= n);

@@ -564,11 +564,16 @@ pub fn entry_marks(catalogue: &Catalogue, e: &Entry) -> BTreeSet<String> {
     marks
 }
 
-/// Rule 8: the marks less trusted than the write accepts (`external` unless the tool trusts
-/// external input; `steered_from_lower` for a privileged requirement or a high-privilege agent).
+/// Rule 8: the marks less trusted than the write accepts. `trust: external` accepts every mark,
+/// the hand-off label included (SPEC §2 step 8: the tool's owner declared it safe for any input);
+/// otherwise `external` counts, and `steered_from_lower` counts for a privileged requirement or a
+/// high-privilege acting agent.
 fn taint_violations(tool: &Tool, acting: &Acting, marks: &BTreeSet<String>) -> Vec<String> {
     let mut out = Vec::new();
-    if tool.trust != Trust::External && marks.contains(Mark::External.as_str()) {
+    if tool.trust == Trust::External {
+        return out;
+    }
+    if marks.contains(Mark::External.as_str()) {
         out.push(Mark::External.to_string());
     }
     if (tool.trust == Trust::Privileged || acting.privilege == Privilege::High)

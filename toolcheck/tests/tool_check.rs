@@ -316,6 +316,47 @@ fn taint_refuses_or_confirms_by_policy() {
 }
 
 #[test]
+fn trust_external_accepts_every_mark_the_hand_off_label_included() {
+    // SPEC §2 step 8: `trust: external` accepts every mark, the hand-off label included, for a
+    // high-privilege acting agent too (QG011/QG012 show what that declaration allows).
+    let mut w = World::new();
+    w.settings.write_policy = WritePolicy::Declared;
+    w.settings.taint_policy = TaintPolicy::Refuse;
+    w.agents.insert(
+        "billing".into(),
+        AgentInfo {
+            privilege: Privilege::High,
+            tools: vec!["refund_card".into()],
+        },
+    );
+    let h = w.history(json!([{"tool": "read_inbox", "agent": "billing", "ran": true}]));
+    let mut call = refund("typed");
+    call["agent"] = json!("billing");
+    call["marks"] = json!(["external", "steered_from_lower"]);
+    for (trust, want) in [
+        ("external", (Answer::Allow, vec![])),
+        ("agent", (Answer::Refuse, vec!["tainted_call"])),
+        ("privileged", (Answer::Refuse, vec!["tainted_call"])),
+    ] {
+        w.cat.tools.get_mut("refund_card").unwrap().trust = match trust {
+            "external" => ir::catalogue::Trust::External,
+            "agent" => ir::catalogue::Trust::Agent,
+            _ => ir::catalogue::Trust::Privileged,
+        };
+        let d = w.decide(&h, call.clone());
+        assert_eq!((d.decision, reasons(&d)), want, "trust: {trust}");
+    }
+    // The label alone (no external mark) is refused for `agent` only because the agent is
+    // high-privilege; `external` still accepts it.
+    call["marks"] = json!(["steered_from_lower"]);
+    let clean = w.history(json!([]));
+    w.cat.tools.get_mut("refund_card").unwrap().trust = ir::catalogue::Trust::External;
+    assert_eq!(w.decide(&clean, call.clone()).decision, Answer::Allow);
+    w.cat.tools.get_mut("refund_card").unwrap().trust = ir::catalogue::Trust::Agent;
+    assert_eq!(reasons(&w.decide(&clean, call)), vec!["tainted_call"]);
+}
+
+#[test]
 fn the_approved_token_confirms_once() {
     let w = World::new();
     let h = w.history(json!([{"tool": "get_order", "args": {"order_id": "4411"}, "ran": true}]));

@@ -72,6 +72,11 @@ pub struct StateVars {
     /// Per write whose undo has an order rule: how often it ran this turn, saturating one above
     /// its `at_most` (at least at 2: a rollback runs the undo once per run), with the cap.
     pub turn_run_counts: IndexMap<String, (VarId, u32)>,
+    /// Per (earlier write, later write) whose order a rollback's compensations can observe:
+    /// 0 no run of the first was followed this turn by a run of the second, 1 one was, 2 an
+    /// unconfirmed one was (`VarKey::TurnAfter`). A refusal undoes the turn's runs last first,
+    /// so the compensation of the first write's run sees what the second's compensation did.
+    pub turn_after: IndexMap<(String, String), VarId>,
     /// This turn wrote something.
     pub wrote_any: Option<VarId>,
     /// This turn made an irreversible write.
@@ -395,6 +400,7 @@ impl<'a> B<'a> {
         self.declare_marks();
         self.declare_compensations();
         self.declare_turn_runs();
+        self.declare_turn_after();
         self.declare_turn_writes();
         self.declare_approval();
     }
@@ -622,6 +628,44 @@ impl<'a> B<'a> {
         }
     }
 
+    /// The order of the turn's compensable runs, as far as a rollback's compensations can see
+    /// it: a pair (w, w2) of writes with undos whose second undo leaves a trace a later
+    /// compensation reads (untrusted or confidential content, an irreversible write) or is named
+    /// by the first undo's order rule (`after`, `not_after`). The pair (w, w) says a run of w
+    /// followed another one.
+    fn declare_turn_after(&mut self) {
+        let writes: Vec<String> = self.sv.turn_runs.keys().cloned().collect();
+        let undo_of = |w: &str| {
+            self.p
+                .catalogue
+                .get(w)
+                .and_then(|t| t.undo.as_deref())
+                .and_then(|u| self.p.catalogue.get(u))
+        };
+        let mut pairs = vec![];
+        for w in &writes {
+            let Some(u) = undo_of(w) else { continue };
+            for w2 in &writes {
+                let Some(u2) = undo_of(w2) else { continue };
+                let trace =
+                    u2.returns_untrusted || u2.confidential || (u2.is_write() && u2.irreversible);
+                let named =
+                    u.order.after.contains(&u2.name) || u.order.not_after.contains(&u2.name);
+                if trace || named {
+                    pairs.push((w.clone(), w2.clone()));
+                }
+            }
+        }
+        for (first, then) in pairs {
+            let key = VarKey::TurnAfter {
+                first: first.clone(),
+                then: then.clone(),
+            };
+            let v = self.var(key, 3, 0, vec![]);
+            self.sv.turn_after.insert((first, then), v);
+        }
+    }
+
     /// SPEC §3 State, the per-turn bits for what the run wrote (any write, an irreversible
     /// write), which step 10's `irreversible_pivot` reads.
     fn declare_turn_writes(&mut self) {
@@ -795,6 +839,7 @@ impl<'a> B<'a> {
         resets.extend(sv.approved);
         resets.extend(sv.turn_runs.values().copied());
         resets.extend(sv.turn_run_counts.values().map(|(v, _)| *v));
+        resets.extend(sv.turn_after.values().copied());
         if !self.p.settings.memory_keeps_marks {
             resets.extend(sv.mark_ext.values().copied());
             resets.extend(sv.mark_conf.values().copied());
@@ -1244,6 +1289,15 @@ impl<'a> B<'a> {
         if let Some(&r) = sv.turn_runs.get(&t.name) {
             let confirmed_run = ite(var_is(r, 2), Expr::Const(2), Expr::Const(1));
             upd.insert(r, ite(confirmed, confirmed_run, Expr::Const(2)));
+        }
+        // This run follows every run of the turn so far: how the earlier write ran (0, 1, 2).
+        for ((first, then), &a) in &sv.turn_after {
+            if *then == t.name {
+                if let Some(&r) = sv.turn_runs.get(first) {
+                    let (av, rv) = (Expr::Var(a), Expr::Var(r));
+                    upd.insert(a, ite(lt(av.clone(), rv.clone()), rv, av));
+                }
+            }
         }
         if let Some(&(v, cap)) = sv.count_agent.get(&(t.name.clone(), agent.to_string())) {
             upd.insert(v, inc_sat(v, cap));
@@ -1963,7 +2017,14 @@ impl<'a> B<'a> {
                 let only = and(vec![chosen, var_is(r, 1)]);
                 upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
                 if let Some(&(cnt, _)) = self.sv.turn_run_counts.get(w) {
-                    upd.insert(cnt, ite(only, Expr::Const(0), Expr::Var(cnt)));
+                    upd.insert(cnt, ite(only.clone(), Expr::Const(0), Expr::Var(cnt)));
+                }
+                // No run of it is left this turn, so none precedes a later one.
+                for ((first, _), &a) in &self.sv.turn_after {
+                    if first == w {
+                        let before = upd.get(&a).cloned().unwrap_or(Expr::Var(a));
+                        upd.insert(a, ite(only.clone(), Expr::Const(0), before));
+                    }
                 }
             }
         }
@@ -2060,6 +2121,39 @@ impl<'a> B<'a> {
                 upd.insert(n, ite(rolled, after, before));
             }
         }
+        self.rollback_order(&runs, upd);
+    }
+
+    /// The order of the turn's runs after a rollback: every run it undid is gone, so no pair
+    /// holds, except between compensations it ran that are themselves compensable writes. Their
+    /// order within the rollback (the history's, last first) is not tracked, so such a pair is set
+    /// as in either order — as the first write's compensation ran: 2 when some run it undid was
+    /// unconfirmed (an over-approximation, ARCHITECTURE.md Decisions).
+    fn rollback_order(&self, runs: &[(String, VarId)], upd: &mut IndexMap<VarId, Expr>) {
+        let undone_by = |u: &str| -> Vec<VarId> {
+            runs.iter()
+                .filter(|(w, _)| self.tool(w).and_then(|t| t.undo.as_deref()) == Some(u))
+                .map(|(_, r)| *r)
+                .collect()
+        };
+        for ((first, then), &a) in &self.sv.turn_after {
+            let (by_first, by_then) = (undone_by(first), undone_by(then));
+            if by_first.is_empty() || by_then.is_empty() {
+                upd.insert(a, Expr::Const(0));
+                continue;
+            }
+            let ran = |rs: &[VarId]| or(rs.iter().map(|&r| not(var_is(r, 0))).collect());
+            let unconfirmed = or(by_first.iter().map(|&r| var_is(r, 2)).collect());
+            let both = and(vec![ran(&by_first), ran(&by_then)]);
+            upd.insert(
+                a,
+                ite(
+                    both,
+                    ite(unconfirmed, Expr::Const(2), Expr::Const(1)),
+                    Expr::Const(0),
+                ),
+            );
+        }
     }
 
     /// A person approved at a human node since the last model step.
@@ -2103,12 +2197,13 @@ impl<'a> B<'a> {
             .get(agent)
             .map(|v| var_is(*v, 1))
             .unwrap_or(Expr::Bool(false));
-        // External content is less trusted than anything but `trust: external`; an instruction
-        // handed from a lower-privilege agent counts for a privileged requirement, and whenever
-        // the acting agent is high-privilege (the confused-deputy case).
+        // `trust: external` accepts every mark, the hand-off label included (SPEC §2 step 8).
+        // Otherwise external content counts, and an instruction handed from a lower-privilege
+        // agent counts for a privileged requirement and whenever the acting agent is
+        // high-privilege (the confused-deputy case).
         let high = self.privilege(agent) == Privilege::High;
         let ext_counts = t.trust != Trust::External;
-        let steered_counts = t.trust == Trust::Privileged || high;
+        let steered_counts = ext_counts && (t.trust == Trust::Privileged || high);
         or(vec![
             and(vec![Expr::Bool(ext_counts), ext]),
             and(vec![Expr::Bool(steered_counts), steered]),

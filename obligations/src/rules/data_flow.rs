@@ -49,11 +49,12 @@ pub(crate) fn qg019_subject(s: &Subject<'_>) -> bool {
 /// returned by a compensation the same rollback may run first.
 pub(crate) fn qg019_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
     if x.ut.sends_out {
-        let conf = or(vec![
+        let held = and(vec![
+            x.unconfirmed.clone(),
             flag(&x.l.sv.prov_conf, x.agent),
-            x.earlier(&|t| t.confidential),
         ]);
-        x.add(acc, QG019, and(vec![x.unconfirmed.clone(), conf]));
+        let returned = x.earlier_unconfirmed(&|t| t.confidential);
+        x.add(acc, QG019, or(vec![held, returned]));
     }
 }
 
@@ -97,11 +98,9 @@ pub(crate) fn qg021_subject(s: &Subject<'_>) -> bool {
 /// by a compensation the same rollback may run first.
 pub(crate) fn qg021_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
     if persists(x.ut) {
-        let ext = or(vec![
-            flag(&x.l.sv.prov_ext, x.agent),
-            x.earlier(&|t| t.returns_untrusted),
-        ]);
-        x.add(acc, QG021, and(vec![x.unconfirmed.clone(), ext]));
+        let held = and(vec![x.unconfirmed.clone(), flag(&x.l.sv.prov_ext, x.agent)]);
+        let returned = x.earlier_unconfirmed(&|t| t.returns_untrusted);
+        x.add(acc, QG021, or(vec![held, returned]));
     }
 }
 

@@ -309,7 +309,92 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
             }
         }
     }
+    focus(seed, &mut p);
     p
+}
+
+/// Shapes drawn on purpose, where SPEC is easiest to get wrong (from a stream of its own, so the
+/// other draws of a seed stay as they were): a steered high-privilege write under every `trust`
+/// (a low agent that reads untrusted content, a high one that writes), and a compensable write
+/// that can run once, twice or three times in a turn before a refusal rolls it back, its
+/// compensation with an order rule, a persistent store, untrusted or confidential results, or an
+/// irreversible write, under `trust: external`.
+fn focus(seed: u64, p: &mut Project) {
+    let mut f = Rng(seed.rotate_left(29) ^ 0xF0C5_F0C5_F0C5_F0C5);
+    match f.below(3) {
+        0 => steered_write(&mut f, p),
+        1 => repeated_compensable(&mut f, p),
+        _ => {}
+    }
+}
+
+/// Tools some node of an agent lists.
+fn listed_by(p: &Project, agent: &str) -> Vec<String> {
+    p.graph
+        .nodes
+        .iter()
+        .filter(|n| n.agent.as_deref() == Some(agent))
+        .flat_map(|n| n.tools.iter().chain(n.may_call.iter()).cloned())
+        .collect()
+}
+
+fn steered_write(f: &mut Rng, p: &mut Project) {
+    if p.graph.agents.len() < 2 {
+        return;
+    }
+    if let Some(a) = p.graph.agents.get_mut("a") {
+        a.privilege = Privilege::Low;
+    }
+    if let Some(b) = p.graph.agents.get_mut("b") {
+        b.privilege = Privilege::High;
+    }
+    let (low, high) = (listed_by(p, "a"), listed_by(p, "b"));
+    if let Some(t) = low.first().and_then(|n| p.catalogue.tools.get_mut(n)) {
+        t.returns_untrusted = true;
+    }
+    for n in high {
+        if let Some(t) = p.catalogue.tools.get_mut(&n) {
+            if t.effect == Effect::Write {
+                t.trust = [Trust::External, Trust::Agent, Trust::Privileged][f.below(3) as usize];
+            }
+        }
+    }
+}
+
+fn repeated_compensable(f: &mut Rng, p: &mut Project) {
+    let (Some(_), Some(_)) = (p.catalogue.tools.get("t0"), p.catalogue.tools.get("t1")) else {
+        return;
+    };
+    let w = p.catalogue.tools.get_mut("t0").unwrap();
+    w.effect = Effect::Write;
+    w.undo = Some("t1".into());
+    w.trust = Trust::External;
+    w.order.at_most = None;
+    let u = p.catalogue.tools.get_mut("t1").unwrap();
+    match f.below(6) {
+        0 => u.order.at_most = Some(1 + f.below(2) as u32),
+        1 => u.order.not_after = vec!["t1".into()],
+        2 => {
+            u.effect = Effect::Write;
+            u.trust = Trust::External;
+            u.store = Some(Store {
+                name: "notes".into(),
+                multi_tenant: false,
+                persistent: true,
+            });
+        }
+        3 => u.returns_untrusted = true,
+        4 => u.confidential = true,
+        _ => {
+            u.effect = Effect::Write;
+            u.irreversible = true;
+        }
+    }
+    if f.coin() {
+        p.settings.taint_policy = TaintPolicy::Refuse;
+    }
+    // Room for the write to run up to three times before the refusal.
+    p.settings.step_limit = p.settings.step_limit.max(5 + f.below(4) as u32);
 }
 
 fn random_literal(r: &mut Rng) -> Literal {
