@@ -31,17 +31,15 @@ fn shop_report_matches_the_seed() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let t = text(&o);
     // The seed's nine lints in its order and words, QG023 and the two QG105 places, the quiet rules.
-    let seed =
-        std::fs::read_to_string(root().join("../shared/seeds/000_bf06ed4199c03cff.txt")).ok();
-    if let Some(seed) = seed {
-        for line in seed.lines().filter(|l| {
-            l.starts_with("  write_")
-                || l.starts_with("  compensation_")
-                || l.starts_with("  QG1")
-                || l.starts_with("  QG0")
-        }) {
-            assert!(t.contains(line), "missing seed line {line:?} in\n{t}");
-        }
+    let seed = std::fs::read_to_string(root().join("fixtures/seeds/000_bf06ed4199c03cff.txt"))
+        .expect("seed 000 is in fixtures/seeds/");
+    for line in seed.lines().filter(|l| {
+        l.starts_with("  write_")
+            || l.starts_with("  compensation_")
+            || l.starts_with("  QG1")
+            || l.starts_with("  QG0")
+    }) {
+        assert!(t.contains(line), "missing seed line {line:?} in\n{t}");
     }
     for want in [
         "QG023 Medium on cycle:desk_model (agent.yaml:3)",

@@ -16,17 +16,17 @@ fn qls(args: &[&str]) -> Output {
 /// `qls verify` on the create_react_agent snapshot with its catalogue, and more arguments.
 fn react(extra: &[&str]) -> Output {
     let (g, c) = (
-        shared("create_react_agent.to_json.json"),
-        shared("tools.catalogue.yaml"),
+        fixture("create_react_agent.to_json.json"),
+        fixture("tools.catalogue.yaml"),
     );
     let mut args = vec!["verify", "--graph", &g, "--catalogue", &c];
     args.extend_from_slice(extra);
     qls(&args)
 }
 
-fn shared(name: &str) -> String {
+fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/langgraph-examples")
+        .join("../fixtures/langgraph-examples")
         .join(name)
         .display()
         .to_string()
@@ -85,13 +85,13 @@ fn create_react_agent_json_gives_the_hand_translated_findings() {
     )
     .unwrap();
     for cat in [
-        shared("tools.catalogue.yaml"),
+        fixture("tools.catalogue.yaml"),
         write_cat.display().to_string(),
     ] {
         let lg = qls(&[
             "verify",
             "--graph",
-            &shared("create_react_agent.to_json.json"),
+            &fixture("create_react_agent.to_json.json"),
             "--catalogue",
             &cat,
             "--model-node",
@@ -126,9 +126,9 @@ fn export_writes_a_qls_graph_that_verifies_the_same() {
     let e = qls(&[
         "export",
         "--graph",
-        &shared("create_react_agent.to_json.json"),
+        &fixture("create_react_agent.to_json.json"),
         "--catalogue",
-        &shared("tools.catalogue.yaml"),
+        &fixture("tools.catalogue.yaml"),
         "--model-node",
         "agent",
         "-o",
@@ -149,14 +149,14 @@ fn export_writes_a_qls_graph_that_verifies_the_same() {
             "--graph".into(),
             graph.to_string(),
             "--catalogue".into(),
-            shared("tools.catalogue.yaml"),
+            fixture("tools.catalogue.yaml"),
             "--format".into(),
             "json".into(),
             "--step-limit".into(),
             "8".into(),
         ]
     };
-    let mut a = args(&shared("create_react_agent.to_json.json"));
+    let mut a = args(&fixture("create_react_agent.to_json.json"));
     a.extend(["--model-node".into(), "agent".into()]);
     let lg = qls(&a.iter().map(String::as_str).collect::<Vec<_>>());
     let back = qls(&args(out.to_str().unwrap())
@@ -191,7 +191,7 @@ fn langgraph_flags_are_refused_on_a_qls_graph_and_unknown_nodes_named() {
         "--graph",
         hand.to_str().unwrap(),
         "--catalogue",
-        &shared("tools.catalogue.yaml"),
+        &fixture("tools.catalogue.yaml"),
         "--model-node",
         "agent",
     ]);
@@ -218,8 +218,8 @@ fn solve_reads_langgraph_json_with_the_flags() {
     let job = d.join("job.json");
     std::fs::write(
         &job,
-        serde_json::json!({"mode": "graph", "inputs": {"export": shared("create_react_agent.to_json.json"),
-            "catalogue": shared("tools.catalogue.yaml")}, "operands": {"step_limit": 8}})
+        serde_json::json!({"mode": "graph", "inputs": {"export": fixture("create_react_agent.to_json.json"),
+            "catalogue": fixture("tools.catalogue.yaml")}, "operands": {"step_limit": 8}})
         .to_string(),
     )
     .unwrap();
