@@ -7,8 +7,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod mcp_common;
-use mcp_common::{qls_in, write};
+use crate::mcp_common::{qls_in, write};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/qg021")

@@ -6,8 +6,7 @@
 use serde_json::{json, Value};
 use std::path::Path;
 
-mod mcp_common;
-use mcp_common::{fixture_dir, out, python_mcp, qls_in, read_json, write};
+use crate::mcp_common::{fixture_dir, out, python_mcp, qls_in, read_json, write};
 
 fn config(count: u32) -> String {
     format!(

@@ -8,7 +8,7 @@ use readers::catalogue::read_catalogue;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-mod mcp_common;
+use crate::mcp_common;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")

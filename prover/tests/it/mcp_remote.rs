@@ -10,8 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-mod mcp_common;
-use mcp_common::{fixture_dir, out, python_mcp, read_json, write};
+use crate::mcp_common::{fixture_dir, out, python_mcp, read_json, write};
 
 const TOKEN: &str = "test-token-9f2c";
 

@@ -49,7 +49,7 @@ fn shop_report_matches_the_seed() {
     ] {
         assert!(t.contains(want), "missing {want:?}");
     }
-    insta::assert_snapshot!("shop_text_report", t);
+    crate::snapshots().bind(|| insta::assert_snapshot!("cli__shop_text_report", t));
 }
 
 #[test]

@@ -4,9 +4,7 @@
 //! unsliced, and every sliced witness, re-run on the whole system, is a legal run whose last
 //! step violates its obligation.
 
-mod common;
-
-use common::random_project;
+use crate::common::random_project;
 use encoder::ts::slice::groups;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::Project;

@@ -1,7 +1,9 @@
 //! ARCHITECTURE.md's import rules and invariants, checked on the tree so they stay true: each
 //! crate's `[dependencies]` name exactly the workspace crates it may import, only `bmc.rs` and
 //! `induction.rs` name z3, no library prints, the runtime tool check and the encoder depend on
-//! the IR alone, and the concrete explorer never reads the lowering.
+//! the IR alone, the concrete explorer never reads the lowering, only the files ARCHITECTURE.md
+//! lists read a file or start a process, and no tracked file reaches outside the repository
+//! for `shared/`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -129,8 +131,8 @@ fn the_code_map_names_every_file() {
     }
 }
 
-/// Every `.rs` file below a folder, with its text up to its inline `mod tests` (test code may
-/// print and may use anything).
+/// Every `.rs` file below a folder, with its text up to its inline `#[cfg(test)] mod` (test code
+/// may print and may use anything; a single `#[cfg(test)]` item before it is still scanned).
 fn sources(dir: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut stack = vec![root().join(dir)];
@@ -141,7 +143,7 @@ fn sources(dir: &str) -> Vec<(String, String)> {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let text = std::fs::read_to_string(&p).unwrap();
-                let code = match text.find("#[cfg(test)]") {
+                let code = match test_module(&text) {
                     Some(i) => text[..i].to_string(),
                     None => text,
                 };
@@ -152,6 +154,17 @@ fn sources(dir: &str) -> Vec<(String, String)> {
     }
     out.sort();
     out
+}
+
+/// Where a file's inline test module starts: the first `#[cfg(test)]` followed by a `mod`.
+fn test_module(text: &str) -> Option<usize> {
+    text.match_indices("#[cfg(test)]")
+        .map(|(i, m)| i + m.len())
+        .find(|&i| {
+            let rest = text[i..].trim_start();
+            rest.starts_with("mod ") || rest.starts_with("pub mod ")
+        })
+        .map(|i| i - "#[cfg(test)]".len())
 }
 
 fn code_lines(code: &str) -> impl Iterator<Item = &str> {
@@ -207,23 +220,190 @@ fn the_concrete_explorer_never_reads_the_lowering() {
     );
 }
 
+/// The files outside `readers` that read a file (ARCHITECTURE.md, "Who reads files and starts
+/// processes"), each with what it reads. Every other library and binary file reads none.
+const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
+    (
+        "prover/src/session.rs",
+        "every project a proof reads, and the --baseline report",
+    ),
+    (
+        "prover/src/corpus.rs",
+        "a corpus case's case.json and expected.json, the corpus folder",
+    ),
+    ("prover/src/job.rs", "qls solve's job file"),
+    ("prover/src/cmd_verify.rs", "qls replay's witness"),
+    (
+        "prover/src/cmd_check.rs",
+        "qls check's and qls history's inputs",
+    ),
+    ("prover/src/cmd_diff.rs", "qls diff's two reports"),
+    ("prover/src/cmd_rules.rs", "qls rules' sheet and catalogue"),
+    (
+        "prover/src/cmd_mcp.rs",
+        "qls mcp's client configuration and lock",
+    ),
+    (
+        "prover/src/diagnostics.rs",
+        "a bad input's line, for the caret",
+    ),
+    (
+        "benchmarks/src/bin/scale.rs",
+        "the agent file it measures, /proc for CPU time",
+    ),
+];
+
+/// What reading a file looks like in the code: the standard library's reads and the readers'
+/// functions that take a path.
+const FILE_READS: &[&str] = &[
+    "fs::read",
+    "File::open",
+    "OpenOptions",
+    "read_text(",
+    "load_project(",
+    "load_graph_project",
+    "read_compiled_dir(",
+    "read_config_dir(",
+    "check_config(",
+];
+
+/// Every library and binary source file of every crate but `readers`.
+fn sources_outside_readers() -> Vec<(String, String)> {
+    crates()
+        .filter(|k| *k != "readers")
+        .flat_map(|k| sources(&format!("{k}/src")))
+        .collect()
+}
+
 #[test]
-fn no_input_is_read_outside_the_readers_and_the_session() {
-    // Only `readers` turns a file into IR; the prover loads projects through `session::load`.
-    for (file, code) in sources("prover/src") {
-        let loads = code_lines(&code)
-            .any(|l| l.contains("load_project(") || l.contains("load_graph_project"));
+fn only_the_listed_files_read_a_file() {
+    let listed: BTreeSet<&str> = READERS_OUTSIDE_READERS.iter().map(|(f, _)| *f).collect();
+    let mut reading = BTreeSet::new();
+    for (file, code) in sources_outside_readers() {
+        if code_lines(&code).any(|l| FILE_READS.iter().any(|r| l.contains(r))) {
+            assert!(
+                listed.contains(file.as_str()),
+                "{file} reads a file and is not in ARCHITECTURE.md's list"
+            );
+            reading.insert(file);
+        }
+    }
+    let stale: Vec<_> = listed.iter().filter(|f| !reading.contains(**f)).collect();
+    assert!(stale.is_empty(), "listed but reading no file: {stale:?}");
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    for (file, _) in READERS_OUTSIDE_READERS {
+        let name = Path::new(file).file_name().unwrap().to_string_lossy();
         assert!(
-            !loads || file.ends_with("session.rs"),
-            "{file} loads a project itself instead of through session::load"
+            arch.contains(&format!("{name}`")),
+            "ARCHITECTURE.md does not name {file}"
         );
     }
-    for krate in LIBRARIES.iter().filter(|k| **k != "readers") {
+}
+
+#[test]
+fn only_cmd_mcp_starts_a_process_or_opens_a_socket() {
+    let starts = |l: &str| {
+        [
+            "process::Command",
+            "Command::new",
+            "TcpStream",
+            "UdpSocket",
+            "rmcp::",
+            "reqwest::",
+        ]
+        .iter()
+        .any(|p| l.contains(p))
+    };
+    for krate in crates() {
         for (file, code) in sources(&format!("{krate}/src")) {
             assert!(
-                !code_lines(&code).any(|l| l.contains("std::fs::read")),
-                "{file} reads a file"
+                !code_lines(&code).any(starts) || file == "prover/src/cmd_mcp.rs",
+                "{file} starts a process or opens a socket"
             );
         }
     }
+}
+
+#[test]
+fn only_the_session_loads_a_project() {
+    // In the prover, only `session::load` loads a project (the benchmarks' `scale` binary loads
+    // the agent file it measures itself).
+    for (file, code) in sources_outside_readers() {
+        let loads = code_lines(&code)
+            .any(|l| l.contains("load_project(") || l.contains("load_graph_project"));
+        assert!(
+            !loads || file == "prover/src/session.rs" || file == "benchmarks/src/bin/scale.rs",
+            "{file} loads a project itself instead of through session::load"
+        );
+    }
+}
+
+/// The tracked files of the repository (`git ls-files`), or, where git cannot say (a tarball),
+/// every file below the root but `target/` and `.git/`.
+fn tracked_files() -> Vec<PathBuf> {
+    let root = root();
+    if let Ok(o) = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(&root)
+        .output()
+    {
+        if o.status.success() {
+            return o
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|p| !p.is_empty())
+                .map(|p| PathBuf::from(String::from_utf8_lossy(p).to_string()))
+                .collect();
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            if p.is_dir() {
+                if name != "target" && name != ".git" {
+                    stack.push(p);
+                }
+            } else {
+                out.push(p.strip_prefix(&root).unwrap().to_path_buf());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_tracked_file_reaches_for_the_shared_folder() {
+    // A clone has nothing beside it: every input a test or script reads is in the repository
+    // (`fixtures/`). Written so that this file does not name them itself.
+    let outside = [concat!("..", "/shared"), concat!("/shared", "/")];
+    let mut scanned = 0;
+    for rel in tracked_files() {
+        let s = rel.to_string_lossy();
+        let code = ["rs", "py", "sh"]
+            .iter()
+            .any(|x| rel.extension().is_some_and(|e| e == *x))
+            || s.starts_with(".ci/");
+        if !code {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root().join(&rel)) else {
+            continue;
+        };
+        scanned += 1;
+        for (n, line) in text.lines().enumerate() {
+            assert!(
+                !outside.iter().any(|o| line.contains(o)),
+                "{s}:{}: names a path outside the repository: {line}",
+                n + 1
+            );
+        }
+    }
+    assert!(scanned > 100, "only {scanned} files scanned");
 }

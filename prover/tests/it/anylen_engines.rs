@@ -3,9 +3,7 @@
 //! BFS at K + 1 turns give the same verdicts and shortest depths, where K is the fixpoint's
 //! "every state within K turns".
 
-mod common;
-
-use common::random_project;
+use crate::common::random_project;
 use ir::agent::SessionSteps;
 use ir::Project;
 use proptest::prelude::*;

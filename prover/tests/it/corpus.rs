@@ -46,7 +46,7 @@ fn every_case_matches_its_expected_json() {
     );
     assert!(replays >= 40, "only {replays} witnesses replayed");
     // Every rule has a firing case and a clean twin, but QG312, which needs a broken engine
-    // (prover/tests/shop.rs injects one).
+    // (prover/tests/it/shop.rs injects one).
     let rules = [
         "qg001", "qg002", "qg003", "qg004", "qg005", "qg006", "qg007", "qg008", "qg009", "qg010",
         "qg011", "qg012", "qg013", "qg014", "qg015", "qg016", "qg017", "qg018", "qg019", "qg020",
@@ -76,12 +76,14 @@ fn every_case_matches_its_expected_json() {
 
 #[test]
 fn snapshots_of_every_case() {
-    insta::glob!("../../corpus", "*/expected.json", |path| {
-        let dir = path.parent().expect("a case folder");
-        let r = run_case(dir);
-        assert!(r.actual.is_some(), "{}: {:?}", r.name, r.mismatches);
-        insta::assert_snapshot!("text", r.text);
-        insta::assert_snapshot!("json", r.json);
+    crate::snapshots().bind(|| {
+        insta::glob!("../../../corpus", "*/expected.json", |path| {
+            let dir = path.parent().expect("a case folder");
+            let r = run_case(dir);
+            assert!(r.actual.is_some(), "{}: {:?}", r.name, r.mismatches);
+            insta::assert_snapshot!("corpus__text", r.text);
+            insta::assert_snapshot!("corpus__json", r.json);
+        });
     });
 }
 

@@ -2,7 +2,7 @@
 //! `--session-steps any` on both engines agrees with the BFS fixpoint (no QG312, every witness
 //! replays), and the share of unreachable obligations whose Z3 induction closes is measured and
 //! printed — the issue asks for at least 80 %. The same run times the corpus at 2 turns, so
-//! the ratio of the two is printed too (`cargo test -p prover --test anylen_corpus -- --nocapture`).
+//! the ratio of the two is printed too (`cargo test -p prover --test it anylen_corpus:: -- --nocapture`).
 
 use ir::agent::SessionSteps;
 use prover::corpus::{case_dirs, load_case};

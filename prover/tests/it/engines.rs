@@ -2,9 +2,7 @@
 //! same verdict and the same shortest depth on every obligation, BFS agreeing with a brute-force
 //! path enumeration on the tiniest ones, and the cross-check's QG312 firing under a fault.
 
-mod common;
-
-use common::{enabled, random_project};
+use crate::common::{enabled, random_project};
 use encoder::ts::lower::lower;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::Project;

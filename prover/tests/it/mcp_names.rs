@@ -7,8 +7,7 @@
 use prover::corpus::run_all;
 use std::path::{Path, PathBuf};
 
-mod mcp_common;
-use mcp_common::{decide, decide_with, out, qls_in, sign_history, write};
+use crate::mcp_common::{decide, decide_with, out, qls_in, sign_history, write};
 
 /// The one case whose finding reads a tool's name inside another word: QG008 matches the bot
 /// message `execute_refund` against the tool `refund`, and a rename of `refund` alone leaves

@@ -8,8 +8,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod mcp_common;
-use mcp_common::{decide, qls_in, sign_history, write};
+use crate::mcp_common::{decide, qls_in, sign_history, write};
 
 /// The Python SDK must be importable: this test fails loudly rather than skip without it.
 fn require_python_mcp() {
