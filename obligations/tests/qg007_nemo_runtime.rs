@@ -20,9 +20,9 @@ fn qg007_subjects(file: &str, text: &str) -> Vec<String> {
 #[test]
 fn nemo_runtime_variables_are_host_context() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../../shared/colang-examples/NVIDIA__NeMo-Guardrails__nemoguardrails__library__sensitive_data_detection__flows.v1.co",
+        "../fixtures/colang-examples/NVIDIA__NeMo-Guardrails__nemoguardrails__library__sensitive_data_detection__flows.v1.co",
     );
-    let text = std::fs::read_to_string(&path).expect("the shared NeMo rail is beside the repo");
+    let text = std::fs::read_to_string(&path).expect("the NeMo rail is in fixtures/");
     assert!(text.contains("$user_message = execute mask_sensitive_data"));
     let found = qg007_subjects("flows.v1.co", &text);
     assert!(

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, qls_bin
 from qls_export import lower
 
-SHARED = ROOT.parent / "shared" / "langgraph-examples"
+SNAPSHOTS = ROOT / "fixtures" / "langgraph-examples"
 CASES = [
     (ROOT / "corpus/langgraph-json-swarm", ["flight_assistant:agent", "hotel_assistant:agent"], {}),
     (ROOT / "corpus/langgraph-json-send-fanout", [], {}),
@@ -41,15 +41,14 @@ def test_lower_matches_the_binary(case, models, tools_nodes):
     assert shape(mine) == shape(json.loads(p.stdout))
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="../shared/langgraph-examples is not beside the repo")
-def test_lower_matches_the_binary_on_the_shared_snapshots():
+def test_lower_matches_the_binary_on_the_langgraph_snapshots():
     for name in ["message_graph.to_json.json", "conditional_state_graph.to_json.json"]:
-        p = subprocess.run([qls_bin(), "export", "--graph", str(SHARED / name), "--catalogue",
-                            str(SHARED / "tools.catalogue.yaml"), "--model-node", "agent",
+        p = subprocess.run([qls_bin(), "export", "--graph", str(SNAPSHOTS / name), "--catalogue",
+                            str(SNAPSHOTS / "tools.catalogue.yaml"), "--model-node", "agent",
                             "--tools-node", "tools=search_api"], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            mine = lower(json.loads((SHARED / name).read_text()), model_nodes=["agent"],
+            mine = lower(json.loads((SNAPSHOTS / name).read_text()), model_nodes=["agent"],
                          tools_nodes={"tools": ["search_api"]})
         assert shape(mine) == shape(json.loads(p.stdout)), name

@@ -1,14 +1,14 @@
-//! Every real NeMo-Guardrails file in `shared/colang-examples/` compiles, with the reader its
+//! Every real NeMo-Guardrails file in `fixtures/colang-examples/` compiles, with the reader its
 //! dialect needs; the rails' actions are governed as written.
 
 use readers::rulebook::{colang, compile_text};
 use std::path::PathBuf;
 
-/// `shared/` sits beside the repository root (`CARGO_MANIFEST_DIR/..`).
+/// The repository's copies (`fixtures/README.md` gives their source, commit and licence).
 fn examples_dir() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/colang-examples"
+        "/../fixtures/colang-examples"
     ))
 }
 

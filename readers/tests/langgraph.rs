@@ -1,5 +1,5 @@
 //! LangGraph's own graph JSON, lowered to `qls-graph/1`: the real `to_json()` snapshots in
-//! `../shared/langgraph-examples/`, the swarm a real langgraph-swarm app draws, and the shapes the
+//! `fixtures/langgraph-examples/`, the swarm a real langgraph-swarm app draws, and the shapes the
 //! reader must refuse with a line.
 
 use ir::catalogue::Catalogue;
@@ -8,9 +8,9 @@ use readers::catalogue::read_catalogue;
 use readers::langgraph::{looks_like, read, Options};
 use std::path::Path;
 
-fn shared(name: &str) -> String {
+fn fixture(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/langgraph-examples")
+        .join("../fixtures/langgraph-examples")
         .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -46,12 +46,12 @@ fn kind(g: &Graph, id: &str) -> NodeKind {
 
 #[test]
 fn create_react_agent_lowers_to_model_tools_end() {
-    let text = shared("create_react_agent.to_json.json");
+    let text = fixture("create_react_agent.to_json.json");
     assert!(looks_like(&text));
     let l = read(
         "g.json",
         &text,
-        &cat(&shared("tools.catalogue.yaml")),
+        &cat(&fixture("tools.catalogue.yaml")),
         &models(&["agent"]),
     )
     .unwrap();
@@ -82,7 +82,7 @@ fn create_react_agent_lowers_to_model_tools_end() {
 
 #[test]
 fn without_model_nodes_every_node_is_custom_and_said_so() {
-    let text = shared("conditional_state_graph.to_json.json");
+    let text = fixture("conditional_state_graph.to_json.json");
     let l = read("g.json", &text, &cat("tools: {}\n"), &Options::default()).unwrap();
     assert_eq!(kind(&l.graph, "agent"), NodeKind::Custom);
     assert_eq!(kind(&l.graph, "tools"), NodeKind::Custom);
@@ -94,7 +94,7 @@ fn without_model_nodes_every_node_is_custom_and_said_so() {
 
 #[test]
 fn tools_node_flag_names_a_plain_function_tools_node_and_its_tools() {
-    let text = shared("conditional_state_graph.to_json.json");
+    let text = fixture("conditional_state_graph.to_json.json");
     let mut o = models(&["agent"]);
     o.tools_nodes
         .insert("tools".into(), vec!["search_api".into()]);
@@ -329,7 +329,7 @@ fn a_transfer_tool_hands_off_from_its_tools_node_even_when_undrawn() {
 
 #[test]
 fn a_start_or_end_cannot_be_named_a_model() {
-    let text = shared("create_react_agent.to_json.json");
+    let text = fixture("create_react_agent.to_json.json");
     let e = read("g.json", &text, &cat("tools: {}\n"), &models(&["__end__"])).unwrap_err();
     assert!(e.message.contains("start or an end"), "{e}");
 }

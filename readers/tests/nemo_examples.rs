@@ -1,4 +1,4 @@
-//! NeMo Guardrails as its users write it: every `.co` file of `shared/colang-examples/` (the
+//! NeMo Guardrails as its users write it: every `.co` file of `fixtures/colang-examples/` (the
 //! top-level files and the `nemo/` sweep) held to its result, the library rails and tutorial
 //! files the issue names, NeMo configuration folders, and tool names with `-` and `.`.
 
@@ -6,10 +6,10 @@ use ir::rulebook::{CmpOp, Language, Operand};
 use readers::rulebook::{colang, compile_text, read_compiled_dir};
 use std::path::{Path, PathBuf};
 
-fn shared() -> PathBuf {
+fn examples() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/colang-examples"
+        "/../fixtures/colang-examples"
     ))
 }
 
@@ -67,7 +67,7 @@ const EXPECTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nemo_examples
 fn every_example_is_held_to_its_result() {
     let mut lines = Vec::new();
     for (sub, prefix) in [("", ""), ("nemo", "nemo/")] {
-        for (name, text) in co_files(&shared().join(sub)) {
+        for (name, text) in co_files(&examples().join(sub)) {
             lines.push(summary(prefix, &name, &text));
         }
     }
@@ -97,7 +97,7 @@ fn every_example_is_held_to_its_result() {
 }
 
 fn nemo(name: &str) -> ir::rulebook::Rulebook {
-    let p = shared().join("nemo").join(name);
+    let p = examples().join("nemo").join(name);
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
     compile_text(name, &text)
         .unwrap_or_else(|e| panic!("{e}"))
@@ -147,7 +147,7 @@ fn the_getting_started_disallowed_topics_rail_compiles() {
 
 #[test]
 fn the_abc_bot_config_folder_is_a_rulebook() {
-    let dir = shared().join("nemo-configs/abc");
+    let dir = examples().join("nemo-configs/abc");
     let c = read_compiled_dir(&dir, "abc").unwrap_or_else(|e| panic!("{e}"));
     let rb = c.rulebook;
     let files: Vec<&str> = rb.files.iter().map(|f| f.path.as_str()).collect();

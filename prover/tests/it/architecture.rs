@@ -1,0 +1,409 @@
+//! ARCHITECTURE.md's import rules and invariants, checked on the tree so they stay true: each
+//! crate's `[dependencies]` name exactly the workspace crates it may import, only `bmc.rs` and
+//! `induction.rs` name z3, no library prints, the runtime tool check and the encoder depend on
+//! the IR alone, the concrete explorer never reads the lowering, only the files ARCHITECTURE.md
+//! lists read a file or start a process, and no tracked file reaches outside the repository
+//! for `shared/`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// ARCHITECTURE.md's import table: each workspace crate with the workspace crates its
+/// `[dependencies]` may name, in the order of the code map.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("ir", &[]),
+    ("readers", &["ir"]),
+    ("encoder", &["ir"]),
+    ("toolcheck", &["ir"]),
+    ("obligations", &["ir", "encoder"]),
+    ("replay", &["ir", "encoder", "toolcheck", "obligations"]),
+    // The prover may import every library crate.
+    ("prover", LIBRARIES),
+    (
+        "benchmarks",
+        &["ir", "readers", "encoder", "prover", "obligations"],
+    ),
+];
+
+/// The library crates: every crate but the prover (whose binary prints) and the benchmarks.
+const LIBRARIES: &[&str] = &[
+    "ir",
+    "readers",
+    "encoder",
+    "toolcheck",
+    "obligations",
+    "replay",
+];
+
+fn crates() -> impl Iterator<Item = &'static str> {
+    ALLOWED.iter().map(|(c, _)| *c)
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The workspace crates a crate's `[dependencies]` section names (dev-dependencies excluded).
+fn workspace_deps(krate: &str) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
+    let mut in_deps = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if !in_deps || line.starts_with('#') {
+            continue;
+        }
+        let key = line.split(['=', '.', ' ']).next().unwrap_or("").trim();
+        if crates().any(|c| c == key) {
+            out.insert(key.to_string());
+        }
+    }
+    out
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn each_crate_imports_only_what_architecture_md_allows() {
+    for (krate, deps) in ALLOWED {
+        assert_eq!(
+            workspace_deps(krate),
+            set(deps),
+            "{krate}/Cargo.toml's [dependencies] differ from ARCHITECTURE.md's table"
+        );
+    }
+    let members: BTreeSet<String> = workspace_members();
+    assert_eq!(
+        members,
+        crates().map(String::from).collect(),
+        "every workspace member is in the table"
+    );
+}
+
+/// The workspace's members, from the root `Cargo.toml`.
+fn workspace_members() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("members"))
+        .expect("the workspace lists its members");
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_code_map_names_every_file() {
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    for krate in crates() {
+        let heading = format!("### `{krate}/`");
+        let start = arch
+            .find(&heading)
+            .unwrap_or_else(|| panic!("ARCHITECTURE.md has no section {heading}"));
+        let rest = &arch[start + heading.len()..];
+        let section = &rest[..rest.find("\n#").unwrap_or(rest.len())];
+        let src = root().join(krate).join("src");
+        for (file, _) in sources(&format!("{krate}/src")) {
+            let rel = root().join(&file);
+            let rel = rel.strip_prefix(&src).unwrap().display().to_string();
+            // A file is named by its path inside `src/` (`ts/lower.rs`, `rules/mod.rs`) or by
+            // its file name (`lower.rs`, `lib.rs`); a `mod.rs` only by its path.
+            let bare = Path::new(&rel)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            let named = section.contains(&format!("`{rel}`"))
+                || (bare != "mod.rs" && section.contains(&format!("`{bare}`")));
+            assert!(
+                named,
+                "ARCHITECTURE.md's {heading} section does not name {rel}"
+            );
+        }
+    }
+}
+
+/// Every `.rs` file below a folder, with its text up to its inline `#[cfg(test)] mod` (test code
+/// may print and may use anything; a single `#[cfg(test)]` item before it is still scanned).
+fn sources(dir: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root().join(dir)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let code = match test_module(&text) {
+                    Some(i) => text[..i].to_string(),
+                    None => text,
+                };
+                let rel = p.strip_prefix(root()).unwrap().display().to_string();
+                out.push((rel, code));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Where a file's inline test module starts: the first `#[cfg(test)]` followed by a `mod`.
+fn test_module(text: &str) -> Option<usize> {
+    text.match_indices("#[cfg(test)]")
+        .map(|(i, m)| i + m.len())
+        .find(|&i| {
+            let rest = text[i..].trim_start();
+            rest.starts_with("mod ") || rest.starts_with("pub mod ")
+        })
+        .map(|i| i - "#[cfg(test)]".len())
+}
+
+fn code_lines(code: &str) -> impl Iterator<Item = &str> {
+    code.lines().filter(|l| !l.trim_start().starts_with("//"))
+}
+
+#[test]
+fn only_bmc_and_induction_name_z3() {
+    for krate in crates() {
+        for (file, code) in sources(&format!("{krate}/src")) {
+            let names_z3 = code_lines(&code).any(|l| l.contains("z3::") || l.contains("use z3"));
+            let allowed =
+                file.ends_with("prover/src/bmc.rs") || file.ends_with("prover/src/induction.rs");
+            assert!(!names_z3 || allowed, "{file} names z3");
+        }
+    }
+}
+
+#[test]
+fn libraries_never_print() {
+    let prints = |l: &str| {
+        ["println!", "eprintln!", "print!(", "eprint!(", "dbg!("]
+            .iter()
+            .any(|p| l.contains(p))
+    };
+    for krate in LIBRARIES {
+        for (file, code) in sources(&format!("{krate}/src")) {
+            assert!(!code_lines(&code).any(prints), "{file} prints");
+        }
+    }
+    // In the prover, only the binary prints: `main.rs`, the `cmd_*` commands and the error
+    // renderer they call.
+    for (file, code) in sources("prover/src") {
+        let name = Path::new(&file)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let binary = name == "main.rs" || name.starts_with("cmd_") || name == "diagnostics.rs";
+        assert!(binary || !code_lines(&code).any(prints), "{file} prints");
+    }
+}
+
+#[test]
+fn the_concrete_explorer_never_reads_the_lowering() {
+    let (_, code) = sources("replay/src")
+        .into_iter()
+        .find(|(f, _)| f.ends_with("explore.rs"))
+        .unwrap();
+    assert!(
+        !code_lines(&code).any(|l| l.contains("ts::lower") || l.contains("lower::")),
+        "explore.rs reads the lowering"
+    );
+}
+
+/// The files outside `readers` that read a file (ARCHITECTURE.md, "Who reads files and starts
+/// processes"), each with what it reads. Every other library and binary file reads none.
+const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
+    (
+        "prover/src/session.rs",
+        "every project a proof reads, and the --baseline report",
+    ),
+    (
+        "prover/src/corpus.rs",
+        "a corpus case's case.json and expected.json, the corpus folder",
+    ),
+    ("prover/src/job.rs", "qls solve's job file"),
+    ("prover/src/cmd_verify.rs", "qls replay's witness"),
+    (
+        "prover/src/cmd_check.rs",
+        "qls check's and qls history's inputs",
+    ),
+    ("prover/src/cmd_diff.rs", "qls diff's two reports"),
+    ("prover/src/cmd_rules.rs", "qls rules' sheet and catalogue"),
+    (
+        "prover/src/cmd_mcp.rs",
+        "qls mcp's client configuration and lock",
+    ),
+    (
+        "prover/src/diagnostics.rs",
+        "a bad input's line, for the caret",
+    ),
+    (
+        "benchmarks/src/bin/scale.rs",
+        "the agent file it measures, /proc for CPU time",
+    ),
+];
+
+/// What reading a file looks like in the code: the standard library's reads and the readers'
+/// functions that take a path.
+const FILE_READS: &[&str] = &[
+    "fs::read",
+    "File::open",
+    "OpenOptions",
+    "read_text(",
+    "load_project(",
+    "load_graph_project",
+    "read_compiled_dir(",
+    "read_config_dir(",
+    "check_config(",
+];
+
+/// Every library and binary source file of every crate but `readers`.
+fn sources_outside_readers() -> Vec<(String, String)> {
+    crates()
+        .filter(|k| *k != "readers")
+        .flat_map(|k| sources(&format!("{k}/src")))
+        .collect()
+}
+
+#[test]
+fn only_the_listed_files_read_a_file() {
+    let listed: BTreeSet<&str> = READERS_OUTSIDE_READERS.iter().map(|(f, _)| *f).collect();
+    let mut reading = BTreeSet::new();
+    for (file, code) in sources_outside_readers() {
+        if code_lines(&code).any(|l| FILE_READS.iter().any(|r| l.contains(r))) {
+            assert!(
+                listed.contains(file.as_str()),
+                "{file} reads a file and is not in ARCHITECTURE.md's list"
+            );
+            reading.insert(file);
+        }
+    }
+    let stale: Vec<_> = listed.iter().filter(|f| !reading.contains(**f)).collect();
+    assert!(stale.is_empty(), "listed but reading no file: {stale:?}");
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    for (file, _) in READERS_OUTSIDE_READERS {
+        let name = Path::new(file).file_name().unwrap().to_string_lossy();
+        assert!(
+            arch.contains(&format!("{name}`")),
+            "ARCHITECTURE.md does not name {file}"
+        );
+    }
+}
+
+#[test]
+fn only_cmd_mcp_starts_a_process_or_opens_a_socket() {
+    let starts = |l: &str| {
+        [
+            "process::Command",
+            "Command::new",
+            "TcpStream",
+            "UdpSocket",
+            "rmcp::",
+            "reqwest::",
+        ]
+        .iter()
+        .any(|p| l.contains(p))
+    };
+    for krate in crates() {
+        for (file, code) in sources(&format!("{krate}/src")) {
+            assert!(
+                !code_lines(&code).any(starts) || file == "prover/src/cmd_mcp.rs",
+                "{file} starts a process or opens a socket"
+            );
+        }
+    }
+}
+
+#[test]
+fn only_the_session_loads_a_project() {
+    // In the prover, only `session::load` loads a project (the benchmarks' `scale` binary loads
+    // the agent file it measures itself).
+    for (file, code) in sources_outside_readers() {
+        let loads = code_lines(&code)
+            .any(|l| l.contains("load_project(") || l.contains("load_graph_project"));
+        assert!(
+            !loads || file == "prover/src/session.rs" || file == "benchmarks/src/bin/scale.rs",
+            "{file} loads a project itself instead of through session::load"
+        );
+    }
+}
+
+/// The tracked files of the repository (`git ls-files`), or, where git cannot say (a tarball),
+/// every file below the root but `target/` and `.git/`.
+fn tracked_files() -> Vec<PathBuf> {
+    let root = root();
+    if let Ok(o) = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(&root)
+        .output()
+    {
+        if o.status.success() {
+            return o
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|p| !p.is_empty())
+                .map(|p| PathBuf::from(String::from_utf8_lossy(p).to_string()))
+                .collect();
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            if p.is_dir() {
+                if name != "target" && name != ".git" {
+                    stack.push(p);
+                }
+            } else {
+                out.push(p.strip_prefix(&root).unwrap().to_path_buf());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_tracked_file_reaches_for_the_shared_folder() {
+    // A clone has nothing beside it: every input a test or script reads is in the repository
+    // (`fixtures/`). Written so that this file does not name them itself.
+    let outside = [concat!("..", "/shared"), concat!("/shared", "/")];
+    let mut scanned = 0;
+    for rel in tracked_files() {
+        let s = rel.to_string_lossy();
+        let code = ["rs", "py", "sh"]
+            .iter()
+            .any(|x| rel.extension().is_some_and(|e| e == *x))
+            || s.starts_with(".ci/");
+        if !code {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root().join(&rel)) else {
+            continue;
+        };
+        scanned += 1;
+        for (n, line) in text.lines().enumerate() {
+            assert!(
+                !outside.iter().any(|o| line.contains(o)),
+                "{s}:{}: names a path outside the repository: {line}",
+                n + 1
+            );
+        }
+    }
+    assert!(scanned > 100, "only {scanned} files scanned");
+}

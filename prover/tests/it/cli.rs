@@ -1,0 +1,404 @@
+//! The `qls` binary end to end: the shop report (snapshot), the hand-off gate, exit codes, clear
+//! errors with file and line for bad input (and nothing written), and byte-identical output
+//! whatever `--jobs` is.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn qls(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+#[test]
+fn shop_report_matches_the_seed() {
+    let o = qls(&["verify", "examples/shop/agent.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let t = text(&o);
+    // The seed's nine lints in its order and words, QG023 and the two QG105 places, the quiet rules.
+    let seed = std::fs::read_to_string(root().join("fixtures/seeds/000_bf06ed4199c03cff.txt"))
+        .expect("seed 000 is in fixtures/seeds/");
+    for line in seed.lines().filter(|l| {
+        l.starts_with("  write_")
+            || l.starts_with("  compensation_")
+            || l.starts_with("  QG1")
+            || l.starts_with("  QG0")
+    }) {
+        assert!(t.contains(line), "missing seed line {line:?} in\n{t}");
+    }
+    for want in [
+        "QG023 Medium on cycle:desk_model (agent.yaml:3)",
+        "QG105 Review on refund_card (agent.yaml:10)",
+        "QG105 Review on refund_card (policy.co:19)",
+        "Gate: passed",
+    ] {
+        assert!(t.contains(want), "missing {want:?}");
+    }
+    crate::snapshots().bind(|| insta::assert_snapshot!("cli__shop_text_report", t));
+}
+
+#[test]
+fn handoff_fails_the_gate_with_qg012_at_its_line() {
+    let o = qls(&[
+        "verify",
+        "--graph",
+        "examples/handoff/graph.json",
+        "--catalogue",
+        "examples/handoff/tools.catalogue.yaml",
+        "--settings",
+        "examples/handoff/agent.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let t = text(&o);
+    assert!(
+        t.contains("QG012 High on issue_refund (agent.yaml:7)"),
+        "{t}"
+    );
+    assert!(t.ends_with("Gate: failed\n"));
+}
+
+#[test]
+fn output_is_byte_identical_whatever_the_jobs() {
+    for fmt in ["text", "json", "sarif"] {
+        let a = qls(&[
+            "verify",
+            "examples/shop/agent.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "1",
+            "--session-steps",
+            "2",
+        ]);
+        let b = qls(&[
+            "verify",
+            "examples/shop/agent.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "2",
+            "--session-steps",
+            "2",
+        ]);
+        assert_eq!(a.stdout, b.stdout, "{fmt}");
+        let c = qls(&[
+            "verify",
+            "--graph",
+            "examples/handoff/graph.json",
+            "--catalogue",
+            "examples/handoff/tools.catalogue.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "1",
+        ]);
+        let d = qls(&[
+            "verify",
+            "--graph",
+            "examples/handoff/graph.json",
+            "--catalogue",
+            "examples/handoff/tools.catalogue.yaml",
+            "--format",
+            fmt,
+            "--jobs",
+            "2",
+        ]);
+        assert_eq!(c.stdout, d.stdout, "{fmt}");
+    }
+}
+
+/// Writes a case folder with an agent.yaml and a catalogue, and returns the agent.yaml path.
+fn case(name: &str, agent: &str, catalogue: &str, policy: Option<&str>) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("qls-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("agent.yaml"), agent).unwrap();
+    std::fs::write(dir.join("tools.catalogue.yaml"), catalogue).unwrap();
+    if let Some(p) = policy {
+        std::fs::write(dir.join("policy.co"), p).unwrap();
+    }
+    dir.join("agent.yaml")
+}
+
+const CAT: &str = "tools:\n  get_order: {effect: read}\n  refund: {effect: write}\n";
+
+fn bad(name: &str, agent: &str, catalogue: &str, want_file_line: &str, want_words: &str) {
+    let a = case(name, agent, catalogue, None);
+    let keep = a.parent().unwrap().join("kept");
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .arg("--keep")
+        .arg(&keep)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{name}: {}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains(want_file_line),
+        "{name}: expected {want_file_line:?} in {e:?}"
+    );
+    assert!(
+        e.contains(want_words),
+        "{name}: expected {want_words:?} in {e:?}"
+    );
+    assert!(text(&o).is_empty(), "{name}: nothing on stdout");
+    assert!(!keep.exists(), "{name}: nothing written");
+}
+
+#[test]
+fn yaml_syntax_error_names_file_and_line() {
+    bad(
+        "syntax",
+        "agents:\n  desk:\n    tools: [get_order\n",
+        CAT,
+        "agent.yaml:",
+        "YAML syntax error",
+    );
+}
+
+#[test]
+fn unknown_key_suggests_the_right_one() {
+    bad(
+        "unknown",
+        "agents:\n  desk:\n    tols: [get_order]\ntools:\n  - catalogue: tools.catalogue.yaml\n",
+        CAT,
+        "agent.yaml:3",
+        "did you mean `tools`",
+    );
+}
+
+#[test]
+fn wrong_type_is_refused() {
+    bad(
+        "type",
+        "agents:\n  desk:\n    budget: lots\ntools:\n  - catalogue: tools.catalogue.yaml\n",
+        CAT,
+        "agent.yaml:3",
+        "whole number",
+    );
+}
+
+#[test]
+fn undeclared_tool_is_refused_at_its_line() {
+    bad("undeclared", "agents:\n  desk:\n    tools: [get_order, delete_order]\ntools:\n  - catalogue: tools.catalogue.yaml\n", CAT, "agent.yaml:3", "`delete_order`, which no catalogue declares");
+}
+
+#[test]
+fn hand_off_to_a_missing_agent_is_refused() {
+    bad("handoff", "agents:\n  desk:\n    hands_off_to: [billing]\ntools:\n  - catalogue: tools.catalogue.yaml\n", CAT, "agent.yaml:3", "not an agent");
+}
+
+#[test]
+fn catalogue_error_names_the_catalogue() {
+    bad(
+        "catalogue",
+        "agents:\n  desk:\n    tools: [get_order]\ntools:\n  - catalogue: tools.catalogue.yaml\n",
+        "tools:\n  get_order: {effect: reed}\n",
+        "tools.catalogue.yaml:2",
+        "`read` or `write`",
+    );
+}
+
+#[test]
+fn missing_catalogue_file_is_a_clear_error() {
+    bad(
+        "missing",
+        "agents:\n  desk: {}\ntools:\n  - catalogue: nowhere.yaml\n",
+        CAT,
+        "nowhere.yaml",
+        "cannot read",
+    );
+}
+
+#[test]
+fn graph_json_errors_have_lines() {
+    let dir = std::env::temp_dir().join(format!("qls-cli-{}-graph", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("c.catalogue.yaml"), CAT).unwrap();
+    std::fs::write(dir.join("g.json"), "{\"format\": \"qls-graph/1\",\n \"entry\": \"r\",\n \"nodes\": [{\"id\": \"r\", \"kind\": \"router\", \"agent\": \"a\"}],\n \"edges\": [{\"from\": \"r\", \"to\": \"nowhere\", \"kind\": \"route\"}]}\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(["verify", "--graph"])
+        .arg(dir.join("g.json"))
+        .arg("--catalogue")
+        .arg(dir.join("c.catalogue.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("g.json:4"), "{}", err(&o));
+    std::fs::write(
+        dir.join("g.json"),
+        "{\"format\": \"qls-graph/1\",\n \"entry\": \"r\",,\n}",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(["verify", "--graph"])
+        .arg(dir.join("g.json"))
+        .arg("--catalogue")
+        .arg(dir.join("c.catalogue.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("g.json:2"), "{}", err(&o));
+}
+
+#[test]
+fn a_refused_rulebook_is_qg005_and_fails_the_gate() {
+    let a = case("qg005", "agents:\n  desk:\n    tools: [refund]\ntools:\n  - catalogue: tools.catalogue.yaml\nrulebook: policy.co\n", CAT, Some("define flow refunds\n  user ask refund\n  goto start\n  execute refund\n"));
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        text(&o).contains("QG005 Medium on policy.co (policy.co:3)"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let o = qls(&["verify"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = qls(&["verify", "examples/shop/agent.yaml", "--engine", "magic"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = qls(&["verify", "examples/shop/agent.yaml", "--session-steps", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn export_prints_the_seed_graph() {
+    let o = qls(&["export", "examples/shop/agent.yaml"]);
+    assert_eq!(o.status.code(), Some(0));
+    let g: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = g["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "desk_router",
+            "desk_model",
+            "desk_tools",
+            "billing_router",
+            "billing_tools",
+            "end"
+        ]
+    );
+    let desk = g["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "desk_model")
+        .unwrap();
+    assert_eq!(desk["at"]["line"], 3);
+}
+
+#[test]
+fn multi_turn_escape_is_qg003() {
+    // With marks dropped at the turn boundary, untrusted mail read in turn one steers an
+    // unchecked write in turn two... only when the write is reachable in a later turn alone.
+    let agent = "agents:\n  desk:\n    model: m\n    tools: [read_mail, save_note]\n    on_unread: model\ntools:\n  - catalogue: tools.catalogue.yaml\nsettings:\n  memory_keeps_marks: false\n  session_steps: 2\n  step_limit: 4\n  taint_policy: refuse\n  write_policy: declared\n";
+    let cat = "tools:\n  read_mail: {effect: read, returns: untrusted}\n  save_note: {effect: write, store: {name: notes, persistent: true}, args: {type: object, properties: {}, additionalProperties: false}}\n";
+    let a = case("qg003", agent, cat, None);
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(t.contains("QG003 High on save_note"), "{t}");
+    assert!(t.contains("QG021"), "the base rule is named: {t}");
+    assert_eq!(o.status.code(), Some(1));
+    // One turn only: the same graph is clean of it.
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("verify")
+        .arg(&a)
+        .args(["--session-steps", "1"])
+        .output()
+        .unwrap();
+    assert!(!text(&o).contains("QG003"), "{}", text(&o));
+    assert!(!text(&o).contains("QG021"), "{}", text(&o));
+}
+
+#[test]
+fn emit_case_writes_cases_the_corpus_runner_accepts() {
+    let dir = std::env::temp_dir().join(format!("qls-cli-{}-emit", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = qls(&[
+        "verify",
+        "--graph",
+        "examples/handoff/graph.json",
+        "--catalogue",
+        "examples/handoff/tools.catalogue.yaml",
+        "--settings",
+        "examples/handoff/agent.yaml",
+        "--emit-case",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(dir.join("qg012-issue_refund/witness.json").is_file());
+    let c = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("corpus")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        c.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&c.stdout)
+    );
+    let r = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("replay")
+        .arg(dir.join("qg012-issue_refund/witness.json"))
+        .args(["--graph"])
+        .arg(dir.join("qg012-issue_refund/graph.json"))
+        .arg("--catalogue")
+        .arg(dir.join("qg012-issue_refund/tools.catalogue.yaml"))
+        .arg("--settings")
+        .arg(dir.join("qg012-issue_refund/agent.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    assert!(String::from_utf8_lossy(&r.stdout).contains("reproduced"));
+}
+
+#[test]
+fn solve_runs_a_graph_job() {
+    let o = qls(&["solve", "examples/handoff/job.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "qls-findings/1");
+    assert_eq!(v["depth"]["session_steps"], 2);
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["rule"] == "QG012"));
+}
