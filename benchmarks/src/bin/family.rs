@@ -390,14 +390,17 @@ fn table(out: &str) {
         r.undecided = r.obligations;
         r.why = "killed".into();
     }
+    let rows = &rows;
+    let of = |engine: &str, size: SizeClass| -> Vec<&Row> {
+        rows.iter()
+            .filter(|r| r.engine == engine && r.size == size_word(size))
+            .collect()
+    };
     println!("| engine | size | graphs | median | p95 | worst (seed) | peak memory median / p95 / worst | graphs with undecided | obligations undecided / all |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for engine in ["bfs", "bmc"] {
         for size in SizeClass::ALL {
-            let mut rs: Vec<&Row> = rows
-                .iter()
-                .filter(|r| r.engine == engine && r.size == size_word(size))
-                .collect();
+            let mut rs = of(engine, size);
             if rs.is_empty() {
                 continue;
             }
@@ -434,13 +437,10 @@ fn table(out: &str) {
     // Graphs both engines decided entirely, per size.
     println!();
     for size in SizeClass::ALL {
-        let of = |e: &str| -> BTreeMap<u64, &Row> {
-            rows.iter()
-                .filter(|r| r.engine == e && r.size == size_word(size))
-                .map(|r| (r.seed, r))
-                .collect()
+        let by_seed = |e: &str| -> BTreeMap<u64, &Row> {
+            of(e, size).into_iter().map(|r| (r.seed, r)).collect()
         };
-        let (b, m) = (of("bfs"), of("bmc"));
+        let (b, m) = (by_seed("bfs"), by_seed("bmc"));
         let both: Vec<u64> = b.keys().filter(|k| m.contains_key(k)).copied().collect();
         let full = |r: &Row| !r.failed && r.undecided == 0;
         let all = both.iter().filter(|k| full(b[k]) && full(m[k])).count();
@@ -457,10 +457,7 @@ fn table(out: &str) {
     println!("Outliers (the {OUTLIERS} slowest per engine and size; killed ones first):");
     for engine in ["bfs", "bmc"] {
         for size in SizeClass::ALL {
-            let mut rs: Vec<&Row> = rows
-                .iter()
-                .filter(|r| r.engine == engine && r.size == size_word(size))
-                .collect();
+            let mut rs = of(engine, size);
             rs.sort_by_key(|r| (std::cmp::Reverse(r.failed), std::cmp::Reverse(r.wall_ms)));
             for r in rs.into_iter().take(OUTLIERS) {
                 let f = family(r.seed, size);
