@@ -134,6 +134,93 @@ pub struct Report {
     /// What each engine that ran decided, so a reader sees when an obligation was not
     /// cross-checked.
     pub per_engine: Vec<EngineSummary>,
+    /// When both engines ran: which obligations both decided (the only ones "engines agree"
+    /// speaks of) and which only one did.
+    pub cross_check: Option<CrossCheck>,
+}
+
+/// How far the two engines' verdicts were compared: an obligation is cross-checked only when
+/// both decided it, so "engines agree" is said of those alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrossCheck {
+    /// Every obligation of the proof.
+    pub obligations: usize,
+    /// Obligations both engines decided (reachable or unreachable): the cross-checked ones.
+    pub both: usize,
+    /// Per engine that decided some obligations alone, those obligations and why the other
+    /// engine stopped on them (BFS first, then BMC; an engine that decided none alone is left
+    /// out).
+    pub alone: Vec<DecidedAlone>,
+    /// Obligations neither engine decided.
+    pub neither: usize,
+}
+
+impl CrossCheck {
+    /// Whether both engines decided every obligation (the report then reads as it always did).
+    pub fn complete(&self) -> bool {
+        self.both == self.obligations
+    }
+
+    /// The cross-check of a proof in which both engines ran, `None` otherwise.
+    fn of(proof: &Proof) -> Option<CrossCheck> {
+        proof.bfs.as_ref()?;
+        proof.bmc.as_ref()?;
+        let mut c = CrossCheck {
+            obligations: proof.outcomes.len(),
+            both: 0,
+            alone: Vec::new(),
+            neither: 0,
+        };
+        let mut bfs = DecidedAlone::new("BFS", "BMC");
+        let mut bmc = DecidedAlone::new("BMC", "BFS");
+        let decided = |v: &Option<Verdict>| matches!(v, Some(v) if !matches!(v, Verdict::Undecided(_)));
+        let why = |v: &Option<Verdict>| match v {
+            Some(Verdict::Undecided(u)) => u.why,
+            _ => StopReason::NoEngine,
+        };
+        for o in &proof.outcomes {
+            match (decided(&o.bfs), decided(&o.bmc)) {
+                (true, true) => c.both += 1,
+                (true, false) => bfs.add(&o.obligation.id, why(&o.bmc)),
+                (false, true) => bmc.add(&o.obligation.id, why(&o.bfs)),
+                (false, false) => c.neither += 1,
+            }
+        }
+        c.alone = [bfs, bmc]
+            .into_iter()
+            .filter(|a| !a.obligations.is_empty())
+            .collect();
+        Some(c)
+    }
+}
+
+/// The obligations one engine decided and the other did not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecidedAlone {
+    /// The engine that decided them (`BFS` or `BMC`).
+    pub engine: &'static str,
+    /// The engine that did not.
+    pub other: &'static str,
+    /// Their ids, in the proof's order.
+    pub obligations: Vec<String>,
+    /// Why the other engine left them undecided, with how many for each reason.
+    pub other_stopped: BTreeMap<StopReason, usize>,
+}
+
+impl DecidedAlone {
+    fn new(engine: &'static str, other: &'static str) -> DecidedAlone {
+        DecidedAlone {
+            engine,
+            other,
+            obligations: Vec::new(),
+            other_stopped: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, id: &str, why: StopReason) {
+        self.obligations.push(id.to_string());
+        *self.other_stopped.entry(why).or_default() += 1;
+    }
 }
 
 /// What one engine decided over every obligation.
@@ -246,6 +333,7 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
         engines: rq.engines,
         not_run: proof.not_run.clone(),
         per_engine: per_engine(proof),
+        cross_check: CrossCheck::of(proof),
     };
     crate::triage::apply_suppressions(&mut r, p, rq.today);
     fingerprint_and_order(&mut r, &proof.ts);
@@ -778,5 +866,52 @@ mod tests {
             .findings
             .iter()
             .all(|f| f.replay.is_none() && f.witness_file.is_none()));
+    }
+
+    /// The shop proved with a BFS state budget of a few states: the BFS stops, Z3 decides
+    /// every obligation, and text and JSON say that none was cross-checked instead of "engines
+    /// agree"; with the default budgets the report reads as it always did.
+    #[test]
+    fn the_summary_says_what_was_cross_checked_when_one_engine_stopped() {
+        use crate::job::{Inputs, Job};
+        use crate::session::Session;
+        let shop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml");
+        let mut job = Job::new(Inputs::Agent(shop.clone()));
+        job.budgets.max_states = 3;
+        let s = Session::open(job).expect("the shop loads");
+        let run = s.verify().expect("the proof runs");
+        let (p, r, proof) = (s.project(), &run.report, &run.proof);
+        let c = r.cross_check.as_ref().expect("both engines ran");
+        assert!(!c.complete());
+        let n = proof.outcomes.len();
+        let alone: usize = c.alone.iter().map(|a| a.obligations.len()).sum();
+        assert_eq!(c.both + alone + c.neither, n);
+        let bmc = c.alone.iter().find(|a| a.engine == "BMC").expect("Z3 decided alone");
+        assert_eq!(bmc.other_stopped.keys().copied().collect::<Vec<_>>(), vec![StopReason::StateBudget]);
+        let text = crate::print::text(r, p, &proof.ts);
+        assert!(!text.contains("; engines agree."), "{text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("Cross-checked: "))
+            .unwrap_or_else(|| panic!("no cross-check line in {text}"));
+        assert!(line.starts_with(&format!("Cross-checked: {} of {n} obligations (both engines decided them); ", c.both)), "{line}");
+        assert!(line.contains(&format!("BMC alone decided {} (the BFS stopped on them: state budget): {}", bmc.obligations.len(), bmc.obligations[0])), "{line}");
+        let json: serde_json::Value = serde_json::from_str(&crate::print::json(r, p, proof)).unwrap();
+        let cj = &json["cross_check"];
+        assert_eq!(cj["obligations"], n);
+        assert_eq!(cj["both_decided"], c.both);
+        let dj = cj["decided_alone"].as_array().unwrap().iter().find(|a| a["engine"] == "BMC").unwrap();
+        assert_eq!(dj["other"], "BFS");
+        assert_eq!(dj["decided"], bmc.obligations.len());
+        assert_eq!(dj["other_stopped"]["state_budget"], bmc.obligations.len());
+        assert_eq!(dj["obligations"].as_array().unwrap().len(), bmc.obligations.len());
+        // With the default budgets both decide everything: the old wording, no new field.
+        let s = Session::open(Job::new(Inputs::Agent(shop))).unwrap();
+        let run = s.verify().unwrap();
+        assert!(run.report.cross_check.as_ref().unwrap().complete());
+        let text = crate::print::text(&run.report, s.project(), &run.proof.ts);
+        assert!(text.contains("; engines agree.\n") && !text.contains("Cross-checked"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&crate::print::json(&run.report, s.project(), &run.proof)).unwrap();
+        assert!(json.get("cross_check").is_none());
     }
 }

@@ -2,8 +2,8 @@
 //! order and the gate were decided by `report::findings`.
 
 use crate::proof::{Outcome, Proof};
-use crate::report::{Finding, Report, Standing};
-use crate::verdict::Verdict;
+use crate::report::{CrossCheck, Finding, Report, Standing};
+use crate::verdict::{StopReason, Verdict};
 use ir::agent::SessionSteps;
 use ir::Project;
 use serde_json::{json, Value};
@@ -42,13 +42,43 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         "quiet_rules": r.quiet.iter().map(|q| json!({"rule": q.rule, "reason": q.reason})).collect::<Vec<_>>(),
         "states": proof.bfs.as_ref().map(|b| b.cost.states),
         "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine, "decided": e.decided, "undecided": e.undecided_total(),
-            "undecided_by_reason": e.undecided.iter().map(|(k, n)| (serde_json::to_value(k).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),
+            "undecided_by_reason": e.undecided.iter().map(|(k, n)| (reason_word(*k), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),
     });
     let mut v = v;
+    // Only where some obligation was not decided by both engines: a fully cross-checked
+    // report keeps its exact shape.
+    if let Some(c) = r.cross_check.as_ref().filter(|c| !c.complete()) {
+        v["cross_check"] = cross_check_json(c);
+    }
     if r.depth.0 == SessionSteps::Any {
         v["fixpoint_turns"] = json!(r.fixpoint_turns);
     }
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
+}
+
+/// The obligations both engines decided (the cross-checked ones), those only one decided and
+/// why the other stopped on them, and those neither decided.
+fn cross_check_json(c: &CrossCheck) -> Value {
+    json!({
+        "obligations": c.obligations,
+        "both_decided": c.both,
+        "decided_alone": c.alone.iter().map(|a| json!({
+            "engine": a.engine,
+            "decided": a.obligations.len(),
+            "other": a.other,
+            "other_stopped": a.other_stopped.iter().map(|(k, n)| (reason_word(*k), json!(n))).collect::<serde_json::Map<String, Value>>(),
+            "obligations": a.obligations,
+        })).collect::<Vec<_>>(),
+        "neither_decided": c.neither,
+    })
+}
+
+/// A stop reason as the JSON writes it (`state_budget`).
+fn reason_word(k: StopReason) -> String {
+    serde_json::to_value(k)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// One finding as the report's JSON: its rule's catalog entry, where and what, the witness and

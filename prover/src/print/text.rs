@@ -2,7 +2,7 @@
 //! gate were decided by `report::findings`.
 
 use crate::proof::Engines;
-use crate::report::{EngineSummary, Finding, Report, Standing};
+use crate::report::{CrossCheck, EngineSummary, Finding, Report, Standing};
 use crate::verdict::RawWitness;
 use encoder::ts::TransitionSystem;
 use ir::agent::SessionSteps;
@@ -17,20 +17,24 @@ fn engine_text(e: &EngineSummary) -> String {
         e.undecided_total()
     );
     if !e.undecided.is_empty() {
-        let why: Vec<String> = e
-            .undecided
-            .iter()
-            .map(|(r, n)| {
-                if e.undecided.len() == 1 {
-                    r.phrase().to_string()
-                } else {
-                    format!("{n} {}", r.phrase())
-                }
-            })
-            .collect();
-        t.push_str(&format!(" ({})", why.join(", ")));
+        t.push_str(&format!(" ({})", reasons(&e.undecided)));
     }
     t
+}
+
+/// Stop reasons with their counts: "time budget" when there is one reason, else "2 time
+/// budget, 1 state budget".
+fn reasons(why: &std::collections::BTreeMap<crate::verdict::StopReason, usize>) -> String {
+    why.iter()
+        .map(|(r, n)| {
+            if why.len() == 1 {
+                r.phrase().to_string()
+            } else {
+                format!("{n} {}", r.phrase())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The line saying what each engine decided ("BFS: 6 decided, 0 undecided; BMC: …").
@@ -143,25 +147,62 @@ fn summary(s: &mut String, r: &Report) {
     } else {
         format!("{} turns", r.depth.0)
     };
-    let agree = match r.engines {
-        Engines::Both if r.agree => "engines agree",
-        Engines::Both => "ENGINES DISAGREE",
-        Engines::Bmc => "BMC only",
-        Engines::Bfs => "BFS only",
+    let partial = r.cross_check.as_ref().filter(|c| !c.complete());
+    let agree = match (r.engines, partial) {
+        (Engines::Both, _) if !r.agree => "ENGINES DISAGREE".to_string(),
+        (Engines::Both, None) => "engines agree".to_string(),
+        (Engines::Both, Some(c)) if c.both == 0 => {
+            "no obligation was decided by both engines".to_string()
+        }
+        (Engines::Both, Some(c)) => format!("engines agree on the {} both decided", c.both),
+        (Engines::Bmc, _) => "BMC only".to_string(),
+        (Engines::Bfs, _) => "BFS only".to_string(),
     };
     match &r.not_run {
         Some(why) => s.push_str(&format!(
             "\nThe proof did not run: {why}. {u} obligations are undecided.\n"
         )),
         None if r.depth.0 == SessionSteps::Any => {
-            s.push_str(&any_length_summary(r, agree));
+            s.push_str(&any_length_summary(r, &agree));
             engine_lines(s, r);
+            cross_check_line(s, partial);
         }
         None => {
             s.push_str(&format!("\nProved to {turns} (step limit {}): {h} obligations hold, {re} reachable, {u} undecided; {agree}.\n", r.depth.1));
             engine_lines(s, r);
+            cross_check_line(s, partial);
         }
     }
+}
+
+/// How many obligations the engines' verdicts were compared on, when not on all: "Cross-checked:
+/// 8 of 32 obligations (both engines decided them); BMC alone decided 24 (the BFS stopped on
+/// them: state budget): QG011:a, QG012:b, QG019:c and 21 more."
+fn cross_check_line(s: &mut String, partial: Option<&CrossCheck>) {
+    const SHOWN: usize = 3;
+    let Some(c) = partial else { return };
+    let mut line = format!(
+        "Cross-checked: {} of {} obligations (both engines decided them)",
+        c.both, c.obligations
+    );
+    for a in &c.alone {
+        let mut ids = a.obligations[..a.obligations.len().min(SHOWN)].join(", ");
+        if a.obligations.len() > SHOWN {
+            ids.push_str(&format!(" and {} more", a.obligations.len() - SHOWN));
+        }
+        line.push_str(&format!(
+            "; {} alone decided {} (the {} stopped on them: {}): {ids}",
+            a.engine,
+            a.obligations.len(),
+            a.other,
+            reasons(&a.other_stopped)
+        ));
+    }
+    if c.neither > 0 {
+        line.push_str(&format!("; neither decided {}", c.neither));
+    }
+    s.push_str(&line);
+    s.push_str(".\n");
 }
 
 /// One new finding: headline, message, OWASP, fix, witness, replay.

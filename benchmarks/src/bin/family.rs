@@ -1,0 +1,513 @@
+//! The engines on a family of shapes (`ir::testkit::family`, issue 27): a fixed sample of seeds
+//! over three size classes (at most 40, 120 and 300 nodes), each graph and engine proved in its
+//! own process, so each has its own whole-process time and peak memory (`VmHWM`). Run in
+//! release from the repository root:
+//!
+//! ```text
+//! cargo run --release -p benchmarks --bin family -- run [--seeds 70] [--timeout 60] [--jobs 1] [--out family.txt]
+//! cargo run --release -p benchmarks --bin family -- table family.txt
+//! cargo run --release -p benchmarks --bin family -- one SEED small|medium|large bfs|bmc [TIMEOUT]
+//! cargo run --release -p benchmarks --bin family -- vars SEED small|medium|large
+//! cargo run --release -p benchmarks --bin family -- options SEED small|medium|large
+//! ```
+//!
+//! `run` starts `one` for every (seed, size, engine), seeds interleaved over the sizes so a run
+//! cut short still covers all three, appends each child's result line to `--out` as it comes and
+//! prints the table at the end; `table` prints it again from the file. A child runs its engine
+//! the way `qls verify` does (`proof::run_per_slice` with the job's default budgets, the
+//! `--timeout` as its deadline; QG003's re-proof excluded) and is killed 20 s past its timeout.
+//! `vars` prints, for one graph, every state variable that varies among the reachable states
+//! (whole states, by the concrete interpreter) and how many values it takes; `options` the
+//! commands with the most valuations of their choices (what the compiled BFS expands first).
+
+use ir::testkit::{family, SizeClass};
+use prover::proof::{run_per_slice, Engines, Options};
+use prover::verdict::{StopReason, Verdict};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn size_of(s: &str) -> SizeClass {
+    match s {
+        "small" => SizeClass::Small,
+        "medium" => SizeClass::Medium,
+        "large" => SizeClass::Large,
+        _ => panic!("size: small, medium or large"),
+    }
+}
+
+fn size_word(s: SizeClass) -> &'static str {
+    match s {
+        SizeClass::Small => "small",
+        SizeClass::Medium => "medium",
+        SizeClass::Large => "large",
+    }
+}
+
+/// The peak resident set of this process, in KiB (`VmHWM`), 0 where unknown.
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// One graph, one engine, in this process: prints one `key=value` line.
+fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
+    let t0 = Instant::now();
+    let f = family(seed, size);
+    let p = &f.project;
+    let turns = p.settings.session_steps.turns().expect("bounded");
+    let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+    let lower = t0.elapsed();
+    let engines = if engine == "bfs" {
+        Engines::Bfs
+    } else {
+        Engines::Bmc
+    };
+    let o = Options {
+        engines,
+        timeout: Duration::from_secs(timeout),
+        ..Options::for_project(p)
+    };
+    let t = Instant::now();
+    let (b, m, _) = run_per_slice(&ts, &obls, &o, t + o.timeout);
+    let took = t.elapsed();
+    let run = b.or(m).expect("the engine ran");
+    let mut why: BTreeMap<StopReason, usize> = BTreeMap::new();
+    let (mut reach, mut und) = (0, 0);
+    for v in &run.verdicts {
+        match v {
+            Verdict::Undecided(u) => {
+                und += 1;
+                *why.entry(u.why).or_default() += 1;
+            }
+            Verdict::Reachable(_) => reach += 1,
+            _ => {}
+        }
+    }
+    let why: Vec<String> = why
+        .iter()
+        .map(|(r, n)| format!("{}:{n}", r.phrase().replace(' ', "_")))
+        .collect();
+    println!(
+        "seed={seed} size={} engine={engine} nodes={} desks={} turns={turns} step_limit={} vars={} commands={} obligations={} lower_ms={} engine_ms={} total_ms={} states={} calls={} reachable={reach} undecided={und} why={} hwm_kib={}",
+        size_word(size),
+        f.nodes,
+        f.desks,
+        p.settings.step_limit,
+        ts.vars.len(),
+        ts.commands.len(),
+        obls.len(),
+        lower.as_millis(),
+        took.as_millis(),
+        t0.elapsed().as_millis(),
+        run.cost.states,
+        run.cost.solver_calls,
+        if why.is_empty() { "-".to_string() } else { why.join(",") },
+        vm_hwm_kib()
+    );
+}
+
+/// Every state variable of one graph's system: its domain, and whether it varies among the
+/// states a BFS (of at most a million states) reaches.
+fn vars(seed: u64, size: SizeClass) {
+    let f = family(seed, size);
+    println!("{}", f.describe());
+    let p = &f.project;
+    let turns = p.settings.session_steps.turns().expect("bounded");
+    let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+    let states = reachable_states(&ts, 1_000_000);
+    let mut seen: Vec<std::collections::BTreeSet<u32>> = vec![Default::default(); ts.vars.len()];
+    for s in &states {
+        for (i, v) in s.iter().enumerate() {
+            seen[i].insert(*v);
+        }
+    }
+    println!(
+        "{} vars, {} commands, {} obligations, {} states seen (whole states, no reduction)",
+        ts.vars.len(),
+        ts.commands.len(),
+        obls.len(),
+        states.len()
+    );
+    let mut rows: Vec<(usize, &str, u32)> = ts
+        .vars
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (seen[i].len(), v.name.as_str(), v.domain))
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    for (n, name, domain) in rows.iter().filter(|r| r.0 > 1) {
+        println!("  {name:<40} domain {domain:>4}  values seen {n}");
+    }
+    println!(
+        "  ({} variables never vary)",
+        rows.iter().filter(|r| r.0 <= 1).count()
+    );
+}
+
+/// The commands of one graph's system with the most options (valuations of their own
+/// choices: what the compiled BFS expands each command into before it searches), with each
+/// choice's domain.
+fn options(seed: u64, size: SizeClass) {
+    let f = family(seed, size);
+    println!("{}", f.describe());
+    let p = &f.project;
+    let turns = p.settings.session_steps.turns().expect("bounded");
+    let (ts, _) = prover::proof::system(p, turns, p.settings.step_limit);
+    let product = |c: &encoder::ts::Command| -> u128 {
+        c.choices
+            .iter()
+            .map(|x| ts.choices[x.0 as usize].domain as u128)
+            .product()
+    };
+    let total: u128 = ts.commands.iter().map(product).sum();
+    println!("{} commands, {total} options in all", ts.commands.len());
+    let mut by: Vec<&encoder::ts::Command> = ts.commands.iter().collect();
+    by.sort_by_key(|c| std::cmp::Reverse(product(c)));
+    for c in by.into_iter().take(8) {
+        let names: Vec<String> = c
+            .choices
+            .iter()
+            .map(|x| {
+                let d = &ts.choices[x.0 as usize];
+                format!("{}:{}", d.name, d.domain)
+            })
+            .collect();
+        println!(
+            "  {} options at {} ({:?}): {}",
+            product(c),
+            c.label.node,
+            c.label.kind,
+            names.join(" ")
+        );
+    }
+}
+
+/// The whole states (no reduction) reachable within the system's depth, at most `max` of them,
+/// by the concrete interpreter (slow, but independent of both engines).
+fn reachable_states(ts: &encoder::ts::TransitionSystem, max: usize) -> Vec<Vec<u32>> {
+    let mut seen: std::collections::HashSet<Vec<u32>> = std::collections::HashSet::new();
+    let mut order = vec![ts.init.clone()];
+    seen.insert(ts.init.clone());
+    let mut frontier = vec![ts.init.clone()];
+    for _ in 0..ts.depth {
+        let mut next = Vec::new();
+        for s in &frontier {
+            let node = s[ts.node_var.0 as usize] as usize;
+            for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+                let c = ts.command(cid);
+                let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
+                let total: u64 = ids.iter().map(|i| ts.choices[*i].domain as u64).product();
+                for mut k in 0..total {
+                    let mut ch = vec![0u32; ts.choices.len()];
+                    for i in &ids {
+                        let d = ts.choices[*i].domain as u64;
+                        ch[*i] = (k % d) as u32;
+                        k /= d;
+                    }
+                    if ts.eval_bool(&c.guard, s, &ch) {
+                        let t = ts.apply(c, s, &ch);
+                        if seen.insert(t.clone()) {
+                            order.push(t.clone());
+                            next.push(t);
+                            if order.len() >= max {
+                                return order;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+    order
+}
+
+/// One child's result, parsed from its line.
+#[derive(Clone, Debug)]
+struct Row {
+    seed: u64,
+    size: String,
+    engine: String,
+    /// Whole-process wall time as the parent measured it, ms.
+    wall_ms: u64,
+    hwm_kib: u64,
+    obligations: u64,
+    undecided: u64,
+    states: u64,
+    why: String,
+    /// The child did not print (killed past its timeout, or crashed).
+    failed: bool,
+}
+
+impl Row {
+    fn parse(line: &str) -> Option<Row> {
+        let kv: BTreeMap<&str, &str> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .collect();
+        let n = |k: &str| kv.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        Some(Row {
+            seed: kv.get("seed")?.parse().ok()?,
+            size: kv.get("size")?.to_string(),
+            engine: kv.get("engine")?.to_string(),
+            wall_ms: n("wall_ms"),
+            hwm_kib: n("hwm_kib"),
+            obligations: n("obligations"),
+            undecided: n("undecided"),
+            states: n("states"),
+            why: kv.get("why").unwrap_or(&"-").to_string(),
+            failed: kv.get("failed").is_some(),
+        })
+    }
+}
+
+/// One child: `one SEED SIZE ENGINE TIMEOUT`, killed `KILL_MARGIN` past its timeout; its line
+/// with the whole-process wall time the parent measured, or a `failed=1` line.
+fn child(seed: u64, size: SizeClass, engine: &str, timeout: u64) -> String {
+    const KILL_MARGIN: u64 = 20;
+    let exe = std::env::current_exe().expect("own path");
+    let t = Instant::now();
+    let mut child = Command::new(exe)
+        .args(["one", &seed.to_string(), size_word(size), engine, &timeout.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("child starts");
+    let kill_at = t + Duration::from_secs(timeout + KILL_MARGIN);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("child waits") {
+            break Some(s);
+        }
+        if Instant::now() > kill_at {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let wall = t.elapsed().as_millis();
+    let mut text = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        use std::io::Read;
+        let _ = o.read_to_string(&mut text);
+    }
+    match (status, text.lines().find(|l| l.starts_with("seed="))) {
+        (Some(s), Some(l)) if s.success() => format!("{l} wall_ms={wall}"),
+        _ => format!(
+            "seed={seed} size={} engine={engine} failed=1 wall_ms={wall}",
+            size_word(size)
+        ),
+    }
+}
+
+/// Every (seed, size, engine) not yet in `out`, `jobs` children at a time, seeds interleaved
+/// over the sizes; each result line appended to `out` as it comes.
+fn run(seeds: u64, timeout: u64, jobs: usize, out: &str) {
+    let done: std::collections::BTreeSet<(u64, String, String)> = std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(Row::parse)
+        .map(|r| (r.seed, r.size, r.engine))
+        .collect();
+    let mut tasks = Vec::new();
+    for seed in 0..seeds {
+        for size in SizeClass::ALL {
+            for engine in ["bfs", "bmc"] {
+                if !done.contains(&(seed, size_word(size).to_string(), engine.to_string())) {
+                    tasks.push((seed, size, engine));
+                }
+            }
+        }
+    }
+    tasks.reverse();
+    let tasks = std::sync::Mutex::new(tasks);
+    let file = std::sync::Mutex::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out)
+            .expect("results file"),
+    );
+    std::thread::scope(|sc| {
+        for _ in 0..jobs.max(1) {
+            sc.spawn(|| loop {
+                let Some((seed, size, engine)) = tasks.lock().unwrap().pop() else {
+                    break;
+                };
+                let line = child(seed, size, engine, timeout);
+                eprintln!("{line}");
+                writeln!(file.lock().unwrap(), "{line}").expect("results written");
+            });
+        }
+    });
+    table(out);
+}
+
+/// The nearest-rank percentile of sorted values.
+fn pct(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.2} s", ms as f64 / 1000.0)
+}
+
+fn mib(kib: u64) -> String {
+    format!("{} MB", (kib as f64 / 1024.0).round() as u64)
+}
+
+fn table(out: &str) {
+    let mut rows: Vec<Row> = std::fs::read_to_string(out)
+        .expect("results file")
+        .lines()
+        .filter_map(Row::parse)
+        .collect();
+    // A killed child printed nothing: its graph's obligations (from the other engine's run)
+    // all count as undecided.
+    let obligations: BTreeMap<(u64, String), u64> = rows
+        .iter()
+        .filter(|r| !r.failed)
+        .map(|r| ((r.seed, r.size.clone()), r.obligations))
+        .collect();
+    for r in rows.iter_mut().filter(|r| r.failed) {
+        r.obligations = obligations.get(&(r.seed, r.size.clone())).copied().unwrap_or(0);
+        r.undecided = r.obligations;
+        r.why = "killed".into();
+    }
+    let rows = &rows;
+    let of = |engine: &str, size: SizeClass| -> Vec<&Row> {
+        rows.iter()
+            .filter(|r| r.engine == engine && r.size == size_word(size))
+            .collect()
+    };
+    println!("| engine | size | graphs | median | p95 | worst (seed) | peak memory median / p95 / worst | graphs with undecided | obligations undecided / all |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for engine in ["bfs", "bmc"] {
+        for size in SizeClass::ALL {
+            let mut rs = of(engine, size);
+            if rs.is_empty() {
+                continue;
+            }
+            rs.sort_by_key(|r| r.wall_ms);
+            let times: Vec<u64> = rs.iter().map(|r| r.wall_ms).collect();
+            let mut mem: Vec<u64> = rs.iter().map(|r| r.hwm_kib).collect();
+            mem.sort_unstable();
+            let worst = rs.last().unwrap();
+            let with_und = rs.iter().filter(|r| r.undecided > 0 || r.failed).count();
+            let und: u64 = rs.iter().map(|r| r.undecided).sum();
+            let all: u64 = rs.iter().map(|r| r.obligations).sum();
+            let failed = rs.iter().filter(|r| r.failed).count();
+            println!(
+                "| {} | {} | {} | {} | {} | {} ({}) | {} / {} / {} | {}{} | {und} / {all} |",
+                engine.to_uppercase(),
+                size.name(),
+                rs.len(),
+                secs(pct(&times, 0.5)),
+                secs(pct(&times, 0.95)),
+                secs(worst.wall_ms),
+                worst.seed,
+                mib(pct(&mem, 0.5)),
+                mib(pct(&mem, 0.95)),
+                mib(*mem.last().unwrap()),
+                with_und,
+                if failed > 0 {
+                    format!(" ({failed} killed)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    // Graphs both engines decided entirely, per size.
+    println!();
+    for size in SizeClass::ALL {
+        let by_seed = |e: &str| -> BTreeMap<u64, &Row> {
+            of(e, size).into_iter().map(|r| (r.seed, r)).collect()
+        };
+        let (b, m) = (by_seed("bfs"), by_seed("bmc"));
+        let both: Vec<u64> = b.keys().filter(|k| m.contains_key(k)).copied().collect();
+        let full = |r: &Row| !r.failed && r.undecided == 0;
+        let all = both.iter().filter(|k| full(b[k]) && full(m[k])).count();
+        let bfs_only = both.iter().filter(|k| full(b[k]) && !full(m[k])).count();
+        let bmc_only = both.iter().filter(|k| !full(b[k]) && full(m[k])).count();
+        println!(
+            "{}: {} graphs run by both; every obligation decided by both {all}, by the BFS alone {bfs_only}, by Z3 alone {bmc_only}, by neither {}",
+            size.name(),
+            both.len(),
+            both.len() - all - bfs_only - bmc_only
+        );
+    }
+    println!();
+    println!("Outliers (the {OUTLIERS} slowest per engine and size; killed ones first):");
+    for engine in ["bfs", "bmc"] {
+        for size in SizeClass::ALL {
+            let mut rs = of(engine, size);
+            rs.sort_by_key(|r| (std::cmp::Reverse(r.failed), std::cmp::Reverse(r.wall_ms)));
+            for r in rs.into_iter().take(OUTLIERS) {
+                let f = family(r.seed, size);
+                println!(
+                    "- {} {}: {}, {} states, {}/{} undecided ({}){}",
+                    r.engine.to_uppercase(),
+                    f.describe(),
+                    secs(r.wall_ms),
+                    r.states,
+                    r.undecided,
+                    r.obligations,
+                    r.why,
+                    if r.failed { ", killed" } else { "" }
+                );
+            }
+        }
+    }
+}
+
+/// How many of the slowest graphs per engine and size [`table`] names.
+const OUTLIERS: usize = 3;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let opt = |name: &str, d: &str| -> String {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_else(|| d.to_string())
+    };
+    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
+    match arg(1) {
+        "one" => one(
+            arg(2).parse().expect("seed"),
+            size_of(arg(3)),
+            arg(4),
+            arg(5).parse().unwrap_or(60),
+        ),
+        "vars" => vars(arg(2).parse().expect("seed"), size_of(arg(3))),
+        "options" => options(arg(2).parse().expect("seed"), size_of(arg(3))),
+        "run" => run(
+            opt("--seeds", "70").parse().expect("seeds"),
+            opt("--timeout", "60").parse().expect("timeout"),
+            opt("--jobs", "1").parse().expect("jobs"),
+            &opt("--out", "family.txt"),
+        ),
+        "table" => table(arg(2)),
+        _ => eprintln!(
+            "usage: family run [--seeds N] [--timeout SECS] [--jobs N] [--out FILE] | family table FILE | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
+        ),
+    }
+}
