@@ -20,10 +20,15 @@ use ir::rulebook::Rulebook;
 use ir::{diag, sha256_hex, InputError, Loc, Project};
 use std::path::{Path, PathBuf};
 
-/// Reads a file for a reader, turning an I/O failure into an input error naming it.
+/// Reads a file for a reader, turning an I/O failure into an input error naming it: **the one
+/// place a file is read**. A byte-order mark is dropped here (so every reader, the recorded
+/// SHA-256 and every line number are as without it).
 pub fn read_text(path: &Path, display: &str) -> Result<String, InputError> {
-    let bytes = std::fs::read(path)
+    let mut bytes = std::fs::read(path)
         .map_err(|e| InputError::at(display, 0, format!("cannot read the file: {e}")))?;
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+    }
     String::from_utf8(bytes).map_err(|e| {
         InputError::at(
             display,
