@@ -487,6 +487,37 @@ mod tests {
         assert!(e.message.contains("is a read"), "{e}");
     }
 
+    const RETAIL: &str = r#"[{"type": "function", "function": {"name": "get_order", "parameters": {"type": "object"}}},
+ {"type": "function", "function": {"name": "cancel_order", "parameters": {"type": "object"}}}]"#;
+
+    #[test]
+    fn an_overlay_states_the_effect_a_source_left_unsaid() {
+        let ov = "overlay:\n  get_order: {effect: read, idempotent: true}\n";
+        let c = merged(&[("tools.json", RETAIL), ("o.yaml", ov)]).unwrap();
+        let g = c.get("get_order").unwrap();
+        assert!(!g.is_write() && !g.no_effect_hint && g.idempotent && !g.irreversible);
+        let w = c.get("cancel_order").unwrap();
+        assert!(w.is_write() && w.no_effect_hint);
+        // An MCP tool without `readOnlyHint` may be made a read; with one, the source wins.
+        let c = merged(&[("s.json", MCP), ("o.yaml", "overlay:\n  remember: {effect: read}\n")]).unwrap();
+        assert!(!c.get("remember").unwrap().is_write());
+        // The same effect again is no conflict; an idempotence the server left unsaid may be said.
+        let c = merged(&[("s.json", MCP), ("o.yaml", "overlay:\n  fetch: {effect: read, idempotent: true}\n")]).unwrap();
+        assert!(c.get("fetch").unwrap().idempotent);
+    }
+
+    #[test]
+    fn declared_twice_shows_the_overlay_lines() {
+        let second = "tools:\n  fetch:\n    effect: read\n    returns: untrusted\n    arg_kinds: {url: url}\n";
+        let e = merged(&[("s.json", MCP), ("c.yaml", second)]).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("c.yaml", 2), "{e}");
+        assert!(e.message.contains("declared twice (first at s.json:1)"), "{e}");
+        assert!(
+            e.message.contains("overlay:\n    fetch: {effect: read, returns: untrusted, arg_kinds: {url: url}}"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn the_merged_catalogue_reads_back_as_itself() {
         let spec = "tools:\n  get_order: {effect: read, args: {type: object, properties: {order_id: {type: string}}}}\n  charge_card:\n    effect: write\n    undo: refund_card\n    undo_args: {order_id: order_id}\n    idempotent: true\n    arg_kinds: {to: destination}\n    check: [{field: amount, at_most: 100}]\n  refund_card:\n    effect: write\n    order: {after: [get_order], at_most: 1}\n    trust: privileged\n    confirmation: \"Refund?\"\n    source: {server: \"npx @acme/pay\", pin: null}\n  search: {effect: read, store: {name: kb, multi_tenant: true}, confidential: true}\n";

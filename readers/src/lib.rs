@@ -311,3 +311,73 @@ pub fn project_dir(agent_path: &Path) -> PathBuf {
         .map(Path::to_path_buf)
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder of inputs written twice, as is and with a byte-order mark on each file.
+    fn write_both(files: &[(&str, String)], name: &str) -> (PathBuf, PathBuf) {
+        let base = std::env::temp_dir().join(format!("qls-bom-{name}-{}", std::process::id()));
+        let (plain, marked) = (base.join("plain"), base.join("marked"));
+        for (dir, mark) in [(&plain, ""), (&marked, "\u{feff}")] {
+            std::fs::create_dir_all(dir).unwrap();
+            for (f, text) in files {
+                std::fs::write(dir.join(f), format!("{mark}{text}")).unwrap();
+            }
+        }
+        (plain, marked)
+    }
+
+    #[test]
+    fn a_byte_order_mark_on_every_input_changes_nothing() {
+        let tool = serde_json::json!({"name": "c", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
+        let lock = serde_json::json!({"format": catalogue::lock::LOCK_FORMAT, "servers": {
+            "s": {"transport": "stdio", "command": "python3", "args": ["s.py"], "pin": "local",
+                  "sha256": {"c": catalogue::lock::tool_digest(&tool)}, "tools": [tool]}}});
+        let agent = "agents:\n  desk:\n    model: \"openai:gpt-4o\"\n    tools: [a, b, c]\ntools:\n  - catalogue: ./cat.yaml\n  - catalogue: ./list.json\n  - catalogue: ./mcp.lock.json\n  - catalogue: ./o.yaml\n".to_string();
+        let files = [
+            ("agent.yaml", agent),
+            ("cat.yaml", "tools:\n  a: {effect: read}\n".to_string()),
+            (
+                "list.json",
+                r#"[{"type": "function", "function": {"name": "b", "parameters": {"type": "object"}}}]"#.to_string(),
+            ),
+            ("mcp.lock.json", serde_json::to_string_pretty(&lock).unwrap()),
+            ("o.yaml", "overlay:\n  b: {effect: read}\n".to_string()),
+        ];
+        let (plain, marked) = write_both(&files, "agent");
+        let p = load_project(&plain.join("agent.yaml")).unwrap();
+        let m = load_project(&marked.join("agent.yaml")).unwrap();
+        assert_eq!(format!("{p:?}"), format!("{m:?}"));
+        assert_eq!(p.catalogue.tools.len(), 3);
+        // An error's line is the same with the mark: the mark is on line 1.
+        let bad = [("agent.yaml", "agents:\n  desk:\n    modl: x\n".to_string())];
+        let (plain, marked) = write_both(&bad, "bad");
+        let e1 = load_project(&plain.join("agent.yaml")).unwrap_err();
+        let e2 = load_project(&marked.join("agent.yaml")).unwrap_err();
+        assert_eq!((e1.line, e1.col, &e1.message), (e2.line, e2.col, &e2.message));
+        assert_eq!(e1.line, 3);
+        // A graph with its catalogue and settings.
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/handoff");
+        let read = |f: &str| std::fs::read_to_string(ex.join(f)).unwrap();
+        let files = [
+            ("graph.json", read("graph.json")),
+            ("tools.catalogue.yaml", read("tools.catalogue.yaml")),
+            ("agent.yaml", read("agent.yaml")),
+        ];
+        let (plain, marked) = write_both(&files, "graph");
+        let load = |d: &Path| {
+            load_graph_project(
+                &d.join("graph.json"),
+                &d.join("tools.catalogue.yaml"),
+                None,
+                Some(&d.join("agent.yaml")),
+            )
+            .unwrap()
+        };
+        let (p, m) = (load(&plain), load(&marked));
+        let strip = |s: String| s.replace(&plain.display().to_string(), "").replace(&marked.display().to_string(), "");
+        assert_eq!(strip(format!("{p:?}")), strip(format!("{m:?}")));
+    }
+}

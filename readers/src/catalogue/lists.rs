@@ -235,9 +235,11 @@ fn shape_of(file: &str, seq: &[Node], ctx: Context) -> Result<Option<Shape>, Inp
 }
 
 /// Whether a top-level mapping holds a tool list this module reads beyond MCP's: Gemini's
-/// `functionDeclarations`.
+/// `functionDeclarations`, OpenAI's legacy `functions`.
 pub(super) fn is_list(top: &Map<'_>) -> bool {
-    top.get("functionDeclarations").is_some() || top.get("function_declarations").is_some()
+    ["functionDeclarations", "function_declarations", "functions"]
+        .iter()
+        .any(|k| matches!(top.get(k), Some(Node::Sequence(_))))
 }
 
 /// Whether an element of a top-level list is an MCP page (a `tools/list` result or a JSON-RPC
@@ -261,11 +263,10 @@ pub(super) fn read(file: &str, loaded: &Loaded, cat: &mut Catalogue) -> Result<(
             .ok_or_else(|| InputError::at(file, 1, "no list"))?;
         let seq = as_seq(file, list, "the list")?;
         if seq.is_empty() {
-            return Err(InputError::at(
-                file,
-                1,
-                "an empty list: expected the tools (or `tools/list` pages) of at least one tool",
-            ));
+            // Docker's catalog writes `[]` for a server it lists no tools of; so may anyone.
+            cat.notes
+                .push(format!("{}: an empty list: no tools", Loc::new(file, 1)));
+            return Ok(());
         }
         if seq.iter().all(is_page) {
             return mcp::read(file, &seq.iter().collect::<Vec<_>>(), cat);
@@ -283,7 +284,7 @@ pub(super) fn read(file: &str, loaded: &Loaded, cat: &mut Catalogue) -> Result<(
         return Ok(());
     }
     let is_rpc = ["jsonrpc", "result", "error"].iter().any(|k| top.get(k).is_some());
-    let decls = ["functionDeclarations", "function_declarations"]
+    let decls = ["functionDeclarations", "function_declarations", "functions"]
         .into_iter()
         .find(|k| top.get(k).is_some());
     let tools_list = match top.get("tools") {
@@ -389,7 +390,7 @@ fn read_list(
         (Shape::Mcp | Shape::Docker, n) => format!("; {n} without `readOnlyHint`, read as writes"),
         (_, _) => "; the format says nothing of reading or writing, so each is a write until an overlay says `effect: read`".to_string(),
     };
-    notes.say(
+    notes.say_first(
         Loc::new(file, at),
         format!("{what} read as {}: {read} tools{hint}", shape.describe()),
     );
@@ -517,7 +518,7 @@ fn function_schema(
     for (from, to) in renamed {
         notes.say(
             Loc::new(file, line_of(v)),
-            format!("the schema type `{from}` is read as JSON Schema's {to}"),
+            format!("the schema type `{from}` stands for JSON Schema's {to}"),
         );
     }
     Ok(Some(s))
@@ -635,4 +636,64 @@ fn docker_arguments(
         }
     }
     Ok(json!({"type": "object", "properties": props, "required": required}))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::catalogue::read_catalogue;
+
+    #[test]
+    fn each_format_is_told_by_its_structure_whatever_the_name() {
+        let cases = [
+            (r#"[{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": true}}]"#, "OpenAI chat-completions"),
+            (r#"[{"type": "function", "name": "a", "parameters": {"type": "object"}}]"#, "OpenAI Responses"),
+            (r#"[{"name": "a", "description": "d", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]"#, "Anthropic"),
+            (r#"{"functionDeclarations": [{"name": "a", "parameters": {"type": "OBJECT"}}]}"#, "function declarations"),
+            (r#"{"tools": [{"functionDeclarations": [{"name": "a"}]}, {"googleSearch": {}}]}"#, "Gemini tools"),
+            (r#"[{"name": "a", "arguments": [{"name": "x", "type": "string", "desc": "d"}]}]"#, "Docker's MCP catalog"),
+            (r#"[{"name": "a", "inputSchema": {"type": "object"}}]"#, "MCP `Tool` objects"),
+        ];
+        for (text, words) in cases {
+            for name in ["tools.json", "list.txt.yaml"] {
+                let c = read_catalogue(name, text).unwrap_or_else(|e| panic!("{text}: {e}"));
+                assert_eq!(c.tools.len(), 1, "{text}");
+                let a = c.get("a").unwrap();
+                assert!(a.is_write() && a.no_effect_hint, "{text}");
+                assert!(c.notes[0].contains(words), "{text}: {:?}", c.notes);
+            }
+        }
+        let c = read_catalogue("t.json", cases[0].0).unwrap();
+        assert_eq!(c.get("a").unwrap().args.as_ref().unwrap()["additionalProperties"], false);
+        let c = read_catalogue("t.json", cases[2].0).unwrap();
+        assert!(c.notes.iter().any(|n| n.contains("`cache_control` is not read")), "{:?}", c.notes);
+        let c = read_catalogue("t.json", cases[4].0).unwrap();
+        assert!(c.notes.iter().any(|n| n.contains("built-in tool `googleSearch` is left out")), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn an_ambiguous_or_unknown_list_is_refused_at_its_line() {
+        let mixed = "[\n {\"name\": \"a\", \"input_schema\": {}},\n {\"type\": \"function\", \"function\": {\"name\": \"b\"}}\n]";
+        let e = read_catalogue("m.json", mixed).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("OpenAI chat-completions") && e.message.contains("line 2"), "{e}");
+        let e = read_catalogue("u.json", "[\n {\"tool\": \"a\"}\n]").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("without a `name`") && e.message.contains("expected a tool list"), "{e}");
+        let e = read_catalogue("s.json", "[\"a\", \"b\"]").unwrap_err();
+        assert!(e.message.contains("found a string") || e.message.contains("found a scalar") || e.message.contains("where a tool was expected"), "{e}");
+        let c = read_catalogue("e.json", "[]").unwrap();
+        assert!(c.tools.is_empty() && c.notes[0].contains("empty list"), "{:?}", c.notes);
+        let e = read_catalogue("n.json", "{\"model\": \"x\"}").unwrap_err();
+        assert!(e.message.contains("no tool list here"), "{e}");
+        let e = read_catalogue("d.json", "[{\"name\": \"a\", \"arguments\": []},\n {\"name\": \"a\"}]").unwrap_err();
+        assert!(e.message.contains("listed twice"), "{e}");
+    }
+
+    #[test]
+    fn a_request_body_is_read_for_its_tools_and_the_rest_noted() {
+        let body = r#"{"model": "claude", "max_tokens": 9, "tools": [{"name": "a", "input_schema": {"type": "object"}}], "messages": []}"#;
+        let c = read_catalogue("body.json", body).unwrap();
+        assert_eq!(c.tools.len(), 1);
+        assert!(c.notes.iter().any(|n| n.contains("`model` is not read")), "{:?}", c.notes);
+    }
 }

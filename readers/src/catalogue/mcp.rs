@@ -138,6 +138,11 @@ impl Notes {
         self.said.entry(text).or_insert(at);
     }
 
+    /// A note said before every other.
+    pub(super) fn say_first(&mut self, at: Loc, text: String) {
+        self.said.shift_insert(0, text, at);
+    }
+
     pub(super) fn into_lines(self) -> Vec<String> {
         let said = self.said.into_iter().map(|(k, at)| format!("{at}: {k}"));
         let newer = self
