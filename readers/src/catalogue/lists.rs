@@ -684,7 +684,7 @@ mod tests {
         let c = read_catalogue("e.json", "[]").unwrap();
         assert!(c.tools.is_empty() && c.notes[0].contains("empty list"), "{:?}", c.notes);
         let e = read_catalogue("n.json", "{\"model\": \"x\"}").unwrap_err();
-        assert!(e.message.contains("no tool list here"), "{e}");
+        assert!(e.message.contains("unknown key `model`"), "{e}");
         let e = read_catalogue("d.json", "[{\"name\": \"a\", \"arguments\": []},\n {\"name\": \"a\"}]").unwrap_err();
         assert!(e.message.contains("listed twice"), "{e}");
     }
