@@ -202,6 +202,10 @@ pub struct Tool {
     /// a field nobody stated, never change one, and its error names both places.
     #[serde(skip)]
     pub declared: IndexMap<String, Loc>,
+    /// The source said nothing of reading or writing (a function list, an MCP tool without
+    /// `readOnlyHint`), so the tool is a write by default; an overlay's `effect` clears it.
+    #[serde(skip)]
+    pub no_effect_hint: bool,
 }
 
 impl Tool {
@@ -254,6 +258,7 @@ impl Tool {
             at,
             mcp_extra: IndexMap::new(),
             declared: IndexMap::new(),
+            no_effect_hint: false,
         }
     }
 }
@@ -291,9 +296,12 @@ pub struct Overlay {
     pub fields: Tool,
 }
 
-/// The fields an overlay may set: what a server cannot say about its own tools. The effect,
-/// schemas and hints stay the server's.
+/// The fields an overlay may set: what a server cannot say about its own tools. The schemas
+/// stay the source's, and so does every hint the source states: `effect` and `idempotent` may be
+/// laid over a tool whose source gave no hint (a function list, an MCP tool without
+/// `readOnlyHint`), never against one.
 pub const OVERLAY_KEYS: &[&str] = &[
+    "effect",
     "returns",
     "confidential",
     "store",
@@ -397,6 +405,7 @@ fn field_value(t: &Tool, key: &str) -> Value {
         } else {
             "trusted"
         }),
+        "effect" => j(serde_json::to_value(t.effect)),
         "confidential" => Value::Bool(t.confidential),
         "sends_out" => Value::Bool(t.sends_out),
         "idempotent" => Value::Bool(t.idempotent),
@@ -412,9 +421,44 @@ fn field_value(t: &Tool, key: &str) -> Value {
     }
 }
 
+/// The `overlay:` lines that would say what a second declaration of `t` states (its overlayable
+/// fields, in the order given), for the "declared twice" error.
+fn overlay_lines(t: &Tool) -> String {
+    let plain = |v: &Value| match v {
+        Value::String(s) if is_tool_name(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut fields: Vec<String> = Vec::new();
+    let mut kinds: Vec<String> = Vec::new();
+    for key in t.declared.keys() {
+        if let Some(a) = key.strip_prefix("arg_kinds.") {
+            kinds.push(format!("{a}: {}", plain(&field_value(t, key))));
+        } else if OVERLAY_KEYS.contains(&key.as_str()) {
+            fields.push(format!("{key}: {}", plain(&field_value(t, key))));
+        }
+    }
+    if !kinds.is_empty() {
+        fields.push(format!("arg_kinds: {{{}}}", kinds.join(", ")));
+    }
+    if fields.is_empty() {
+        return format!(
+            "  overlay:\n    {}: {{}}   # an overlay takes {}",
+            t.name,
+            OVERLAY_KEYS.join(", ")
+        );
+    }
+    format!("  overlay:\n    {}: {{{}}}", t.name, fields.join(", "))
+}
+
 /// Copies one overlayable field from `from` onto `to`.
 fn copy_field(from: &Tool, to: &mut Tool, key: &str) {
     match key {
+        "effect" => {
+            to.effect = from.effect;
+            to.no_effect_hint = false;
+            // Only a write can be irreversible (MCP: `destructiveHint` means nothing for a read).
+            to.irreversible &= to.is_write();
+        }
         "returns" => to.returns_untrusted = from.returns_untrusted,
         "confidential" => to.confidential = from.confidential,
         "sends_out" => to.sends_out = from.sends_out,
@@ -459,7 +503,11 @@ impl Catalogue {
                 return Err(InputError::at(
                     &tool.at.file,
                     tool.at.line,
-                    format!("tool `{name}` is declared twice (first at {})", prev.at),
+                    format!(
+                        "tool `{name}` is declared twice (first at {}); to add to a tool another catalogue declares, give what this one says under `overlay:` instead of `tools:`:\n{}",
+                        prev.at,
+                        overlay_lines(&tool)
+                    ),
                 ));
             }
             self.tools.insert(name, tool);

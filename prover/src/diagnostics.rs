@@ -17,7 +17,10 @@ pub fn render_input_error(e: &InputError) -> String {
     if e.line > 0 {
         if let Some(src) = std::fs::read_to_string(&e.file)
             .ok()
-            .and_then(|t| t.lines().nth(e.line as usize - 1).map(str::to_string))
+            .and_then(|t| {
+                let t = t.strip_prefix('\u{feff}').unwrap_or(&t);
+                t.lines().nth(e.line as usize - 1).map(str::to_string)
+            })
         {
             let gutter = e.line.to_string();
             out.push_str(&format!(

@@ -1,7 +1,10 @@
 //! The tool catalogue: what each tool is (read or write), its argument schema, and every
-//! property the tool check and the obligations read. Read from `*.catalogue.yaml`, `.json`, or
-//! an MCP `tools/list` response.
+//! property the tool check and the obligations read. Read from `*.catalogue.yaml`, `.json`, an
+//! MCP `tools/list` response ([`mcp`]), or a tool list in any format the ecosystem writes
+//! ([`lists`]: bare MCP tool arrays, OpenAI, Anthropic, Gemini, Docker's catalog), recognised by
+//! its structure.
 
+mod lists;
 pub mod lock;
 mod mcp;
 use crate::yaml::{self, as_map, as_seq, line_of, to_json, Map};
@@ -41,6 +44,7 @@ const TOOL_KEYS: &[&str] = &[
 /// Reads a catalogue file's text: a qls catalogue (YAML or JSON, strict) or an MCP `tools/list`
 /// answer in any shape a server or client writes (see [`mcp`]).
 pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
+    let text = yaml::without_bom(text);
     let loaded = mcp::load(file, text)?;
     let mut cat = Catalogue {
         files: vec![(file.to_string(), ir::sha256_hex(text.as_bytes()))],
@@ -49,8 +53,8 @@ pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
     let top = as_map(file, &loaded.root, "the catalogue")?;
     if !loaded.pages && lock::is_lock(&top) {
         lock::read(file, &loaded.root, &mut cat)?;
-    } else if loaded.pages || mcp::is_mcp(&top) {
-        mcp::read(file, &loaded, &mut cat)?;
+    } else if loaded.pages || mcp::is_mcp(&top) || lists::is_list(&top) {
+        lists::read(file, &loaded, &mut cat)?;
     } else {
         top.check_keys(&["tools", "overlay"])?;
         if top.get("tools").is_none() && top.get("overlay").is_none() {
@@ -68,6 +72,9 @@ pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
                 let m = as_map(file, node, &format!("the overlay of `{name}`"))?;
                 m.check_keys(OVERLAY_KEYS)?;
                 let mut fields = Tool::new(name, Effect::Write, Loc::new(file, line));
+                if let Some(e) = read_effect(name, &m)? {
+                    fields.effect = e;
+                }
                 read_fields(file, name, &m, &mut fields)?;
                 cat.pending.push(Overlay { fields });
             }
@@ -81,24 +88,13 @@ pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
 fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, InputError> {
     let m = as_map(file, node, &format!("tool `{name}`"))?;
     m.check_keys(TOOL_KEYS)?;
-    let effect = match m
-        .req_str("effect")
-        .map_err(|e| InputError {
+    let effect = read_effect(name, &m)?.ok_or_else(|| {
+        let e = m.req_str("effect").err().unwrap_or_else(|| m.error_at("effect", "missing key `effect`"));
+        InputError {
             message: format!("tool `{name}`: {}; expected `read` or `write`", e.message),
             ..e
-        })?
-        .as_str()
-    {
-        "read" => Effect::Read,
-        "write" => Effect::Write,
-        other => {
-            return Err(InputError::at(
-                file,
-                m.key_line("effect"),
-                format!("tool `{name}`: effect `{other}` is not `read` or `write`"),
-            ))
         }
-    };
+    })?;
     let mut t = Tool::new(name, effect, Loc::new(file, line));
     read_fields(file, name, &m, &mut t)?;
     if t.undo.is_some() && !t.is_write() {
@@ -109,6 +105,19 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
         ));
     }
     Ok(t)
+}
+
+/// `effect:` — `read` or `write`, when given.
+fn read_effect(name: &str, m: &Map<'_>) -> Result<Option<Effect>, InputError> {
+    match m.opt_str("effect")?.as_deref() {
+        None => Ok(None),
+        Some("read") => Ok(Some(Effect::Read)),
+        Some("write") => Ok(Some(Effect::Write)),
+        Some(other) => Err(m.error_at(
+            "effect",
+            format!("tool `{name}`: effect `{other}` is not `read` or `write`"),
+        )),
+    }
 }
 
 /// Reads every field but `effect` of a tool (or of an overlay, whose keys were checked against
@@ -469,11 +478,44 @@ mod tests {
         let e = overlay_err("overlay:\n  fetchh: {returns: untrusted}\n");
         assert_eq!(e.line, 2);
         assert!(e.message.contains("did you mean `fetch`"), "{e}");
+        // `fetch` says `readOnlyHint: true`: an overlay cannot make it a write.
         let e = overlay_err("overlay:\n  fetch: {effect: write}\n");
-        assert!(e.message.contains("unknown key `effect`"), "{e}");
+        assert_eq!((e.file.as_str(), e.line), ("o.yaml", 2), "{e}");
+        assert!(e.message.contains("`effect` to \"write\", but s.json:1 sets it to \"read\""), "{e}");
         let e = overlay_err("overlay:\n  fetch:\n    undo: remember\n");
         assert_eq!(e.line, 3);
         assert!(e.message.contains("is a read"), "{e}");
+    }
+
+    const RETAIL: &str = r#"[{"type": "function", "function": {"name": "get_order", "parameters": {"type": "object"}}},
+ {"type": "function", "function": {"name": "cancel_order", "parameters": {"type": "object"}}}]"#;
+
+    #[test]
+    fn an_overlay_states_the_effect_a_source_left_unsaid() {
+        let ov = "overlay:\n  get_order: {effect: read, idempotent: true}\n";
+        let c = merged(&[("tools.json", RETAIL), ("o.yaml", ov)]).unwrap();
+        let g = c.get("get_order").unwrap();
+        assert!(!g.is_write() && !g.no_effect_hint && g.idempotent && !g.irreversible);
+        let w = c.get("cancel_order").unwrap();
+        assert!(w.is_write() && w.no_effect_hint);
+        // An MCP tool without `readOnlyHint` may be made a read; with one, the source wins.
+        let c = merged(&[("s.json", MCP), ("o.yaml", "overlay:\n  remember: {effect: read}\n")]).unwrap();
+        assert!(!c.get("remember").unwrap().is_write());
+        // The same effect again is no conflict; an idempotence the server left unsaid may be said.
+        let c = merged(&[("s.json", MCP), ("o.yaml", "overlay:\n  fetch: {effect: read, idempotent: true}\n")]).unwrap();
+        assert!(c.get("fetch").unwrap().idempotent);
+    }
+
+    #[test]
+    fn declared_twice_shows_the_overlay_lines() {
+        let second = "tools:\n  fetch:\n    effect: read\n    returns: untrusted\n    arg_kinds: {url: url}\n";
+        let e = merged(&[("s.json", MCP), ("c.yaml", second)]).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("c.yaml", 2), "{e}");
+        assert!(e.message.contains("declared twice (first at s.json:1)"), "{e}");
+        assert!(
+            e.message.contains("overlay:\n    fetch: {effect: read, returns: untrusted, arg_kinds: {url: url}}"),
+            "{e}"
+        );
     }
 
     #[test]

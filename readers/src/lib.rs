@@ -20,10 +20,15 @@ use ir::rulebook::Rulebook;
 use ir::{diag, sha256_hex, InputError, Loc, Project};
 use std::path::{Path, PathBuf};
 
-/// Reads a file for a reader, turning an I/O failure into an input error naming it.
+/// Reads a file for a reader, turning an I/O failure into an input error naming it: **the one
+/// place a file is read**. A byte-order mark is dropped here (so every reader, the recorded
+/// SHA-256 and every line number are as without it).
 pub fn read_text(path: &Path, display: &str) -> Result<String, InputError> {
-    let bytes = std::fs::read(path)
+    let mut bytes = std::fs::read(path)
         .map_err(|e| InputError::at(display, 0, format!("cannot read the file: {e}")))?;
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+    }
     String::from_utf8(bytes).map_err(|e| {
         InputError::at(
             display,
@@ -305,4 +310,74 @@ pub fn project_dir(agent_path: &Path) -> PathBuf {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder of inputs written twice, as is and with a byte-order mark on each file.
+    fn write_both(files: &[(&str, String)], name: &str) -> (PathBuf, PathBuf) {
+        let base = std::env::temp_dir().join(format!("qls-bom-{name}-{}", std::process::id()));
+        let (plain, marked) = (base.join("plain"), base.join("marked"));
+        for (dir, mark) in [(&plain, ""), (&marked, "\u{feff}")] {
+            std::fs::create_dir_all(dir).unwrap();
+            for (f, text) in files {
+                std::fs::write(dir.join(f), format!("{mark}{text}")).unwrap();
+            }
+        }
+        (plain, marked)
+    }
+
+    #[test]
+    fn a_byte_order_mark_on_every_input_changes_nothing() {
+        let tool = serde_json::json!({"name": "c", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
+        let lock = serde_json::json!({"format": catalogue::lock::LOCK_FORMAT, "servers": {
+            "s": {"transport": "stdio", "command": "python3", "args": ["s.py"], "pin": "local",
+                  "sha256": {"c": catalogue::lock::tool_digest(&tool)}, "tools": [tool]}}});
+        let agent = "agents:\n  desk:\n    model: \"openai:gpt-4o\"\n    tools: [a, b, c]\ntools:\n  - catalogue: ./cat.yaml\n  - catalogue: ./list.json\n  - catalogue: ./mcp.lock.json\n  - catalogue: ./o.yaml\n".to_string();
+        let files = [
+            ("agent.yaml", agent),
+            ("cat.yaml", "tools:\n  a: {effect: read}\n".to_string()),
+            (
+                "list.json",
+                r#"[{"type": "function", "function": {"name": "b", "parameters": {"type": "object"}}}]"#.to_string(),
+            ),
+            ("mcp.lock.json", serde_json::to_string_pretty(&lock).unwrap()),
+            ("o.yaml", "overlay:\n  b: {effect: read}\n".to_string()),
+        ];
+        let (plain, marked) = write_both(&files, "agent");
+        let p = load_project(&plain.join("agent.yaml")).unwrap();
+        let m = load_project(&marked.join("agent.yaml")).unwrap();
+        assert_eq!(format!("{p:?}"), format!("{m:?}"));
+        assert_eq!(p.catalogue.tools.len(), 3);
+        // An error's line is the same with the mark: the mark is on line 1.
+        let bad = [("agent.yaml", "agents:\n  desk:\n    modl: x\n".to_string())];
+        let (plain, marked) = write_both(&bad, "bad");
+        let e1 = load_project(&plain.join("agent.yaml")).unwrap_err();
+        let e2 = load_project(&marked.join("agent.yaml")).unwrap_err();
+        assert_eq!((e1.line, e1.col, &e1.message), (e2.line, e2.col, &e2.message));
+        assert_eq!(e1.line, 3);
+        // A graph with its catalogue and settings.
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/handoff");
+        let read = |f: &str| std::fs::read_to_string(ex.join(f)).unwrap();
+        let files = [
+            ("graph.json", read("graph.json")),
+            ("tools.catalogue.yaml", read("tools.catalogue.yaml")),
+            ("agent.yaml", read("agent.yaml")),
+        ];
+        let (plain, marked) = write_both(&files, "graph");
+        let load = |d: &Path| {
+            load_graph_project(
+                &d.join("graph.json"),
+                &d.join("tools.catalogue.yaml"),
+                None,
+                Some(&d.join("agent.yaml")),
+            )
+            .unwrap()
+        };
+        let (p, m) = (load(&plain), load(&marked));
+        let strip = |s: String| s.replace(&plain.display().to_string(), "").replace(&marked.display().to_string(), "");
+        assert_eq!(strip(format!("{p:?}")), strip(format!("{m:?}")));
+    }
 }

@@ -21,10 +21,17 @@ fn scalar_line(s: &MarkedScalarNode) -> u32 {
     s.span().start().map(|m| m.line() as u32).unwrap_or(0)
 }
 
+/// The text without its byte-order mark (files saved on Windows begin with U+FEFF): every input
+/// qls reads takes it, and since the mark is on the first line, every line stays where it was.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// Parses YAML text into a position-carrying tree whose top level must be a mapping.
 /// Duplicate keys, anchors and tags are refused: each would make the meaning of a file depend
 /// on a reader's guess.
 pub fn load_yaml(file: &str, text: &str) -> Result<Node, InputError> {
+    let text = without_bom(text);
     check_depth(file, text)?;
     let opts = LoaderOptions::default().error_on_duplicate_keys(true);
     // marked-yaml has internal assertions on unusual event streams; a panic there must become a
@@ -126,6 +133,7 @@ fn load_error(file: &str, e: marked_yaml::LoadError) -> InputError {
 /// Parses JSON text: syntax is checked by `serde_json` (with its line and column), then the
 /// same text is read as a position-carrying tree for element locations.
 pub fn load_json(file: &str, text: &str) -> Result<Node, InputError> {
+    let text = without_bom(text);
     let value: Value = serde_json::from_str(text).map_err(|e| {
         InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
             .with_col(e.column() as u32)

@@ -103,8 +103,21 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
             format!("{n} {w}s")
         }
     };
+    // Writes only by default: the source (a function list, an MCP tool without `readOnlyHint`)
+    // said nothing of reading or writing, and no overlay said `effect`.
+    let unhinted = p
+        .catalogue
+        .tools
+        .values()
+        .filter(|t| t.is_write() && t.no_effect_hint)
+        .count();
+    let unhinted = if unhinted == 0 {
+        String::new()
+    } else {
+        format!("; {unhinted} without a read/write hint")
+    };
     s.push_str(&format!(
-        "Catalogue: {} ({})",
+        "Catalogue: {} ({}{unhinted})",
         plural(p.catalogue.tools.len(), "tool"),
         plural(writes, "write")
     ));

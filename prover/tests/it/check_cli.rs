@@ -372,3 +372,27 @@ fn a_wrong_key_invalidates_the_history() {
     );
     expect(&d, "refuse", &["history_invalid"]);
 }
+
+/// τ-bench retail's own OpenAI function tools with the corpus case's overlay, exported as one
+/// qls catalogue and re-checked from it: a lookup runs without a person, a write asks one.
+#[test]
+fn a_benchmark_function_list_with_an_overlay_asks_a_person_only_for_writes() {
+    let s = Scratch::new("tau-retail");
+    s.signed_history(json!([]));
+    let case = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/taubench-retail-function-list/agent.yaml");
+    let (graph, cat) = (s.path("graph.json"), s.path("retail.catalogue.json"));
+    let (code, _, err) = qls(&["export", case, "-o", &graph, "--catalogue-output", &cat]);
+    assert_eq!(code, 0, "{err}");
+    let exported = std::fs::read_to_string(&cat).unwrap();
+    s.write("shop.catalogue.yaml", &exported);
+    let lookup = s.check(
+        json!({"tool": "get_order_details", "args": {"order_id": "#W2378156"}, "origins": {"order_id": "typed"}}),
+        &[],
+    );
+    expect(&lookup, "allow", &[]);
+    let write = s.check(
+        json!({"tool": "cancel_pending_order", "args": {"order_id": "#W2378156", "reason": "no longer needed"}, "origins": {"order_id": "typed", "reason": "typed"}}),
+        &[],
+    );
+    assert_eq!(verdict(&write).0, "confirm", "{write}");
+}

@@ -3,7 +3,7 @@
 //! the Python SDK's `model_dump()` with its nulls and snake_case names. Each shape must give the
 //! same tools as the bare result, and `qls verify` must accept an agent built on each.
 
-use ir::catalogue::{Catalogue, Effect};
+use ir::catalogue::Catalogue;
 use readers::catalogue::read_catalogue;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -22,33 +22,7 @@ fn read(name: &str, text: &str) -> Catalogue {
     read_catalogue(name, text).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// What the proof reads of each tool, without its place.
-type Meaning = Vec<(
-    String,
-    Effect,
-    Option<Value>,
-    Option<Value>,
-    bool,
-    bool,
-    bool,
-)>;
-
-fn meaning(c: &Catalogue) -> Meaning {
-    c.tools
-        .values()
-        .map(|t| {
-            (
-                t.name.clone(),
-                t.effect,
-                t.args.clone(),
-                t.result.clone(),
-                t.irreversible,
-                t.idempotent,
-                t.sends_out,
-            )
-        })
-        .collect()
-}
+use ir::testkit::meaning;
 
 /// The shapes of one capture, generated from its bare result: (file name, text).
 fn shapes(capture: &str) -> Vec<(String, String)> {

@@ -317,7 +317,7 @@ pub fn check_config(lock_path: &std::path::Path, file: &str, text: &str) -> Resu
         return Ok(());
     };
     let cpath = lock_path.with_file_name(cname);
-    let Ok(ctext) = std::fs::read_to_string(&cpath) else {
+    let Ok(ctext) = crate::read_text(&cpath, cname) else {
         return Ok(());
     };
     let cfg = read_config(cname, &ctext)?;

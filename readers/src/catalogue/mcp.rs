@@ -17,64 +17,89 @@ use ir::loc::Loc;
 use marked_yaml::Node;
 use serde_json::Value;
 
-/// A loaded MCP document: the tree, and whether it is a list of pages (a top-level JSON array or
-/// a `.jsonl` file), which the loader wraps in a one-key mapping so lines stay as written.
+/// A loaded catalogue document: the tree, and whether its top level is a list (a JSON array, or
+/// one JSON value per line), which the loader wraps in a one-key mapping so lines stay as
+/// written.
 pub(super) struct Loaded {
     pub root: Node,
     pub pages: bool,
 }
 
-/// The key the loader wraps a list of pages under (not a key any MCP message has).
-const PAGES: &str = "qls pages";
+/// The key the loader wraps a top-level list under (not a key any format has).
+pub(super) const PAGES: &str = "qls pages";
 
-/// Loads a catalogue file. A `.jsonl` file is one JSON value per line (each checked by
-/// `serde_json` with its own line); a `.json` file whose top level is an array is a batch or a
-/// list of pages. Both are rewritten as `{"qls pages": [ … ]}` with the prefix on the first line
-/// and separating commas at the start of later lines, so every element keeps its line.
+/// Loads a catalogue file by what its text is, not by its name: one JSON array; one JSON value
+/// per line (JSON Lines, as `.jsonl` files and BFCL's function docs are written); else one JSON
+/// or YAML document. A list is rewritten as `{"qls pages": [ … ]}` with the prefix on the first
+/// line and separating commas at the start of later lines, so every element keeps its line. The
+/// name only says which syntax errors to give: a `.json`/`.jsonl` file gets JSON's.
 pub(super) fn load(file: &str, text: &str) -> Result<Loaded, InputError> {
-    if file.ends_with(".jsonl") {
-        let mut wrapped = format!("{{\"{PAGES}\": [");
-        let mut first = true;
-        for (i, line) in text.lines().enumerate() {
-            if i > 0 {
-                wrapped.push('\n');
-            }
-            if line.trim().is_empty() {
-                continue;
-            }
-            serde_json::from_str::<Value>(line).map_err(|e| {
-                InputError::at(file, i as u32 + 1, format!("JSON syntax error: {e}"))
-                    .with_col(e.column() as u32)
-            })?;
-            if !first {
-                wrapped.push(',');
-            }
-            first = false;
-            wrapped.push_str(line);
+    let text = crate::yaml::without_bom(text);
+    let json_named = file.ends_with(".json") || file.ends_with(".jsonl");
+    let whole = serde_json::from_str::<Value>(text);
+    if let Ok(v) = &whole {
+        if v.is_array() {
+            let wrapped = format!("{{\"{PAGES}\": {text}\n}}");
+            return Ok(Loaded {
+                root: yaml::load_json(file, &wrapped)?,
+                pages: true,
+            });
         }
-        if first {
-            return Err(InputError::at(file, 1, "the file holds no JSON line"));
-        }
-        wrapped.push_str("]}");
-        return Ok(Loaded {
-            root: yaml::load_json(file, &wrapped)?,
-            pages: true,
-        });
     }
-    if file.ends_with(".json") && text.trim_start().starts_with('[') {
-        serde_json::from_str::<Value>(text).map_err(|e| {
-            InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
-                .with_col(e.column() as u32)
-        })?;
-        let wrapped = format!("{{\"{PAGES}\": {text}\n}}");
-        return Ok(Loaded {
-            root: yaml::load_json(file, &wrapped)?,
-            pages: true,
-        });
+    if whole.is_err() && (file.ends_with(".jsonl") || looks_like_json_lines(text)) {
+        return load_json_lines(file, text);
+    }
+    if let Err(e) = &whole {
+        if json_named {
+            return Err(InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
+                .with_col(e.column() as u32));
+        }
     }
     Ok(Loaded {
         root: yaml::load_by_extension(file, text)?,
         pages: false,
+    })
+}
+
+/// Whether every non-blank line is a JSON object or array of its own, and there are two or more.
+fn looks_like_json_lines(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.len() > 1
+        && lines.iter().all(|l| {
+            let t = l.trim_start();
+            (t.starts_with('{') || t.starts_with('['))
+                && serde_json::from_str::<Value>(l).is_ok()
+        })
+}
+
+/// One JSON value per line, each checked by `serde_json` with its own line.
+fn load_json_lines(file: &str, text: &str) -> Result<Loaded, InputError> {
+    let mut wrapped = format!("{{\"{PAGES}\": [");
+    let mut first = true;
+    for (i, line) in text.lines().enumerate() {
+        if i > 0 {
+            wrapped.push('\n');
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        serde_json::from_str::<Value>(line).map_err(|e| {
+            InputError::at(file, i as u32 + 1, format!("JSON syntax error: {e}"))
+                .with_col(e.column() as u32)
+        })?;
+        if !first {
+            wrapped.push(',');
+        }
+        first = false;
+        wrapped.push_str(line);
+    }
+    if first {
+        return Err(InputError::at(file, 1, "the file holds no JSON line"));
+    }
+    wrapped.push_str("]}");
+    Ok(Loaded {
+        root: yaml::load_json(file, &wrapped)?,
+        pages: true,
     })
 }
 
@@ -90,7 +115,9 @@ pub(super) fn is_mcp(top: &Map<'_>) -> bool {
 /// The notes of one read: each unknown field once, at its first place.
 #[derive(Default)]
 pub(super) struct Notes {
+    said: IndexMap<String, Loc>,
     seen: IndexMap<String, Loc>,
+    ignored: IndexMap<String, Loc>,
 }
 
 impl Notes {
@@ -99,37 +126,43 @@ impl Notes {
         self.seen.entry(k).or_insert_with(|| Loc::new(file, line));
     }
 
+    /// A field a function-list format has and qls does not read (it says nothing the proof
+    /// needs), noted once.
+    pub(super) fn ignored(&mut self, file: &str, what: &str, key: &str, line: u32) {
+        let k = format!("{what} `{key}`");
+        self.ignored.entry(k).or_insert_with(|| Loc::new(file, line));
+    }
+
+    /// A note of its own, at a place (said once).
+    pub(super) fn say(&mut self, at: Loc, text: String) {
+        self.said.entry(text).or_insert(at);
+    }
+
+    /// A note said before every other.
+    pub(super) fn say_first(&mut self, at: Loc, text: String) {
+        self.said.shift_insert(0, text, at);
+    }
+
     pub(super) fn into_lines(self) -> Vec<String> {
-        self.seen
+        let said = self.said.into_iter().map(|(k, at)| format!("{at}: {k}"));
+        let newer = self
+            .seen
             .into_iter()
-            .map(|(k, at)| format!("{at}: {k} is newer than this reader: kept, not read"))
-            .collect()
+            .map(|(k, at)| format!("{at}: {k} is newer than this reader: kept, not read"));
+        let ignored = self
+            .ignored
+            .into_iter()
+            .map(|(k, at)| format!("{at}: {k} is not read (it says nothing qls checks)"));
+        said.chain(newer).chain(ignored).collect()
     }
 }
 
-/// Reads a loaded MCP document into `cat` (whose `files` is already set).
-pub(super) fn read(file: &str, loaded: &Loaded, cat: &mut Catalogue) -> Result<(), InputError> {
+/// Reads MCP `tools/list` answers (one, or the pages of a list in order) into `cat` (whose
+/// `files` is already set).
+pub(super) fn read(file: &str, pages: &[&Node], cat: &mut Catalogue) -> Result<(), InputError> {
     let mut notes = Notes::default();
-    let top = as_map(file, &loaded.root, "the MCP answer")?;
-    let mut pages: Vec<&Node> = Vec::new();
-    if loaded.pages {
-        let list = top
-            .get(PAGES)
-            .ok_or_else(|| InputError::at(file, 1, "no pages"))?;
-        let seq = as_seq(file, list, "the list of pages")?;
-        if seq.is_empty() {
-            return Err(InputError::at(
-                file,
-                1,
-                "an empty list of pages: expected at least one `tools/list` answer",
-            ));
-        }
-        pages.extend(seq.iter());
-    } else {
-        pages.push(&loaded.root);
-    }
     let mut last_cursor: Option<(String, u32)> = None;
-    for page in pages {
+    for page in pages.iter().copied() {
         let result = unwrap_response(file, page, &mut notes)?;
         let rm = as_map(file, result, "a `tools/list` result")?;
         let mut tools_node = None;
@@ -250,12 +283,12 @@ fn expect_shape(file: &str, v: &Node, key: &str, list: bool) -> Result<(), Input
     ))
 }
 
-fn expect_map_or_null(file: &str, v: &Node, key: &str) -> Result<(), InputError> {
+pub(super) fn expect_map_or_null(file: &str, v: &Node, key: &str) -> Result<(), InputError> {
     expect_shape(file, v, key, false)
 }
 
 /// An optional string field (`null` is absent).
-fn opt_text(file: &str, v: &Node, key: &str) -> Result<(), InputError> {
+pub(super) fn opt_text(file: &str, v: &Node, key: &str) -> Result<(), InputError> {
     if yaml::is_null(v) || matches!(v, Node::Scalar(_)) && !to_json(v).is_boolean() {
         Ok(())
     } else {
@@ -271,7 +304,7 @@ fn opt_text(file: &str, v: &Node, key: &str) -> Result<(), InputError> {
 }
 
 /// An object schema or null.
-fn schema(file: &str, v: &Node, key: &str) -> Result<Option<Value>, InputError> {
+pub(super) fn schema(file: &str, v: &Node, key: &str) -> Result<Option<Value>, InputError> {
     if yaml::is_null(v) {
         return Ok(None);
     }
@@ -291,27 +324,48 @@ fn schema(file: &str, v: &Node, key: &str) -> Result<Option<Value>, InputError> 
 
 /// The hints, with the MCP defaults for an absent or null hint.
 #[derive(Clone, Copy)]
-struct Hints {
+pub(super) struct Hints {
     read_only: bool,
     destructive: bool,
     idempotent: bool,
     open_world: bool,
 }
 
-/// The hints of `annotations`, with where each catalogue field they state was given (a hint the
-/// server states is a field an overlay may not change).
-fn read_annotations(
-    file: &str,
-    v: &Node,
-    notes: &mut Notes,
-    stated: &mut IndexMap<String, Loc>,
-) -> Result<Hints, InputError> {
-    let mut h = Hints {
+impl Hints {
+    /// The MCP defaults: assuming the best of an unannotated tool would be wrong in the
+    /// dangerous direction.
+    pub(super) const DEFAULT: Hints = Hints {
         read_only: false,
         destructive: true,
         idempotent: false,
         open_world: true,
     };
+
+    /// Lays the hints on a tool: its effect, and what a write's hints say. `stated` is where each
+    /// catalogue field the hints state was given; an effect not stated is a default write.
+    pub(super) fn apply(self, t: &mut Tool, stated: IndexMap<String, Loc>) {
+        t.effect = if self.read_only {
+            Effect::Read
+        } else {
+            Effect::Write
+        };
+        t.irreversible = !self.read_only && self.destructive;
+        t.idempotent = self.idempotent;
+        t.sends_out = self.open_world;
+        t.no_effect_hint = !stated.contains_key("effect");
+        t.declared = stated;
+    }
+}
+
+/// The hints of `annotations`, with where each catalogue field they state was given (a hint the
+/// server states is a field an overlay may not change).
+pub(super) fn read_annotations(
+    file: &str,
+    v: &Node,
+    notes: &mut Notes,
+    stated: &mut IndexMap<String, Loc>,
+) -> Result<Hints, InputError> {
+    let mut h = Hints::DEFAULT;
     if yaml::is_null(v) {
         return Ok(h);
     }
@@ -334,6 +388,7 @@ fn read_annotations(
         if let Some(b) = am.opt_bool(k)? {
             *slot = b;
             let field = match k {
+                "readOnlyHint" | "read_only_hint" => Some("effect"),
                 "idempotentHint" | "idempotent_hint" => Some("idempotent"),
                 "openWorldHint" | "open_world_hint" => Some("sends_out"),
                 _ => None,
@@ -417,21 +472,8 @@ pub(super) fn read_tool(file: &str, node: &Node, notes: &mut Notes) -> Result<To
             }
         }
     }
-    let h = hints.unwrap_or(Hints {
-        read_only: false,
-        destructive: true,
-        idempotent: false,
-        open_world: true,
-    });
-    let mut t = Tool::new(
-        &name,
-        if h.read_only {
-            Effect::Read
-        } else {
-            Effect::Write
-        },
-        Loc::new(file, m.line()),
-    );
+    let mut t = Tool::new(&name, Effect::Write, Loc::new(file, m.line()));
+    hints.unwrap_or(Hints::DEFAULT).apply(&mut t, stated);
     if let Some(a) = &args {
         if a.get("type").is_some_and(|t| t != "object") {
             return Err(InputError::at(
@@ -443,10 +485,6 @@ pub(super) fn read_tool(file: &str, node: &Node, notes: &mut Notes) -> Result<To
     }
     t.args = args;
     t.result = result;
-    t.irreversible = !h.read_only && h.destructive;
-    t.idempotent = h.idempotent;
-    t.sends_out = h.open_world;
     t.mcp_extra = extra;
-    t.declared = stated;
     Ok(t)
 }

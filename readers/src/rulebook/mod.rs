@@ -57,11 +57,11 @@ pub fn read_compiled_dir(dir: &std::path::Path, display: &str) -> Result<Compile
         });
     }
     let ir_name = format!("{display}/rulebook.ir.json");
-    let text = std::fs::read_to_string(&ir_path).map_err(|e| {
+    let text = crate::read_text(&ir_path, &ir_name).map_err(|e| {
         InputError::at(
             &ir_name,
             0,
-            format!("cannot read: {e}; a rulebook folder is a compiled one (`rulebook.ir.json`) or a NeMo Guardrails configuration (`config.yml` and `.co` files)"),
+            format!("{}; a rulebook folder is a compiled one (`rulebook.ir.json`) or a NeMo Guardrails configuration (`config.yml` and `.co` files)", e.message),
         )
     })?;
     let rulebook: Rulebook = serde_json::from_str(&text).map_err(|e| {
@@ -81,8 +81,7 @@ pub fn read_compiled_dir(dir: &std::path::Path, display: &str) -> Result<Compile
     let ov_path = dir.join("catalogue_overlay.json");
     let overlay = if ov_path.exists() {
         let ov_name = format!("{display}/catalogue_overlay.json");
-        let t = std::fs::read_to_string(&ov_path)
-            .map_err(|e| InputError::at(&ov_name, 0, format!("cannot read: {e}")))?;
+        let t = crate::read_text(&ov_path, &ov_name)?;
         serde_json::from_str(&t).map_err(|e| {
             InputError::at(
                 &ov_name,

@@ -44,8 +44,7 @@ fn co_files(dir: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
 }
 
 fn read(path: &Path, display: &str) -> Result<String, InputError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| InputError::at(display, 0, format!("cannot read: {e}")))
+    crate::read_text(path, display)
 }
 
 /// Reads a NeMo configuration folder into one rulebook.
