@@ -55,7 +55,11 @@ mod tests {
                 );
             }
             let decided = |v: &Verdict| !matches!(v, Verdict::Undecided(_));
-            assert!(b.verdicts.iter().chain(&m.verdicts).any(decided), "{}", f.describe());
+            assert!(
+                b.verdicts.iter().chain(&m.verdicts).any(decided),
+                "{}",
+                f.describe()
+            );
         }
     }
 }

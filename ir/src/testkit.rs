@@ -529,7 +529,11 @@ impl Family {
             self.nodes,
             s.session_steps,
             s.step_limit,
-            if self.project.rulebook.is_some() { "yes" } else { "no" },
+            if self.project.rulebook.is_some() {
+                "yes"
+            } else {
+                "no"
+            },
         )
     }
 }
@@ -712,12 +716,17 @@ pub fn family(seed: u64, size: SizeClass) -> Family {
         b = b
             .node(&n("model"), NodeKind::Model, Some(&a), None, &[])
             .edge(&n("model"), "end", EdgeKind::Reply);
-        let exit = |below: &mut dyn FnMut(u64) -> u64| {
-            (below(3) < p_exit).then(|| 1 + below(2) as u32)
-        };
+        let exit =
+            |below: &mut dyn FnMut(u64) -> u64| (below(3) < p_exit).then(|| 1 + below(2) as u32);
         if has_guarded {
             knobs.insert("guarded_tools");
-            b = b.node(&n("tools"), NodeKind::Tools, Some(&a), Some(true), &guarded_tools);
+            b = b.node(
+                &n("tools"),
+                NodeKind::Tools,
+                Some(&a),
+                Some(true),
+                &guarded_tools,
+            );
             let human = below(4) < p_human && fits(1, &mut room);
             let e = exit(&mut below);
             if e.is_some() {
@@ -743,7 +752,13 @@ pub fn family(seed: u64, size: SizeClass) -> Family {
             } else {
                 vec![&lookup, &read, &write]
             };
-            b = b.node(&n("raw"), NodeKind::Tools, Some(&a), Some(false), &raw_tools);
+            b = b.node(
+                &n("raw"),
+                NodeKind::Tools,
+                Some(&a),
+                Some(false),
+                &raw_tools,
+            );
             let human = below(4) < p_human && fits(1, &mut room);
             if human {
                 knobs.insert("human_before_unguarded");
@@ -921,10 +936,20 @@ mod family_tests {
                 assert!((lo..=hi).contains(&f.desks), "{}", f.describe());
                 assert_eq!(f.project.graph.agents.len(), f.desks);
                 // Every edge joins two nodes of the graph.
-                let ids: std::collections::BTreeSet<&str> =
-                    f.project.graph.nodes.iter().map(|n| n.id.as_str()).collect();
+                let ids: std::collections::BTreeSet<&str> = f
+                    .project
+                    .graph
+                    .nodes
+                    .iter()
+                    .map(|n| n.id.as_str())
+                    .collect();
                 for e in &f.project.graph.edges {
-                    assert!(ids.contains(e.from.as_str()), "{} from {}", f.describe(), e.from);
+                    assert!(
+                        ids.contains(e.from.as_str()),
+                        "{} from {}",
+                        f.describe(),
+                        e.from
+                    );
                     let to = e.to.as_deref().unwrap();
                     assert!(ids.contains(to), "{} to {to}", f.describe());
                 }
@@ -939,7 +964,10 @@ mod family_tests {
                 seen.extend(f.knobs.iter().copied());
             }
         }
-        let missing: Vec<&&str> = FAMILY_KNOBS.iter().filter(|k| !seen.contains(**k)).collect();
+        let missing: Vec<&&str> = FAMILY_KNOBS
+            .iter()
+            .filter(|k| !seen.contains(**k))
+            .collect();
         assert!(missing.is_empty(), "never drawn: {missing:?}");
         assert!(seen.iter().all(|k| FAMILY_KNOBS.contains(k)));
     }

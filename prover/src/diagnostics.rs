@@ -15,13 +15,10 @@ pub fn print_error(e: &anyhow::Error) {
 pub fn render_input_error(e: &InputError) -> String {
     let mut out = format!("error: {e}\n");
     if e.line > 0 {
-        if let Some(src) = std::fs::read_to_string(&e.file)
-            .ok()
-            .and_then(|t| {
-                let t = t.strip_prefix('\u{feff}').unwrap_or(&t);
-                t.lines().nth(e.line as usize - 1).map(str::to_string)
-            })
-        {
+        if let Some(src) = std::fs::read_to_string(&e.file).ok().and_then(|t| {
+            let t = t.strip_prefix('\u{feff}').unwrap_or(&t);
+            t.lines().nth(e.line as usize - 1).map(str::to_string)
+        }) {
             let gutter = e.line.to_string();
             out.push_str(&format!(
                 "{} |\n{gutter} | {src}\n",

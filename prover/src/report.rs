@@ -173,7 +173,8 @@ impl CrossCheck {
         };
         let mut bfs = DecidedAlone::new("BFS", "BMC");
         let mut bmc = DecidedAlone::new("BMC", "BFS");
-        let decided = |v: &Option<Verdict>| matches!(v, Some(v) if !matches!(v, Verdict::Undecided(_)));
+        let decided =
+            |v: &Option<Verdict>| matches!(v, Some(v) if !matches!(v, Verdict::Undecided(_)));
         let why = |v: &Option<Verdict>| match v {
             Some(Verdict::Undecided(u)) => u.why,
             _ => StopReason::NoEngine,
@@ -886,32 +887,66 @@ mod tests {
         let n = proof.outcomes.len();
         let alone: usize = c.alone.iter().map(|a| a.obligations.len()).sum();
         assert_eq!(c.both + alone + c.neither, n);
-        let bmc = c.alone.iter().find(|a| a.engine == "BMC").expect("Z3 decided alone");
-        assert_eq!(bmc.other_stopped.keys().copied().collect::<Vec<_>>(), vec![StopReason::StateBudget]);
+        let bmc = c
+            .alone
+            .iter()
+            .find(|a| a.engine == "BMC")
+            .expect("Z3 decided alone");
+        assert_eq!(
+            bmc.other_stopped.keys().copied().collect::<Vec<_>>(),
+            vec![StopReason::StateBudget]
+        );
         let text = crate::print::text(r, p, &proof.ts);
         assert!(!text.contains("; engines agree."), "{text}");
         let line = text
             .lines()
             .find(|l| l.starts_with("Cross-checked: "))
             .unwrap_or_else(|| panic!("no cross-check line in {text}"));
-        assert!(line.starts_with(&format!("Cross-checked: {} of {n} obligations (both engines decided them); ", c.both)), "{line}");
-        assert!(line.contains(&format!("BMC alone decided {} (the BFS stopped on them: state budget): {}", bmc.obligations.len(), bmc.obligations[0])), "{line}");
-        let json: serde_json::Value = serde_json::from_str(&crate::print::json(r, p, proof)).unwrap();
+        assert!(
+            line.starts_with(&format!(
+                "Cross-checked: {} of {n} obligations (both engines decided them); ",
+                c.both
+            )),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!(
+                "BMC alone decided {} (the BFS stopped on them: state budget): {}",
+                bmc.obligations.len(),
+                bmc.obligations[0]
+            )),
+            "{line}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&crate::print::json(r, p, proof)).unwrap();
         let cj = &json["cross_check"];
         assert_eq!(cj["obligations"], n);
         assert_eq!(cj["both_decided"], c.both);
-        let dj = cj["decided_alone"].as_array().unwrap().iter().find(|a| a["engine"] == "BMC").unwrap();
+        let dj = cj["decided_alone"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["engine"] == "BMC")
+            .unwrap();
         assert_eq!(dj["other"], "BFS");
         assert_eq!(dj["decided"], bmc.obligations.len());
         assert_eq!(dj["other_stopped"]["state_budget"], bmc.obligations.len());
-        assert_eq!(dj["obligations"].as_array().unwrap().len(), bmc.obligations.len());
+        assert_eq!(
+            dj["obligations"].as_array().unwrap().len(),
+            bmc.obligations.len()
+        );
         // With the default budgets both decide everything: the old wording, no new field.
         let s = Session::open(Job::new(Inputs::Agent(shop))).unwrap();
         let run = s.verify().unwrap();
         assert!(run.report.cross_check.as_ref().unwrap().complete());
         let text = crate::print::text(&run.report, s.project(), &run.proof.ts);
-        assert!(text.contains("; engines agree.\n") && !text.contains("Cross-checked"), "{text}");
-        let json: serde_json::Value = serde_json::from_str(&crate::print::json(&run.report, s.project(), &run.proof)).unwrap();
+        assert!(
+            text.contains("; engines agree.\n") && !text.contains("Cross-checked"),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&crate::print::json(&run.report, s.project(), &run.proof))
+                .unwrap();
         assert!(json.get("cross_check").is_none());
     }
 }

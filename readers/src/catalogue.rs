@@ -89,7 +89,10 @@ fn read_tool(file: &str, name: &str, line: u32, node: &Node) -> Result<Tool, Inp
     let m = as_map(file, node, &format!("tool `{name}`"))?;
     m.check_keys(TOOL_KEYS)?;
     let effect = read_effect(name, &m)?.ok_or_else(|| {
-        let e = m.req_str("effect").err().unwrap_or_else(|| m.error_at("effect", "missing key `effect`"));
+        let e = m
+            .req_str("effect")
+            .err()
+            .unwrap_or_else(|| m.error_at("effect", "missing key `effect`"));
         InputError {
             message: format!("tool `{name}`: {}; expected `read` or `write`", e.message),
             ..e
@@ -481,7 +484,11 @@ mod tests {
         // `fetch` says `readOnlyHint: true`: an overlay cannot make it a write.
         let e = overlay_err("overlay:\n  fetch: {effect: write}\n");
         assert_eq!((e.file.as_str(), e.line), ("o.yaml", 2), "{e}");
-        assert!(e.message.contains("`effect` to \"write\", but s.json:1 sets it to \"read\""), "{e}");
+        assert!(
+            e.message
+                .contains("`effect` to \"write\", but s.json:1 sets it to \"read\""),
+            "{e}"
+        );
         let e = overlay_err("overlay:\n  fetch:\n    undo: remember\n");
         assert_eq!(e.line, 3);
         assert!(e.message.contains("is a read"), "{e}");
@@ -499,10 +506,21 @@ mod tests {
         let w = c.get("cancel_order").unwrap();
         assert!(w.is_write() && w.no_effect_hint);
         // An MCP tool without `readOnlyHint` may be made a read; with one, the source wins.
-        let c = merged(&[("s.json", MCP), ("o.yaml", "overlay:\n  remember: {effect: read}\n")]).unwrap();
+        let c = merged(&[
+            ("s.json", MCP),
+            ("o.yaml", "overlay:\n  remember: {effect: read}\n"),
+        ])
+        .unwrap();
         assert!(!c.get("remember").unwrap().is_write());
         // The same effect again is no conflict; an idempotence the server left unsaid may be said.
-        let c = merged(&[("s.json", MCP), ("o.yaml", "overlay:\n  fetch: {effect: read, idempotent: true}\n")]).unwrap();
+        let c = merged(&[
+            ("s.json", MCP),
+            (
+                "o.yaml",
+                "overlay:\n  fetch: {effect: read, idempotent: true}\n",
+            ),
+        ])
+        .unwrap();
         assert!(c.get("fetch").unwrap().idempotent);
     }
 
@@ -511,9 +529,14 @@ mod tests {
         let second = "tools:\n  fetch:\n    effect: read\n    returns: untrusted\n    arg_kinds: {url: url}\n";
         let e = merged(&[("s.json", MCP), ("c.yaml", second)]).unwrap_err();
         assert_eq!((e.file.as_str(), e.line), ("c.yaml", 2), "{e}");
-        assert!(e.message.contains("declared twice (first at s.json:1)"), "{e}");
         assert!(
-            e.message.contains("overlay:\n    fetch: {effect: read, returns: untrusted, arg_kinds: {url: url}}"),
+            e.message.contains("declared twice (first at s.json:1)"),
+            "{e}"
+        );
+        assert!(
+            e.message.contains(
+                "overlay:\n    fetch: {effect: read, returns: untrusted, arg_kinds: {url: url}}"
+            ),
             "{e}"
         );
     }

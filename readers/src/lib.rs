@@ -356,7 +356,10 @@ mod tests {
         let (plain, marked) = write_both(&bad, "bad");
         let e1 = load_project(&plain.join("agent.yaml")).unwrap_err();
         let e2 = load_project(&marked.join("agent.yaml")).unwrap_err();
-        assert_eq!((e1.line, e1.col, &e1.message), (e2.line, e2.col, &e2.message));
+        assert_eq!(
+            (e1.line, e1.col, &e1.message),
+            (e2.line, e2.col, &e2.message)
+        );
         assert_eq!(e1.line, 3);
         // A graph with its catalogue and settings.
         let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/handoff");
@@ -377,7 +380,10 @@ mod tests {
             .unwrap()
         };
         let (p, m) = (load(&plain), load(&marked));
-        let strip = |s: String| s.replace(&plain.display().to_string(), "").replace(&marked.display().to_string(), "");
+        let strip = |s: String| {
+            s.replace(&plain.display().to_string(), "")
+                .replace(&marked.display().to_string(), "")
+        };
         assert_eq!(strip(format!("{p:?}")), strip(format!("{m:?}")));
     }
 }

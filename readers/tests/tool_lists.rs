@@ -48,7 +48,11 @@ use Format::*;
 /// length, the `tools` list's, the non-blank lines of a JSON Lines file, the declarations of
 /// every Gemini tool) and the format it must be read as.
 const LISTS: &[(&str, usize, Format)] = &[
-    ("anthropic-cookbook-customer-service-agent.tools.json", 3, Anthropic),
+    (
+        "anthropic-cookbook-customer-service-agent.tools.json",
+        3,
+        Anthropic,
+    ),
     ("anthropic-cookbook-sms-chatbot.tools.json", 2, Anthropic),
     ("anthropic-cookbook-weather-news.tools.json", 2, Anthropic),
     ("bfcl-gorilla_file_system.json", 18, Declarations),
@@ -80,7 +84,11 @@ const LISTS: &[(&str, usize, Format)] = &[
     ("docker-zerodha-kite.tools.json", 15, Docker),
     ("docker-zscaler-mcp-server.tools.json", 302, Docker),
     ("gemini-cookbook-lights.tools.json", 3, Declarations),
-    ("gemini-cookbook-movies-request-openapi-types.json", 3, Gemini),
+    (
+        "gemini-cookbook-movies-request-openapi-types.json",
+        3,
+        Gemini,
+    ),
     ("gemini-cookbook-movies-request.json", 3, Gemini),
     ("mcp-proxy-cloudflare-browser.json", 5, Result),
     ("mcp-proxy-cloudflare-docs.json", 2, Result),
@@ -90,7 +98,11 @@ const LISTS: &[(&str, usize, Format)] = &[
     ("mcp-proxy-server-github.json", 26, Result),
     ("mcp-proxy-server-memory.json", 9, Result),
     ("mcp-proxy-server-puppeteer.json", 7, Result),
-    ("openai-realtime-twilio-demo-tool-templates.json", 4, OpenAiResponses),
+    (
+        "openai-realtime-twilio-demo-tool-templates.json",
+        4,
+        OpenAiResponses,
+    ),
     ("tau-bench-airline.tools.json", 14, OpenAiChat),
     ("tau-bench-retail.tools.json", 16, OpenAiChat),
 ];
@@ -132,7 +144,11 @@ fn every_real_list_reads_with_every_tool_in_its_format() {
         }
         for t in c.tools.values() {
             if let Some(a) = &t.args {
-                assert!(a.get("type").is_none_or(|ty| ty == "object"), "{name}: {}", t.name);
+                assert!(
+                    a.get("type").is_none_or(|ty| ty == "object"),
+                    "{name}: {}",
+                    t.name
+                );
             }
         }
     }
@@ -141,7 +157,10 @@ fn every_real_list_reads_with_every_tool_in_its_format() {
 #[test]
 fn no_hint_means_a_write_and_says_so() {
     let retail = read("tau-bench-retail.tools.json");
-    assert!(retail.tools.values().all(|t| t.is_write() && t.no_effect_hint));
+    assert!(retail
+        .tools
+        .values()
+        .all(|t| t.is_write() && t.no_effect_hint));
     let bk = read("docker-buildkite.tools.json");
     assert!(!bk.get("get_pipeline").unwrap().is_write());
     assert!(!bk.get("get_pipeline").unwrap().no_effect_hint);
@@ -158,9 +177,15 @@ fn no_hint_means_a_write_and_says_so() {
     assert_eq!(fm["properties"]["location"]["type"], "string");
     let m = read("bfcl-math_api.json");
     let add = m.get("add").unwrap();
-    assert_eq!(add.args.as_ref().unwrap()["properties"]["a"]["type"], "number");
+    assert_eq!(
+        add.args.as_ref().unwrap()["properties"]["a"]["type"],
+        "number"
+    );
     assert_eq!(add.result.as_ref().unwrap()["type"], "object");
-    assert!(m.notes.iter().any(|n| n.contains("`dict` stands for JSON Schema's `object`")));
+    assert!(m
+        .notes
+        .iter()
+        .any(|n| n.contains("`dict` stands for JSON Schema's `object`")));
 }
 
 #[test]
@@ -169,7 +194,11 @@ fn every_list_reads_back_from_its_export() {
         let c = read(name);
         let back = read_catalogue("exported.catalogue.json", &c.to_qls_json())
             .unwrap_or_else(|e| panic!("{name}'s export: {e}"));
-        assert_eq!(meaning(&back), meaning(&c), "{name}'s export reads differently");
+        assert_eq!(
+            meaning(&back),
+            meaning(&c),
+            "{name}'s export reads differently"
+        );
     }
 }
 

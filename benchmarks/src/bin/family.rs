@@ -280,7 +280,13 @@ fn child(seed: u64, size: SizeClass, engine: &str, timeout: u64) -> String {
     let exe = std::env::current_exe().expect("own path");
     let t = Instant::now();
     let mut child = Command::new(exe)
-        .args(["one", &seed.to_string(), size_word(size), engine, &timeout.to_string()])
+        .args([
+            "one",
+            &seed.to_string(),
+            size_word(size),
+            engine,
+            &timeout.to_string(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -386,7 +392,10 @@ fn table(out: &str) {
         .map(|r| ((r.seed, r.size.clone()), r.obligations))
         .collect();
     for r in rows.iter_mut().filter(|r| r.failed) {
-        r.obligations = obligations.get(&(r.seed, r.size.clone())).copied().unwrap_or(0);
+        r.obligations = obligations
+            .get(&(r.seed, r.size.clone()))
+            .copied()
+            .unwrap_or(0);
         r.undecided = r.obligations;
         r.why = "killed".into();
     }

@@ -379,7 +379,10 @@ fn a_wrong_key_invalidates_the_history() {
 fn a_benchmark_function_list_with_an_overlay_asks_a_person_only_for_writes() {
     let s = Scratch::new("tau-retail");
     s.signed_history(json!([]));
-    let case = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/taubench-retail-function-list/agent.yaml");
+    let case = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../corpus/taubench-retail-function-list/agent.yaml"
+    );
     let (graph, cat) = (s.path("graph.json"), s.path("retail.catalogue.json"));
     let (code, _, err) = qls(&["export", case, "-o", &graph, "--catalogue-output", &cat]);
     assert_eq!(code, 0, "{err}");

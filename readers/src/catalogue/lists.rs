@@ -106,7 +106,10 @@ fn classify(file: &str, node: &Node) -> Result<Class, InputError> {
             return Err(InputError::at(
                 file,
                 line_of(other),
-                format!("found {} where a tool was expected; {EXPECTED}", shape(other)),
+                format!(
+                    "found {} where a tool was expected; {EXPECTED}",
+                    shape(other)
+                ),
             ))
         }
     };
@@ -115,7 +118,10 @@ fn classify(file: &str, node: &Node) -> Result<Class, InputError> {
     if has("functionDeclarations") || has("function_declarations") {
         return Ok(bits(&[Shape::GeminiTools]));
     }
-    if let Some(t) = m.get("type").filter(|_| !has("inputSchema") && !has("input_schema")) {
+    if let Some(t) = m
+        .get("type")
+        .filter(|_| !has("inputSchema") && !has("input_schema"))
+    {
         let t = yaml::scalar_text(t);
         if t == "function" {
             return Ok(if has("function") {
@@ -129,12 +135,23 @@ fn classify(file: &str, node: &Node) -> Result<Class, InputError> {
         }
     }
     if !has("name") {
-        if ["googleSearch", "google_search", "codeExecution", "code_execution", "googleSearchRetrieval", "urlContext", "url_context"]
-            .iter()
-            .any(|k| has(k))
+        if [
+            "googleSearch",
+            "google_search",
+            "codeExecution",
+            "code_execution",
+            "googleSearchRetrieval",
+            "urlContext",
+            "url_context",
+        ]
+        .iter()
+        .any(|k| has(k))
         {
             return Ok(Class::BuiltIn(
-                m.entries().next().map(|(k, _, _)| k.to_string()).unwrap_or_default(),
+                m.entries()
+                    .next()
+                    .map(|(k, _, _)| k.to_string())
+                    .unwrap_or_default(),
             ));
         }
         return Err(InputError::at(
@@ -147,18 +164,25 @@ fn classify(file: &str, node: &Node) -> Result<Class, InputError> {
         return Ok(bits(&[Shape::Docker]));
     }
     if has("input_schema") {
-        return Ok(if MCP_ONLY.iter().any(|k| m.get(k).is_some()) || m.get("annotations").is_some() {
-            bits(&[Shape::Mcp])
-        } else {
-            bits(&[Shape::Anthropic, Shape::Mcp])
-        });
+        return Ok(
+            if MCP_ONLY.iter().any(|k| m.get(k).is_some()) || m.get("annotations").is_some() {
+                bits(&[Shape::Mcp])
+            } else {
+                bits(&[Shape::Anthropic, Shape::Mcp])
+            },
+        );
     }
     if MCP_ONLY.iter().any(|k| has(k)) {
         return Ok(bits(&[Shape::Mcp]));
     }
-    if ["parameters", "parametersJsonSchema", "response", "responseJsonSchema"]
-        .iter()
-        .any(|k| has(k))
+    if [
+        "parameters",
+        "parametersJsonSchema",
+        "response",
+        "responseJsonSchema",
+    ]
+    .iter()
+    .any(|k| has(k))
     {
         return Ok(bits(&[Shape::Declarations]));
     }
@@ -222,8 +246,18 @@ fn shape_of(file: &str, seq: &[Node], ctx: Context) -> Result<Option<Shape>, Inp
         return Ok(None);
     }
     let order: &[Shape] = match ctx {
-        Context::Tools => &[Shape::Anthropic, Shape::Mcp, Shape::Docker, Shape::Declarations],
-        Context::Bare => &[Shape::Anthropic, Shape::Docker, Shape::Mcp, Shape::Declarations],
+        Context::Tools => &[
+            Shape::Anthropic,
+            Shape::Mcp,
+            Shape::Docker,
+            Shape::Declarations,
+        ],
+        Context::Bare => &[
+            Shape::Anthropic,
+            Shape::Docker,
+            Shape::Mcp,
+            Shape::Declarations,
+        ],
         Context::Declarations => &[Shape::Declarations],
     };
     let pick = order
@@ -250,7 +284,9 @@ fn is_page(node: &Node) -> bool {
     };
     let get = |k: &str| m.get_node(k);
     matches!(get("tools"), Some(Node::Sequence(_)))
-        || ["jsonrpc", "result", "error"].iter().any(|k| get(k).is_some())
+        || ["jsonrpc", "result", "error"]
+            .iter()
+            .any(|k| get(k).is_some())
 }
 
 /// Reads a loaded document that is not a qls catalogue or a lock: an MCP answer
@@ -283,7 +319,9 @@ pub(super) fn read(file: &str, loaded: &Loaded, cat: &mut Catalogue) -> Result<(
         cat.notes.extend(notes.into_lines());
         return Ok(());
     }
-    let is_rpc = ["jsonrpc", "result", "error"].iter().any(|k| top.get(k).is_some());
+    let is_rpc = ["jsonrpc", "result", "error"]
+        .iter()
+        .any(|k| top.get(k).is_some());
     let decls = ["functionDeclarations", "function_declarations", "functions"]
         .into_iter()
         .find(|k| top.get(k).is_some());
@@ -463,7 +501,11 @@ fn read_function(
         } else if f.schema.contains(&k) {
             if let Some(s) = function_schema(file, v, k, notes)? {
                 if t.args.is_some() {
-                    return Err(InputError::at(file, line, format!("tool `{name}`: a second argument schema (`{k}`)")));
+                    return Err(InputError::at(
+                        file,
+                        line,
+                        format!("tool `{name}`: a second argument schema (`{k}`)"),
+                    ));
                 }
                 if s.get("type").is_some_and(|ty| ty != "object") {
                     return Err(InputError::at(
@@ -484,7 +526,10 @@ fn read_function(
                     return Err(InputError::at(
                         file,
                         line,
-                        format!("expected `strict` to be true, false or null, found {}", yaml::shape(v)),
+                        format!(
+                            "expected `strict` to be true, false or null, found {}",
+                            yaml::shape(v)
+                        ),
                     ))
                 }
             };
@@ -495,9 +540,12 @@ fn read_function(
     if strict {
         // Strict mode: the model's arguments are exactly the schema (OpenAI requires
         // `additionalProperties: false` on it; a schema without says so here).
-        let s = t.args.get_or_insert_with(|| json!({"type": "object", "properties": {}}));
+        let s = t
+            .args
+            .get_or_insert_with(|| json!({"type": "object", "properties": {}}));
         if let Some(o) = s.as_object_mut() {
-            o.entry("additionalProperties").or_insert(Value::Bool(false));
+            o.entry("additionalProperties")
+                .or_insert(Value::Bool(false));
         }
     }
     Ok(t)
@@ -555,7 +603,10 @@ fn json_schema_types(v: &mut Value, renamed: &mut IndexMap<String, String>) {
             }
             for (k, child) in o.iter_mut() {
                 // `properties` maps names to schemas; `enum`/`default`/`example` hold values.
-                if !matches!(k.as_str(), "enum" | "default" | "example" | "examples" | "const") {
+                if !matches!(
+                    k.as_str(),
+                    "enum" | "default" | "example" | "examples" | "const"
+                ) {
                     json_schema_types(child, renamed);
                 }
             }
@@ -614,10 +665,16 @@ fn docker_arguments(
                 match k {
                     "name" => {}
                     "type" => {
-                        p.insert("type".into(), Value::from(yaml::as_string(file, n, "`type`")?));
+                        p.insert(
+                            "type".into(),
+                            Value::from(yaml::as_string(file, n, "`type`")?),
+                        );
                     }
                     "desc" | "description" => {
-                        p.insert("description".into(), Value::from(yaml::as_string(file, n, k)?));
+                        p.insert(
+                            "description".into(),
+                            Value::from(yaml::as_string(file, n, k)?),
+                        );
                     }
                     "items" => {
                         p.insert("items".into(), to_json(n));
@@ -645,13 +702,34 @@ mod tests {
     #[test]
     fn each_format_is_told_by_its_structure_whatever_the_name() {
         let cases = [
-            (r#"[{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": true}}]"#, "OpenAI chat-completions"),
-            (r#"[{"type": "function", "name": "a", "parameters": {"type": "object"}}]"#, "OpenAI Responses"),
-            (r#"[{"name": "a", "description": "d", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]"#, "Anthropic"),
-            (r#"{"functionDeclarations": [{"name": "a", "parameters": {"type": "OBJECT"}}]}"#, "function declarations"),
-            (r#"{"tools": [{"functionDeclarations": [{"name": "a"}]}, {"googleSearch": {}}]}"#, "Gemini tools"),
-            (r#"[{"name": "a", "arguments": [{"name": "x", "type": "string", "desc": "d"}]}]"#, "Docker's MCP catalog"),
-            (r#"[{"name": "a", "inputSchema": {"type": "object"}}]"#, "MCP `Tool` objects"),
+            (
+                r#"[{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": true}}]"#,
+                "OpenAI chat-completions",
+            ),
+            (
+                r#"[{"type": "function", "name": "a", "parameters": {"type": "object"}}]"#,
+                "OpenAI Responses",
+            ),
+            (
+                r#"[{"name": "a", "description": "d", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]"#,
+                "Anthropic",
+            ),
+            (
+                r#"{"functionDeclarations": [{"name": "a", "parameters": {"type": "OBJECT"}}]}"#,
+                "function declarations",
+            ),
+            (
+                r#"{"tools": [{"functionDeclarations": [{"name": "a"}]}, {"googleSearch": {}}]}"#,
+                "Gemini tools",
+            ),
+            (
+                r#"[{"name": "a", "arguments": [{"name": "x", "type": "string", "desc": "d"}]}]"#,
+                "Docker's MCP catalog",
+            ),
+            (
+                r#"[{"name": "a", "inputSchema": {"type": "object"}}]"#,
+                "MCP `Tool` objects",
+            ),
         ];
         for (text, words) in cases {
             for name in ["tools.json", "list.txt.yaml"] {
@@ -663,11 +741,26 @@ mod tests {
             }
         }
         let c = read_catalogue("t.json", cases[0].0).unwrap();
-        assert_eq!(c.get("a").unwrap().args.as_ref().unwrap()["additionalProperties"], false);
+        assert_eq!(
+            c.get("a").unwrap().args.as_ref().unwrap()["additionalProperties"],
+            false
+        );
         let c = read_catalogue("t.json", cases[2].0).unwrap();
-        assert!(c.notes.iter().any(|n| n.contains("`cache_control` is not read")), "{:?}", c.notes);
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("`cache_control` is not read")),
+            "{:?}",
+            c.notes
+        );
         let c = read_catalogue("t.json", cases[4].0).unwrap();
-        assert!(c.notes.iter().any(|n| n.contains("built-in tool `googleSearch` is left out")), "{:?}", c.notes);
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("built-in tool `googleSearch` is left out")),
+            "{:?}",
+            c.notes
+        );
     }
 
     #[test]
@@ -675,17 +768,36 @@ mod tests {
         let mixed = "[\n {\"name\": \"a\", \"input_schema\": {}},\n {\"type\": \"function\", \"function\": {\"name\": \"b\"}}\n]";
         let e = read_catalogue("m.json", mixed).unwrap_err();
         assert_eq!(e.line, 3, "{e}");
-        assert!(e.message.contains("OpenAI chat-completions") && e.message.contains("line 2"), "{e}");
+        assert!(
+            e.message.contains("OpenAI chat-completions") && e.message.contains("line 2"),
+            "{e}"
+        );
         let e = read_catalogue("u.json", "[\n {\"tool\": \"a\"}\n]").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
-        assert!(e.message.contains("without a `name`") && e.message.contains("expected a tool list"), "{e}");
+        assert!(
+            e.message.contains("without a `name`") && e.message.contains("expected a tool list"),
+            "{e}"
+        );
         let e = read_catalogue("s.json", "[\"a\", \"b\"]").unwrap_err();
-        assert!(e.message.contains("found a string") || e.message.contains("found a scalar") || e.message.contains("where a tool was expected"), "{e}");
+        assert!(
+            e.message.contains("found a string")
+                || e.message.contains("found a scalar")
+                || e.message.contains("where a tool was expected"),
+            "{e}"
+        );
         let c = read_catalogue("e.json", "[]").unwrap();
-        assert!(c.tools.is_empty() && c.notes[0].contains("empty list"), "{:?}", c.notes);
+        assert!(
+            c.tools.is_empty() && c.notes[0].contains("empty list"),
+            "{:?}",
+            c.notes
+        );
         let e = read_catalogue("n.json", "{\"model\": \"x\"}").unwrap_err();
         assert!(e.message.contains("unknown key `model`"), "{e}");
-        let e = read_catalogue("d.json", "[{\"name\": \"a\", \"arguments\": []},\n {\"name\": \"a\"}]").unwrap_err();
+        let e = read_catalogue(
+            "d.json",
+            "[{\"name\": \"a\", \"arguments\": []},\n {\"name\": \"a\"}]",
+        )
+        .unwrap_err();
         assert!(e.message.contains("listed twice"), "{e}");
     }
 
@@ -694,6 +806,10 @@ mod tests {
         let body = r#"{"model": "claude", "max_tokens": 9, "tools": [{"name": "a", "input_schema": {"type": "object"}}], "messages": []}"#;
         let c = read_catalogue("body.json", body).unwrap();
         assert_eq!(c.tools.len(), 1);
-        assert!(c.notes.iter().any(|n| n.contains("`model` is not read")), "{:?}", c.notes);
+        assert!(
+            c.notes.iter().any(|n| n.contains("`model` is not read")),
+            "{:?}",
+            c.notes
+        );
     }
 }

@@ -51,8 +51,10 @@ pub(super) fn load(file: &str, text: &str) -> Result<Loaded, InputError> {
     }
     if let Err(e) = &whole {
         if json_named {
-            return Err(InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
-                .with_col(e.column() as u32));
+            return Err(
+                InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
+                    .with_col(e.column() as u32),
+            );
         }
     }
     Ok(Loaded {
@@ -67,8 +69,7 @@ fn looks_like_json_lines(text: &str) -> bool {
     lines.len() > 1
         && lines.iter().all(|l| {
             let t = l.trim_start();
-            (t.starts_with('{') || t.starts_with('['))
-                && serde_json::from_str::<Value>(l).is_ok()
+            (t.starts_with('{') || t.starts_with('[')) && serde_json::from_str::<Value>(l).is_ok()
         })
 }
 
@@ -130,7 +131,9 @@ impl Notes {
     /// needs), noted once.
     pub(super) fn ignored(&mut self, file: &str, what: &str, key: &str, line: u32) {
         let k = format!("{what} `{key}`");
-        self.ignored.entry(k).or_insert_with(|| Loc::new(file, line));
+        self.ignored
+            .entry(k)
+            .or_insert_with(|| Loc::new(file, line));
     }
 
     /// A note of its own, at a place (said once).
