@@ -920,6 +920,37 @@ pub fn family(seed: u64, size: SizeClass) -> Family {
     }
 }
 
+/// What the proof reads of one tool, without its place: name, effect, argument and result
+/// schemas, and (irreversible, idempotent, sends_out).
+pub type ToolMeaning = (
+    String,
+    Effect,
+    Option<serde_json::Value>,
+    Option<serde_json::Value>,
+    bool,
+    bool,
+    bool,
+);
+
+/// What the proof reads of every tool of a catalogue, in order: two readings of the same tools
+/// in different formats (or a catalogue and its export) must agree on it.
+pub fn meaning(c: &Catalogue) -> Vec<ToolMeaning> {
+    c.tools
+        .values()
+        .map(|t| {
+            (
+                t.name.clone(),
+                t.effect,
+                t.args.clone(),
+                t.result.clone(),
+                t.irreversible,
+                t.idempotent,
+                t.sends_out,
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod family_tests {
     use super::*;
@@ -971,35 +1002,4 @@ mod family_tests {
         assert!(missing.is_empty(), "never drawn: {missing:?}");
         assert!(seen.iter().all(|k| FAMILY_KNOBS.contains(k)));
     }
-}
-
-/// What the proof reads of one tool, without its place: name, effect, argument and result
-/// schemas, and (irreversible, idempotent, sends_out).
-pub type ToolMeaning = (
-    String,
-    Effect,
-    Option<serde_json::Value>,
-    Option<serde_json::Value>,
-    bool,
-    bool,
-    bool,
-);
-
-/// What the proof reads of every tool of a catalogue, in order: two readings of the same tools
-/// in different formats (or a catalogue and its export) must agree on it.
-pub fn meaning(c: &Catalogue) -> Vec<ToolMeaning> {
-    c.tools
-        .values()
-        .map(|t| {
-            (
-                t.name.clone(),
-                t.effect,
-                t.args.clone(),
-                t.result.clone(),
-                t.irreversible,
-                t.idempotent,
-                t.sends_out,
-            )
-        })
-        .collect()
 }

@@ -268,7 +268,7 @@ impl Row {
             undecided: n("undecided"),
             states: n("states"),
             why: kv.get("why").unwrap_or(&"-").to_string(),
-            failed: kv.get("failed").is_some(),
+            failed: kv.contains_key("failed"),
         })
     }
 }

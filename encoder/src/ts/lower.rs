@@ -631,8 +631,8 @@ impl<'a> B<'a> {
     /// The order of the turn's compensable runs, as far as a rollback's compensations can see
     /// it: a pair (w, w2) of writes with undos whose second undo leaves a trace a later
     /// compensation reads (untrusted or confidential content, an irreversible write) or is named
-    /// by the first undo's order rule (`after`, `not_after`). The pair (w, w) says a run of w
-    /// followed another one.
+    /// by the first undo's `not_after` (an `after` reads no pair: see `qg014_on_rollback`). The
+    /// pair (w, w) says a run of w followed another one.
     fn declare_turn_after(&mut self) {
         let writes: Vec<String> = self.sv.turn_runs.keys().cloned().collect();
         let undo_of = |w: &str| {
@@ -649,8 +649,7 @@ impl<'a> B<'a> {
                 let Some(u2) = undo_of(w2) else { continue };
                 let trace =
                     u2.returns_untrusted || u2.confidential || (u2.is_write() && u2.irreversible);
-                let named =
-                    u.order.after.contains(&u2.name) || u.order.not_after.contains(&u2.name);
+                let named = u.order.not_after.contains(&u2.name);
                 if trace || named {
                     pairs.push((w.clone(), w2.clone()));
                 }
