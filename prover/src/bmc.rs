@@ -1,11 +1,11 @@
 //! The bounded model checker: the transition system unrolled step by step into Z3 bit-vector
 //! terms, one incremental `QF_BV` solver, the open obligations asked at each depth through an
 //! assumption literal, so the first satisfiable depth gives a shortest witness.
-//! **Only `prover` names z3**, and within it only this module and `induction.rs` (which reuses
-//! this unrolling).
+//! **Only `prover` names z3**, and within it only this module, `induction.rs` and `unroll.rs`
+//! (the unrolling both build on).
 //!
 //! Three things keep the unrolling small on large graphs (each can be switched off through
-//! [`BmcTactics`], which the benchmarks use to measure it against the plain encoding):
+//! [`BmcTactics`] (declared in `unroll.rs`), which the benchmarks use to measure it against the plain encoding):
 //! - **the node image**: step `k` can only take a command at a node the control flow can be at
 //!   after `k` steps (`encoder::ts::flow::NodeImage`); commands elsewhere are false at `k` and are not asserted,
 //! - **shared frames**: a state variable no command possible at step `k` writes keeps the very
@@ -21,440 +21,14 @@
 //! The solver is bounded in time (the time left) and memory (`max_memory`): an unknown answer
 //! leaves what is open undecided with the reason, never clean.
 
-use crate::verdict::{EngineRun, RawStep, RawWitness, StopReason, Verdict};
-use encoder::ts::flow::NodeImage;
-use encoder::ts::{ChoiceId, CmdId, Expr, Obligation, TransitionSystem, VarId};
-use std::time::{Duration, Instant};
-use z3::ast::{Bool, BV};
+use crate::induction::{self, InductionBudget};
+use crate::unroll::{finish, new_solver, Unroller};
+pub use crate::unroll::{BmcBudget, BmcTactics};
+use crate::verdict::{AnyLength, EngineRun, StopReason, Verdict};
+use encoder::ts::{Obligation, TransitionSystem};
+use std::time::Instant;
+use z3::ast::Bool;
 use z3::{Params, SatResult, Solver};
-
-/// Which encodings the unrolling uses. All on by default; the benchmarks switch them off to
-/// measure the encoding as it first landed beside the current one, in one run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BmcTactics {
-    /// A `QF_BV` solver (incremental bit-blasting) instead of Z3's general incremental core.
-    pub qf_bv: bool,
-    /// Assert at step `k` only the commands at nodes possible after `k` steps, with shared
-    /// frames for the variables none of them writes.
-    pub prune: bool,
-    /// Retire every open obligation a satisfying model violates, not only the one asked.
-    pub harvest: bool,
-    /// Each variable as wide as its domain needs (a boolean is one bit), not all as wide as the
-    /// widest.
-    pub narrow: bool,
-    /// Ask depths where nothing is found yet as ranges (up to eight at once), narrowing only
-    /// on a yes.
-    pub ranges: bool,
-    /// On a system of two or more turns, once the unrolling is a few steps deep, try once to
-    /// prove what is still open by k-induction (`induction::close`): a closed obligation is
-    /// violated at no depth, so the deeper questions stop asking about it.
-    pub induct: bool,
-    /// Tell the `QF_BV` solver's SAT core not to re-simplify its clauses at every check.
-    pub delay_simplify: bool,
-}
-
-impl Default for BmcTactics {
-    fn default() -> Self {
-        BmcTactics {
-            qf_bv: true,
-            prune: true,
-            harvest: true,
-            narrow: true,
-            ranges: false,
-            induct: true,
-            delay_simplify: true,
-        }
-    }
-}
-
-impl BmcTactics {
-    /// The encoding as it first landed: general solver, every command at every step, one
-    /// obligation per satisfiable answer.
-    pub fn plain() -> BmcTactics {
-        BmcTactics {
-            qf_bv: false,
-            prune: false,
-            harvest: false,
-            narrow: false,
-            ranges: false,
-            induct: false,
-            delay_simplify: false,
-        }
-    }
-}
-
-/// Budgets for the solver.
-#[derive(Clone, Debug)]
-pub struct BmcBudget {
-    /// When the whole unrolling must stop; every obligation still open then is undecided (by
-    /// this engine: the BFS may still decide it). `None`: no limit.
-    pub deadline: Option<Instant>,
-    /// The encodings used.
-    pub tactics: BmcTactics,
-    /// Where to count depth and decided obligations as the unrolling goes.
-    pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
-    /// Bytes Z3 may take before a check gives up (Z3's `max_memory`, in whole MiB).
-    pub max_memory: usize,
-}
-
-impl Default for BmcBudget {
-    fn default() -> Self {
-        BmcBudget {
-            deadline: None,
-            tactics: BmcTactics::default(),
-            progress: None,
-            max_memory: crate::proof::defaults::Z3_MAX_MEMORY_BYTES,
-        }
-    }
-}
-
-impl BmcBudget {
-    /// The memory budget in MiB, as Z3's `max_memory` takes it (at least 1).
-    fn memory_mb(&self) -> u32 {
-        (self.max_memory >> 20).clamp(1, u32::MAX as usize) as u32
-    }
-
-    /// Time left, or `None` when the deadline has passed.
-    fn left(&self) -> Option<Duration> {
-        match self.deadline {
-            None => Some(Duration::from_millis(u32::MAX as u64)),
-            Some(d) => d
-                .checked_duration_since(Instant::now())
-                .filter(|l| !l.is_zero()),
-        }
-    }
-}
-
-pub(crate) struct Unroller<'a> {
-    pub(crate) ts: &'a TransitionSystem,
-    tactics: BmcTactics,
-    image: NodeImage,
-    /// One width for every term (the plain encoding), or `None`: each variable as wide as its
-    /// domain needs and each expression as wide as its values.
-    width: Option<u32>,
-    pub(crate) states: Vec<Vec<BV>>,
-    pub(crate) choices: Vec<Vec<BV>>,
-}
-
-impl<'a> Unroller<'a> {
-    /// An empty unrolling of `ts` for the induction (`induction.rs`): every command at every
-    /// step (its states are not reached from the initial one, so the node image does not hold
-    /// for them) and one width for every term, so a state variable compares with any constant.
-    pub(crate) fn new(ts: &'a TransitionSystem) -> Unroller<'a> {
-        let tactics = BmcTactics::plain();
-        Unroller {
-            ts,
-            tactics,
-            image: NodeImage::new(ts, 0),
-            width: common_width(ts, &tactics),
-            states: vec![],
-            choices: vec![],
-        }
-    }
-
-    /// The unrolling `run` deepens: the initial state fixed, the node image to the system's
-    /// depth, encoded as `tactics` say.
-    fn from_init(ts: &'a TransitionSystem, tactics: BmcTactics) -> Unroller<'a> {
-        let mut u = Unroller {
-            ts,
-            tactics,
-            image: NodeImage::new(ts, ts.depth as usize),
-            width: common_width(ts, &tactics),
-            states: vec![],
-            choices: vec![],
-        };
-        u.add_init();
-        u
-    }
-
-    /// Fresh variables for state `k` (a state the induction does not fix), constrained to
-    /// their domains.
-    pub(crate) fn add_state(&mut self, solver: &Solver, k: usize) {
-        let row = self
-            .ts
-            .vars
-            .iter()
-            .enumerate()
-            .map(|(i, d)| self.fresh(solver, format!("s{k}_{i}"), d.domain))
-            .collect();
-        self.states.push(row);
-    }
-
-    /// The width of a variable with `domain` values.
-    fn width_of(&self, domain: u32) -> u32 {
-        self.width
-            .unwrap_or_else(|| TransitionSystem::bits(domain).max(1))
-    }
-
-    pub(crate) fn konst(&self, v: u32) -> BV {
-        BV::from_u64(v as u64, self.width_of(v.saturating_add(1)))
-    }
-
-    /// A fresh variable with `domain` values, constrained to them.
-    fn fresh(&self, solver: &Solver, name: String, domain: u32) -> BV {
-        let w = self.width_of(domain);
-        let v = BV::new_const(name, w);
-        if (domain as u64) < (1u64 << w) {
-            solver.assert(v.bvult(BV::from_u64(domain as u64, w)));
-        }
-        v
-    }
-
-    /// Two terms at one width (the narrower zero-extended).
-    fn fit(a: BV, b: BV) -> (BV, BV) {
-        let (wa, wb) = (a.get_size(), b.get_size());
-        match wa.cmp(&wb) {
-            std::cmp::Ordering::Less => (a.zero_ext(wb - wa), b),
-            std::cmp::Ordering::Greater => (a, b.zero_ext(wa - wb)),
-            std::cmp::Ordering::Equal => (a, b),
-        }
-    }
-
-    /// `a == b` over terms of any widths.
-    fn same(a: BV, b: BV) -> Bool {
-        let (a, b) = Self::fit(a, b);
-        a.eq(b)
-    }
-
-    pub(crate) fn int(&self, e: &Expr, k: usize) -> BV {
-        match e {
-            Expr::Const(c) => self.konst(*c),
-            Expr::Var(v) => self.states[k][v.0 as usize].clone(),
-            Expr::Choice(c) => self.choices[k][c.0 as usize].clone(),
-            Expr::Add(a, n) => {
-                let x = self.int(a, k);
-                match self.width {
-                    Some(_) => x.bvadd(self.konst(*n)),
-                    None => {
-                        // One bit wider than both operands: the sum cannot wrap.
-                        let w = x
-                            .get_size()
-                            .max(TransitionSystem::bits(n.saturating_add(1)))
-                            + 1;
-                        let x = x.zero_ext(w - x.get_size());
-                        x.bvadd(BV::from_u64(*n as u64, w))
-                    }
-                }
-            }
-            Expr::Ite(c, a, b) => {
-                let (x, y) = Self::fit(self.int(a, k), self.int(b, k));
-                self.bool(c, k).ite(&x, &y)
-            }
-            Expr::Bool(b) => self.konst(*b as u32),
-            other => self.bool(other, k).ite(&self.konst(1), &self.konst(0)),
-        }
-    }
-
-    pub(crate) fn bool(&self, e: &Expr, k: usize) -> Bool {
-        match e {
-            Expr::Bool(b) => Bool::from_bool(*b),
-            Expr::Not(a) => self.bool(a, k).not(),
-            Expr::And(es) => Bool::and(&es.iter().map(|x| self.bool(x, k)).collect::<Vec<_>>()),
-            Expr::Or(es) => Bool::or(&es.iter().map(|x| self.bool(x, k)).collect::<Vec<_>>()),
-            Expr::Eq(a, b) => Self::same(self.int(a, k), self.int(b, k)),
-            Expr::Lt(a, b) => {
-                let (x, y) = Self::fit(self.int(a, k), self.int(b, k));
-                x.bvult(y)
-            }
-            other => Self::same(self.int(other, k), self.konst(0)).not(),
-        }
-    }
-
-    /// Whether command `c` can be taken at step `k`.
-    fn live(&self, c: CmdId, k: usize) -> bool {
-        !self.tactics.prune || self.image.possible(k, self.ts.command(c).node)
-    }
-
-    fn live_commands(&self, k: usize) -> impl Iterator<Item = (CmdId, &encoder::ts::Command)> {
-        self.ts
-            .commands
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (CmdId(i as u32), c))
-            .filter(move |(i, _)| self.live(*i, k))
-    }
-
-    /// Variables for step `k`'s choices, constrained to their domains: fresh for each choice a
-    /// command or obligation possible at `k` reads, the constant 0 for the others.
-    pub(crate) fn add_choices(&mut self, solver: &Solver, k: usize, obligations: &[Obligation]) {
-        let mut read = vec![!self.tactics.prune; self.ts.choices.len()];
-        if self.tactics.prune {
-            let mut ids: Vec<ChoiceId> = vec![];
-            for (_, c) in self.live_commands(k) {
-                ids.extend(c.choices.iter().copied());
-            }
-            for o in obligations {
-                for (c, cond) in o.commands.iter().zip(&o.conds) {
-                    if self.live(*c, k) {
-                        cond.choices_read(&mut ids);
-                    }
-                }
-            }
-            ids.into_iter().for_each(|c| read[c.0 as usize] = true);
-        }
-        let mut row = Vec::new();
-        for (i, d) in self.ts.choices.iter().enumerate() {
-            if !read[i] {
-                row.push(self.konst(0));
-                continue;
-            }
-            row.push(self.fresh(solver, format!("c{k}_{i}"), d.domain));
-        }
-        self.choices.push(row);
-    }
-
-    /// The initial state, as constants.
-    fn add_init(&mut self) {
-        let row = self
-            .ts
-            .init
-            .iter()
-            .zip(&self.ts.vars)
-            .map(|(v, d)| BV::from_u64(*v as u64, self.width_of(d.domain)))
-            .collect();
-        self.states.push(row);
-    }
-
-    /// Asserts that step `k` takes some enabled command into state `k + 1`, or, when none is
-    /// enabled, stays. A variable no live
-    /// command writes is shared with state `k`; the others are fresh, and each live command
-    /// frames the fresh ones it does not write.
-    pub(crate) fn add_transition(&mut self, solver: &Solver, k: usize) {
-        let nv = self.ts.vars.len();
-        let mut written = vec![!self.tactics.prune; nv];
-        for (_, c) in self.live_commands(k) {
-            for (v, _) in &c.updates {
-                written[v.0 as usize] = true;
-            }
-        }
-        let mut row = Vec::with_capacity(nv);
-        for (i, d) in self.ts.vars.iter().enumerate() {
-            if written[i] {
-                row.push(self.fresh(solver, format!("s{}_{i}", k + 1), d.domain));
-            } else {
-                row.push(self.states[k][i].clone());
-            }
-        }
-        self.states.push(row);
-        let fresh: Vec<VarId> = (0..nv as u32)
-            .map(VarId)
-            .filter(|v| written[v.0 as usize])
-            .collect();
-        let mut alts = Vec::new();
-        let mut none_enabled = Vec::new();
-        for (_, c) in self.live_commands(k) {
-            let guard = self.bool(&c.guard, k);
-            none_enabled.push(guard.not());
-            let mut conj = vec![guard];
-            let mut updated = vec![false; nv];
-            for (v, e) in &c.updates {
-                updated[v.0 as usize] = true;
-                conj.push(Self::same(
-                    self.states[k + 1][v.0 as usize].clone(),
-                    self.int(e, k),
-                ));
-            }
-            for v in &fresh {
-                if !updated[v.0 as usize] {
-                    let i = v.0 as usize;
-                    conj.push(self.states[k + 1][i].eq(&self.states[k][i]));
-                }
-            }
-            alts.push(Bool::and(&conj));
-        }
-        // A state where no command is enabled (the session is over) stays as it is. No bad
-        // transition can be taken from it, so this adds no violation and changes no shortest
-        // depth; it lets a question about an earlier depth ignore the steps after it (ranges).
-        if self.tactics.ranges {
-            let mut stay = none_enabled;
-            for v in &fresh {
-                let i = v.0 as usize;
-                stay.push(self.states[k + 1][i].eq(&self.states[k][i]));
-            }
-            alts.push(Bool::and(&stay));
-        }
-        solver.assert(Bool::or(&alts));
-    }
-
-    /// The bad transition of an obligation at step `k`.
-    pub(crate) fn bad(&self, o: &Obligation, k: usize) -> Bool {
-        let alts: Vec<Bool> = o
-            .commands
-            .iter()
-            .zip(&o.conds)
-            .filter(|(c, _)| self.live(**c, k))
-            .map(|(c, cond)| {
-                Bool::and(&[self.bool(&self.ts.command(*c).guard, k), self.bool(cond, k)])
-            })
-            .collect();
-        Bool::or(&alts)
-    }
-
-    pub(crate) fn read(&self, model: &z3::Model, v: &BV) -> u32 {
-        model.eval(v, true).and_then(|x| x.as_u64()).unwrap_or(0) as u32
-    }
-
-    /// Whether a model makes an obligation's bad transition at step `k` true.
-    pub(crate) fn violates(&self, model: &z3::Model, o: &Obligation, k: usize) -> bool {
-        model
-            .eval(&self.bad(o, k), true)
-            .and_then(|b| b.as_bool())
-            .unwrap_or(false)
-    }
-
-    /// Reads a witness of depth `k + 1` out of a model: the states and choices, and for each
-    /// step the command that connects consecutive states (the last one from the obligation).
-    pub(crate) fn witness(&self, model: &z3::Model, o: &Obligation, k: usize) -> RawWitness {
-        let states: Vec<Vec<u32>> = (0..=k)
-            .map(|i| self.states[i].iter().map(|v| self.read(model, v)).collect())
-            .collect();
-        let choices: Vec<Vec<u32>> = (0..=k)
-            .map(|i| {
-                self.choices[i]
-                    .iter()
-                    .map(|v| self.read(model, v))
-                    .collect()
-            })
-            .collect();
-        let mut steps = Vec::new();
-        for i in 0..k {
-            let cmd = (0..self.ts.commands.len() as u32)
-                .map(CmdId)
-                .find(|c| {
-                    let cm = self.ts.command(*c);
-                    self.ts.eval_bool(&cm.guard, &states[i], &choices[i])
-                        && self.ts.apply(cm, &states[i], &choices[i]) == states[i + 1]
-                })
-                .unwrap_or(CmdId(0));
-            steps.push(RawStep {
-                state: states[i].clone(),
-                cmd,
-                choices: choices[i].clone(),
-            });
-        }
-        let last = o
-            .commands
-            .iter()
-            .zip(&o.conds)
-            .find(|(c, cond)| {
-                self.ts
-                    .eval_bool(&self.ts.command(**c).guard, &states[k], &choices[k])
-                    && self.ts.eval_bool(cond, &states[k], &choices[k])
-            })
-            .map(|(c, _)| *c)
-            .unwrap_or(CmdId(0));
-        steps.push(RawStep {
-            state: states[k].clone(),
-            cmd: last,
-            choices: choices[k].clone(),
-        });
-        RawWitness { steps }
-    }
-}
-
-/// Conflicts a `QF_BV` check runs before its SAT solver first simplifies: more than any one
-/// question of ours needs, so it does not.
-const SIMPLIFY_DELAY: u32 = 1_000_000;
 
 /// The solver, with its timeout set to the time left; `None` when the deadline has passed.
 fn arm(solver: &Solver, budget: &BmcBudget) -> Option<()> {
@@ -688,16 +262,16 @@ fn close_by_induction(
     let open: Vec<usize> = (0..obligations.len())
         .filter(|i| verdicts[*i].is_none())
         .collect();
-    if open.is_empty() || crate::induction::cheap_candidates(ts) > INDUCT_MAX_CANDIDATES {
+    if open.is_empty() || induction::cheap_candidates(ts) > INDUCT_MAX_CANDIDATES {
         return 0;
     }
-    let b = crate::induction::InductionBudget {
+    let b = induction::InductionBudget {
         bounded: budget.clone(),
         pairs: false,
         max_rounds: INDUCTION_ROUNDS,
         ..Default::default()
     };
-    let (closed, calls) = crate::induction::close(ts, obligations, open, &b);
+    let (closed, calls) = induction::close(ts, obligations, open, &b);
     for (oi, _) in closed {
         verdicts[oi] = Some(unreachable(ts));
     }
@@ -757,7 +331,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         .into_iter()
         .map(|v| v.unwrap_or_else(|| unreachable(ts)))
         .collect();
-    crate::induction::finish(verdicts, calls, start)
+    finish(verdicts, calls, start)
 }
 
 /// Unreachable within the system's depth: what an obligation no depth's question found is.
@@ -827,35 +401,38 @@ fn induction_due(ts: &TransitionSystem, tactics: &BmcTactics, asserted: usize, k
         && k + 1 < ts.depth as usize
 }
 
-/// The solver the tactics ask for: `QF_BV` (when Z3 has it) with the SAT solver's
-/// simplification delayed, else Z3's default solver.
-fn new_solver(tactics: &BmcTactics) -> Solver {
-    match tactics.qf_bv.then(|| Solver::new_for_logic("QF_BV")) {
-        Some(Some(s)) => {
-            // The SAT solver simplifies its clauses (subsumption, elimination, probing) at the
-            // start of every check; asked hundreds of times over a growing unrolling it
-            // re-simplified everything each time: the shop at 4 turns spent 6.0 s of CPU
-            // with it, 2.4 s without. Simplifying is satisfiability-preserving either way.
-            if tactics.delay_simplify {
-                let mut p = Params::new();
-                p.set_u32("simplify.delay", SIMPLIFY_DELAY);
-                s.set_params(&p);
-            }
-            s
+/// Decides every obligation of a looping system: Z3's bounded answer first (a shortest
+/// witness, or no bad step to the system's depth), then, for each obligation with no witness,
+/// k-induction; a closed and re-checked induction is `UnreachableAnyLength`.
+pub fn run_any_length(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    b: InductionBudget,
+) -> EngineRun {
+    let start = Instant::now();
+    let bounded = run(ts, obligations, b.bounded.clone());
+    let mut calls = bounded.cost.solver_calls;
+    let mut verdicts = bounded.verdicts;
+    // An obligation no command can violate holds by construction: an induction of depth 0
+    // with nothing to assume.
+    for (v, o) in verdicts.iter_mut().zip(obligations) {
+        if o.commands.is_empty() {
+            *v = Verdict::UnreachableAnyLength(AnyLength::Induction {
+                depth: 0,
+                invariant: 0,
+            });
         }
-        _ => Solver::new(),
     }
-}
-
-/// One bit-vector width for every term (one bit more than the largest domain of a variable or
-/// choice needs), unless the tactics narrow each term to its own values (`None`).
-fn common_width(ts: &TransitionSystem, tactics: &BmcTactics) -> Option<u32> {
-    let max_domain = ts
-        .vars
-        .iter()
-        .chain(&ts.choices)
-        .map(|d| d.domain)
-        .max()
-        .unwrap_or(2);
-    (!tactics.narrow).then(|| TransitionSystem::bits(max_domain.max(2)) + 1)
+    let open: Vec<usize> = (0..obligations.len())
+        .filter(|i| {
+            matches!(verdicts[*i], Verdict::Unreachable { .. })
+                && !obligations[*i].commands.is_empty()
+        })
+        .collect();
+    let (closed, more) = induction::close(ts, obligations, open, &b);
+    calls += more;
+    for (oi, how) in closed {
+        verdicts[oi] = Verdict::UnreachableAnyLength(how);
+    }
+    finish(verdicts, calls, start)
 }

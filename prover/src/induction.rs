@@ -1,15 +1,17 @@
 //! The Z3 side of proofs for sessions of any length: k-induction over the looping system's
-//! unrolling (the terms of `bmc::Unroller`), strengthened by an inductive invariant found
+//! unrolling (the terms of `unroll::Unroller`), strengthened by an inductive invariant found
 //! Houdini-style from candidates the lowering's structure suggests.
 //!
 //! An obligation holds for any session from this engine only when its induction closes *and*
 //! a fresh solver re-checks the certificate: the invariant's initiation and consecution, the
 //! base case (no bad step in the first k steps from the initial state) and the induction step.
-//! Anything else gets Z3's bounded answer (the bounded unrolling of `bmc::run` on the same
-//! looping system), so the report can say which engine proved what. **Engines never print.**
+//! Anything else gets Z3's bounded answer (`bmc::run_any_length` runs the bounded unrolling of
+//! `bmc::run` on the same looping system first, then `close` here), so the report can say which
+//! engine proved what. This module imports the unrolling, never the bounded search: `bmc.rs`
+//! calls `close` on deep systems, so the dependency runs one way. **Engines never print.**
 
-use crate::bmc::{self, BmcBudget, Unroller};
-use crate::verdict::{AnyLength, Cost, EngineRun, Verdict};
+use crate::unroll::{BmcBudget, Unroller};
+use crate::verdict::AnyLength;
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::{Duration, Instant};
 use z3::ast::Bool;
@@ -421,38 +423,6 @@ fn search(
     out
 }
 
-/// Decides every obligation of a looping system: Z3's bounded answer first (a shortest
-/// witness, or no bad step to the system's depth), then, for each obligation with no witness,
-/// k-induction; a closed and re-checked induction is `UnreachableAnyLength`.
-pub fn run(ts: &TransitionSystem, obligations: &[Obligation], b: InductionBudget) -> EngineRun {
-    let start = Instant::now();
-    let bounded = bmc::run(ts, obligations, b.bounded.clone());
-    let mut calls = bounded.cost.solver_calls;
-    let mut verdicts = bounded.verdicts;
-    // An obligation no command can violate holds by construction: an induction of depth 0
-    // with nothing to assume.
-    for (v, o) in verdicts.iter_mut().zip(obligations) {
-        if o.commands.is_empty() {
-            *v = Verdict::UnreachableAnyLength(AnyLength::Induction {
-                depth: 0,
-                invariant: 0,
-            });
-        }
-    }
-    let open: Vec<usize> = (0..obligations.len())
-        .filter(|i| {
-            matches!(verdicts[*i], Verdict::Unreachable { .. })
-                && !obligations[*i].commands.is_empty()
-        })
-        .collect();
-    let (closed, more) = close(ts, obligations, open, &b);
-    calls += more;
-    for (oi, how) in closed {
-        verdicts[oi] = Verdict::UnreachableAnyLength(how);
-    }
-    finish(verdicts, calls, start)
-}
-
 /// Tries to close each of the `open` obligations by k-induction (strengthened by a Houdini
 /// invariant, the cheap candidates first, then pairs), each closed proof re-checked in a fresh
 /// solver. Returns the closed ones with how they closed, and the solver calls made. A closed
@@ -541,21 +511,11 @@ fn confirm(
     (left, calls)
 }
 
-/// A solver engine's run: its verdicts, the solver calls it made and the time since `start`
-/// (no states: only the BFS counts them).
-pub(crate) fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
-    let ms = start.elapsed().as_millis() as u64;
-    let cost = Cost {
-        solver_calls: calls,
-        ms,
-        ..Cost::default()
-    };
-    EngineRun { verdicts, cost }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bmc::run_any_length as run;
+    use crate::verdict::Verdict;
     use encoder::ts::{ex, CmdId, Command, Decl, Expr, Label, LabelKind, VarId};
 
     /// Numeric variables by name and domain.

@@ -15,4 +15,5 @@ pub mod proof;
 pub mod report;
 pub mod session;
 pub mod triage;
+mod unroll;
 pub mod verdict;

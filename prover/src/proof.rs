@@ -216,7 +216,7 @@ fn run_engines(
         || {
             want_bmc.then(|| {
                 if any {
-                    induction::run(
+                    bmc::run_any_length(
                         ts,
                         obls,
                         induction::InductionBudget {

@@ -8,7 +8,7 @@ use ir::agent::SessionSteps;
 use ir::Project;
 use proptest::prelude::*;
 use prover::verdict::{AnyLength, Verdict};
-use prover::{bfs, induction, proof};
+use prover::{bfs, bmc, induction, proof};
 
 /// The three answers for one project, by obligation: (id, fixpoint, Z3, bounded at K + 1).
 struct Answers {
@@ -21,7 +21,7 @@ fn answers(p: &Project) -> Answers {
     assert_eq!(ts.check_well_formed(&obls), Ok(()));
     let (fix, k) = bfs::fixpoint(&ts, &obls, bfs::BfsBudget::default());
     let k = k.expect("a random system reaches its fixpoint within the default budget");
-    let z3 = induction::run(&ts, &obls, induction::InductionBudget::default());
+    let z3 = bmc::run_any_length(&ts, &obls, induction::InductionBudget::default());
     let (bts, bobls) = proof::system(p, k + 1, p.settings.step_limit);
     let bounded = bfs::run(&bts, &bobls, bfs::BfsBudget::default());
     let rows = obls
