@@ -125,8 +125,8 @@ fn chosen<'s>(st: &'s WitnessStep, key: &ChoiceKey) -> Option<&'s str> {
 }
 
 /// The check's context for a project's own calls (its catalogue, rulebook and settings), shared
-/// by replay and the reference explorer.
-pub(crate) fn check_context<'a>(
+/// by replay and the reference explorer (the conformance test's).
+pub fn check_context<'a>(
     p: &'a Project,
     agents: &IndexMap<String, AgentInfo>,
     key: &'a Key,
@@ -142,7 +142,7 @@ pub(crate) fn check_context<'a>(
 
 /// A call as its agent makes it now: with the marks its context carries (SPEC §2: the call's
 /// own `marks`) and the turn. A held call presented again is stamped anew.
-pub(crate) fn stamp_call(call: &mut Call, marks: Option<&BTreeSet<Mark>>, turn: u32) {
+pub fn stamp_call(call: &mut Call, marks: Option<&BTreeSet<Mark>>, turn: u32) {
     call.marks = marks
         .map(|m| m.iter().map(Mark::to_string).collect())
         .unwrap_or_default();
@@ -150,7 +150,7 @@ pub(crate) fn stamp_call(call: &mut Call, marks: Option<&BTreeSet<Mark>>, turn: 
 }
 
 /// The token a `confirm` carries for the person's yes (`detail.token`; empty if none).
-pub(crate) fn held_token(d: &Decision) -> String {
+pub fn held_token(d: &Decision) -> String {
     d.detail
         .get("token")
         .and_then(|v| v.as_str())

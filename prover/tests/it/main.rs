@@ -1,5 +1,5 @@
 //! The prover's integration tests as one test binary: one module per former test file, so z3,
-//! tokio and rmcp are linked once. `agreement.rs` and `conformance.rs` stay their own binaries.
+//! tokio and rmcp are linked once. `agreement.rs` and `conformance/` stay their own binaries.
 //! Run one module with `cargo test -p prover --test it corpus::`.
 
 #[path = "../common/mod.rs"]

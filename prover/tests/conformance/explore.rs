@@ -2,7 +2,7 @@
 //! independently of the transition system. Every guarded call is decided by the real
 //! [`check`](toolcheck::check::check) with a real signed history and real tokens; the explorer tracks
 //! the active agent, marks, provenance, the held call, budgets, exit counters, approvals and
-//! turns itself. The conformance test (`prover/tests/conformance.rs`) matches each run step by
+//! turns itself. The conformance test (`main.rs` beside this file) matches each run step by
 //! step in the lowered system: that is the direction "every real run is a run of the model",
 //! which replaying witnesses (the other direction) cannot check.
 //!
@@ -19,7 +19,6 @@
 //! - only executions are appended to the history (as `replay` does), so a refusal keeps a held
 //!   call's token valid.
 
-use crate::replay::instance;
 use encoder::ts::{Label, LabelKind};
 use indexmap::IndexMap;
 use ir::agent::Privilege;
@@ -29,6 +28,7 @@ use ir::rulebook::Operand;
 use ir::vocab::{Answer, ArgClass, Mark, Reason};
 use ir::Project;
 use obligations::catalog;
+use replay::replay::instance;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -765,7 +765,7 @@ impl<'a> Explorer<'a> {
             None => self.build_call(s, t, agent, via, ch, st, true),
         };
         call.agent = Some(agent.to_string());
-        let ctx = crate::replay::check_context(self.p, &self.agents, &self.key);
+        let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
         let d = check(&ctx, &s.history, &call);
         st.label.reasons = d.reasons.clone();
         let first = d.reasons.first().copied();
@@ -839,7 +839,7 @@ impl<'a> Explorer<'a> {
         let mut c = h.call.clone();
         c.token = Some(h.token.clone());
         c.context = self.pick_context(ch, st);
-        crate::replay::stamp_call(&mut c, s.marks.get(agent), s.turn);
+        replay::replay::stamp_call(&mut c, s.marks.get(agent), s.turn);
         for (a, o) in &c.origins {
             let model = *o == Origin::Model;
             *st.choices
@@ -871,7 +871,7 @@ impl<'a> Explorer<'a> {
         st.label.ends_turn = true;
         s.held = Some(Held {
             call,
-            token: crate::replay::held_token(d),
+            token: replay::replay::held_token(d),
             agent: agent.to_string(),
             node: ni,
         });
@@ -991,7 +991,7 @@ impl<'a> Explorer<'a> {
             undoes,
             ..Call::default()
         };
-        crate::replay::stamp_call(&mut call, s.marks.get(agent), s.turn);
+        replay::replay::stamp_call(&mut call, s.marks.get(agent), s.turn);
         call
     }
 
@@ -1099,9 +1099,9 @@ impl<'a> Explorer<'a> {
         let decided = if checked {
             Answer::Allow.as_str()
         } else {
-            crate::replay::UNCHECKED
+            replay::replay::UNCHECKED
         };
-        let entry = crate::replay::run_entry(&self.p.catalogue, t, call, agent, decided, s.turn);
+        let entry = replay::replay::run_entry(&self.p.catalogue, t, call, agent, decided, s.turn);
         s.history.push_signed(entry, &self.key);
         s.confirmed.push(confirmed);
         // The history moved on: a held call's token is bound to the old head.

@@ -1,5 +1,5 @@
 //! Conformance, the direction replay cannot check: **every real run is a run of the lowered
-//! system**. The reference explorer (`replay::explore`) walks random projects' graphs under
+//! system**. The reference explorer (`explore.rs` beside this file) walks random projects' graphs under
 //! SPEC §2–§3 with the real tool check; each concrete run is matched step by step in the
 //! transition system `encoder::ts::lower` builds for the same project, keeping the set of
 //! abstract states consistent so far (label, choices, guard, and the state after). A run that
@@ -14,20 +14,22 @@
 //! command with why it could not be taken; `QLS_CONFORMANCE_SEED=<seed> cargo test -p prover
 //! --test conformance -- --ignored dump_one_seed --nocapture` prints that seed's project.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod explore;
 
 use common::{random_project_with, Shapes};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::regions::eval_literal;
 use encoder::ts::{CmdId, Label, LabelKind};
+use explore::Route;
+use explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
 use ir::graph::NodeKind;
 use ir::rulebook::{Literal, Operand};
 use ir::vocab::{first_class, Answer, ChoiceKey, HeldCall, Mark, Reason, UndoTarget, VarKey};
 use ir::Project;
 use prover::verdict::Verdict;
 use prover::{bfs, bmc};
-use replay::explore::Route;
-use replay::explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
