@@ -162,6 +162,15 @@ impl Graph {
         self.nodes.iter().find(|n| n.id == id)
     }
 
+    /// An agent's privilege; an agent the graph does not declare is low (the default), which is
+    /// how the lowering, replay and the rules all read it (one lookup, so they cannot drift).
+    pub fn privilege(&self, agent: &str) -> Privilege {
+        self.agents
+            .get(agent)
+            .map(|a| a.privilege)
+            .unwrap_or_default()
+    }
+
     /// Serialises the graph as pretty JSON (deterministic: all maps are ordered).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("graph serialises") + "\n"

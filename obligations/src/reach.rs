@@ -30,10 +30,7 @@ pub(crate) fn flag(map: &IndexMap<String, VarId>, agent: &str) -> Expr {
 
 /// Whether an agent of the graph is high-privilege.
 fn high_privilege(p: &Project, agent: &str) -> bool {
-    p.graph
-        .agents
-        .get(agent)
-        .is_some_and(|a| a.privilege == ir::agent::Privilege::High)
+    p.graph.privilege(agent) == ir::agent::Privilege::High
 }
 
 /// An obligation being collected: rule, subject, (command, condition) pairs, inverted.

@@ -488,12 +488,7 @@ impl<'a> Run<'a> {
     }
 
     fn privilege(&self, a: &str) -> Privilege {
-        self.p
-            .graph
-            .agents
-            .get(a)
-            .map(|x| x.privilege)
-            .unwrap_or_default()
+        self.p.graph.privilege(a)
     }
 
     fn step(&mut self, st: &WitnessStep, w: &Witness) -> Result<(), String> {

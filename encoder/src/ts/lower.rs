@@ -325,12 +325,7 @@ impl<'a> B<'a> {
     }
 
     fn privilege(&self, agent: &str) -> Privilege {
-        self.p
-            .graph
-            .agents
-            .get(agent)
-            .map(|a| a.privilege)
-            .unwrap_or_default()
+        self.p.graph.privilege(agent)
     }
 
     /// Tools that some node can execute.
