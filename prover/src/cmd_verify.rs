@@ -533,8 +533,9 @@ fn with_progress<T: Send>(
 #[derive(Args, Debug)]
 pub struct SolveArgs {
     /// The job: `{"mode": "graph", "inputs": {"export": "graph.json", "catalogue": "c.json",
-    /// "rulebook": "policy.co", "settings": "agent.yaml"}, "operands": {"session_steps": 2,
-    /// "step_limit": 60}}`; input paths are relative to the job file.
+    /// "rulebook": "policy.co", "settings": "agent.yaml", "dependencies": ["uv.lock"]},
+    /// "operands": {"session_steps": 2, "step_limit": 60}}`; input paths are relative to the job
+    /// file.
     pub job: PathBuf,
     /// How to read LangGraph's graph JSON given as the job's export.
     #[command(flatten)]

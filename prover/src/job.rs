@@ -372,6 +372,42 @@ mod tests {
     }
 
     #[test]
+    fn a_job_file_names_its_dependency_files() {
+        for (tag, deps, want) in [
+            ("one", r#""uv.lock""#, vec!["uv.lock"]),
+            (
+                "list",
+                r#"["uv.lock", "web/package-lock.json"]"#,
+                vec!["uv.lock", "web/package-lock.json"],
+            ),
+        ] {
+            let path = job_file(
+                tag,
+                &format!(
+                    r#"{{"mode": "graph", "inputs": {{"export": "g.json", "catalogue": "c.yaml", "dependencies": {deps}}}}}"#
+                ),
+            );
+            let dir = path.parent().unwrap().to_path_buf();
+            let file = GraphJobFile::read(&path, Default::default()).unwrap();
+            let want: Vec<PathBuf> = want.iter().map(|w| dir.join(w)).collect();
+            assert_eq!(file.dependencies(), want.as_slice());
+            assert_eq!(file.job().unwrap().dependencies, want);
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+        let path = job_file(
+            "bad-deps",
+            r#"{"mode": "graph", "inputs": {"export": "g.json", "catalogue": "c.yaml", "dependencies": [1]}}"#,
+        );
+        let e = GraphJobFile::read(&path, Default::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`inputs.dependencies` lists file paths"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
     fn bad_operands_are_refused_only_once_the_inputs_are_read() {
         // The inputs are fine as far as the file goes: reading succeeds, the job does not.
         let path = job_file(

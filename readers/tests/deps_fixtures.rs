@@ -102,3 +102,69 @@ fn what_the_real_files_pin() {
         .iter()
         .any(|d| d.name == "@modelcontextprotocol/sdk"));
 }
+
+/// Never a panic: every real file cut short at any point, or with one character replaced, is
+/// read or refused with an error naming the file.
+mod robust {
+    use proptest::prelude::*;
+    use std::path::Path;
+
+    const NAMES: [&str; 7] = [
+        "uv.lock",
+        "poetry.lock",
+        "requirements.txt",
+        "requirements-server-ci.txt",
+        "package-lock.json",
+        "pnpm-lock.yaml",
+        "go.sum",
+    ];
+
+    fn text(name: &str) -> String {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../fixtures/deps")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    fn check(name: &str, t: &str) {
+        let nowhere = Path::new("/nonexistent-qls-fixture-dir").join(name);
+        if let Err(e) = readers::deps::parse(&nowhere, name, t, &mut vec![]) {
+            assert!(e.file.ends_with(".txt") || e.file == name, "{e}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn cut_or_changed_files_never_panic(which in 0usize..7, at in 0.0f64..1.0, c in prop::sample::select(vec!['"', '[', ']', '{', '}', '\n', ':', '=', '@', '#', 'é', '\\', ' ', '-', '(', '/'])) {
+            let name = NAMES[which];
+            let t = text(name);
+            let mut cut = (t.len() as f64 * at) as usize;
+            while !t.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            check(name, &t[..cut]);
+            let mut changed = t[..cut].to_string();
+            changed.push(c);
+            changed.push_str(t[cut..].chars().skip(1).collect::<String>().as_str());
+            check(name, &changed);
+        }
+    }
+
+    #[test]
+    fn odd_lines_are_refused_not_panicked_on() {
+        for (name, t) in [
+            ("requirements.txt", "-é\n"),
+            ("requirements.txt", "-\n"),
+            ("requirements.txt", "é==1\n"),
+            ("pnpm-lock.yaml", "lockfileVersion: '9.0'\npackages:\n  '':\n    resolution: {integrity: x}\n  'é':\n    resolution: {integrity: x}\n"),
+            ("package-lock.json", "{\"lockfileVersion\": 3, \"packages\": {\"node_modules/\": {}}}"),
+            ("go.sum", "é v1 h\n"),
+            ("uv.lock", "[[package]]\n"),
+        ] {
+            check(name, t);
+        }
+    }
+}

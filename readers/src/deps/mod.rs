@@ -87,7 +87,19 @@ pub fn read(
 ) -> Result<Read, InputError> {
     let text = crate::read_text(path, display)?;
     inputs.push((display.to_string(), sha256_hex(text.as_bytes())));
-    let Some(format) = recognise(display, &text) else {
+    parse(path, display, &text, inputs)
+}
+
+/// Reads the text of the dependency file at `path` (named `display`); a requirements file's
+/// `-r` includes are read relative to `path`.
+pub fn parse(
+    path: &Path,
+    display: &str,
+    text: &str,
+    inputs: &mut Vec<(String, String)>,
+) -> Result<Read, InputError> {
+    let text = crate::yaml::without_bom(text);
+    let Some(format) = recognise(display, text) else {
         return Err(InputError::at(
             display,
             0,
@@ -96,12 +108,12 @@ pub fn read(
     };
     let mut out = Read::default();
     match format {
-        DepFormat::UvLock => python::read_uv(display, &text, &mut out)?,
-        DepFormat::PoetryLock => python::read_poetry(display, &text, &mut out)?,
-        DepFormat::Requirements => requirements::read(path, display, &text, inputs, &mut out)?,
-        DepFormat::PackageLock => npm::read_package_lock(display, &text, &mut out)?,
-        DepFormat::PnpmLock => npm::read_pnpm(display, &text, &mut out)?,
-        DepFormat::GoSum => gosum::read(display, &text, &mut out)?,
+        DepFormat::UvLock => python::read_uv(display, text, &mut out)?,
+        DepFormat::PoetryLock => python::read_poetry(display, text, &mut out)?,
+        DepFormat::Requirements => requirements::read(path, display, text, inputs, &mut out)?,
+        DepFormat::PackageLock => npm::read_package_lock(display, text, &mut out)?,
+        DepFormat::PnpmLock => npm::read_pnpm(display, text, &mut out)?,
+        DepFormat::GoSum => gosum::read(display, text, &mut out)?,
     }
     Ok(out)
 }

@@ -161,7 +161,8 @@ fn pnpm_key(major: u32, key: &str) -> Option<(String, String)> {
         return Some((name.to_string(), ver.to_string()));
     }
     let k = k.split('(').next().unwrap_or(k);
-    let i = k[1..].find('@')? + 1;
+    // The name may start with `@` (a scope); the version follows the next `@`.
+    let i = k.get(1..)?.find('@')? + 1;
     Some((k[..i].to_string(), k[i + 1..].to_string()))
 }
 

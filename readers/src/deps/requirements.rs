@@ -171,8 +171,11 @@ fn split_option(l: &str) -> (&str, Option<&str>) {
         };
         return (&l[..name_len + 2], value.filter(|v| !v.is_empty()));
     }
-    let opt = &l[..l.len().min(2)];
-    let value = l[opt.len()..].trim();
+    // `-r` and friends: the dash and one character (which may be any character, and so more
+    // than one byte long).
+    let end = l.char_indices().nth(2).map_or(l.len(), |(i, _)| i);
+    let opt = &l[..end];
+    let value = l[end..].trim();
     (opt, (!value.is_empty()).then_some(value))
 }
 
