@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod catalogue;
+pub mod deps;
 pub mod diag;
 pub mod graph;
 pub mod loc;
@@ -49,4 +50,6 @@ pub struct Project {
     pub context: Vec<String>,
     /// Every input file read, with its SHA-256, in reading order.
     pub inputs: Vec<(String, String)>,
+    /// The packages `--dependencies` files name (QG022, QG106), in reading order.
+    pub dependencies: Vec<deps::Dependency>,
 }

@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod lints;
+pub mod osv;
 pub mod reach;
 pub mod rules;
 pub mod structural;

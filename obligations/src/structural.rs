@@ -69,11 +69,13 @@ pub fn structural(p: &Project) -> Vec<Raw> {
         rulebook::qg008_qg009_bot_lines(p, rb, &mut out);
     }
     out.extend(rulebook::advised_rails(p));
+    supply_chain::qg022_advised_dependencies(p, &mut out);
     graph::qg006_unverified_region(p, &mut out);
     graph::qg016_unmodelled_path(p, &mut out);
     graph::qg015_undeclared_route(p, &mut out);
     tool_check::qg104_check_missing_against_peers(p, &mut out);
     supply_chain::qg106_unpinned_tool_source(p, &mut out);
+    supply_chain::qg106_unpinned_dependencies(p, &mut out);
     supply_chain::qg107_unauthenticated_channel(p, &mut out);
     out
 }

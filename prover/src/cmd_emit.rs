@@ -84,7 +84,7 @@ impl PromelaArgs {
 
 fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
     let job = a.job()?;
-    let loaded = prover::session::load(&job.inputs).map_err(lift)?;
+    let loaded = prover::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
     // A corpus case's notes are not shown (as its runner does not show them).
     if a.case.is_none() {
         print_notes(&loaded.notes, Shown::All);

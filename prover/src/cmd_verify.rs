@@ -147,7 +147,7 @@ impl Inputs {
 
     /// Loads the project, printing every reader's note.
     pub fn load(&self) -> anyhow::Result<Loaded> {
-        let loaded = prover::session::load(&self.job_inputs()?).map_err(lift)?;
+        let loaded = prover::session::load(&self.job_inputs()?, &[]).map_err(lift)?;
         print_notes(&loaded.notes, Shown::All);
         Ok(loaded)
     }
@@ -200,12 +200,18 @@ pub struct VerifyArgs {
     /// section there.
     #[arg(long)]
     pub rules_uri: Option<String>,
+    /// A lock file or requirements file the tools' packages come from (uv.lock, poetry.lock,
+    /// requirements*.txt, package-lock.json, pnpm-lock.yaml, go.sum); give it several times.
+    /// Its packages are checked against the shipped advisories (QG022) and for pins (QG106).
+    #[arg(long)]
+    pub dependencies: Vec<PathBuf>,
 }
 
 impl VerifyArgs {
     /// The job these flags ask for.
     fn job(&self) -> anyhow::Result<Job> {
         let mut job = Job::new(self.inputs.job_inputs()?);
+        job.dependencies = self.dependencies.clone();
         job.depth.session_steps = self.session_steps;
         job.depth.step_limit = self.step_limit;
         job.engines = self.engine.engines();
@@ -258,7 +264,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
         }),
         _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
     };
-    let loaded = prover::session::load(&inputs).map_err(lift)?;
+    let loaded = prover::session::load(&inputs, &[]).map_err(lift)?;
     print_notes(&loaded.notes, Shown::GraphReader);
     let project = loaded.project;
     let json = project.graph.to_json();
@@ -282,7 +288,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
 /// Runs `qls verify`.
 pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     let job = args.job()?;
-    let loaded = prover::session::load(&job.inputs).map_err(lift)?;
+    let loaded = prover::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
     let session = Session::new(job, loaded).map_err(lift)?;
     let (turns, steps) = session.depth();
@@ -527,8 +533,9 @@ fn with_progress<T: Send>(
 #[derive(Args, Debug)]
 pub struct SolveArgs {
     /// The job: `{"mode": "graph", "inputs": {"export": "graph.json", "catalogue": "c.json",
-    /// "rulebook": "policy.co", "settings": "agent.yaml"}, "operands": {"session_steps": 2,
-    /// "step_limit": 60}}`; input paths are relative to the job file.
+    /// "rulebook": "policy.co", "settings": "agent.yaml", "dependencies": ["uv.lock"]},
+    /// "operands": {"session_steps": 2, "step_limit": 60}}`; input paths are relative to the job
+    /// file.
     pub job: PathBuf,
     /// How to read LangGraph's graph JSON given as the job's export.
     #[command(flatten)]
@@ -538,7 +545,7 @@ pub struct SolveArgs {
 /// Runs `qls solve`: the findings JSON of a graph job on stdout; exit 0/1 as the gate.
 pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
     let file = prover::job::GraphJobFile::read(&args.job, args.langgraph.options())?;
-    let loaded = prover::session::load(file.inputs()).map_err(lift)?;
+    let loaded = prover::session::load(file.inputs(), file.dependencies()).map_err(lift)?;
     print_notes(&loaded.notes, Shown::GraphReader);
     let job = file.job()?;
     let session = Session::new(job, loaded).map_err(lift)?;

@@ -38,6 +38,8 @@ pub struct CaseSpec {
     /// For a graph in LangGraph's own JSON: its model nodes and named tools nodes
     /// (`--model-node`, `--tools-node`).
     pub langgraph: readers::langgraph::Options,
+    /// `--dependencies` files, relative to the case folder.
+    pub dependencies: Vec<String>,
 }
 
 impl CaseSpec {
@@ -61,6 +63,10 @@ impl CaseSpec {
                 "settings" => spec.settings = string_or_null(k, val)?,
                 "session_steps" => spec.session_steps = positive_or_null(k, val)?,
                 "step_limit" => spec.step_limit = positive_or_null(k, val)?,
+                "dependencies" => {
+                    spec.dependencies = strings(val)
+                        .ok_or_else(|| format!("case.json: `{k}` must be a list of file names"))?
+                }
                 "model_nodes" => {
                     spec.langgraph.model_nodes = strings(val)
                         .ok_or_else(|| format!("case.json: `{k}` must be a list of node ids"))?
@@ -405,7 +411,8 @@ type Proved = (Expected, String, String, u64);
 
 /// Loads a case folder: its project, the name its report gives it, and its `case.json`.
 pub fn load_case(dir: &Path) -> Result<(ir::Project, String, CaseSpec), String> {
-    let loaded = crate::session::load(&Inputs::Case(dir.to_path_buf())).map_err(case_message)?;
+    let loaded =
+        crate::session::load(&Inputs::Case(dir.to_path_buf()), &[]).map_err(case_message)?;
     Ok((
         loaded.project,
         loaded.subject,

@@ -17,6 +17,9 @@ use std::time::Duration;
 pub struct Job {
     /// The agent, graph or corpus case.
     pub inputs: Inputs,
+    /// `--dependencies` files: lock files or requirements the tools' packages come from
+    /// (QG022, QG106).
+    pub dependencies: Vec<PathBuf>,
     /// Turns and steps per turn asked for; what is not asked comes from the case, then the
     /// settings.
     pub depth: Depth,
@@ -34,6 +37,7 @@ impl Job {
     pub fn new(inputs: Inputs) -> Job {
         Job {
             inputs,
+            dependencies: vec![],
             depth: Depth::default(),
             engines: Engines::Both,
             budgets: Budgets::default(),
@@ -149,9 +153,22 @@ impl Outputs {
 }
 
 const JOB_KEYS: &[&str] = &["mode", "inputs", "operands"];
-const INPUT_KEYS: &[&str] = &["export", "graph", "catalogue", "rulebook", "settings"];
+const INPUT_KEYS: &[&str] = &[
+    "export",
+    "graph",
+    "catalogue",
+    "rulebook",
+    "settings",
+    "dependencies",
+];
 /// The input keys an error suggests (`graph` is a quiet alias of `export`).
-const INPUT_KEYS_SHOWN: &[&str] = &["export", "catalogue", "rulebook", "settings"];
+const INPUT_KEYS_SHOWN: &[&str] = &[
+    "export",
+    "catalogue",
+    "rulebook",
+    "settings",
+    "dependencies",
+];
 const OPERAND_KEYS: &[&str] = &["session_steps", "step_limit"];
 
 /// A `qls solve` job file (`{"mode": "graph", "inputs": {...}, "operands": {...}}`; input paths
@@ -162,6 +179,7 @@ const OPERAND_KEYS: &[&str] = &["session_steps", "step_limit"];
 pub struct GraphJobFile {
     name: String,
     inputs: Inputs,
+    dependencies: Vec<PathBuf>,
     operands: Option<Value>,
 }
 
@@ -223,6 +241,17 @@ impl GraphJobFile {
                 .collect::<Result<_, _>>()?,
             _ => vec![file("catalogue")?.ok_or_else(|| at("missing `inputs.catalogue`".into()))?],
         };
+        // `--dependencies` files: one path or a list.
+        let dependencies: Vec<PathBuf> = match inputs.get("dependencies") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(dir.join(s)),
+                    _ => Err(at("`inputs.dependencies` lists file paths".into())),
+                })
+                .collect::<Result<_, _>>()?,
+            _ => file("dependencies")?.into_iter().collect(),
+        };
         let inputs = Inputs::Graph(GraphInputs {
             name: graph.display().to_string(),
             graph,
@@ -233,6 +262,7 @@ impl GraphJobFile {
         });
         Ok(GraphJobFile {
             inputs,
+            dependencies,
             operands: obj.get("operands").cloned(),
             name,
         })
@@ -243,12 +273,18 @@ impl GraphJobFile {
         &self.inputs
     }
 
+    /// The dependency files the file names (`inputs.dependencies`).
+    pub fn dependencies(&self) -> &[PathBuf] {
+        &self.dependencies
+    }
+
     /// The job: its operands read, the findings as `qls-findings/1` JSON, everything else at
     /// its default.
     pub fn job(self) -> Result<Job, InputError> {
         let GraphJobFile {
             name,
             inputs,
+            dependencies,
             operands: ops,
         } = self;
         let at = |message: String| InputError::at(&name, 1, message);
@@ -257,6 +293,7 @@ impl GraphJobFile {
             None => Depth::default(),
         };
         let mut job = Job::new(inputs);
+        job.dependencies = dependencies;
         job.depth = depth;
         job.outputs.format = Format::Json;
         Ok(job)
@@ -332,6 +369,42 @@ mod tests {
         assert_eq!(job.outputs.format, Format::Json);
         assert_eq!(job.budgets, Budgets::default());
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_job_file_names_its_dependency_files() {
+        for (tag, deps, want) in [
+            ("one", r#""uv.lock""#, vec!["uv.lock"]),
+            (
+                "list",
+                r#"["uv.lock", "web/package-lock.json"]"#,
+                vec!["uv.lock", "web/package-lock.json"],
+            ),
+        ] {
+            let path = job_file(
+                tag,
+                &format!(
+                    r#"{{"mode": "graph", "inputs": {{"export": "g.json", "catalogue": "c.yaml", "dependencies": {deps}}}}}"#
+                ),
+            );
+            let dir = path.parent().unwrap().to_path_buf();
+            let file = GraphJobFile::read(&path, Default::default()).unwrap();
+            let want: Vec<PathBuf> = want.iter().map(|w| dir.join(w)).collect();
+            assert_eq!(file.dependencies(), want.as_slice());
+            assert_eq!(file.job().unwrap().dependencies, want);
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+        let path = job_file(
+            "bad-deps",
+            r#"{"mode": "graph", "inputs": {"export": "g.json", "catalogue": "c.yaml", "dependencies": [1]}}"#,
+        );
+        let e = GraphJobFile::read(&path, Default::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`inputs.dependencies` lists file paths"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]

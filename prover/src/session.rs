@@ -53,13 +53,15 @@ pub enum Note {
     },
     /// A catalogue reader (a newer MCP field, a listing that may go on).
     Catalogue(String),
+    /// A `--dependencies` reader (what it left out: the project's own local packages, …).
+    Dependencies(String),
 }
 
 impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Note::Graph { file, text } => write!(f, "{file}: {text}"),
-            Note::Catalogue(text) => write!(f, "{text}"),
+            Note::Catalogue(text) | Note::Dependencies(text) => write!(f, "{text}"),
         }
     }
 }
@@ -78,9 +80,30 @@ pub struct Loaded {
     pub case: Option<crate::corpus::CaseSpec>,
 }
 
-/// Reads the inputs: **the one place a project is loaded** (every command that reads an agent
-/// or a graph comes here).
-pub fn load(inputs: &Inputs) -> Result<Loaded, SessionError> {
+/// Reads the inputs and the `--dependencies` files: **the one place a project is loaded**
+/// (every command that reads an agent or a graph comes here). A corpus case adds the files its
+/// `case.json` names.
+pub fn load(inputs: &Inputs, dependencies: &[std::path::PathBuf]) -> Result<Loaded, SessionError> {
+    let mut loaded = load_inputs(inputs)?;
+    for path in dependencies {
+        add_dependencies(&mut loaded, path)?;
+    }
+    Ok(loaded)
+}
+
+/// Reads one `--dependencies` file into the project (its packages, and its files among the
+/// inputs) and the reader's notes.
+fn add_dependencies(loaded: &mut Loaded, path: &Path) -> Result<(), SessionError> {
+    let name = readers::display_name(&path.display().to_string());
+    let read = readers::deps::read(path, &name, &mut loaded.project.inputs)?;
+    loaded.project.dependencies.extend(read.dependencies);
+    loaded
+        .notes
+        .extend(read.notes.into_iter().map(Note::Dependencies));
+    Ok(())
+}
+
+fn load_inputs(inputs: &Inputs) -> Result<Loaded, SessionError> {
     match inputs {
         Inputs::Agent(a) => {
             let project = readers::load_project(a)?;
@@ -128,7 +151,9 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, SessionError> {
                 message,
             };
             let spec = crate::corpus::CaseSpec::read(dir).map_err(case)?;
-            let loaded = load(&spec.inputs(dir))
+            let deps: Vec<std::path::PathBuf> =
+                spec.dependencies.iter().map(|d| dir.join(d)).collect();
+            let loaded = load(&spec.inputs(dir), &deps)
                 .map_err(|e| case(format!("the case does not load: {e}")))?;
             Ok(Loaded {
                 case: Some(spec),
@@ -216,7 +241,7 @@ fn resolve_depth(job: &Job, loaded: &Loaded) -> Result<(SessionSteps, u32), Sess
 impl Session {
     /// Loads the job's inputs ([`load`]), then opens the session on them ([`Session::new`]).
     pub fn open(job: Job) -> Result<Session, SessionError> {
-        let loaded = load(&job.inputs)?;
+        let loaded = load(&job.inputs, &job.dependencies)?;
         Session::new(job, loaded)
     }
 
@@ -391,7 +416,7 @@ mod tests {
             langgraph: Default::default(),
         });
         assert_eq!(
-            load(&g).unwrap_err().to_string(),
+            load(&g, &[]).unwrap_err().to_string(),
             "--graph needs --catalogue"
         );
     }

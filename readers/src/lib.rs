@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod catalogue;
+pub mod deps;
 pub mod graph;
 pub mod langgraph;
 pub mod rulebook;
@@ -220,6 +221,7 @@ fn project(
         settings,
         context,
         inputs,
+        dependencies: vec![],
     }
 }
 

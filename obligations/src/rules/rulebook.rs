@@ -20,7 +20,7 @@ pub(crate) const ENTRIES: &[Rule] = &[
     rule!("QG008", "Call without execute", Vulnerability, false, true, false, ["LLM06:2026"], "Write `execute <tool>` where the flow means to run the tool; a bot line only says something."),
     rule!("QG009", "Undefined bot message", Vulnerability, false, true, false, ["LLM09:2026"], "Define the bot message with `define bot …`, or use a built-in one."),
     rule!("QG010", "Dead action", Vulnerability, false, true, true, ["LLM06:2026"], "Make the flow's condition satisfiable by some context the host sets, or remove the execute."),
-    rule!("QG022", "Rail with a published advisory", Vulnerability, true, true, false, ["LLM03:2026"], "Upgrade or replace the rail named in the advisory."),
+    rule!("QG022", "Rail with a published advisory", Vulnerability, true, true, false, ["LLM03:2026"], "Upgrade the package to a version the advisory names as fixed, or replace the rail or package it names."),
 ];
 
 /// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is

@@ -60,6 +60,36 @@ fn loc_text(at: &Option<Loc>) -> String {
     at.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
 }
 
+/// With `--dependencies`: how many packages were read from which files, and the advisory
+/// snapshot QG022 compared them with (each source and its date), so a clean report says how old
+/// its advisories are.
+fn dependencies_line(p: &Project, s: &mut String) {
+    if p.dependencies.is_empty() {
+        return;
+    }
+    let mut files: Vec<&str> = Vec::new();
+    for d in &p.dependencies {
+        if !files.contains(&d.at.file.as_str()) {
+            files.push(&d.at.file);
+        }
+    }
+    let n = p.dependencies.len();
+    let sources = match obligations::osv::snapshot() {
+        Some(snap) => snap
+            .sources
+            .iter()
+            .map(|src| format!("{} ({})", src.name, &src.date[..src.date.len().min(10)]))
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => "none (the snapshot does not parse)".into(),
+    };
+    s.push_str(&format!(
+        "Dependencies: {n} package{} from {}; advisories from {sources}\n",
+        if n == 1 { "" } else { "s" },
+        files.join(", ")
+    ));
+}
+
 /// The text report (SPEC §7), section by section.
 pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
     let mut s = format!("qls verify {}\n\n", r.subject);
@@ -133,6 +163,7 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
         (None, Some(e)) => s.push_str(&format!("; rulebook {} refused\n", e.file)),
         _ => s.push_str("; no rulebook\n"),
     }
+    dependencies_line(p, s);
     if r.lints.is_empty() {
         s.push_str("Lints at registration: none\n");
     } else {

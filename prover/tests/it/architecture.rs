@@ -282,6 +282,7 @@ const FILE_READS: &[&str] = &[
     "read_compiled_dir(",
     "read_config_dir(",
     "check_config(",
+    "deps::read(",
 ];
 
 /// Every library and binary source file of every crate but `readers`.

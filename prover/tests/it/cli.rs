@@ -402,3 +402,86 @@ fn solve_runs_a_graph_job() {
         .iter()
         .any(|f| f["rule"] == "QG012"));
 }
+
+/// `--dependencies`: a lock with a package version an advisory of the shipped snapshot affects
+/// fails the gate with QG022 naming the advisory, its CVE, the range and the fixed version at
+/// the lock's line; the fixed version clears it; a file qls does not read is exit 2 naming the
+/// formats it reads, and a bad line in a lock is exit 2 at that line.
+#[test]
+fn dependencies_feed_qg022_and_qg106() {
+    let fires = "corpus/dependency-advisory-package-lock-fires/package-lock.json";
+    let o = qls(&[
+        "verify",
+        "examples/shop/agent.yaml",
+        "--dependencies",
+        fires,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let t = text(&o);
+    assert!(
+        t.contains(&format!(
+            "QG022 High on npm:@modelcontextprotocol/sdk@1.23.0 GHSA-w48q-cv73-mx4w ({fires}:14)"
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("(CVE-2025-66414)") && t.contains("affected < 1.24.0; fixed in 1.24.0"),
+        "{t}"
+    );
+    // Both files at once, the fixed lock and an unpinned requirement: QG106, and the gate passes.
+    let o = qls(&[
+        "verify",
+        "examples/shop/agent.yaml",
+        "--dependencies",
+        "corpus/dependency-advisory-package-lock-clean/package-lock.json",
+        "--dependencies",
+        "corpus/dependency-unpinned-requirement-fires/requirements.txt",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rules: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert!(!rules.contains(&"QG022"), "{rules:?}");
+    assert!(rules.contains(&"QG106"), "{rules:?}");
+    let inputs = v["inputs"].to_string();
+    assert!(
+        inputs.contains("requirements.txt"),
+        "the files read are among the inputs: {inputs}"
+    );
+    // A file qls does not read, and a lock with a bad line.
+    let o = qls(&[
+        "verify",
+        "examples/shop/agent.yaml",
+        "--dependencies",
+        "Cargo.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o)
+            .contains("Cargo.toml: not a dependency file qls reads: expected uv.lock, poetry.lock"),
+        "{}",
+        err(&o)
+    );
+    let dir = std::env::temp_dir().join(format!("qls-cli-deps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("uv.lock");
+    std::fs::write(
+        &bad,
+        "version = 1\n\n[[package]]\nname = \"langchain\"\nversion = 0.1\n",
+    )
+    .unwrap();
+    let o = qls(&[
+        "verify",
+        "examples/shop/agent.yaml",
+        "--dependencies",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("uv.lock:5"), "{}", err(&o));
+}

@@ -61,6 +61,36 @@ fn every_case_matches_its_expected_json() {
             .as_ref()
             .is_some_and(|a| a.findings.iter().any(|(x, _)| x == id))
     };
+    // The dependency rules' pairs (`--dependencies` through `case.json`): each firing case
+    // names what it catches, and its clean twin (the fixed version, the pin) raises nothing.
+    for (case, id, names) in [
+        ("dependency-advisory-uv-lock", "QG022", "PYSEC-2024-43"),
+        (
+            "dependency-advisory-package-lock",
+            "QG022",
+            "GHSA-w48q-cv73-mx4w",
+        ),
+        (
+            "dependency-unpinned-requirement",
+            "QG106",
+            "PyPI:openai-agents",
+        ),
+    ] {
+        let fires = results
+            .iter()
+            .find(|r| r.name == format!("{case}-fires"))
+            .unwrap();
+        let a = fires.actual.as_ref().expect("the case runs");
+        assert!(
+            a.findings.iter().any(|(x, s)| x == id && s.contains(names)),
+            "{case}-fires raises no {id} naming {names}: {:?}",
+            a.findings
+        );
+        assert!(
+            !raises(&format!("{case}-clean"), id),
+            "{case}-clean raises {id}"
+        );
+    }
     for rule in rules {
         let id = rule.to_uppercase();
         assert!(
