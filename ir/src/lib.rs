@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod catalogue;
+pub mod code;
 pub mod diag;
 pub mod graph;
 pub mod loc;
