@@ -512,7 +512,7 @@ impl<'t> Walk<'t> {
                     }
                 }
             }
-            k if (is_function(n) || k == "function_signature") && k != "function_signature" => {
+            _ if is_function(n) => {
                 let f = self.function(n);
                 self.unit.functions.push(f);
                 self.stack.push(self.unit.functions.len() - 1);
