@@ -532,6 +532,11 @@ mod tests {
             "fetch('https://bob:Zk3LmP9q@api.shop.com/x');\n",
         );
         quiet(UrlCredentials, Python, "DB = 'postgres://admin@db.shop.com/orders'\nX = 'postgres://user:password@localhost/db'\n");
+        quiet(
+            UrlCredentials,
+            Python,
+            "DSN = 'postgresql://postgres:Zk3LmP9q@localhost:54320/memory_db'\n",
+        );
     }
 
     #[test]
@@ -561,6 +566,11 @@ mod tests {
             LoggedCredential,
             JavaScript,
             "console.log('the API key is missing');\n",
+        );
+        quiet(
+            LoggedCredential,
+            Python,
+            "print('refs', state.secret_refs)\n",
         );
     }
 

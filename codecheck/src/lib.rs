@@ -82,8 +82,14 @@ pub struct CheckedFile {
     pub sha256: String,
     /// The grammar found syntax errors and recovered (the rules read what it recovered).
     pub recovered: bool,
-    /// The tools whose implementation is in it.
+    /// Why the file could not be parsed at all, when it could not (the gate then fails: a file
+    /// the checks did not read is never clean).
+    pub unparsed: Option<String>,
+    /// The catalogue's tools whose implementation is in it.
     pub tools: Vec<String>,
+    /// Every tool name the code registers (a decorator, a registration call, a `case` of a
+    /// `tools/call` switch), declared in the catalogue or not.
+    pub registered: Vec<String>,
 }
 
 /// What the code checks found.
@@ -97,12 +103,35 @@ pub struct CodeReport {
     pub findings: Vec<CodeFinding>,
 }
 
+impl CodeReport {
+    /// Whether the code checks let the gate pass: no finding of a gate-failing rule and every
+    /// file parsed.
+    pub fn passes(&self) -> bool {
+        !self.findings.iter().any(|f| f.rule.info().fails_gate)
+            && self.files.iter().all(|f| f.unparsed.is_none())
+    }
+}
+
 /// Runs every code rule and the declarations check over the sources.
-pub fn check(sources: &Sources, catalogue: &Catalogue) -> Result<CodeReport, lang::ParseError> {
+pub fn check(sources: &Sources, catalogue: &Catalogue) -> CodeReport {
     let mut files = Vec::new();
     let mut findings = Vec::new();
     for f in &sources.files {
-        let (unit, recovered) = lang::walk_checked(f.language, &f.text)?;
+        let (unit, recovered) = match lang::walk_checked(f.language, &f.text) {
+            Ok(x) => x,
+            Err(e) => {
+                files.push(CheckedFile {
+                    file: f.file.clone(),
+                    language: f.language,
+                    sha256: f.sha256.clone(),
+                    recovered: false,
+                    unparsed: Some(e.to_string()),
+                    tools: vec![],
+                    registered: vec![],
+                });
+                continue;
+            }
+        };
         let cx = effects::FileCtx::new(f.language, &unit);
         let mut hits = checks::run(&cx);
         let imps = declarations::implementations(&cx, catalogue, f.named_by.is_some());
@@ -125,7 +154,13 @@ pub fn check(sources: &Sources, catalogue: &Catalogue) -> Result<CodeReport, lan
             language: f.language,
             sha256: f.sha256.clone(),
             recovered,
+            unparsed: None,
             tools,
+            registered: unit
+                .functions
+                .iter()
+                .filter_map(|f| f.tool.clone())
+                .collect(),
         });
     }
     findings.sort_by(|a, b| {
@@ -135,11 +170,11 @@ pub fn check(sources: &Sources, catalogue: &Catalogue) -> Result<CodeReport, lan
         (&a.file, a.line, a.column, a.rule) == (&b.file, b.line, b.column, b.rule)
     });
     files.sort_by(|a, b| a.file.cmp(&b.file));
-    Ok(CodeReport {
+    CodeReport {
         rules: rules_hash(),
         files,
         findings,
-    })
+    }
 }
 
 /// The findings of one file's text, for the rules' tests.
@@ -161,7 +196,5 @@ pub(crate) fn findings_of(
         modules_named: named,
         files: vec![file],
     };
-    check(&sources, catalogue)
-        .expect("the grammars load")
-        .findings
+    check(&sources, catalogue).findings
 }

@@ -122,6 +122,7 @@ pub fn credential_name(name: &str) -> bool {
         "provider",
         "dir",
         "ref",
+        "refs",
         "hint",
         "policy",
         "mode",
@@ -350,9 +351,15 @@ pub fn url_with_password(url: &str) -> bool {
         return false;
     }
     let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let Some((user, _host)) = auth.rsplit_once('@') else {
+    let Some((user, host)) = auth.rsplit_once('@') else {
         return false;
     };
+    // A URL to this machine or its private network (a development database's default login)
+    // never sends its credentials over the internet.
+    let with_scheme = format!("x://{host}");
+    if local_host(url_host(&with_scheme).unwrap_or(host)) {
+        return false;
+    }
     match user.split_once(':') {
         Some((_, pass)) => {
             !pass.is_empty()
@@ -440,6 +447,9 @@ mod tests {
         assert!(url_with_password("https://bob:Zk3LmP9q@api.shop.com/"));
         assert!(!url_with_password("https://bob@api.shop.com/"));
         assert!(!url_with_password("postgres://user:password@localhost/db"));
+        assert!(!url_with_password(
+            "postgresql://postgres:postgres@localhost:54320/memory_db"
+        ));
         assert!(namespace_host("www.w3.org"));
     }
 }

@@ -50,4 +50,6 @@ pub struct Project {
     pub context: Vec<String>,
     /// Every input file read, with its SHA-256, in reading order.
     pub inputs: Vec<(String, String)>,
+    /// The tools' own source files the code checks read (none for a graph project).
+    pub sources: code::Sources,
 }

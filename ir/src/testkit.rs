@@ -216,6 +216,7 @@ impl Builder {
             settings: self.settings,
             context: vec![],
             inputs: vec![],
+            sources: Default::default(),
         }
     }
 }
