@@ -74,31 +74,54 @@ fn derived(m: &BTreeMap<String, BTreeSet<String>>, v: &Val) -> BTreeSet<String> 
         .collect()
 }
 
-/// Whether a URL's host comes from an argument: the URL is a passed-in value, or a built
-/// string whose host is not fixed by its constant start and whose first value is derived.
-fn url_from_argument(m: &BTreeMap<String, BTreeSet<String>>, url: &Val) -> BTreeSet<String> {
+/// Whether a URL's host comes from an argument: the URL is a passed-in value, or a value
+/// built from one whose host is not fixed by its constant start, nor by a first part that is
+/// not derived from an argument (`f"{BASE}/x/{arg}"`, `URLS[arg]`). A name bound in the
+/// function to such a value is read through (`url = f"{BASE}/{q}"; get(url)`).
+fn url_from_argument(
+    m: &BTreeMap<String, BTreeSet<String>>,
+    bound: &BTreeMap<String, Val>,
+    url: &Val,
+    depth: u8,
+) -> BTreeSet<String> {
+    let head_rule = |prefix: &str, names: &[String]| -> BTreeSet<String> {
+        let fixed = prefix
+            .split_once("://")
+            .is_some_and(|(_, rest)| !rest.is_empty() && rest.contains(['/', '?', '#', ':']))
+            || (prefix.contains('/') && !prefix.contains("://"));
+        let head_passed_in = !prefix.is_empty()
+            || names
+                .first()
+                .is_some_and(|n| !derived(m, &Val::Path(n.clone())).is_empty());
+        if fixed || !head_passed_in {
+            BTreeSet::new()
+        } else {
+            derived(m, url)
+        }
+    };
     match url {
         Val::Str(_) | Val::Null | Val::Num | Val::Bool(_) => BTreeSet::new(),
-        Val::Built { prefix, names } => {
-            let fixed = prefix
-                .split_once("://")
-                .is_some_and(|(_, rest)| !rest.is_empty() && rest.contains(['/', '?', '#', ':']))
-                || (prefix.contains('/') && !prefix.contains("://"));
-            let head_passed_in = if prefix.is_empty() {
-                names
-                    .first()
-                    .is_some_and(|n| !derived(m, &Val::Path(n.clone())).is_empty())
-            } else {
-                true
-            };
-            if fixed || !head_passed_in {
-                BTreeSet::new()
-            } else {
-                derived(m, url)
+        Val::Built { prefix, names, .. } => head_rule(prefix, names),
+        Val::Other(names) => head_rule("", names),
+        Val::Path(p) if depth < 4 && !m.get(p).is_some_and(|s| s.contains(p)) => {
+            match bound.get(p) {
+                Some(v) => url_from_argument(m, bound, v, depth + 1),
+                None => derived(m, url),
             }
         }
         other => derived(m, other),
     }
+}
+
+/// The last value each name is bound to in the function.
+fn bindings(cx: &FileCtx, f: &Function) -> BTreeMap<String, Val> {
+    let mut b = BTreeMap::new();
+    for a in cx.unit.assigns_in(f.range) {
+        if let [t] = a.targets.as_slice() {
+            b.insert(t.clone(), a.value.clone());
+        }
+    }
+    b
 }
 
 /// Every contradiction of one implementation with its declaration.
@@ -106,6 +129,7 @@ pub fn contradictions(cx: &FileCtx, imp: &Implementation) -> Vec<Hit> {
     let f = imp.function;
     let t = imp.tool;
     let m = derivations(cx, f);
+    let bound = bindings(cx, f);
     let mut out = Vec::new();
     let calls: Vec<_> = cx.unit.calls_in(f.range).collect();
     let acts: Vec<(Action, crate::model::Pos)> = calls
@@ -140,7 +164,7 @@ pub fn contradictions(cx: &FileCtx, imp: &Implementation) -> Vec<Hit> {
                 url: Some(url),
                 method,
             } => {
-                let from = url_from_argument(&m, url);
+                let from = url_from_argument(&m, &bound, url, 0);
                 if from.is_empty() {
                     continue;
                 }
@@ -182,7 +206,7 @@ pub fn contradictions(cx: &FileCtx, imp: &Implementation) -> Vec<Hit> {
         }
     }
     if !fetched.is_empty() && !t.returns_untrusted {
-        if let Some(at) = returns_fetched(cx, f, &m) {
+        if let Some(at) = returns_fetched(cx, f, &m, &bound) {
             out.push(hit(CodeRule::UntrustedUndeclared, at, format!("'{}' returns what it fetched from a URL taken from its arguments, and is not declared `returns: untrusted`", t.name)));
         }
     }
@@ -204,8 +228,9 @@ fn returns_fetched(
     cx: &FileCtx,
     f: &Function,
     m: &BTreeMap<String, BTreeSet<String>>,
+    bound: &BTreeMap<String, Val>,
 ) -> Option<crate::model::Pos> {
-    let fetches = |v: &Val| -> bool { contains_fetch(cx, v, m) };
+    let fetches = |v: &Val| -> bool { contains_fetch(cx, v, m, bound) };
     let mut got: BTreeSet<String> = BTreeSet::new();
     for _ in 0..2 {
         for a in cx.unit.assigns_in(f.range) {
@@ -237,18 +262,25 @@ fn returns_fetched(
 }
 
 /// Whether a value is (or contains) a request to a URL from an argument.
-fn contains_fetch(cx: &FileCtx, v: &Val, m: &BTreeMap<String, BTreeSet<String>>) -> bool {
+fn contains_fetch(
+    cx: &FileCtx,
+    v: &Val,
+    m: &BTreeMap<String, BTreeSet<String>>,
+    bound: &BTreeMap<String, Val>,
+) -> bool {
     match v {
         Val::Call(c) => {
-            matches!(cx.action(c), Some(Action::Request { url: Some(ref u), .. }) if !url_from_argument(m, u).is_empty())
-                || c.recv.as_deref().is_some_and(|r| contains_fetch(cx, r, m))
+            matches!(cx.action(c), Some(Action::Request { url: Some(ref u), .. }) if !url_from_argument(m, bound, u, 0).is_empty())
+                || c.recv
+                    .as_deref()
+                    .is_some_and(|r| contains_fetch(cx, r, m, bound))
                 || c.args
                     .iter()
                     .chain(c.kwargs.iter().map(|(_, v)| v))
-                    .any(|a| contains_fetch(cx, a, m))
+                    .any(|a| contains_fetch(cx, a, m, bound))
         }
-        Val::Object(kv) => kv.iter().any(|(_, v)| contains_fetch(cx, v, m)),
-        Val::List(xs) => xs.iter().any(|x| contains_fetch(cx, x, m)),
+        Val::Object(kv) => kv.iter().any(|(_, v)| contains_fetch(cx, v, m, bound)),
+        Val::List(xs) => xs.iter().any(|x| contains_fetch(cx, x, m, bound)),
         _ => false,
     }
 }
@@ -338,6 +370,16 @@ mod tests {
             hits(Go, go, &c, false),
             vec![(UrlFromArgument, 5), (UntrustedUndeclared, 7)]
         );
+        // A URL bound to a fixed-host template, or picked from a fixed map by the argument
+        // (both met in the TypeScript SDK's examples), is not a URL from an argument.
+        let bound = "server.registerTool('fetch_page', {}, async ({ state }) => {\n  const url = `${NWS_API}/alerts?area=${state}`;\n  const res = await fetch(url);\n  return { content: [{ type: 'text', text: await res.text() }] };\n});\n";
+        assert_eq!(hits(TypeScript, bound, &c, false), vec![]);
+        let picked = "server.registerTool('fetch_page', {}, async ({ source }) => {\n  const res = await fetch(SOURCE_URLS[source]);\n  return { content: [{ type: 'text', text: await res.text() }] };\n});\n";
+        assert_eq!(hits(TypeScript, picked, &c, false), vec![]);
+        // A POST to a search endpoint asks (cloudflare/mcp-server-cloudflare's blog search).
+        let r = catalogue("fetch_page", Effect::Read, |t| t.sends_out = true);
+        let search = "server.tool('fetch_page', {}, async ({ query }) => {\n  const res = await fetch(`${base}/search`, { method: 'POST', body: JSON.stringify({ query }) });\n  return res.json();\n});\n";
+        assert_eq!(hits(TypeScript, search, &r, false), vec![]);
     }
 
     #[test]

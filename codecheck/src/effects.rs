@@ -34,8 +34,9 @@ impl Action {
     /// Whether the action writes something outside the process (what `effect: read` denies).
     pub fn writes(&self) -> bool {
         match self {
-            Action::Request { method, .. } => {
+            Action::Request { method, url } => {
                 !matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS")
+                    && !(method == "POST" && url.as_ref().is_some_and(query_endpoint))
             }
             Action::FileWrite | Action::SqlWrite(_) => true,
             Action::Process { .. } => false,
@@ -55,6 +56,23 @@ impl Action {
             Action::Process { .. } => "starts a process".into(),
         }
     }
+}
+
+/// A URL whose path ends in a query endpoint (`…/search`, `…/_search`, `…/query`,
+/// `…/completions`, `…/embeddings`, `…/lookup`, `…/find`): a POST there asks, it does not
+/// change anything (search APIs take their query as a POST body).
+fn query_endpoint(url: &Val) -> bool {
+    let text = match url {
+        Val::Str(s) => s.as_str(),
+        Val::Built { text, .. } => text.as_str(),
+        _ => return false,
+    };
+    let path = text.split(['?', '#']).next().unwrap_or("");
+    let lastseg = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    matches!(
+        lastseg,
+        "search" | "_search" | "query" | "completions" | "embeddings" | "lookup" | "find"
+    )
 }
 
 /// What one file's calls are read against: its language and the names bound to HTTP clients

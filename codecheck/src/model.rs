@@ -28,6 +28,8 @@ pub enum Val {
         prefix: String,
         /// Every name the values put in read.
         names: Vec<String>,
+        /// Every constant part, in order (`{base}/search` has `/search`).
+        text: String,
     },
     /// `True`/`true` or `False`/`false`.
     Bool(bool),
@@ -276,6 +278,7 @@ mod tests {
         let v = Val::Built {
             prefix: "https://".into(),
             names: vec!["args.host".into(), "port".into()],
+            text: "https://:/".into(),
         };
         assert_eq!(v.names(), vec!["args", "port"]);
         assert_eq!(v.paths(), vec!["args.host", "port"]);

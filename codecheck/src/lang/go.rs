@@ -137,6 +137,7 @@ impl<'t> Walk<'t> {
                         Some(Val::Str(f)) => Val::Built {
                             prefix: f.split('%').next().unwrap_or("").to_string(),
                             names: c.args[1..].iter().flat_map(Val::paths).collect(),
+                            text: f.clone(),
                         },
                         _ => Val::Other(c.args.iter().flat_map(Val::paths).collect()),
                     },

@@ -219,7 +219,11 @@ impl<'t> Walk<'t> {
             "template_string" => {
                 let mut prefix = String::new();
                 let mut names = Vec::new();
+                let mut text = String::new();
                 for c in children(n) {
+                    if matches!(c.kind(), "string_fragment" | "escape_sequence") {
+                        text.push_str(self.text(c));
+                    }
                     match c.kind() {
                         "string_fragment" | "escape_sequence" if names.is_empty() => {
                             prefix.push_str(self.text(c))
@@ -233,7 +237,11 @@ impl<'t> Walk<'t> {
                     .iter()
                     .any(|c| c.kind() == "template_substitution")
                 {
-                    Val::Built { prefix, names }
+                    Val::Built {
+                        prefix,
+                        names,
+                        text,
+                    }
                 } else {
                     Val::Str(prefix)
                 }

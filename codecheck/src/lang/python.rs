@@ -140,9 +140,13 @@ impl<'t> Walk<'t> {
     /// A string literal's constant content and the names its interpolations read.
     fn string(&self, n: Node) -> Val {
         let mut text = String::new();
+        let mut all = String::new();
         let mut names = Vec::new();
         let mut built = false;
         for c in children(n) {
+            if matches!(c.kind(), "string_content" | "escape_sequence") {
+                all.push_str(self.text(c));
+            }
             match c.kind() {
                 "string_content" | "escape_sequence" if !built => text.push_str(self.text(c)),
                 "interpolation" => {
@@ -156,6 +160,7 @@ impl<'t> Walk<'t> {
             Val::Built {
                 prefix: text,
                 names,
+                text: all,
             }
         } else {
             Val::Str(text)
@@ -203,6 +208,7 @@ impl<'t> Walk<'t> {
                         Val::Str(s) | Val::Built { prefix: s, .. } => Val::Built {
                             prefix: s.split('%').next().unwrap_or("").to_string(),
                             names: self.paths_in(r),
+                            text: s.clone(),
                         },
                         _ => Val::Other(self.paths_in(n)),
                     },
@@ -290,6 +296,7 @@ impl<'t> Walk<'t> {
             _ => String::new(),
         };
         Some(Val::Built {
+            text: prefix.clone(),
             prefix: prefix.split('{').next().unwrap_or("").to_string(),
             names: self.paths_in(n.child_by_field_name("arguments")?),
         })
@@ -505,18 +512,24 @@ impl<'t> Walk<'t> {
 pub(crate) fn concat(parts: Vec<Val>) -> Val {
     let mut prefix = String::new();
     let mut names = Vec::new();
+    let mut text = String::new();
     let mut built = false;
     for p in parts {
         match p {
-            Val::Str(s) if !built => prefix.push_str(&s),
-            Val::Str(_) => {}
+            Val::Str(s) if !built => {
+                prefix.push_str(&s);
+                text.push_str(&s);
+            }
+            Val::Str(s) => text.push_str(&s),
             Val::Built {
                 prefix: p2,
                 names: n,
+                text: t2,
             } => {
                 if !built {
                     prefix.push_str(&p2);
                 }
+                text.push_str(&t2);
                 built = true;
                 names.extend(n);
             }
@@ -530,7 +543,11 @@ pub(crate) fn concat(parts: Vec<Val>) -> Val {
         }
     }
     if built {
-        Val::Built { prefix, names }
+        Val::Built {
+            prefix,
+            names,
+            text,
+        }
     } else {
         Val::Str(prefix)
     }
@@ -574,7 +591,7 @@ tool = FunctionTool(helper)
             .find(|c| c.callee == "subprocess.run")
             .unwrap();
         assert!(
-            matches!(&run.args[0], Val::Built { prefix, names } if prefix == "echo " && names == &vec!["url".to_string()])
+            matches!(&run.args[0], Val::Built { prefix, names, .. } if prefix == "echo " && names == &vec!["url".to_string()])
         );
         assert!(u
             .literals
