@@ -35,8 +35,9 @@ impl Action {
     pub fn writes(&self) -> bool {
         match self {
             Action::Request { method, url } => {
-                !matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS")
-                    && !(method == "POST" && url.as_ref().is_some_and(query_endpoint))
+                let asks = matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS")
+                    || (method == "POST" && url.as_ref().is_some_and(query_endpoint));
+                !asks
             }
             Action::FileWrite | Action::SqlWrite(_) => true,
             Action::Process { .. } => false,
