@@ -222,8 +222,10 @@ impl Default for Settings {
 pub enum ToolSourceRef {
     /// A catalogue file, relative to `agent.yaml`.
     Catalogue(String, Loc),
-    /// A Python module (recorded only).
-    Python(String, Loc),
+    /// A module of the tools' code: `python: shop.tools` (a dotted module), or `javascript:`,
+    /// `typescript:`, `go:` with a path (a file or a folder) relative to `agent.yaml`. The code
+    /// checks read it.
+    Module(crate::code::Language, String, Loc),
 }
 
 /// `agent.yaml` as read, before its files are loaded.

@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod catalogue;
 pub mod deps;
+pub mod code;
 pub mod diag;
 pub mod graph;
 pub mod loc;
@@ -52,4 +53,6 @@ pub struct Project {
     pub inputs: Vec<(String, String)>,
     /// The packages `--dependencies` files name (QG022, QG106), in reading order.
     pub dependencies: Vec<deps::Dependency>,
+    /// The tools' own source files the code checks read (none for a graph project).
+    pub sources: code::Sources,
 }

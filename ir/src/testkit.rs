@@ -217,6 +217,7 @@ impl Builder {
             context: vec![],
             inputs: vec![],
             dependencies: vec![],
+            sources: Default::default(),
         }
     }
 }

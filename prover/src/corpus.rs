@@ -121,10 +121,16 @@ impl Expected {
     /// verdict and the gate.
     pub fn of(report: &Report, proof: &Proof) -> Expected {
         Expected {
+            // A code finding's subject is its place (`shop/tools.py:12:5`).
             findings: report
                 .findings
                 .iter()
                 .map(|f| (f.rule.id.to_string(), f.subject.clone()))
+                .chain(report.code.iter().flat_map(|c| {
+                    c.findings
+                        .iter()
+                        .map(|f| (f.rule.id().to_string(), f.place()))
+                }))
                 .collect(),
             obligations: proof
                 .outcomes

@@ -137,6 +137,9 @@ pub struct Report {
     /// When both engines ran: which obligations both decided (the only ones "engines agree"
     /// speaks of) and which only one did.
     pub cross_check: Option<CrossCheck>,
+    /// The code checks over the tools' own source, when agent.yaml names tool modules or
+    /// source files are beside it (`None` otherwise: the report then reads as it always did).
+    pub code: Option<codecheck::CodeReport>,
 }
 
 /// How far the two engines' verdicts were compared: an obligation is cross-checked only when
@@ -335,6 +338,7 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
         not_run: proof.not_run.clone(),
         per_engine: per_engine(proof),
         cross_check: CrossCheck::of(proof),
+        code: code_checks(p),
     };
     crate::triage::apply_suppressions(&mut r, p, rq.today);
     fingerprint_and_order(&mut r, &proof.ts);
@@ -343,6 +347,14 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
     }
     decide_gate(&mut r);
     r
+}
+
+/// The code checks (SPEC §7): the tools' own source read for network and credential problems
+/// and for declarations it contradicts, when there is source to read.
+fn code_checks(p: &Project) -> Option<codecheck::CodeReport> {
+    p.sources
+        .in_play()
+        .then(|| codecheck::check(&p.sources, &p.catalogue))
 }
 
 /// The structural rules on the graph (SPEC §5: QG004–QG009, QG015, QG016, QG023, QG104–QG107).
@@ -588,14 +600,16 @@ fn fingerprint_and_order(r: &mut Report, ts: &TransitionSystem) {
     crate::triage::separate_twins(&mut r.findings);
 }
 
-/// **The one place the gate is decided**: it fails on a *new* finding of a gate-failing rule or
-/// on an undecided gate-failing obligation.
+/// **The one place the gate is decided**: it fails on a *new* finding of a gate-failing rule, on
+/// an undecided gate-failing obligation, and on a code finding (or a source file the code checks
+/// could not parse).
 fn decide_gate(r: &mut Report) {
     r.passed = !r
         .findings
         .iter()
         .any(|f| f.rule.fails_gate && f.standing == Standing::New)
-        && r.undecided_gate.is_empty();
+        && r.undecided_gate.is_empty()
+        && r.code.as_ref().is_none_or(codecheck::CodeReport::passes);
 }
 
 /// Per engine that ran, what it decided.

@@ -123,24 +123,37 @@ fn check_hand_offs(file: &str, agents: &IndexMap<String, AgentSpec>) -> Result<(
     Ok(())
 }
 
-/// The `tools:` list: each entry a catalogue file or a Python module.
+/// The `tools:` list: each entry a catalogue file or a module of the tools' code.
 fn read_tool_sources(file: &str, n: &Node) -> Result<Vec<ToolSourceRef>, InputError> {
+    use ir::code::Language;
+    const MODULE_KEYS: [(&str, Language); 4] = [
+        ("python", Language::Python),
+        ("javascript", Language::JavaScript),
+        ("typescript", Language::TypeScript),
+        ("go", Language::Go),
+    ];
     let mut tools = Vec::new();
     for item in as_seq(file, n, "`tools`")?.iter() {
         let m = as_map(file, item, "a `tools` entry")?;
-        m.check_keys(&["catalogue", "python"])?;
+        m.check_keys(&["catalogue", "python", "javascript", "typescript", "go"])?;
         let at = Loc::new(file, m.line());
-        match (m.opt_str("catalogue")?, m.opt_str("python")?) {
-            (Some(c), None) => tools.push(ToolSourceRef::Catalogue(c, at)),
-            (None, Some(p)) => tools.push(ToolSourceRef::Python(p, at)),
-            _ => {
-                return Err(InputError::at(
-                    file,
-                    m.line(),
-                    "a `tools` entry is either `catalogue: FILE` or `python: MODULE`",
-                ))
+        let mut given = Vec::new();
+        if let Some(c) = m.opt_str("catalogue")? {
+            given.push(ToolSourceRef::Catalogue(c, at.clone()));
+        }
+        for (key, lang) in MODULE_KEYS {
+            if let Some(p) = m.opt_str(key)? {
+                given.push(ToolSourceRef::Module(lang, p, at.clone()));
             }
         }
+        if given.len() != 1 {
+            return Err(InputError::at(
+                file,
+                m.line(),
+                "a `tools` entry is one of `catalogue: FILE`, `python: MODULE`, `javascript: PATH`, `typescript: PATH` or `go: PATH`",
+            ));
+        }
+        tools.extend(given);
     }
     Ok(tools)
 }

@@ -12,6 +12,7 @@ pub mod deps;
 pub mod graph;
 pub mod langgraph;
 pub mod rulebook;
+pub mod sources;
 pub mod suppress;
 pub mod yaml;
 
@@ -77,7 +78,7 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
                 catalogue.merge(catalogue::read_catalogue(&name, &t)?)?;
                 catalogue::lock::check_config(&dir.join(rel), &name, &t)?;
             }
-            ToolSourceRef::Python(m, _) => catalogue.modules.push(m.clone()),
+            ToolSourceRef::Module(_, m, _) => catalogue.modules.push(m.clone()),
         }
     }
     let (rulebook, rulebook_refusal) = match &af.rulebook {
@@ -92,14 +93,17 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
     };
     catalogue::check_merged(&catalogue)?;
     check_agent_tools(&af, &catalogue)?;
+    let sources = sources::read_sources(&dir, &af)?;
     let graph = ir::graph::export(&af);
-    Ok(project(
+    let mut p = project(
         Some(af),
         graph,
         catalogue,
         (rulebook, rulebook_refusal),
         inputs,
-    ))
+    );
+    p.sources = sources;
+    Ok(p)
 }
 
 /// Loads a graph exported elsewhere with its catalogue, optional rulebook and optional
@@ -222,6 +226,7 @@ fn project(
         context,
         inputs,
         dependencies: vec![],
+        sources: Default::default(),
     }
 }
 

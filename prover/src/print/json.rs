@@ -53,7 +53,31 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
     if r.depth.0 == SessionSteps::Any {
         v["fixpoint_turns"] = json!(r.fixpoint_turns);
     }
+    if let Some(c) = &r.code {
+        v["code_checks"] = code_checks_json(c);
+    }
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
+}
+
+/// The code checks (docs/formats.md): the rule set's hash, the files read, and each finding
+/// with its rule's record, its place and, for a contradiction, the tool and its declaration.
+fn code_checks_json(c: &codecheck::CodeReport) -> Value {
+    json!({
+        "rules": c.rules,
+        "passed": c.passes(),
+        "files": c.files.iter().map(|f| json!({
+            "file": f.file, "language": f.language.name(), "sha256": f.sha256,
+            "recovered": f.recovered, "unparsed": f.unparsed, "tools": f.tools, "registered": f.registered,
+        })).collect::<Vec<_>>(),
+        "findings": c.findings.iter().map(|f| {
+            let i = f.rule.info();
+            json!({
+                "rule": i.id, "title": i.title, "cwe": i.cwe, "severity": i.severity, "fails_gate": i.fails_gate,
+                "file": f.file, "line": f.line, "column": f.column, "message": f.message, "fix": i.fix,
+                "tool": f.tool, "declared_at": f.declared_at,
+            })
+        }).collect::<Vec<_>>(),
+    })
 }
 
 /// The obligations both engines decided (the cross-checked ones), those only one decided and

@@ -26,11 +26,22 @@ fn sarif_location(at: &Loc, message: Option<String>) -> Value {
 /// repository qls is built from); each rule's `helpUri` is its section there. SARIF requires an
 /// absolute URI, so without one each rule names its section as `properties.helpPath`.
 pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
-    let rules: Vec<Value> = obligations::catalog::RULES
+    let mut rules: Vec<Value> = obligations::catalog::RULES
         .iter()
         .map(|ru| rule_entry(ru, rules_uri))
         .collect();
-    let results: Vec<Value> = r.findings.iter().map(|f| result(f, proof)).collect();
+    let mut results: Vec<Value> = r.findings.iter().map(|f| result(f, proof)).collect();
+    // The code checks' rules follow the catalog's, only when the code checks ran (a report
+    // without them keeps its exact shape).
+    if let Some(c) = &r.code {
+        let base = rules.len();
+        rules.extend(
+            codecheck::CodeRule::ALL
+                .iter()
+                .map(|ru| code_rule_entry(*ru)),
+        );
+        results.extend(c.findings.iter().map(|f| code_result(f, base)));
+    }
     let v = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -66,6 +77,54 @@ fn rule_entry(ru: &Rule, rules_uri: Option<&str>) -> Value {
     }
     entry
 }
+
+/// A code rule as a SARIF reporting descriptor (its CWE as a tag and a property).
+fn code_rule_entry(ru: codecheck::CodeRule) -> Value {
+    let i = ru.info();
+    json!({
+        "id": i.id,
+        "name": pascal_case(i.title),
+        "shortDescription": {"text": i.title},
+        "help": {"text": i.fix},
+        "defaultConfiguration": {"level": if i.fails_gate { "error" } else { "warning" }},
+        "properties": {"tags": ["security", i.cwe], "cwe": i.cwe, "severity": i.severity, "fails_gate": i.fails_gate,
+                       "security-severity": if i.severity == "High" { "8.0" } else { "5.0" },
+                       "helpPath": format!("{CODE_RULES_DOC}#{}", i.id.to_lowercase())},
+    })
+}
+
+/// One code finding as a SARIF result at its line and column; a contradiction's declaration as
+/// a related location.
+fn code_result(f: &codecheck::CodeFinding, base: usize) -> Value {
+    let i = f.rule.info();
+    let index = base
+        + codecheck::CodeRule::ALL
+            .iter()
+            .position(|r| *r == f.rule)
+            .unwrap_or(0);
+    let mut res = json!({
+        "ruleId": i.id,
+        "ruleIndex": index,
+        "level": if i.fails_gate { "error" } else { "warning" },
+        "message": {"text": format!("{}: {}", i.title, f.message)},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.file}, "region": {"startLine": f.line, "startColumn": f.column}}}],
+        "properties": {"cwe": i.cwe},
+    });
+    if let Some(d) = &f.declared_at {
+        res["relatedLocations"] = json!([sarif_location(
+            d,
+            Some(format!(
+                "'{}' is declared here",
+                f.tool.clone().unwrap_or_default()
+            ))
+        )]);
+        res["relatedLocations"][0]["id"] = json!(0);
+    }
+    res
+}
+
+/// Where the code rules are documented.
+const CODE_RULES_DOC: &str = "docs/code-checks.md";
 
 /// A rule's title as SARIF's `name`: each word capitalised, the spaces dropped.
 fn pascal_case(title: &str) -> String {

@@ -181,6 +181,61 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
             p.graph.agents.keys().cloned().collect::<Vec<_>>().join(", ")
         ));
     }
+    if let Some(c) = &r.code {
+        code_checks(s, c);
+    }
+}
+
+/// SPEC §7's code-checks line, after the lints: "Code checks: no finding in 4 file(s) (rules
+/// …)." or the findings, each at file:line:column (a contradiction also at its declaration).
+fn code_checks(s: &mut String, c: &codecheck::CodeReport) {
+    let n = c.files.len();
+    if c.findings.is_empty() {
+        s.push_str(&format!(
+            "\nCode checks: no finding in {n} file(s) (rules {}).\n",
+            c.rules
+        ));
+    } else {
+        let k = c.findings.len();
+        let word = if k == 1 { "finding" } else { "findings" };
+        s.push_str(&format!(
+            "\nCode checks: {k} {word} in {n} file(s) (rules {}):\n",
+            c.rules
+        ));
+        for f in &c.findings {
+            let i = f.rule.info();
+            let on = f
+                .tool
+                .as_ref()
+                .map(|t| format!(" on {t}"))
+                .unwrap_or_default();
+            let declared = f
+                .declared_at
+                .as_ref()
+                .map(|d| format!(", declared at {d}"))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "  {} {}{on} at {}{declared}: {}\n    {} ({}). Fix: {}\n",
+                i.id,
+                i.severity,
+                f.place(),
+                f.message,
+                i.title,
+                i.cwe,
+                i.fix
+            ));
+        }
+    }
+    for f in &c.files {
+        if let Some(why) = &f.unparsed {
+            s.push_str(&format!("  {} was not read: {why}\n", f.file));
+        } else if f.recovered {
+            s.push_str(&format!(
+                "  {} has syntax errors; the rules read what the grammar recovered\n",
+                f.file
+            ));
+        }
+    }
 }
 
 /// What was proved: the counts at the depth, whether the engines agree, what each decided.

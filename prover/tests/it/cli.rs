@@ -49,6 +49,17 @@ fn shop_report_matches_the_seed() {
     ] {
         assert!(t.contains(want), "missing {want:?}");
     }
+    // The seed's code-checks line after the lints, over the shop's tool module
+    // (shop/__init__.py and shop/tools.py), with this rule set's hash.
+    let line = format!(
+        "\n\nCode checks: no finding in 2 file(s) (rules {}).\n\n",
+        codecheck::rules_hash()
+    );
+    assert!(t.contains(&line), "missing {line:?} in\n{t}");
+    assert!(
+        t.find(&line) > t.find("  compensation_out_of_reach"),
+        "the code-checks line stands after the lints"
+    );
     crate::snapshots().bind(|| insta::assert_snapshot!("cli__shop_text_report", t));
 }
 

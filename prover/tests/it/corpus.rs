@@ -51,6 +51,10 @@ fn every_case_matches_its_expected_json() {
         "qg001", "qg002", "qg003", "qg004", "qg005", "qg006", "qg007", "qg008", "qg009", "qg010",
         "qg011", "qg012", "qg013", "qg014", "qg015", "qg016", "qg017", "qg018", "qg019", "qg020",
         "qg021", "qg022", "qg023", "qg101", "qg104", "qg105", "qg106", "qg107",
+        // The code checks' rules (docs/code-checks.md): each code rule and each kind of
+        // contradiction between a declaration and the code.
+        "qc001", "qc002", "qc003", "qc004", "qc005", "qc006", "qc007", "qc008", "qc101", "qc102",
+        "qc103", "qc104",
     ];
     let raises = |case: &str, id: &str| {
         let r = results

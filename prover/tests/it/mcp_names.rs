@@ -67,7 +67,9 @@ fn renamed_corpus() -> PathBuf {
     for case in std::fs::read_dir(&from).unwrap() {
         let case = case.unwrap().path();
         let name = case.file_name().unwrap().to_string_lossy().to_string();
-        if !case.is_dir() || name == NAME_IN_A_WORD {
+        // The code checks' cases pin findings at a place in their tool code, and a dotted
+        // name is no Python function name: renaming tools in code is not what this test asks.
+        if !case.is_dir() || name == NAME_IN_A_WORD || name.starts_with("qc") {
             continue;
         }
         let map: Vec<(String, String)> = tool_names(&case)
@@ -90,6 +92,9 @@ fn copy_renamed(from: &Path, to: &Path, map: &[(String, String)]) {
         if p.is_dir() {
             std::fs::create_dir_all(&dest).unwrap();
             copy_renamed(&p, &dest, map);
+        } else if ir::code::Language::of_path(&p.to_string_lossy()).is_some() {
+            // Tool code (the shop's module) is copied as it is: it stays valid code.
+            std::fs::copy(&p, &dest).unwrap();
         } else {
             match std::fs::read_to_string(&p) {
                 Ok(text) => std::fs::write(&dest, rename(&text, map)).unwrap(),

@@ -22,16 +22,24 @@ fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
-/// A fresh copy of an example folder.
+/// A fresh copy of an example folder (the shop's tool module `shop/` with it).
 fn copy_example(name: &str, tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("qls-triage-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(root().join("examples").join(name)).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
-    }
+    copy_dir(&root().join("examples").join(name), &dir);
     dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }
 
 /// Appends a `suppress:` list to the folder's agent.yaml (kept as it was otherwise).

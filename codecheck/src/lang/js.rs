@@ -1,0 +1,705 @@
+//! JavaScript, TypeScript and TSX syntax trees walked into a [`Unit`] (the TypeScript grammars
+//! extend the JavaScript one; type annotations, `as`, `satisfies` and `!` are looked through).
+//! Imports and `require` are resolved (`import { exec } from "node:child_process"` makes
+//! `exec(…)` the call `child_process.exec`; `promisify(exec)` stays `child_process.exec`).
+//! Tools: `server.tool("name", …, handler)`, `server.registerTool("name", …, handler)`, the AI
+//! SDK's `tool({ execute })`, LangChain's `tool(fn, { name })` and `new DynamicStructuredTool({
+//! name, func })`, and each `case "name":` of a `switch` on a tool name (the low-level MCP
+//! server's `tools/call` handler).
+
+use super::{children, each_node, Src};
+use crate::model::{Assign, Call, Function, Literal, Pair, Unit, Val};
+use std::collections::HashMap;
+use tree_sitter::Node;
+
+struct Walk<'t> {
+    src: Src<'t>,
+    aliases: HashMap<String, String>,
+    unit: Unit,
+    stack: Vec<usize>,
+    /// Tools registered with a function literal, by the literal's first byte.
+    by_byte: HashMap<usize, String>,
+}
+
+pub(super) fn walk(src: &Src, root: Node) -> Unit {
+    let mut w = Walk {
+        src: *src,
+        aliases: HashMap::new(),
+        unit: Unit::default(),
+        stack: Vec::new(),
+        by_byte: HashMap::new(),
+    };
+    each_node(root, &mut |n| w.import(n));
+    each_node(root, &mut |n| w.registration(n));
+    w.visit(root);
+    w.unit
+}
+
+/// A module name as the callee tables know it (`node:fs/promises` is `fs`).
+fn module(spec: &str) -> String {
+    let m = spec.trim_start_matches("node:");
+    match m {
+        "fs/promises" => "fs".into(),
+        _ => m.into(),
+    }
+}
+
+/// Nodes that only wrap an expression.
+fn unwrap(n: Node) -> Node {
+    match n.kind() {
+        "parenthesized_expression"
+        | "as_expression"
+        | "satisfies_expression"
+        | "non_null_expression"
+        | "await_expression"
+        | "type_assertion" => children(n).first().map(|c| unwrap(*c)).unwrap_or(n),
+        _ => n,
+    }
+}
+
+fn is_function(n: Node) -> bool {
+    matches!(
+        n.kind(),
+        "function_expression"
+            | "function"
+            | "arrow_function"
+            | "function_declaration"
+            | "method_definition"
+            | "generator_function"
+            | "generator_function_declaration"
+    )
+}
+
+impl<'t> Walk<'t> {
+    fn text(&self, n: Node) -> &'t str {
+        self.src.of(n)
+    }
+
+    fn string_text(&self, n: Node) -> String {
+        children(n)
+            .into_iter()
+            .filter(|c| matches!(c.kind(), "string_fragment" | "escape_sequence"))
+            .map(|c| self.text(c))
+            .collect()
+    }
+
+    fn import(&mut self, n: Node) {
+        match n.kind() {
+            "import_statement" => {
+                let Some(source) = n.child_by_field_name("source") else {
+                    return;
+                };
+                let m = module(&self.string_text(source));
+                let mut names = Vec::new();
+                each_node(n, &mut |c| match c.kind() {
+                    "import_specifier" => {
+                        let name = c.child_by_field_name("name");
+                        let alias = c.child_by_field_name("alias").or(name);
+                        if let (Some(name), Some(alias)) = (name, alias) {
+                            names.push((
+                                self.text(alias).to_string(),
+                                format!("{m}.{}", self.text(name)),
+                            ));
+                        }
+                    }
+                    "namespace_import" => {
+                        if let Some(id) = children(c).into_iter().find(|x| x.kind() == "identifier")
+                        {
+                            names.push((self.text(id).to_string(), m.clone()));
+                        }
+                    }
+                    "import_clause" => {
+                        if let Some(id) = children(c).into_iter().find(|x| x.kind() == "identifier")
+                        {
+                            names.push((self.text(id).to_string(), m.clone()));
+                        }
+                    }
+                    _ => {}
+                });
+                self.aliases.extend(names);
+            }
+            "variable_declarator" => {
+                let (Some(name), Some(value)) = (
+                    n.child_by_field_name("name"),
+                    n.child_by_field_name("value"),
+                ) else {
+                    return;
+                };
+                let value = unwrap(value);
+                if value.kind() != "call_expression" {
+                    return;
+                }
+                let Some(Val::Call(c)) = Some(self.val(value)) else {
+                    return;
+                };
+                let target = match (c.callee.as_str(), c.args.first()) {
+                    ("require", Some(Val::Str(s))) => module(s),
+                    (p, Some(Val::Path(f))) if crate::model::last(p) == "promisify" => {
+                        self.resolve(f)
+                    }
+                    _ => return,
+                };
+                match name.kind() {
+                    "identifier" => {
+                        self.aliases.insert(self.text(name).into(), target);
+                    }
+                    "object_pattern" => {
+                        for p in children(name) {
+                            let (key, alias) = match p.kind() {
+                                "shorthand_property_identifier_pattern" => {
+                                    (self.text(p), self.text(p))
+                                }
+                                "pair_pattern" => match (
+                                    p.child_by_field_name("key"),
+                                    p.child_by_field_name("value"),
+                                ) {
+                                    (Some(k), Some(v)) => (self.text(k), self.text(v)),
+                                    _ => continue,
+                                },
+                                _ => continue,
+                            };
+                            self.aliases.insert(alias.into(), format!("{target}.{key}"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn resolve(&self, path: &str) -> String {
+        let (head, rest) = match path.split_once('.') {
+            Some((h, r)) => (h, Some(r)),
+            None => (path, None),
+        };
+        match (self.aliases.get(head), rest) {
+            (Some(full), Some(r)) => format!("{full}.{r}"),
+            (Some(full), None) => full.clone(),
+            (None, _) => path.to_string(),
+        }
+    }
+
+    fn path(&self, n: Node) -> Option<String> {
+        let n = unwrap(n);
+        match n.kind() {
+            "identifier" | "this" | "property_identifier" | "shorthand_property_identifier" => {
+                Some(self.text(n).to_string())
+            }
+            "member_expression" => {
+                let o = self.path(n.child_by_field_name("object")?)?;
+                let p = self.text(n.child_by_field_name("property")?);
+                Some(format!("{o}.{p}"))
+            }
+            _ => None,
+        }
+    }
+
+    fn paths_in(&self, n: Node) -> Vec<String> {
+        if let Some(p) = self.path(n) {
+            return vec![p];
+        }
+        match n.kind() {
+            "pair" => n
+                .child_by_field_name("value")
+                .map(|v| self.paths_in(v))
+                .unwrap_or_default(),
+            "string" | "property_identifier" | "type_annotation" => vec![],
+            _ => children(n)
+                .into_iter()
+                .flat_map(|c| self.paths_in(c))
+                .collect(),
+        }
+    }
+
+    fn val(&self, n: Node) -> Val {
+        let n = unwrap(n);
+        match n.kind() {
+            "string" => Val::Str(self.string_text(n)),
+            "template_string" => {
+                let mut prefix = String::new();
+                let mut names = Vec::new();
+                let mut text = String::new();
+                for c in children(n) {
+                    if matches!(c.kind(), "string_fragment" | "escape_sequence") {
+                        text.push_str(self.text(c));
+                    }
+                    match c.kind() {
+                        "string_fragment" | "escape_sequence" if names.is_empty() => {
+                            prefix.push_str(self.text(c))
+                        }
+                        "template_substitution" => names.extend(self.paths_in(c)),
+                        _ => {}
+                    }
+                }
+                // A template with no substitution is a constant.
+                if children(n)
+                    .iter()
+                    .any(|c| c.kind() == "template_substitution")
+                {
+                    Val::Built {
+                        prefix,
+                        names,
+                        text,
+                    }
+                } else {
+                    Val::Str(prefix)
+                }
+            }
+            "true" => Val::Bool(true),
+            "false" => Val::Bool(false),
+            "null" | "undefined" => Val::Null,
+            "number" => Val::Num,
+            "identifier" | "member_expression" | "this" => match self.path(n) {
+                Some(p) => Val::Path(p),
+                None => Val::Other(self.paths_in(n)),
+            },
+            "call_expression" | "new_expression" => self
+                .call(n)
+                .map(|c| Val::Call(Box::new(c)))
+                .unwrap_or_else(|| Val::Other(self.paths_in(n))),
+            "binary_expression" => {
+                let op = n.child_by_field_name("operator").map(|o| self.text(o));
+                match (
+                    op,
+                    n.child_by_field_name("left"),
+                    n.child_by_field_name("right"),
+                ) {
+                    (Some("+"), Some(l), Some(r)) => {
+                        super::python::concat(vec![self.val(l), self.val(r)])
+                    }
+                    _ => Val::Other(self.paths_in(n)),
+                }
+            }
+            "object" => Val::Object(
+                children(n)
+                    .into_iter()
+                    .filter_map(|p| match p.kind() {
+                        "pair" => {
+                            let k = self.key(p.child_by_field_name("key")?)?;
+                            Some((k, self.val(p.child_by_field_name("value")?)))
+                        }
+                        "shorthand_property_identifier" => {
+                            Some((self.text(p).to_string(), Val::Path(self.text(p).into())))
+                        }
+                        "method_definition" => Some((
+                            self.text(p.child_by_field_name("name")?).to_string(),
+                            Val::Other(vec![]),
+                        )),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            "array" => Val::List(children(n).into_iter().map(|c| self.val(c)).collect()),
+            _ => Val::Other(self.paths_in(n)),
+        }
+    }
+
+    fn key(&self, k: Node) -> Option<String> {
+        match k.kind() {
+            "property_identifier" | "identifier" => Some(self.text(k).to_string()),
+            "string" => Some(self.string_text(k)),
+            _ => None,
+        }
+    }
+
+    fn call(&self, n: Node) -> Option<Call> {
+        let f = n
+            .child_by_field_name("function")
+            .or(n.child_by_field_name("constructor"))?;
+        let mut recv = None;
+        let callee = self.path(f).map(|p| self.resolve(&p)).unwrap_or_else(|| {
+            if unwrap(f).kind() == "member_expression" {
+                recv = unwrap(f)
+                    .child_by_field_name("object")
+                    .map(|o| Box::new(self.val(o)));
+                let p = unwrap(f)
+                    .child_by_field_name("property")
+                    .map(|x| self.text(x))
+                    .unwrap_or("");
+                format!("?.{p}")
+            } else {
+                "?".into()
+            }
+        });
+        let mut call = Call {
+            callee,
+            args: vec![],
+            kwargs: vec![],
+            spread: false,
+            recv,
+            at: self.src.pos(n),
+        };
+        if let Some(argl) = n.child_by_field_name("arguments") {
+            for a in children(argl) {
+                match a.kind() {
+                    "spread_element" => call.spread = true,
+                    "comment" => {}
+                    _ => call.args.push(self.val(a)),
+                }
+            }
+        }
+        Some(call)
+    }
+
+    /// The name an anonymous function or a `tool({…})` call is bound to: the variable or the
+    /// object key it is the value of.
+    fn bound_name(&self, n: Node) -> Option<String> {
+        let mut cur = n.parent();
+        while let Some(p) = cur {
+            match p.kind() {
+                "variable_declarator" => {
+                    return p.child_by_field_name("name").map(|x| self.text(x).into())
+                }
+                "pair" => return p.child_by_field_name("key").and_then(|k| self.key(k)),
+                "assignment_expression" => {
+                    return p
+                        .child_by_field_name("left")
+                        .and_then(|l| self.path(l))
+                        .map(|s| crate::model::last(&s).to_string())
+                }
+                "arguments"
+                | "call_expression"
+                | "new_expression"
+                | "parenthesized_expression"
+                | "as_expression"
+                | "satisfies_expression"
+                | "await_expression" => cur = p.parent(),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// Tool registrations whose handler is a function literal, by the literal's first byte.
+    fn registration<'a>(&mut self, n: Node<'a>) {
+        if !matches!(n.kind(), "call_expression" | "new_expression") {
+            return;
+        }
+        let Some(c) = self.call(n) else { return };
+        let Some(argl) = n.child_by_field_name("arguments") else {
+            return;
+        };
+        let args: Vec<Node> = children(argl)
+            .into_iter()
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        let last = crate::model::last(&c.callee);
+        let object_fn = |obj: Node<'a>, keys: &[&str]| -> Option<Node<'a>> {
+            children(obj).into_iter().find_map(|p| {
+                let k = p.child_by_field_name("key").and_then(|k| self.key(k))?;
+                if p.kind() == "pair" && keys.contains(&k.as_str()) {
+                    p.child_by_field_name("value")
+                        .map(unwrap)
+                        .filter(|v| is_function(*v))
+                } else if p.kind() == "method_definition" && keys.contains(&k.as_str()) {
+                    Some(p)
+                } else {
+                    None
+                }
+            })
+        };
+        let found: Option<(String, Node<'a>)> = match last {
+            // server.tool("name", …, handler) / server.registerTool("name", {…}, handler)
+            "tool" | "registerTool" if matches!(c.args.first(), Some(Val::Str(_))) => {
+                let name = c.args[0].as_str().unwrap_or_default().to_string();
+                args.last()
+                    .map(|h| unwrap(*h))
+                    .filter(|h| is_function(*h))
+                    .map(|h| (name, h))
+            }
+            // tool({ description, parameters, execute }) / tool(fn, { name })
+            "tool" => {
+                let first = args.first().map(|a| unwrap(*a));
+                match first {
+                    Some(f) if is_function(f) => {
+                        let name = c
+                            .args
+                            .get(1)
+                            .and_then(|o| o.entry("name"))
+                            .and_then(Val::as_str)
+                            .map(str::to_string);
+                        name.map(|nm| (nm, f))
+                    }
+                    Some(o) if o.kind() == "object" => {
+                        let name = c.args[0]
+                            .entry("name")
+                            .and_then(Val::as_str)
+                            .map(str::to_string)
+                            .or_else(|| self.bound_name(n));
+                        match (name, object_fn(o, &["execute", "func"])) {
+                            (Some(nm), Some(f)) => Some((nm, f)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                }
+            }
+            "DynamicStructuredTool" | "DynamicTool" => {
+                let o = args
+                    .first()
+                    .map(|a| unwrap(*a))
+                    .filter(|o| o.kind() == "object");
+                let name = c
+                    .args
+                    .first()
+                    .and_then(|o| o.entry("name"))
+                    .and_then(Val::as_str)
+                    .map(str::to_string);
+                match (name, o.and_then(|o| object_fn(o, &["func"]))) {
+                    (Some(nm), Some(f)) => Some((nm, f)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some((name, f)) = found {
+            self.by_byte.insert(f.start_byte(), name);
+        }
+    }
+
+    fn visit(&mut self, n: Node) {
+        let mut pushed = false;
+        match n.kind() {
+            "call_expression" | "new_expression" => {
+                if let Some(c) = self.call(n) {
+                    self.unit.calls.push(c);
+                }
+            }
+            "pair" => {
+                if let (Some(k), Some(v)) = (
+                    n.child_by_field_name("key").and_then(|k| self.key(k)),
+                    n.child_by_field_name("value"),
+                ) {
+                    self.unit.pairs.push(Pair {
+                        key: k,
+                        value: self.val(v),
+                        at: self.src.pos(n),
+                    });
+                }
+            }
+            "variable_declarator" | "assignment_expression" | "augmented_assignment_expression" => {
+                let (l, r) = if n.kind() == "variable_declarator" {
+                    (
+                        n.child_by_field_name("name"),
+                        n.child_by_field_name("value"),
+                    )
+                } else {
+                    (
+                        n.child_by_field_name("left"),
+                        n.child_by_field_name("right"),
+                    )
+                };
+                if let (Some(l), Some(r)) = (l, r) {
+                    let targets = self.targets(l);
+                    self.unit.assigns.push(Assign {
+                        targets,
+                        value: self.val(r),
+                        at: self.src.pos(n),
+                    });
+                }
+            }
+            "string" => {
+                let prose = n
+                    .parent()
+                    .is_some_and(|p| p.kind() == "expression_statement");
+                self.unit.literals.push(Literal {
+                    text: self.string_text(n),
+                    at: self.src.pos(n),
+                    prose,
+                });
+            }
+            "template_string" => {
+                for c in children(n) {
+                    if c.kind() == "string_fragment" {
+                        self.unit.literals.push(Literal {
+                            text: self.text(c).into(),
+                            at: self.src.pos(c),
+                            prose: false,
+                        });
+                    }
+                }
+            }
+            _ if is_function(n) => {
+                let f = self.function(n);
+                self.unit.functions.push(f);
+                self.stack.push(self.unit.functions.len() - 1);
+                pushed = true;
+            }
+            "return_statement" => {
+                if let (Some(&fi), Some(e)) = (self.stack.last(), children(n).first()) {
+                    let v = self.val(*e);
+                    let at = self.src.pos(n);
+                    self.unit.functions[fi].returns.push((v, at));
+                }
+            }
+            "switch_statement" => self.tool_switch(n),
+            _ => {}
+        }
+        // An arrow function's expression body is its return value.
+        if n.kind() == "arrow_function" {
+            if let Some(b) = n
+                .child_by_field_name("body")
+                .filter(|b| b.kind() != "statement_block")
+            {
+                let v = self.val(b);
+                let at = self.src.pos(b);
+                if let Some(&fi) = self.stack.last() {
+                    self.unit.functions[fi].returns.push((v, at));
+                }
+            }
+        }
+        for c in children(n) {
+            self.visit(c);
+        }
+        if pushed {
+            self.stack.pop();
+        }
+    }
+
+    fn targets(&self, l: Node) -> Vec<String> {
+        match self.path(l) {
+            Some(p) => vec![p],
+            None => match l.kind() {
+                "object_pattern" | "array_pattern" | "pair_pattern" | "assignment_pattern"
+                | "rest_pattern" => children(l)
+                    .into_iter()
+                    .flat_map(|c| match c.kind() {
+                        "shorthand_property_identifier_pattern" => vec![self.text(c).to_string()],
+                        "property_identifier" if l.kind() == "pair_pattern" => vec![],
+                        _ => self.targets(c),
+                    })
+                    .collect(),
+                "shorthand_property_identifier_pattern" => vec![self.text(l).to_string()],
+                _ => vec![],
+            },
+        }
+    }
+
+    fn params(&self, ps: Node) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut add = |n: Node| out.extend(self.targets(n));
+        match ps.kind() {
+            "identifier" => add(ps),
+            _ => {
+                for p in children(ps) {
+                    match p.kind() {
+                        "required_parameter" | "optional_parameter" => {
+                            if let Some(x) = p.child_by_field_name("pattern") {
+                                add(x)
+                            }
+                        }
+                        "assignment_pattern" => {
+                            if let Some(x) = p.child_by_field_name("left") {
+                                add(x)
+                            }
+                        }
+                        _ => add(p),
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn function(&self, n: Node) -> Function {
+        let name = n
+            .child_by_field_name("name")
+            .map(|x| self.text(x).to_string())
+            .or_else(|| self.bound_name(n));
+        let params = n
+            .child_by_field_name("parameters")
+            .or(n.child_by_field_name("parameter"))
+            .map(|p| self.params(p))
+            .unwrap_or_default();
+        let body = n.child_by_field_name("body").unwrap_or(n);
+        Function {
+            at: self.src.pos(n.child_by_field_name("name").unwrap_or(n)),
+            name,
+            params,
+            range: (body.start_byte(), body.end_byte()),
+            tool: self.by_byte.get(&n.start_byte()).cloned(),
+            returns: vec![],
+        }
+    }
+
+    /// `switch (name) { case "get_page": … }` on a tool name: each case with a string label is
+    /// the tool's implementation, with the enclosing function's parameters.
+    fn tool_switch(&mut self, n: Node) {
+        let Some(disc) = n.child_by_field_name("value") else {
+            return;
+        };
+        let on_name = self.path(disc).is_some_and(|p| {
+            matches!(
+                crate::model::last(&p),
+                "name" | "toolName" | "tool_name" | "tool"
+            )
+        });
+        let Some(&outer) = self.stack.last() else {
+            return;
+        };
+        let Some(body) = n.child_by_field_name("body") else {
+            return;
+        };
+        if !on_name {
+            return;
+        }
+        let params = self.unit.functions[outer].params.clone();
+        for case in children(body)
+            .into_iter()
+            .filter(|c| c.kind() == "switch_case")
+        {
+            let Some(Val::Str(name)) = case.child_by_field_name("value").map(|v| self.val(v))
+            else {
+                continue;
+            };
+            self.unit.functions.push(Function {
+                name: Some(name.clone()),
+                params: params.clone(),
+                at: self.src.pos(case),
+                range: (case.start_byte(), case.end_byte()),
+                tool: Some(name),
+                returns: vec![],
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::walk;
+    use ir::code::Language;
+
+    #[test]
+    fn imports_registrations_and_switches() {
+        let src = r#"
+import { exec } from "node:child_process";
+import { promisify } from "util";
+const run = promisify(exec);
+server.tool("fetch_page", "Fetch", { url: z.string() }, async ({ url }) => {
+  const r = await fetch(url);
+  return r.text();
+});
+server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  switch (request.params.name) {
+    case "shell": { await run(`ls ${request.params.arguments.dir}`); return {}; }
+  }
+});
+"#;
+        for lang in [Language::JavaScript, Language::TypeScript] {
+            let u = walk(lang, src).unwrap();
+            let callees: Vec<&str> = u.calls.iter().map(|c| c.callee.as_str()).collect();
+            assert!(callees.contains(&"child_process.exec"), "{callees:?}");
+            let tools: Vec<(&str, &Vec<String>)> = u
+                .functions
+                .iter()
+                .filter_map(|f| f.tool.as_deref().map(|t| (t, &f.params)))
+                .collect();
+            assert_eq!(tools.len(), 2, "{tools:?}");
+            assert_eq!(tools[0].0, "fetch_page");
+            assert_eq!(tools[0].1, &vec!["url".to_string()]);
+            assert_eq!(tools[1].0, "shell");
+            assert_eq!(tools[1].1, &vec!["request".to_string()]);
+        }
+    }
+}

@@ -1,0 +1,8 @@
+const API = "http://api.acme-shop.com/v1";
+
+async function lookup(orderId) {
+  const res = await fetch(`${API}/orders/${orderId}`);
+  return res.json();
+}
+
+module.exports = { lookup };

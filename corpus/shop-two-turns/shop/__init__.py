@@ -1,0 +1,1 @@
+"""The shop's tools: agent.yaml names them with `python: shop.tools`."""
