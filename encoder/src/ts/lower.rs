@@ -2191,7 +2191,13 @@ impl<'a> B<'a> {
             }
             let ran = |rs: &[VarId]| or(rs.iter().map(|&r| not(var_is(r, 0))).collect());
             let unconfirmed = or(by_first.iter().map(|&r| var_is(r, 2)).collect());
-            let both = and(vec![ran(&by_first), ran(&by_then)]);
+            let both = if first == then {
+                // One compensation following another of itself: the rollback runs it at least
+                // twice (two writes it undoes, or one that ran twice this turn).
+                self.runs_twice(runs, &by_first)
+            } else {
+                and(vec![ran(&by_first), ran(&by_then)])
+            };
             upd.insert(
                 a,
                 ite(
@@ -2201,6 +2207,28 @@ impl<'a> B<'a> {
                 ),
             );
         }
+    }
+
+    /// Whether a rollback runs one compensation at least twice: two of the writes it undoes
+    /// (their `turn.run` flags, `rs`) ran this turn, or one of them ran twice (`turn.runs`,
+    /// where counted; uncounted, it may have).
+    fn runs_twice(&self, runs: &[(String, VarId)], rs: &[VarId]) -> Expr {
+        let mut alts = vec![];
+        for (i, &r) in rs.iter().enumerate() {
+            let ran = not(var_is(r, 0));
+            let w = runs.iter().find(|(_, v)| *v == r).map(|(w, _)| w.as_str());
+            match w.and_then(|w| self.sv.turn_run_counts.get(w)) {
+                Some(&(c, _)) => alts.push(and(vec![
+                    ran.clone(),
+                    not(lt(Expr::Var(c), Expr::Const(2))),
+                ])),
+                None => alts.push(ran.clone()),
+            }
+            for &r2 in &rs[i + 1..] {
+                alts.push(and(vec![ran.clone(), not(var_is(r2, 0))]));
+            }
+        }
+        or(alts)
     }
 
     /// A person approved at a human node since the last model step.
