@@ -196,7 +196,29 @@ const PARALLEL_LEVEL: usize = 256;
 
 /// Explores the system breadth-first to its depth and decides every obligation.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
-    search(ts, obligations, budget, Some(ts.depth)).0
+    search(ts, obligations, budget, Some(ts.depth), None).0
+}
+
+/// Whether a witness of obligation `i` (its index in the obligations searched) is kept.
+pub type Accept<'a> = &'a (dyn Fn(usize, &RawWitness) -> bool + Sync);
+
+/// How many violations of one obligation [`run_accepting`] offers its test before it keeps the
+/// first one.
+pub const ACCEPT_TRIES: u32 = 64;
+
+/// [`run`], keeping for each obligation the first witness `accept` takes (replay's
+/// `reproduced`, for the callers that ask): a violation it refuses leaves the obligation open
+/// and the search goes on to the next violating step — at the same level from another state, or
+/// deeper. A witness `accept` refuses is still a violation of the transition system, so an
+/// obligation none of whose first [`ACCEPT_TRIES`] witnesses (or none found to the depth) is
+/// accepted stays reachable with its first, shortest witness: never clean.
+pub fn run_accepting(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+    accept: Accept<'_>,
+) -> EngineRun {
+    search(ts, obligations, budget, Some(ts.depth), Some(accept)).0
 }
 
 /// Explores a looping system (sessions of any length, `lower` with `SessionSteps::Any`) to its
@@ -210,7 +232,7 @@ pub fn fixpoint(
     obligations: &[Obligation],
     budget: BfsBudget,
 ) -> (EngineRun, Option<u32>) {
-    search(ts, obligations, budget, None)
+    search(ts, obligations, budget, None, None)
 }
 
 /// The first violation found of each obligation: the frontier state it was found at, the
@@ -219,16 +241,53 @@ type Hit = (u32, CmdId, u32);
 
 /// What the levels expanded so far have produced: every state stored, the first hit of each
 /// obligation, and the budget that stopped the search, if one did.
-struct Explored {
+struct Explored<'a> {
     store: Store,
     found: Vec<Option<Hit>>,
     exhausted: Option<StopReason>,
+    /// The test a witness must pass to be kept ([`run_accepting`]), with the system.
+    accept: Option<(&'a TransitionSystem, Accept<'a>)>,
+    /// Per obligation under a test: its first hit and how many hits were offered.
+    first: Vec<(Option<Hit>, u32)>,
 }
 
-impl Explored {
-    /// Keeps the first hit of obligation `o`: the level order makes it a shortest one.
+impl Explored<'_> {
+    /// Keeps the first hit of obligation `o`: the level order makes it a shortest one. Under
+    /// a test, the first hit the test accepts, or the first hit once [`ACCEPT_TRIES`] failed.
     fn record(&mut self, o: u32, hit: Hit) {
-        self.found[o as usize].get_or_insert(hit);
+        let oi = o as usize;
+        if self.found[oi].is_some() {
+            return;
+        }
+        let Some((ts, accept)) = self.accept else {
+            self.found[oi] = Some(hit);
+            return;
+        };
+        let (first, tries) = &mut self.first[oi];
+        first.get_or_insert(hit);
+        *tries += 1;
+        let (si, cid, val) = hit;
+        let w = witness(
+            ts,
+            &self.store,
+            si,
+            cid,
+            valuation(ts, ts.command(cid), val),
+        );
+        if accept(oi, &w) {
+            self.found[oi] = Some(hit);
+        } else if *tries >= ACCEPT_TRIES {
+            self.found[oi] = *first;
+        }
+    }
+
+    /// Under a test, an obligation with no accepted witness keeps its first one.
+    fn settle(&mut self) {
+        for (f, (first, _)) in self.found.iter_mut().zip(&self.first) {
+            if f.is_none() {
+                *f = *first;
+            }
+        }
     }
 
     /// Whether every obligation (there is at least one) has been found.
@@ -245,6 +304,7 @@ fn search(
     obligations: &[Obligation],
     budget: BfsBudget,
     max_depth: Option<u32>,
+    accept: Option<Accept<'_>>,
 ) -> (EngineRun, Option<u32>) {
     let start = Instant::now();
     let liveness = liveness_for(ts, obligations, &budget, max_depth);
@@ -253,10 +313,13 @@ fn search(
         store: Store::new(system.layout.words),
         found: vec![None; obligations.len()],
         exhausted: None,
+        accept: accept.map(|a| (ts, a)),
+        first: vec![(None, 0); obligations.len()],
     };
     x.store
         .push(&system.layout.pack(&ts.init), u32::MAX, u32::MAX, 0, 0);
     let (level, level_start) = explore_levels(&system, &mut x, &budget, max_depth);
+    x.settle();
     let complete_depth = if level_start >= x.store.len() {
         ts.depth
     } else {
@@ -319,7 +382,7 @@ fn liveness_for(
 /// Returns the number of levels expanded and where the last unexpanded level starts.
 fn explore_levels(
     system: &Compiled,
-    x: &mut Explored,
+    x: &mut Explored<'_>,
     budget: &BfsBudget,
     max_depth: Option<u32>,
 ) -> (u32, usize) {
@@ -365,7 +428,7 @@ struct Level<'a> {
 impl Level<'_> {
     /// Expands the frontier states one after the other, admitting each successor as it
     /// is found.
-    fn expand_serial(&self, x: &mut Explored) {
+    fn expand_serial(&self, x: &mut Explored<'_>) {
         let (system, budget) = (self.system, self.budget);
         let words = system.layout.words;
         let mut cur = vec![0u64; words];
@@ -402,7 +465,7 @@ impl Level<'_> {
 
     /// Expands the frontier states in parallel, chunk by chunk, then admits the results
     /// in frontier order: the search is the same whatever the thread count.
-    fn expand_parallel(&self, x: &mut Explored) {
+    fn expand_parallel(&self, x: &mut Explored<'_>) {
         let (system, budget) = (self.system, self.budget);
         let words = system.layout.words;
         let open: Vec<bool> = x.found.iter().map(|f| f.is_none()).collect();

@@ -195,6 +195,7 @@ fn run_engines(
     obls: &[Obligation],
     o: &Options,
     deadline: Instant,
+    accept: Option<bfs::Accept<'_>>,
 ) -> EngineRuns {
     let want_bfs = o.engines != Engines::Bmc;
     let want_bmc = o.engines != Engines::Bfs;
@@ -207,7 +208,14 @@ fn run_engines(
     let ((mut b, k), m) = rayon::join(
         || match (want_bfs, any) {
             (false, _) => (None, None),
-            (true, false) => (Some(bfs::run(ts, obls, o.bfs_budget(deadline))), None),
+            (true, false) => {
+                let budget = o.bfs_budget(deadline);
+                let run = match accept {
+                    Some(a) => bfs::run_accepting(ts, obls, budget, a),
+                    None => bfs::run(ts, obls, budget),
+                };
+                (Some(run), None)
+            }
             (true, true) => {
                 let (run, k) = bfs::fixpoint(ts, obls, o.bfs_budget(deadline));
                 (Some(run), k)
@@ -261,8 +269,20 @@ pub fn run_per_slice(
     o: &Options,
     deadline: Instant,
 ) -> EngineRuns {
+    run_per_slice_accepting(ts, obls, o, deadline, None)
+}
+
+/// [`run_per_slice`], the whole-system BFS keeping for each obligation the first witness
+/// `accept` takes (`bfs::run_accepting`; a sliced group's BFS keeps its first).
+fn run_per_slice_accepting(
+    ts: &TransitionSystem,
+    obls: &[Obligation],
+    o: &Options,
+    deadline: Instant,
+    accept: Option<bfs::Accept<'_>>,
+) -> EngineRuns {
     if !o.slice || o.session_steps == SessionSteps::Any {
-        return run_engines(ts, obls, o, deadline);
+        return run_engines(ts, obls, o, deadline, accept);
     }
     // Every verdict is set by its group's search; the placeholder is never reported.
     let empty = || EngineRun {
@@ -280,7 +300,7 @@ pub fn run_per_slice(
                 (ts, whole.as_slice())
             }
         };
-        let (b, m, _) = run_engines(gts, gobls, o, deadline);
+        let (b, m, _) = run_engines(gts, gobls, o, deadline, None);
         for (run, into) in [(b, &mut bfs), (m, &mut bmc)] {
             let (Some(run), Some(all)) = (run, into.as_mut()) else {
                 continue;
@@ -349,7 +369,18 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         let why = format!("the rulebook {} was refused (QG005)", e.file);
         return not_run(ts, &obls, why);
     }
-    let (b, m, fixpoint_turns) = run_per_slice(&ts, &obls, o, deadline);
+    // The BFS keeps, per obligation, the first witness that replays on the concrete runtime
+    // (SPEC §6): where the transition system over-approximates, its shortest violation may not
+    // be a real run while a longer one is. An obligation none of whose witnesses replays stays
+    // reachable with its shortest one, and replay reports it (QG312).
+    let depth = (o.session_steps, o.step_limit);
+    let replays = |i: usize, w: &RawWitness| {
+        let ob = &obls[i];
+        ob.inverted
+            || replay::replay::replay(p, &crate::report::witness_doc(p, &ts, w, ob, "bfs", depth))
+                == replay::replay::ReplayOutcome::Reproduced
+    };
+    let (b, m, fixpoint_turns) = run_per_slice_accepting(&ts, &obls, o, deadline, Some(&replays));
     let mut outcomes: Vec<Outcome> = obls
         .iter()
         .enumerate()

@@ -153,34 +153,54 @@ fn witness_cases() -> u32 {
         .unwrap_or(2000)
 }
 
-/// Every reachable BFS witness of the random project `seed` replays as reproduced.
+/// Every reachable BFS witness of the random project `seed` replays as reproduced (or, with
+/// `tolerate`, falls in one of the two classes named below).
 fn bfs_witnesses_replay(seed: u64) -> Result<(), String> {
+    witnesses_replay(seed, true)
+}
+
+fn witnesses_replay(seed: u64, tolerate: bool) -> Result<(), String> {
     let p = random_project(seed);
     let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
     let obls = obligations::reach::obligations(&p, &l);
-    let run = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
+    let depth = (p.settings.session_steps, p.settings.step_limit);
+    let doc =
+        |o: &Obligation, w: &RawWitness| prover::report::witness_doc(&p, &l.ts, w, o, "bfs", depth);
+    // The search keeps, per obligation, the first witness that replays (the engine's own
+    // safety net, `bfs::run_accepting`); what is left below is a witness none of whose
+    // alternatives replayed.
+    let accept = |i: usize, w: &RawWitness| {
+        obls[i].inverted || replay(&p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
+    };
+    let run = prover::bfs::run_accepting(&l.ts, &obls, prover::bfs::BfsBudget::default(), &accept);
     for (o, v) in obls.iter().zip(&run.verdicts) {
         if let (Verdict::Reachable(w), false) = (v, o.inverted) {
-            let doc = prover::report::witness_doc(
-                &p,
-                &l.ts,
-                w,
-                o,
-                "bfs",
-                (p.settings.session_steps, p.settings.step_limit),
-            );
+            let doc = doc(o, w);
             let out = replay(&p, &doc);
             // SPEC §3 Further pins: "a saturated count can always be undone once more". A witness
             // whose undo the concrete check refuses as spent where both counts saturated follows
             // the pinned reading.
-            let pinned = pinned_saturated_undo(&p, &l, &doc, &out);
+            let pinned = tolerate && pinned_saturated_undo(&p, &l, &doc, &out);
             // What one rollback's compensations observe of each other is over-approximated where
             // ARCHITECTURE.md Decisions says so (an `after` a compensation run first satisfies, a
             // normal undo that may have named an earlier turn's run, compensations that are
             // themselves compensable writes): the sound direction, a false alarm at worst, and
             // still open (the long local runs find about one such witness in a few thousand
             // graphs on seeds other than CI's).
-            let rollback_observation = matches!(&out, ReplayOutcome::NotReproduced { why, .. } if why.starts_with("no rollback run of"));
+            let rollback_observation = tolerate
+                && matches!(&out, ReplayOutcome::NotReproduced { why, .. } if why.starts_with("no rollback run of"));
+            if out != ReplayOutcome::Reproduced && (pinned || rollback_observation) {
+                // Counted by the long local runs (grep the log for it).
+                eprintln!(
+                    "tolerated seed {seed} {} ({}): {out:?}",
+                    o.id,
+                    if pinned {
+                        "pinned_saturated_undo"
+                    } else {
+                        "rollback_observation"
+                    }
+                );
+            }
             if out != ReplayOutcome::Reproduced && !pinned && !rollback_observation {
                 return Err(format!(
                     "seed {seed} {}: {out:?}: {}",
@@ -191,6 +211,51 @@ fn bfs_witnesses_replay(seed: u64) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// One graph of the witness property, by its graph seed (the `seed` a failure prints):
+/// `QLS_GRAPH_SEED=<seed> cargo test -p prover --test agreement one_graph_seed -- --ignored`
+/// (`QLS_STRICT=1` as well: no tolerance).
+#[test]
+#[ignore = "runs the graph seed QLS_GRAPH_SEED names"]
+fn one_graph_seed() {
+    let seed: u64 = std::env::var("QLS_GRAPH_SEED")
+        .expect("set QLS_GRAPH_SEED to the graph seed to run")
+        .parse()
+        .expect("QLS_GRAPH_SEED is a u64");
+    // QLS_STRICT=1: no tolerance, to read the witnesses the tolerated classes cover.
+    let out = witnesses_replay(seed, std::env::var("QLS_STRICT").is_err());
+    if let Err(e) = &out {
+        let p = random_project(seed);
+        eprintln!(
+            "{e}\n{:#?}\n{:#?}\n{:#?}",
+            p.catalogue.tools, p.graph, p.settings
+        );
+    }
+    assert_eq!(out, Ok(()));
+}
+
+#[test]
+fn regression_witnesses_after_a_rolled_back_write_replay_with_no_tolerance() {
+    // Graph seeds the long local runs found whose witnesses did not replay, each with a write
+    // rolled back (or undone) and run again: its session counts saturated, so an undo seemed
+    // able to name a run no longer there — a rollback the concrete run does not make (QG014
+    // "the last step does not violate", 14643251103050997449, 12611109292821356689, and
+    // 11499966233333085338 "no rollback run of t1 violates QG014"), an unconfirmed undo of a
+    // confirmed run (QG019, 3302155682060336559). The counts now start again where no run is
+    // left to undo (`lower::comp_counts_after`), and the search keeps a witness that replays.
+    for seed in [
+        14643251103050997449,
+        12611109292821356689,
+        11499966233333085338,
+        3302155682060336559,
+        9183097116058714504,
+        // QG014 on a compensation whose `not_after` names itself: one run of it in a rollback
+        // read as following itself (`turn.after.<w>.<w>`), now only where it runs twice.
+        4655094001410861667,
+    ] {
+        assert_eq!(witnesses_replay(seed, false), Ok(()), "seed {seed}");
+    }
 }
 
 #[test]

@@ -949,17 +949,15 @@ impl<'a> Run<'a> {
         before: &Before,
     ) -> Result<(), String> {
         let l = &st.label;
-        // A refusal whose rollback ran the subject: that undo is the violating execution.
-        // (An unconfirmed one first: the rules ask whether some run of it was unconfirmed.)
-        let runs: Vec<&RollbackRun> = if l.decision == Some(Answer::Refuse) {
-            self.last_rollback
+        // A refusal executes nothing itself: its violation is a compensation its rollback ran,
+        // that undo is the violating execution (a rollback that ran none of the subject
+        // violates nothing).
+        if l.decision == Some(Answer::Refuse) {
+            let runs: Vec<&RollbackRun> = self
+                .last_rollback
                 .iter()
                 .filter(|r| r.tool == subject)
-                .collect()
-        } else {
-            vec![]
-        };
-        if !runs.is_empty() {
+                .collect();
             // Some run of the compensation violates the rule, each seen with what the step's
             // earlier runs left in the context.
             for r in &runs {

@@ -1270,12 +1270,23 @@ impl<'a> B<'a> {
             upd.insert(h, Expr::Const(0));
         }
         // A run of a compensable write can be undone once more; whether it was confirmed
-        // decides whether an undo of it is (SPEC §2 step 11).
+        // decides whether an undo of it is (SPEC §2 step 11). Where no run of it is left to
+        // undo, the counts start again from this run (see `comp_counts_after`).
         if let Some(&r) = sv.comp_runs.get(&t.name) {
-            upd.insert(r, inc_sat(r, 2));
-        }
-        if let Some(&u) = sv.comp_unconfirmed.get(&t.name) {
-            upd.insert(u, ite(confirmed.clone(), Expr::Var(u), Expr::Const(1)));
+            let before = CompCounts {
+                runs: Expr::Var(r),
+                undos: sv.comp_undos.get(&t.name).map(|&u| Expr::Var(u)),
+                unconfirmed: sv.comp_unconfirmed.get(&t.name).map(|&u| Expr::Var(u)),
+            };
+            let (runs, undos, unconf) =
+                comp_counts_after(before, &|e| sat_add(&e, 1, 2), confirmed.clone());
+            upd.insert(r, runs);
+            if let (Some(&u), Some(e)) = (sv.comp_undos.get(&t.name), undos) {
+                upd.insert(u, e);
+            }
+            if let (Some(&u), Some(e)) = (sv.comp_unconfirmed.get(&t.name), unconf) {
+                upd.insert(u, e);
+            }
         }
         if let Some(&(c, cap)) = sv.turn_run_counts.get(&t.name) {
             upd.insert(c, inc_sat(c, cap));
@@ -2069,9 +2080,6 @@ impl<'a> B<'a> {
                 );
                 effects.insert(ur, run_state);
             }
-            if let Some(&uu) = self.sv.comp_unconfirmed.get(&u) {
-                effects.insert(uu, ite(unconfirmed.clone(), Expr::Const(1), Expr::Var(uu)));
-            }
             // Counters count every compensation of this step, so they grow from the value the
             // step's earlier rollbacks left (a saturating increment of it, not of the pre-state).
             let counters: Vec<(VarId, u32)> = self
@@ -2086,22 +2094,58 @@ impl<'a> B<'a> {
                         .get(&(u.clone(), agent.to_string()))
                         .copied(),
                 )
-                .chain(self.sv.comp_runs.get(&u).map(|v| (*v, 2)))
                 .collect();
             // How many runs this rollback undoes: one per run of the write this turn.
             let times = self.sv.turn_run_counts.get(w).copied();
+            let add = |before: Expr, cap: u32| match times {
+                Some((tc, tcap)) => (2..=tcap).fold(sat_add(&before, 1, cap), |acc, k| {
+                    ite(var_is(tc, k), sat_add(&before, k, cap), acc)
+                }),
+                None => sat_add(&before, 1, cap),
+            };
+            // The compensation's own session counts, when it is itself a compensable write: from
+            // what the step's earlier compensations left, as a normal run's are.
+            let comp_vars: Vec<VarId> = [
+                self.sv.comp_runs.get(&u),
+                self.sv.comp_undos.get(&u),
+                self.sv.comp_unconfirmed.get(&u),
+            ]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
             for (v, e) in effects {
+                if comp_vars.contains(&v) {
+                    continue;
+                }
                 let before = cur(upd, v);
                 let e = match counters.iter().find(|(c, _)| *c == v) {
-                    Some(&(_, cap)) => match times {
-                        Some((tc, tcap)) => (2..=tcap).fold(sat_add(&before, 1, cap), |acc, k| {
-                            ite(var_is(tc, k), sat_add(&before, k, cap), acc)
-                        }),
-                        None => sat_add(&before, 1, cap),
-                    },
+                    Some(&(_, cap)) => add(before.clone(), cap),
                     None => e,
                 };
                 upd.insert(v, ite(rolled.clone(), e, before));
+            }
+            if let Some(&ru) = self.sv.comp_runs.get(&u) {
+                let before = CompCounts {
+                    runs: cur(upd, ru),
+                    undos: self.sv.comp_undos.get(&u).map(|&v| cur(upd, v)),
+                    unconfirmed: self.sv.comp_unconfirmed.get(&u).map(|&v| cur(upd, v)),
+                };
+                let keep = [
+                    Some(before.runs.clone()),
+                    before.undos.clone(),
+                    before.unconfirmed.clone(),
+                ];
+                let (runs, undos, unconf) =
+                    comp_counts_after(before, &|e| add(e, 2), not(unconfirmed.clone()));
+                for (v, (after, before)) in comp_vars.iter().zip(
+                    [Some(runs), undos, unconf]
+                        .into_iter()
+                        .flatten()
+                        .zip(keep.into_iter().flatten()),
+                ) {
+                    upd.insert(*v, ite(rolled.clone(), after, before));
+                }
             }
             if let Some(&n) = self.sv.comp_undos.get(w) {
                 // One run undone when the session had one; with a saturated run count the rollback
@@ -2109,8 +2153,12 @@ impl<'a> B<'a> {
                 // undo and its refusal stay possible.
                 let before = cur(upd, n);
                 let after = match self.sv.comp_runs.get(w) {
-                    Some(&runs) => ite(var_is(runs, 2), Expr::Const(2), inc_sat(n, 2)),
-                    None => inc_sat(n, 2),
+                    Some(&runs) => ite(
+                        eq(cur(upd, runs), Expr::Const(2)),
+                        Expr::Const(2),
+                        sat_add(&before, 1, 2),
+                    ),
+                    None => sat_add(&before, 1, 2),
                 };
                 upd.insert(n, ite(rolled, after, before));
             }
@@ -2138,7 +2186,13 @@ impl<'a> B<'a> {
             }
             let ran = |rs: &[VarId]| or(rs.iter().map(|&r| not(var_is(r, 0))).collect());
             let unconfirmed = or(by_first.iter().map(|&r| var_is(r, 2)).collect());
-            let both = and(vec![ran(&by_first), ran(&by_then)]);
+            let both = if first == then {
+                // One compensation following another of itself: the rollback runs it at least
+                // twice (two writes it undoes, or one that ran twice this turn).
+                self.runs_twice(runs, &by_first)
+            } else {
+                and(vec![ran(&by_first), ran(&by_then)])
+            };
             upd.insert(
                 a,
                 ite(
@@ -2148,6 +2202,28 @@ impl<'a> B<'a> {
                 ),
             );
         }
+    }
+
+    /// Whether a rollback runs one compensation at least twice: two of the writes it undoes
+    /// (their `turn.run` flags, `rs`) ran this turn, or one of them ran twice (`turn.runs`,
+    /// where counted; uncounted, it may have).
+    fn runs_twice(&self, runs: &[(String, VarId)], rs: &[VarId]) -> Expr {
+        let mut alts = vec![];
+        for (i, &r) in rs.iter().enumerate() {
+            let ran = not(var_is(r, 0));
+            let w = runs.iter().find(|(_, v)| *v == r).map(|(w, _)| w.as_str());
+            match w.and_then(|w| self.sv.turn_run_counts.get(w)) {
+                Some(&(c, _)) => alts.push(and(vec![
+                    ran.clone(),
+                    not(lt(Expr::Var(c), Expr::Const(2))),
+                ])),
+                None => alts.push(ran.clone()),
+            }
+            for &r2 in &rs[i + 1..] {
+                alts.push(and(vec![ran.clone(), not(var_is(r2, 0))]));
+            }
+        }
+        or(alts)
     }
 
     /// A person approved at a human node since the last model step.
@@ -2203,6 +2279,50 @@ impl<'a> B<'a> {
             and(vec![Expr::Bool(steered_counts), steered]),
         ])
     }
+}
+
+/// A compensable write's session counts before some runs of it (SPEC §3 Further pins): its
+/// runs, undos and whether some run still to undo ran unconfirmed (the last two where declared).
+struct CompCounts {
+    runs: Expr,
+    undos: Option<Expr>,
+    unconfirmed: Option<Expr>,
+}
+
+/// A compensable write's session counts after runs of it (`add` applied to its run count), with
+/// `confirmed` saying whether they were confirmed: (runs, undos, unconfirmed). Where every
+/// earlier run was undone or rolled back (as many undos as runs, below saturation) nothing of
+/// them is left for an undo to name, so the counts start again from these runs (undos 0,
+/// `unconfirmed` only from them). Without this a write that was rolled back and ran again
+/// saturated its counts, and an undo then looked as though it might name a run that no longer
+/// existed: a rollback the concrete run does not make, an unconfirmed undo of a confirmed run
+/// (seeds in `prover/tests/agreement.rs`). Exact: only runs still to undo are ever read
+/// (whether an undo may run, and whether it is confirmed).
+fn comp_counts_after(
+    before: CompCounts,
+    add: &dyn Fn(Expr) -> Expr,
+    confirmed: Expr,
+) -> (Expr, Option<Expr>, Option<Expr>) {
+    let Some(undos) = before.undos else {
+        let unconf = before
+            .unconfirmed
+            .map(|cu| ite(confirmed, cu, Expr::Const(1)));
+        return (add(before.runs), None, unconf);
+    };
+    let none_open = and(vec![
+        eq(before.runs.clone(), undos.clone()),
+        lt(before.runs.clone(), Expr::Const(2)),
+    ]);
+    let runs = ite(none_open.clone(), add(Expr::Const(0)), add(before.runs));
+    let undos_after = ite(none_open.clone(), Expr::Const(0), undos);
+    let unconf = before.unconfirmed.map(|cu| {
+        ite(
+            confirmed,
+            ite(none_open, Expr::Const(0), cu),
+            Expr::Const(1),
+        )
+    });
+    (runs, Some(undos_after), unconf)
 }
 
 /// `min(e + k, cap)`.

@@ -26,7 +26,15 @@ pub fn qg312_engines_disagree(obligation: &str, bfs: &str, bmc: &str) -> String 
     format!("the engines disagree on {obligation}: BFS says {bfs}, BMC says {bmc}")
 }
 
-/// QG312's message when an obligation's witness does not reproduce on the concrete runtime.
+/// QG312's message when an obligation's witness does not reproduce on the concrete runtime
+/// (the BFS already looked for one that does, `bfs::run_accepting`): what the user can do about
+/// a finding that may be a false alarm.
 pub fn qg312_not_replayed(obligation: &str, why: &str) -> String {
-    format!("the witness of {obligation} does not replay on the concrete runtime: {why}")
+    format!(
+        "the witness of {obligation} does not replay on the concrete runtime ({why}), and the \
+         search found no other witness of it that does: {obligation} may be a false alarm of \
+         an over-approximation qls documents (a compensable write's run and undo counts \
+         saturate at 2), or qls has an encoding bug. Keep the witness (--keep DIR), run \
+         `qls replay` on it to see where the concrete run differs, and report the inputs"
+    )
 }
