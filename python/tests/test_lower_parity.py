@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from conftest import ROOT, qls_bin
-from qls_export import lower
+from qls import lower
 
 SNAPSHOTS = ROOT / "fixtures" / "langgraph-examples"
 CASES = [
