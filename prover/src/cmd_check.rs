@@ -215,7 +215,7 @@ fn read_history(p: &Path) -> Result<History, InputError> {
 
 /// A call file: one call, or a batch (`{"calls": [...]}`).
 enum Calls {
-    One(Call),
+    One(Box<Call>),
     Batch(Vec<Call>),
 }
 
@@ -229,7 +229,7 @@ fn read_calls(p: &Path) -> Result<Calls, InputError> {
     let Some(items) = value.as_object().and_then(|m| m.get("calls")) else {
         // One call: read from the text, so a mistake names its line and column.
         return serde_json::from_str(&text)
-            .map(Calls::One)
+            .map(|c| Calls::One(Box::new(c)))
             .map_err(|e| json_error(&name, &e, CALL_SHAPE));
     };
     if !items.is_array() {
