@@ -3,25 +3,24 @@ approval gate (`interrupt_before`), the hotel assistant reads hotel reviews from
 (untrusted) and books hotels with no gate; each hands off to the other by a `transfer_to_…` tool.
 
 `python3 examples/langgraph/app.py` writes, beside this file, `graph.json` and
-`tools.catalogue.json` (by `qls_export.export_graph`) and `app.to_json.json` (LangGraph's own
+`tools.catalogue.json` (by `qls.export_graph`) and `app.to_json.json` (LangGraph's own
 `get_graph(xray=True).to_json()`, which `qls verify --graph` also reads with `--model-node`).
-No model is called: a fake chat model stands in.
+No model is called: a fake chat model stands in. It needs the `qls` wheel installed
+(`bash scripts/wheel.sh`, then `pip install target/wheels/qls-*.whl`).
 """
 
 import json
-import sys
 import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "python"))
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langgraph_swarm import create_handoff_tool, create_swarm  # noqa: E402
 
-from qls_export import QlsExportNote, export_graph, write  # noqa: E402
+from qls import QlsExportNote, export_graph, write  # noqa: E402
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 from langgraph.prebuilt import create_react_agent  # noqa: E402

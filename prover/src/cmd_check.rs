@@ -5,6 +5,7 @@
 
 use clap::{Args, Subcommand};
 use indexmap::IndexMap;
+use ir::agent::Settings;
 use ir::catalogue::Catalogue;
 use ir::rulebook::Rulebook;
 use ir::InputError;
@@ -30,7 +31,8 @@ pub struct CheckArgs {
     /// The signed history (JSON).
     #[arg(long)]
     pub history: PathBuf,
-    /// The call (JSON).
+    /// The call (JSON), or a batch: `{"calls": [...]}`, the calls of one model step in the
+    /// model's order (SPEC §2 "A batch").
     #[arg(long)]
     pub call: PathBuf,
     /// The history key file (raw bytes, trailing newline trimmed); `qls-dev-key` when absent.
@@ -54,41 +56,99 @@ pub enum HistoryCommand {
     },
 }
 
-/// Runs `qls check`: prints the decision (or, with `--append`, the signed history with the
-/// decided call appended) as one line of JSON, and exits 0 whatever the decision.
+/// Runs `qls check`: prints the decision (for a batch, `{"decisions": [...]}`, one per call in
+/// the batch's order; or, with `--append`, the signed history with the decided calls appended) as
+/// one line of JSON, and exits 0 whatever the decisions.
 pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
-    let mut cat = read_catalogue_file(&args.catalogue)?;
-    let compiled = args.rulebook.as_deref().map(read_rulebook).transpose()?;
-    let rulebook: Option<Rulebook> = compiled.map(|c| {
-        c.overlay.apply(&mut cat);
-        c.rulebook
-    });
-    let (settings, agents) = match &args.settings {
-        Some(p) => {
-            let name = display(p);
-            let af = readers::agent::read_agent_file(&name, &read_text(p, &name)?)?;
-            (af.settings.clone(), agents_of(&af))
-        }
-        None => (Default::default(), IndexMap::<String, AgentInfo>::new()),
-    };
+    println!("{}", decide(&args)?);
+    Ok(0)
+}
+
+/// What `qls check` prints, as one line of JSON (the Python API's `qls.check` returns it).
+pub fn decide(args: &CheckArgs) -> anyhow::Result<String> {
+    let inputs = CheckInputs::load(
+        &args.catalogue,
+        args.rulebook.as_deref(),
+        args.settings.as_deref(),
+    )?;
     let key = read_key(args.key_file.as_deref())?;
     let mut history = read_history(&args.history)?;
-    let call = read_call(&args.call)?;
-    let ctx = CheckContext {
-        catalogue: &cat,
-        rulebook: rulebook.as_ref(),
-        settings: &settings,
-        agents,
-        key: &key,
-    };
-    let decision = toolcheck::check(&ctx, &history, &call);
-    if args.append {
-        record(&ctx, &mut history, &call, &decision);
-        println!("{}", serde_json::to_string(&history.to_value())?);
-    } else {
-        println!("{}", serde_json::to_string(&decision)?);
+    let calls = read_calls(&args.call)?;
+    let ctx = inputs.context(&key);
+    Ok(match calls {
+        Calls::One(call) => {
+            let decision = toolcheck::check(&ctx, &history, &call);
+            if args.append {
+                record(&ctx, &mut history, &call, &decision);
+                serde_json::to_string(&history.to_value())?
+            } else {
+                serde_json::to_string(&decision)?
+            }
+        }
+        Calls::Batch(calls) => {
+            let batch = toolcheck::check_batch(&ctx, &history, &calls);
+            if args.append {
+                serde_json::to_string(&batch.history.to_value())?
+            } else {
+                serde_json::to_string(&serde_json::json!({"decisions": batch.outcomes}))?
+            }
+        }
+    })
+}
+
+/// What the tool check reads besides the history, the calls and the key, loaded once from the
+/// files `qls check` names (the Python guards hold one for a session).
+#[derive(Clone, Debug)]
+pub struct CheckInputs {
+    /// The catalogue, with the rulebook's overlay applied.
+    pub catalogue: Catalogue,
+    /// The compiled rulebook.
+    pub rulebook: Option<Rulebook>,
+    /// The settings of `--settings` (defaults without).
+    pub settings: Settings,
+    /// The agents of `--settings` (none without).
+    pub agents: IndexMap<String, AgentInfo>,
+}
+
+impl CheckInputs {
+    /// Reads the catalogue, the rulebook and the settings' agent.yaml as `qls check` reads them.
+    pub fn load(
+        catalogue: &Path,
+        rulebook: Option<&Path>,
+        settings: Option<&Path>,
+    ) -> Result<CheckInputs, InputError> {
+        let mut cat = read_catalogue_file(catalogue)?;
+        let compiled = rulebook.map(read_rulebook).transpose()?;
+        let rulebook: Option<Rulebook> = compiled.map(|c| {
+            c.overlay.apply(&mut cat);
+            c.rulebook
+        });
+        let (settings, agents) = match settings {
+            Some(p) => {
+                let name = display(p);
+                let af = readers::agent::read_agent_file(&name, &read_text(p, &name)?)?;
+                (af.settings.clone(), agents_of(&af))
+            }
+            None => (Default::default(), IndexMap::<String, AgentInfo>::new()),
+        };
+        Ok(CheckInputs {
+            catalogue: cat,
+            rulebook,
+            settings,
+            agents,
+        })
     }
-    Ok(0)
+
+    /// The check's context under `key`.
+    pub fn context<'a>(&'a self, key: &'a Key) -> CheckContext<'a> {
+        CheckContext {
+            catalogue: &self.catalogue,
+            rulebook: self.rulebook.as_ref(),
+            settings: &self.settings,
+            agents: self.agents.clone(),
+            key,
+        }
+    }
 }
 
 /// Runs a history command.
@@ -153,8 +213,37 @@ fn read_history(p: &Path) -> Result<History, InputError> {
     History::from_value(&v).map_err(|m| InputError::at(&name, 1, format!("not a history ({m}); expected {{\"session\": …, \"entries\": [{{\"tool\": …, …}}]}}")))
 }
 
-fn read_call(p: &Path) -> Result<Call, InputError> {
+/// A call file: one call, or a batch (`{"calls": [...]}`).
+enum Calls {
+    One(Box<Call>),
+    Batch(Vec<Call>),
+}
+
+const CALL_SHAPE: &str = "call (expected {\"tool\", \"agent\", \"args\", \"origins\", \"context\", \"token\", \"undoes\", \"marks\"}, or a batch {\"calls\": [...]})";
+
+fn read_calls(p: &Path) -> Result<Calls, InputError> {
     let name = display(p);
     let text = read_text(p, &name)?;
-    serde_json::from_str(&text).map_err(|e| json_error(&name, &e, "call (expected {\"tool\", \"agent\", \"args\", \"origins\", \"context\", \"token\", \"undoes\", \"marks\"})"))
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| json_error(&name, &e, CALL_SHAPE))?;
+    let Some(items) = value.as_object().and_then(|m| m.get("calls")) else {
+        // One call: read from the text, so a mistake names its line and column.
+        return serde_json::from_str(&text)
+            .map(|c| Calls::One(Box::new(c)))
+            .map_err(|e| json_error(&name, &e, CALL_SHAPE));
+    };
+    if !items.is_array() {
+        return Err(InputError::at(&name, 1, "`calls` must be a list of calls"));
+    }
+    // Read from the text again, so a mistake in one call names its line and column.
+    serde_json::from_str::<BatchFile>(&text)
+        .map(|b| Calls::Batch(b.calls))
+        .map_err(|e| json_error(&name, &e, CALL_SHAPE))
+}
+
+/// A batch file (SPEC §2 "A batch"): the calls of one model step, in the model's order.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchFile {
+    calls: Vec<Call>,
 }

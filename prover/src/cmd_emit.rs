@@ -1,14 +1,14 @@
-//! `qls emit promela`: the transition system as a Promela model (see `prover::promela`), and
+//! `qls emit promela`: the transition system as a Promela model (see `crate::promela`), and
 //! with `--stats` the BFS engine's own figures for the same system (the full state count, its
 //! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`.
 
+use crate::bfs;
 use crate::cmd_verify::{lift, print_notes, Shown};
+use crate::job::{Inputs, Job};
+use crate::session::Session;
+use crate::verdict::Verdict;
 use clap::{Args, Subcommand};
 use ir::agent::SessionSteps;
-use prover::bfs;
-use prover::job::{Inputs, Job};
-use prover::session::Session;
-use prover::verdict::Verdict;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -84,7 +84,7 @@ impl PromelaArgs {
 
 fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
     let job = a.job()?;
-    let loaded = prover::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
+    let loaded = crate::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
     // A corpus case's notes are not shown (as its runner does not show them).
     if a.case.is_none() {
         print_notes(&loaded.notes, Shown::All);
@@ -92,7 +92,7 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
     let session = Session::new(job, loaded).map_err(lift)?;
     let (reduced, obls) = session.system();
     let ts = &reduced;
-    let model = prover::promela::emit(ts, if a.no_assertions { &[] } else { &obls });
+    let model = crate::promela::emit(ts, if a.no_assertions { &[] } else { &obls });
     match &a.output {
         Some(p) => std::fs::write(p, &model)
             .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?,

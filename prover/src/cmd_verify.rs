@@ -1,12 +1,12 @@
 //! `qls verify`, `qls solve`, `qls replay` and `qls export`: each lowers its arguments once into
 //! a [`Job`] (or the job's inputs) and ends in one call through a [`Session`].
 
+use crate::job::{GraphInputs, Job};
+use crate::print::Format as Printed;
+use crate::proof::Engines;
+use crate::session::{Loaded, Note, Run, Session, SessionError};
 use clap::{Args, ValueEnum};
 use ir::agent::SessionSteps;
-use prover::job::{GraphInputs, Job};
-use prover::print::Format as Printed;
-use prover::proof::Engines;
-use prover::session::{Loaded, Note, Run, Session, SessionError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -130,10 +130,10 @@ pub struct Inputs {
 
 impl Inputs {
     /// The job's inputs these flags name.
-    pub fn job_inputs(&self) -> anyhow::Result<prover::job::Inputs> {
+    pub fn job_inputs(&self) -> anyhow::Result<crate::job::Inputs> {
         match (&self.agent, &self.graph) {
-            (Some(a), None) => Ok(prover::job::Inputs::Agent(a.clone())),
-            (None, Some(g)) => Ok(prover::job::Inputs::Graph(GraphInputs {
+            (Some(a), None) => Ok(crate::job::Inputs::Agent(a.clone())),
+            (None, Some(g)) => Ok(crate::job::Inputs::Graph(GraphInputs {
                 graph: g.clone(),
                 name: g.display().to_string(),
                 catalogues: self.catalogue.clone(),
@@ -147,7 +147,7 @@ impl Inputs {
 
     /// Loads the project, printing every reader's note.
     pub fn load(&self) -> anyhow::Result<Loaded> {
-        let loaded = prover::session::load(&self.job_inputs()?, &[]).map_err(lift)?;
+        let loaded = crate::session::load(&self.job_inputs()?, &[]).map_err(lift)?;
         print_notes(&loaded.notes, Shown::All);
         Ok(loaded)
     }
@@ -177,7 +177,7 @@ pub struct VerifyArgs {
     pub jobs: Option<usize>,
     /// Seconds the whole proof may take (both engines); what is open when it runs out is
     /// undecided, never clean.
-    #[arg(long, default_value_t = prover::proof::defaults::TIMEOUT_SECS)]
+    #[arg(long, default_value_t = crate::proof::defaults::TIMEOUT_SECS)]
     pub timeout: u64,
     /// Print each engine's cost (states, solver calls, wall-clock ms) to stderr after the report.
     #[arg(long)]
@@ -205,6 +205,15 @@ pub struct VerifyArgs {
     /// Its packages are checked against the shipped advisories (QG022) and for pins (QG106).
     #[arg(long)]
     pub dependencies: Vec<PathBuf>,
+    /// Also write the report as SARIF 2.1.0 to this file (from the same run as stdout's).
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Also write the report as `qls-findings/1` JSON to this file (from the same run).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress line (the Python API's run).
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 impl VerifyArgs {
@@ -224,7 +233,7 @@ impl VerifyArgs {
         o.keep = self.keep.clone();
         o.emit_case = self.emit_case.clone();
         o.baseline = self.baseline.clone();
-        o.progress = true;
+        o.progress = !self.quiet;
         o.timings = self.timings;
         Ok(job)
     }
@@ -253,8 +262,8 @@ impl EngineArg {
 /// Runs `qls export`.
 pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     let inputs = match (&args.agent, &args.graph, &args.catalogue) {
-        (Some(a), None, None) => prover::job::Inputs::Agent(a.clone()),
-        (None, Some(g), Some(c)) => prover::job::Inputs::Graph(GraphInputs {
+        (Some(a), None, None) => crate::job::Inputs::Agent(a.clone()),
+        (None, Some(g), Some(c)) => crate::job::Inputs::Graph(GraphInputs {
             graph: g.clone(),
             name: g.display().to_string(),
             catalogues: vec![c.clone()],
@@ -264,7 +273,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
         }),
         _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
     };
-    let loaded = prover::session::load(&inputs, &[]).map_err(lift)?;
+    let loaded = crate::session::load(&inputs, &[]).map_err(lift)?;
     print_notes(&loaded.notes, Shown::GraphReader);
     let project = loaded.project;
     let json = project.graph.to_json();
@@ -285,10 +294,90 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// Runs `qls verify`.
+/// Runs `qls verify`: the report in `--format` on stdout, and each of `--sarif FILE` /
+/// `--json FILE` written from the same run (one proof, several outputs).
 pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
+    let proved = prove(&args)?;
+    let (session, run) = (&proved.session, &proved.run);
+    let outputs = &session.job().outputs;
+    if let Some(dir) = &outputs.emit_case {
+        emit_cases(dir, session, run)?;
+    }
+    print!("{}", proved.render(outputs.format));
+    proved.write_files(&args)?;
+    if outputs.timings {
+        timings(&run.proof);
+    }
+    Ok(exit_code(run))
+}
+
+/// What `qls verify` computed for the Python API: the exit code and the report as text and as
+/// `qls-findings/1`, rendered by the same printers.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    /// 0 the gate passed, 1 it failed.
+    pub code: u8,
+    /// The text report (SPEC §7).
+    pub text: String,
+    /// The `qls-findings/1` report.
+    pub json: String,
+}
+
+/// Runs `qls verify` without printing the report or a progress line (readers' notes still go
+/// to stderr); `--sarif`/`--json` files are written as the command writes them.
+pub fn report(mut args: VerifyArgs) -> anyhow::Result<Verified> {
+    args.quiet = true;
+    let proved = prove(&args)?;
+    proved.write_files(&args)?;
+    Ok(Verified {
+        code: exit_code(&proved.run),
+        text: proved.render(Printed::Text),
+        json: proved.render(Printed::Json),
+    })
+}
+
+/// A finished proof and the session it ran in.
+struct Proved {
+    session: Session,
+    run: Run,
+}
+
+impl Proved {
+    /// The report in one format (the printers only format the computed report).
+    fn render(&self, format: Printed) -> String {
+        crate::print::render(
+            format,
+            &self.run.report,
+            self.session.project(),
+            &self.run.proof,
+            self.session.job().outputs.rules_uri.as_deref(),
+        )
+    }
+
+    /// `--sarif FILE` and `--json FILE`: the same run's report in those formats.
+    fn write_files(&self, args: &VerifyArgs) -> anyhow::Result<()> {
+        for (path, format) in [(&args.sarif, Printed::Sarif), (&args.json, Printed::Json)] {
+            if let Some(p) = path {
+                std::fs::write(p, self.render(format))
+                    .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn exit_code(run: &Run) -> u8 {
+    if run.report.passed {
+        0
+    } else {
+        1
+    }
+}
+
+/// Loads the inputs and proves them (with the progress line on a terminal).
+fn prove(args: &VerifyArgs) -> anyhow::Result<Proved> {
     let job = args.job()?;
-    let loaded = prover::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
+    let loaded = crate::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
     let session = Session::new(job, loaded).map_err(lift)?;
     let (turns, steps) = session.depth();
@@ -301,28 +390,11 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
         None => session.verify(),
     }
     .map_err(lift)?;
-    let outputs = &session.job().outputs;
-    if let Some(dir) = &outputs.emit_case {
-        emit_cases(dir, &session, &run)?;
-    }
-    print!(
-        "{}",
-        prover::print::render(
-            outputs.format,
-            &run.report,
-            session.project(),
-            &run.proof,
-            outputs.rules_uri.as_deref()
-        )
-    );
-    if outputs.timings {
-        timings(&run.proof);
-    }
-    Ok(if run.report.passed { 0 } else { 1 })
+    Ok(Proved { session, run })
 }
 
 /// `--timings`: each engine's cost, on stderr after the report.
-fn timings(proof: &prover::proof::Proof) {
+fn timings(proof: &crate::proof::Proof) {
     if let Some(b) = &proof.bfs {
         let rate = b.cost.states * 1000 / b.cost.ms.max(1);
         eprintln!(
@@ -394,7 +466,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
 fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Result<()> {
     use serde_json::json;
     let report = &run.report;
-    let e = prover::corpus::Expected::of(report, &run.proof);
+    let e = crate::corpus::Expected::of(report, &run.proof);
     let expected = json!({
         "findings": e.findings.iter().map(|(r, s)| json!([r, s])).collect::<Vec<_>>(),
         "obligations": e.obligations,
@@ -445,7 +517,7 @@ fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Re
 /// settings get. A case holds what the corpus runner reads: inputs inside the agent's folder,
 /// one catalogue.
 fn case_inputs(session: &Session) -> anyhow::Result<(Vec<(PathBuf, String)>, serde_json::Value)> {
-    use prover::job::Inputs;
+    use crate::job::Inputs;
     use serde_json::json;
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     let depth = session.depth();
@@ -490,7 +562,7 @@ fn case_inputs(session: &Session) -> anyhow::Result<(Vec<(PathBuf, String)>, ser
 /// otherwise, so CI logs and piped output stay clean.
 fn with_progress<T: Send>(
     title: &str,
-    counters: &prover::progress::Progress,
+    counters: &crate::progress::Progress,
     work: impl FnOnce() -> T + Send,
 ) -> T {
     use std::io::IsTerminal;
@@ -544,15 +616,15 @@ pub struct SolveArgs {
 
 /// Runs `qls solve`: the findings JSON of a graph job on stdout; exit 0/1 as the gate.
 pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
-    let file = prover::job::GraphJobFile::read(&args.job, args.langgraph.options())?;
-    let loaded = prover::session::load(file.inputs(), file.dependencies()).map_err(lift)?;
+    let file = crate::job::GraphJobFile::read(&args.job, args.langgraph.options())?;
+    let loaded = crate::session::load(file.inputs(), file.dependencies()).map_err(lift)?;
     print_notes(&loaded.notes, Shown::GraphReader);
     let job = file.job()?;
     let session = Session::new(job, loaded).map_err(lift)?;
     let run = session.verify().map_err(lift)?;
     print!(
         "{}",
-        prover::print::render(
+        crate::print::render(
             session.job().outputs.format,
             &run.report,
             session.project(),

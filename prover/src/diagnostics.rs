@@ -5,9 +5,14 @@ use ir::InputError;
 
 /// Prints an operational error to stderr; input errors get their file, line and a caret.
 pub fn print_error(e: &anyhow::Error) {
+    eprint!("{}", render_error(e));
+}
+
+/// An operational error as [`print_error`] prints it (input errors with their line and caret).
+pub fn render_error(e: &anyhow::Error) -> String {
     match e.downcast_ref::<InputError>() {
-        Some(ie) => eprint!("{}", render_input_error(ie)),
-        None => eprintln!("error: {e:#}"),
+        Some(ie) => render_input_error(ie),
+        None => format!("error: {e:#}\n"),
     }
 }
 

@@ -19,7 +19,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, create_react_agent  # noqa: E402
 from langgraph.types import Send  # noqa: E402
 
-from qls_export import QlsExportNote, export_graph  # noqa: E402
+from qls import QlsExportNote, export_graph  # noqa: E402
 
 
 search_web = tool_of("search_web", "Search the web.", query=str)

@@ -1,4 +1,4 @@
-"""`qls_export.lower` and qls's own LangGraph reader (`qls export --graph`) give the same graph for
+"""`qls.lower` and qls's own LangGraph reader (`qls export --graph`) give the same graph for
 the same LangGraph JSON: the package and the binary read LangGraph one way."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from conftest import ROOT, qls_bin
-from qls_export import lower
+from qls import lower
 
 SNAPSHOTS = ROOT / "fixtures" / "langgraph-examples"
 CASES = [

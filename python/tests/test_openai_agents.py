@@ -10,7 +10,7 @@ from conftest import verify
 agents = pytest.importorskip("agents")
 from agents import Agent, Handoff, function_tool, handoff  # noqa: E402
 
-from qls_export import QlsExportNote, export_agents  # noqa: E402
+from qls import QlsExportNote, export_agents  # noqa: E402
 
 
 @function_tool

@@ -26,8 +26,8 @@ use toolcheck::history::{Entry, History, Key};
 
 /// The history decision of a run at an unguarded node (no check decided it).
 pub const UNCHECKED: &str = "unchecked";
-/// The history decision of a compensation a refusal's rollback ran.
-pub const ROLLBACK: &str = "rollback";
+/// The history decision of a compensation a refusal's rollback ran (the tool check's own).
+pub const ROLLBACK: &str = toolcheck::batch::ROLLBACK;
 
 /// The fixed text an untrusted tool's stub returns.
 pub const INJECTION: &str =

@@ -785,6 +785,11 @@ fn rollback(catalogue: &Catalogue, history: &History, run: &[usize]) -> Vec<Valu
 /// The compensations a refusal's `detail.rollback` plans, as the calls the runtime makes for the
 /// acting agent (last first, as planned).
 pub fn rollback_calls(d: &Decision, agent: &str, turn: u32) -> Vec<Call> {
+    rollback_steps(d, Some(agent.to_string()), Some(turn as u64))
+}
+
+/// The compensations `detail.rollback` plans, as calls by `agent` in `turn` (last first).
+pub(crate) fn rollback_steps(d: &Decision, agent: Option<String>, turn: Option<u64>) -> Vec<Call> {
     let Some(steps) = d.detail.get("rollback").and_then(|r| r.as_array()) else {
         return vec![];
     };
@@ -796,7 +801,7 @@ pub fn rollback_calls(d: &Decision, agent: &str, turn: u32) -> Vec<Call> {
                 .and_then(|v| v.as_str())
                 .unwrap_or_default()
                 .to_string(),
-            agent: Some(agent.to_string()),
+            agent: agent.clone(),
             args: step
                 .get("args")
                 .and_then(|a| a.as_object())
@@ -806,7 +811,7 @@ pub fn rollback_calls(d: &Decision, agent: &str, turn: u32) -> Vec<Call> {
                 .get("undoes")
                 .and_then(|v| v.as_u64())
                 .map(|v| v as usize),
-            turn: Some(turn as u64),
+            turn,
             ..Call::default()
         })
         .collect()
@@ -816,21 +821,47 @@ pub fn rollback_calls(d: &Decision, agent: &str, turn: u32) -> Vec<Call> {
 /// whether it was allowed, `result` is `null` (a stub: nothing ran here), `marks` are the call's
 /// own marks plus those its tool's result carries, and the acting agent is recorded when known.
 pub fn record(ctx: &CheckContext<'_>, history: &mut History, call: &Call, decision: &Decision) {
-    let agent = call.agent.clone().or_else(|| {
+    push_entry(
+        ctx,
+        history,
+        call,
+        decision.decision.as_str(),
+        decision.decision == Answer::Allow,
+        Value::Null,
+    );
+}
+
+/// The acting agent a call names, or the only agent there is.
+pub(crate) fn acting_name(ctx: &CheckContext<'_>, call: &Call) -> Option<String> {
+    call.agent.clone().or_else(|| {
         if ctx.agents.len() == 1 {
             ctx.agents.keys().next().cloned()
         } else {
             None
         }
-    });
+    })
+}
+
+/// Appends one call to the history as a signed entry decided `decision` (`allow`, `confirm`,
+/// `refuse`, or a rollback's compensation), which ran or not and returned `result`: what a host
+/// records once the tool returned (the marks its tool declares are added, as [`record`] adds
+/// them).
+pub fn push_entry(
+    ctx: &CheckContext<'_>,
+    history: &mut History,
+    call: &Call,
+    decision: &str,
+    ran: bool,
+    result: Value,
+) {
     let mut entry = Entry {
         tool: call.tool.clone(),
-        agent,
+        agent: acting_name(ctx, call),
         args: call.args.clone(),
         origins: call.origins.clone(),
-        decision: Some(decision.decision.as_str().to_string()),
-        ran: decision.decision == Answer::Allow,
-        result: Value::Null,
+        decision: Some(decision.to_string()),
+        ran,
+        result,
         marks: Vec::new(),
         undoes: call.undoes,
         token: call.token.clone(),

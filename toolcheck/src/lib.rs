@@ -1,7 +1,8 @@
 //! The tool check (SPEC §2): the reference runtime that decides every call at a guarded node.
 //!
 //! One pure, deterministic function, [`check::check`], decides a call from the IR (catalogue,
-//! rulebook, settings), the call and the HMAC-chained [`history::History`] it reads. Canonical
+//! rulebook, settings), the call and the HMAC-chained [`history::History`] it reads; [`batch::check_batch`] decides the calls of one model step as
+//! SPEC §2 "A batch" pins it, through the same function. Canonical
 //! JSON, confirmation tokens and idempotency keys live in [`canonical`]; destination detection in
 //! [`destinations`]; the rulebook gate's three-valued evaluation in [`gate`].
 //!
@@ -9,6 +10,7 @@
 //! an engine.
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod call;
 pub mod canonical;
 pub mod check;
@@ -16,6 +18,7 @@ pub mod destinations;
 pub mod gate;
 pub mod history;
 
+pub use batch::{check_batch, Batch, Outcome};
 pub use call::{Call, Origin};
 pub use check::{check, AgentInfo, CheckContext, Decision};
 pub use history::{Entry, History, Key};

@@ -90,6 +90,19 @@ impl Scratch {
         self.path("compiled")
     }
 
+    /// Runs `qls check` on `history.json` and `call.json` as written, without a key file.
+    fn check_raw(&self) -> (i32, String, String) {
+        qls(&[
+            "check",
+            "--catalogue",
+            &self.path("shop.catalogue.yaml"),
+            "--history",
+            &self.path("history.json"),
+            "--call",
+            &self.path("call.json"),
+        ])
+    }
+
     /// Runs `qls check` on `history.json` and a call, returning stdout as JSON.
     fn check(&self, call: Value, extra: &[&str]) -> Value {
         self.write("call.json", &call.to_string());
@@ -336,15 +349,7 @@ fn bad_input_exits_2_naming_the_file() {
     let s = Scratch::new("bad");
     s.signed_history(json!([]));
     s.write("call.json", "{\"tool\": \"get_order\", \"agrs\": {}}");
-    let (code, _, err) = qls(&[
-        "check",
-        "--catalogue",
-        &s.path("shop.catalogue.yaml"),
-        "--history",
-        &s.path("history.json"),
-        "--call",
-        &s.path("call.json"),
-    ]);
+    let (code, _, err) = s.check_raw();
     assert_eq!(code, 2);
     assert!(err.contains("call.json"), "{err}");
     s.write(
@@ -398,4 +403,56 @@ fn a_benchmark_function_list_with_an_overlay_asks_a_person_only_for_writes() {
         &[],
     );
     assert_eq!(verdict(&write).0, "confirm", "{write}");
+}
+
+/// A batch (SPEC §2 "A batch"): one decision per call in the model's order; each call sees the
+/// batch's earlier allowed calls as returned, and a held call leaves the later ones not run.
+#[test]
+fn a_batch_is_decided_call_by_call_in_the_models_order() {
+    let s = Scratch::new("batch");
+    s.signed_history(json!([]));
+    let get = json!({"tool": "get_order", "args": {"order_id": "4411"}, "origins": {"order_id": "typed"}});
+    let ship = json!({"tool": "ship_order", "args": {"order_id": "4411"}, "origins": {"order_id": "typed"}});
+    // Alone, the shipment breaks `after get_order`; after the batch's own lookup it is a write.
+    expect(&s.check(ship.clone(), &[]), "refuse", &["order_rule"]);
+    let out = s.check(json!({"calls": [get, ship, get]}), &[]);
+    let d = out["decisions"].as_array().unwrap();
+    assert_eq!(d.len(), 3);
+    expect(&d[0], "allow", &[]);
+    expect(&d[1], "confirm", &["write"]);
+    expect(&d[2], "not_run", &[]);
+    assert_eq!(
+        d[2]["detail"],
+        json!({"held_by": 1, "message": "not run: an earlier call of this step waits for a person"})
+    );
+    // An untrusted read earlier in the step marks the refund after it.
+    let out = s.check(
+        json!({"calls": [{"tool": "read_inbox", "args": {}}, refund("typed")]}),
+        &[],
+    );
+    expect(&out["decisions"][0], "allow", &[]);
+    expect(&out["decisions"][1], "confirm", &["tainted_call"]);
+    // --append leaves the history the batch made: the lookup ran, the held shipment did not.
+    let h = s.check(json!({"calls": [get, ship, get]}), &["--append"]);
+    let entries = h["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1]["decision"], "confirm");
+    assert_eq!(entries[1]["ran"], false);
+}
+
+#[test]
+fn a_bad_call_in_a_batch_names_its_line() {
+    let s = Scratch::new("batch-bad");
+    s.signed_history(json!([]));
+    s.write(
+        "call.json",
+        "{\"calls\": [\n  {\"tool\": \"get_order\"},\n  {\"tool\": \"get_order\", \"agrs\": {}}\n]}",
+    );
+    let (code, _, err) = s.check_raw();
+    assert_eq!(code, 2);
+    assert!(err.contains("call.json:3"), "{err}");
+    s.write("call.json", "{\"calls\": {\"tool\": \"get_order\"}}");
+    let (code, _, err) = s.check_raw();
+    assert_eq!(code, 2);
+    assert!(err.contains("must be a list"), "{err}");
 }

@@ -1,0 +1,106 @@
+//! The `qls` command line as a library function, so the binary (`main.rs`) and the Python
+//! extension's console script (`python/src/lib.rs`) run the same code: [`run`] parses the
+//! arguments, runs the command and prints exactly what `qls` prints. Exit codes: 0 gate passed
+//! (or the command succeeded), 1 gate failed, 2 unreadable input or bad arguments.
+//!
+//! Like every `cmd_*` file it belongs to the binary's printing layer (ARCHITECTURE.md): it is
+//! compiled into the library only so the extension can call it.
+
+use crate::{cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_rules, cmd_verify};
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+
+/// The agent-graph prover.
+#[derive(Parser, Debug)]
+#[command(
+    name = "qls",
+    version,
+    about = "Bounded model checking of LLM-agent graphs against their tool check and rulebook"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Prove an agent (or an exported graph) and print the findings; the exit code is the CI gate.
+    Verify(cmd_verify::VerifyArgs),
+    /// Write the qls-graph/1 graph an agent.yaml compiles to.
+    Export(cmd_verify::ExportArgs),
+    /// Rule sheets: compile and lint.
+    #[command(subcommand)]
+    Rules(cmd_rules::RulesCommand),
+    /// Decide one tool call, or one model step's batch of calls, with the reference tool check
+    /// (JSON in, JSON out).
+    Check(cmd_check::CheckArgs),
+    /// Run a graph job (`{"mode": "graph", "inputs": {...}, "operands": {...}}`) and print the findings JSON.
+    Solve(cmd_verify::SolveArgs),
+    /// Replay a witness through the concrete runtime against stubbed tools.
+    Replay(cmd_verify::ReplayArgs),
+    /// Signed histories.
+    #[command(subcommand)]
+    History(cmd_check::HistoryCommand),
+    /// Run the corpus and compare every case with its expected.json (exit 1 on a mismatch).
+    Corpus(cmd_corpus::CorpusArgs),
+    /// Write the transition system in another checker's language (Promela for SPIN).
+    #[command(subcommand)]
+    Emit(cmd_emit::EmitCommand),
+    /// Compare two findings reports by fingerprint (exit 1 when a finding appeared).
+    Diff(cmd_diff::DiffArgs),
+    /// MCP servers: snapshot their tools to a lock file, check them against it.
+    #[command(subcommand)]
+    Mcp(cmd_mcp::McpCommand),
+}
+
+/// Runs `qls` with `args` (the program name first, as `std::env::args_os` gives them) and
+/// returns its exit code; everything is printed as the binary prints it.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Verify(a) => cmd_verify::verify(a),
+        Command::Export(a) => cmd_verify::export(a),
+        Command::Rules(c) => cmd_rules::run(c),
+        Command::Check(a) => cmd_check::check(a),
+        Command::History(c) => cmd_check::history(c),
+        Command::Replay(a) => cmd_verify::replay(a),
+        Command::Solve(a) => cmd_verify::solve(a),
+        Command::Corpus(a) => cmd_corpus::corpus(a),
+        Command::Emit(c) => cmd_emit::run(c),
+        Command::Diff(a) => cmd_diff::diff(a),
+        Command::Mcp(c) => cmd_mcp::run(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            crate::diagnostics::print_error(&e);
+            2
+        }
+    }
+}
+
+/// What `qls verify` computes, rendered, without printing the report: for the Python API
+/// (`qls.verify`). Errors are rendered as the binary renders them (`file:line: message` and the
+/// caret), in the returned `Err`.
+pub fn verify_report<I, T>(args: I) -> Result<cmd_verify::Verified, String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(args).map_err(|e| e.render().to_string())?;
+    let Command::Verify(a) = cli.command else {
+        return Err("error: not a `qls verify` command".to_string());
+    };
+    cmd_verify::report(a).map_err(|e| crate::diagnostics::render_error(&e))
+}

@@ -1,0 +1,142 @@
+"""``qls.verify``, ``qls.render`` and ``qls.check``: the prover and the tool check from Python,
+each one call into the native module (the same code as ``qls verify`` and ``qls check``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence, Union
+
+from qls import _native
+from qls.export import Export, write
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class QlsInputError(ValueError):
+    """An input ``qls`` could not read (the message is the binary's: ``file:line: …``)."""
+
+
+class Finding(dict):  # type: ignore[type-arg]
+    """One finding of ``qls-findings/1``: a dict, with its fields also as attributes."""
+
+    @property
+    def rule(self) -> str:
+        return str(self["rule"])
+
+    @property
+    def severity(self) -> str:
+        return str(self["severity"])
+
+    @property
+    def subject(self) -> str:
+        return str(self["subject"])
+
+    @property
+    def message(self) -> str:
+        return str(self["message"])
+
+
+@dataclass(frozen=True)
+class Result:
+    """What ``qls verify`` found: the findings, the gate, the exit code and both reports."""
+
+    exit_code: int
+    gate: str
+    findings: list[Finding]
+    report: dict[str, Any] = field(repr=False)
+    text: str = field(repr=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+_FLAG_VALUES = (str, int, float, os.PathLike)
+
+
+def _flags(options: Mapping[str, Any]) -> list[str]:
+    """``session_steps=2`` → ``--session-steps 2``; ``replay=True`` → ``--replay``; a list
+    repeats its flag; ``None``/``False`` add nothing."""
+    out: list[str] = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                out += [flag, str(v)]
+        elif isinstance(value, _FLAG_VALUES):
+            out += [flag, str(value)]
+        else:
+            raise TypeError(f"option `{name}`: expected a string, number, path or list, not {type(value).__name__}")
+    return out
+
+
+def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any) -> Result:
+    """Proves an ``agent.yaml`` (a path) or an exported graph (``export_graph``/``export_agents``'s
+    result, or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
+    options (``session_steps=2``, ``replay=True``, ``sarif="qls.sarif"``, ``rulebook=…``).
+
+    A bad input raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
+    """
+    with tempfile.TemporaryDirectory(prefix="qls-verify-") as tmp:
+        if isinstance(path_or_graph, (str, os.PathLike)):
+            inputs = [str(path_or_graph)]
+        else:
+            graph, catalogue = path_or_graph
+            g, c = Path(tmp) / "graph.json", Path(tmp) / "tools.catalogue.json"
+            write(graph, catalogue, str(g), str(c))
+            inputs = ["--graph", str(g), "--catalogue", str(c)]
+            for name in ("rulebook", "settings"):
+                own = getattr(path_or_graph, name, None)
+                if own is not None and name not in options:
+                    inputs += [f"--{name}", str(own)]
+        try:
+            code, text, report = _native.verify(["qls", "verify", *inputs, *_flags(options)])
+        except ValueError as e:
+            raise QlsInputError(str(e).rstrip()) from None
+    doc = json.loads(report)
+    return Result(exit_code=code, gate=doc["gate"], findings=[Finding(f) for f in doc["findings"]],
+                  report=doc, text=text)
+
+
+def render(result: Result) -> str:
+    """The text report of a ``verify`` result (SPEC §7), as ``qls verify`` prints it."""
+    return result.text
+
+
+def check(catalogue: PathLike, history: PathLike | Mapping[str, Any], call: PathLike | Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
+          rulebook: PathLike | None = None, settings: PathLike | None = None,
+          key_file: PathLike | None = None, append: bool = False) -> dict[str, Any]:
+    """Decides one call — or, given a list of calls, one model step's batch (SPEC §2) — exactly
+    as ``qls check`` does: the same native code, the same JSON (a decision; ``{"decisions":
+    [...]}`` for a batch; the history with ``append``). ``history`` and ``call`` are paths or the
+    JSON values themselves."""
+    with tempfile.TemporaryDirectory(prefix="qls-check-") as tmp:
+        def path(value: Any, name: str) -> str:
+            if isinstance(value, (str, os.PathLike)):
+                return str(value)
+            p = Path(tmp) / name
+            p.write_text(json.dumps(value))
+            return str(p)
+
+        calls = {"calls": list(call)} if isinstance(call, (list, tuple)) else call
+        try:
+            out = _native.check(str(catalogue), path(history, "history.json"), path(calls, "call.json"),
+                                _opt(rulebook), _opt(settings), _opt(key_file), append)
+        except ValueError as e:
+            raise QlsInputError(str(e).rstrip()) from None
+    parsed: dict[str, Any] = json.loads(out)
+    return parsed
+
+
+def _opt(p: PathLike | None) -> str | None:
+    return None if p is None else str(p)
+
+

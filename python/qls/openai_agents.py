@@ -1,0 +1,154 @@
+"""The tool check in front of an OpenAI Agents SDK agent's function tools.
+
+``AgentsGuard(guard).agent(agent)`` returns the agent with each function tool behind the guard:
+
+- When the model answers, the agent's ``on_llm_end`` hook decides every function call of that
+  answer as one batch (SPEC §2) through the native check, before the SDK runs any of them.
+- A call decided ``confirm`` needs approval (the tool's ``needs_approval``): the SDK interrupts the
+  run with a ``ToolApprovalItem`` that shows the exact arguments (``AgentsGuard.question`` adds
+  each argument's origin and the reasons); the person approves with ``state.approve(item)`` and
+  the run resumes. The approved call is checked again under the check's token and runs with the
+  arguments approved; a rejected one runs nothing (the SDK tells the model).
+- An allowed call runs, and its result is recorded with the marks the catalogue declares.
+- A refused call runs nothing; the model gets the reason, and the run's earlier writes are undone
+  by their compensations (which must be tools of the agent too).
+- The calls after a held one return "not run: an earlier call of this step waits for a person".
+
+The SDK may run a step's tools concurrently; the wrapped tools record into the history in the
+model's order. A compensation or the tool itself is run on a worker thread with its own event
+loop (the guard's decisions and records are synchronous).
+
+``qls.export_agents`` writes tools behind this guard as a guarded tools node, with the guard's
+catalogue: the proof is about the check that runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from qls.guard import NOT_RUN, Call, Guard, Origin, Outcome
+
+Origins = Callable[[str, Mapping[str, Any]], Mapping[str, Origin]]
+
+
+@dataclass
+class _Planned:
+    index: int
+    calls: list[Call]
+    decision: dict[str, Any]
+    done: list[asyncio.Event] = field(default_factory=list)
+
+
+def _in_thread(coro: Any) -> Any:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class AgentsGuard:
+    """The Agents SDK's function tools behind a ``Guard``."""
+
+    def __init__(self, guard: Guard, *, origins: Origins | None = None) -> None:
+        self.guard = guard
+        self.origins = origins
+        self._tools: dict[str, Any] = {}
+        self._plans: dict[str, _Planned] = {}
+        self.outcomes: list[Outcome] = []
+
+    # -- wiring ---------------------------------------------------------------------------------
+
+    def tool(self, t: Any) -> Any:
+        """A function tool behind the guard (the SDK's own ``FunctionTool``, rebuilt)."""
+        self._tools[t.name] = t
+        wrapped = dataclasses.replace(t, on_invoke_tool=self._invoke, needs_approval=self._needs_approval)
+        wrapped.qls_guard = self.guard
+        return wrapped
+
+    def agent(self, agent: Any) -> Any:
+        """The agent with every function tool behind the guard and the hook that decides each
+        model answer's calls as a batch. An agent with hooks of its own is refused (the guard's
+        hook must see every answer)."""
+        from agents import FunctionTool
+
+        if agent.hooks is not None:
+            raise ValueError(f"agent `{agent.name}` has hooks of its own: the guard needs `on_llm_end`")
+        tools = [self.tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
+        return agent.clone(tools=tools, hooks=self._hooks())
+
+    def _hooks(self) -> Any:
+        from agents import AgentHooks
+
+        guard = self
+
+        class _Hooks(AgentHooks):  # type: ignore[misc,type-arg]
+            async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                guard._plan(response)
+
+        return _Hooks()
+
+    # -- one model answer -------------------------------------------------------------------------
+
+    def _call(self, name: str, arguments: str, call_id: str) -> Call:
+        args = json.loads(arguments or "{}")
+        origins = dict(self.origins(name, args)) if self.origins else {}
+        return Call(name, args, origins, call_id=call_id)
+
+    def _plan(self, response: Any) -> None:
+        calls = [self._call(item.name, item.arguments, item.call_id) for item in response.output
+                 if getattr(item, "type", None) == "function_call" and item.name in self._tools]
+        if not calls:
+            return
+        decisions = self.guard.decide(calls)
+        done = [asyncio.Event() for _ in calls]
+        for i, (c, d) in enumerate(zip(calls, decisions)):
+            self._plans[c.call_id or ""] = _Planned(i, calls, d, done)
+
+    def question(self, call_id: str) -> dict[str, Any]:
+        """What the person is asked about a call waiting for approval: each argument with its
+        value and origin, and the check's reasons."""
+        p = self._plans[call_id]
+        c = p.calls[p.index]
+        return {"tool": c.tool, "args": {k: {"value": v, "origin": c.origins.get(k, "model")} for k, v in c.args.items()},
+                "reasons": list(p.decision["reasons"])}
+
+    async def _needs_approval(self, ctx: Any, params: Mapping[str, Any], call_id: str) -> bool:
+        p = self._plans.get(call_id)
+        return p is not None and p.decision["decision"] == "confirm"
+
+    def _runner(self, ctx: Any) -> Callable[[str, Mapping[str, Any]], Any]:
+        def run(tool: str, args: Mapping[str, Any]) -> Any:
+            t = self._tools.get(tool)
+            if t is None:
+                raise KeyError(f"`{tool}` is not a tool behind this guard (a compensation must be one too)")
+            return _in_thread(t.on_invoke_tool(ctx, json.dumps(dict(args))))
+        return run
+
+    async def _invoke(self, ctx: Any, arguments: str) -> Any:
+        p = self._plans.get(ctx.tool_call_id)
+        if p is None:
+            return (f"refused: the guard did not see the model step that asked for `{ctx.tool_name}` "
+                    "(build the agent with AgentsGuard.agent); nothing ran")
+        try:
+            # Record in the model's order: wait for the earlier calls the SDK runs in this step.
+            for j in range(p.index):
+                if self._plans[p.calls[j].call_id or ""].decision["decision"] in ("allow", "refuse"):
+                    await p.done[j].wait()
+            planned = p.decision["decision"]
+            if planned == "not_run":
+                return NOT_RUN
+            c = p.calls[p.index]
+            run = self._runner(ctx)
+            d = self.guard.decide(p.calls[p.index:])[0]
+            o = self.guard.act(c, d, run)
+            if o.status == "held" and o.held is not None and planned == "confirm":
+                # The SDK invokes a tool that needs approval only after the person approved it.
+                o = self.guard.approve(o.held, run)
+            self.outcomes.append(o)
+            return o.for_model()
+        finally:
+            p.done[p.index].set()
+

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the `qls` wheel into target/wheels/ with maturin: one abi3 wheel (CPython >= 3.10) holding
+# the `qls` command, `import qls` and Z3's shared library (copied in and linked by rpath, as
+# manylinux repair does it, with patchelf), so it installs where no Rust toolchain and no system Z3
+# are. The build machine needs what scripts/setup.sh installs (libz3-dev, maturin, patchelf).
+#
+#   bash scripts/wheel.sh            # the release wheel (what is published)
+#   bash scripts/wheel.sh dev        # a dev-profile wheel (what the tests install: faster to build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile="${1:-release}"
+rm -f target/wheels/qls-*.whl
+python3 -m maturin build --manifest-path python/Cargo.toml --profile "$profile" \
+    --interpreter python3 --auditwheel repair --out target/wheels
+ls target/wheels/qls-*.whl
