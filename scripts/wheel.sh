@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-release}"
 rm -f target/wheels/qls-*.whl
+# The main workspace's target folder, so the wheel's build reuses the dependencies `cargo test`
+# already built (python/ is its own workspace; its profiles repeat the main one's).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 python3 -m maturin build --manifest-path python/Cargo.toml --profile "$profile" \
     --interpreter python3 --auditwheel repair --out target/wheels
 ls target/wheels/qls-*.whl
