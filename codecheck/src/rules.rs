@@ -3,6 +3,7 @@
 //! set's hash (the report's `rules …`) is taken over these records and [`RULESET_VERSION`], so
 //! a changed rule changes the hash.
 
+use ir::vocab::Severity;
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever what a rule fires on changes without its record changing.
@@ -47,7 +48,7 @@ pub struct CodeRuleInfo {
     /// The CWE (`CWE-798`).
     pub cwe: &'static str,
     /// `High`, `Medium` or `Review`.
-    pub severity: &'static str,
+    pub severity: Severity,
     /// Whether a finding of it fails the gate.
     pub fails_gate: bool,
     /// The fix.
@@ -74,29 +75,29 @@ impl CodeRule {
     /// The rule's record.
     pub fn info(self) -> CodeRuleInfo {
         let (id, title, cwe, severity, fix) = match self {
-            CodeRule::ProviderKey => ("QC001", "Provider key in source", "CWE-798", "High",
+            CodeRule::ProviderKey => ("QC001", "Provider key in source", "CWE-798", Severity::High,
                 "Remove the key from the code, revoke it at the provider, and read it from the environment or a secret store."),
-            CodeRule::SecretLiteral => ("QC002", "Hard-coded secret", "CWE-798", "High",
+            CodeRule::SecretLiteral => ("QC002", "Hard-coded secret", "CWE-798", Severity::High,
                 "Read the secret from the environment or a secret store instead of writing it in the code, and rotate it."),
-            CodeRule::TlsOff => ("QC003", "TLS verification turned off", "CWE-295", "High",
+            CodeRule::TlsOff => ("QC003", "TLS verification turned off", "CWE-295", Severity::High,
                 "Leave certificate verification on; trust a private CA by passing its bundle, never by turning verification off."),
-            CodeRule::PlainHttp => ("QC004", "Plain-HTTP endpoint", "CWE-319", "Medium",
+            CodeRule::PlainHttp => ("QC004", "Plain-HTTP endpoint", "CWE-319", Severity::Medium,
                 "Use https:// for every host that is not this machine."),
-            CodeRule::NoTimeout => ("QC005", "Request without a timeout", "CWE-1088", "Medium",
+            CodeRule::NoTimeout => ("QC005", "Request without a timeout", "CWE-1088", Severity::Medium,
                 "Give the request a timeout (requests: timeout=…; Go: an http.Client with Timeout, or a context with a deadline; axios: timeout)."),
-            CodeRule::UrlCredentials => ("QC006", "Credentials in a URL", "CWE-522", "High",
+            CodeRule::UrlCredentials => ("QC006", "Credentials in a URL", "CWE-522", Severity::High,
                 "Send credentials in a header or an auth parameter, never in the URL, where logs and proxies keep them."),
-            CodeRule::LoggedCredential => ("QC007", "Credential written to a log", "CWE-532", "High",
+            CodeRule::LoggedCredential => ("QC007", "Credential written to a log", "CWE-532", Severity::High,
                 "Log that a credential is set, never its value."),
-            CodeRule::ShellInjection => ("QC008", "Shell command from non-constant input", "CWE-78", "High",
+            CodeRule::ShellInjection => ("QC008", "Shell command from non-constant input", "CWE-78", Severity::High,
                 "Run the program with an argument list and no shell (subprocess.run([...]), execFile, exec.Command(prog, args...)), and validate what the arguments may be."),
-            CodeRule::DeclaredReadWrites => ("QC101", "Declared read, code writes", "CWE-1068", "High",
+            CodeRule::DeclaredReadWrites => ("QC101", "Declared read, code writes", "CWE-1068", Severity::High,
                 "Declare the tool `effect: write` (so the tool check confirms it), or remove the write from its code."),
-            CodeRule::UrlFromArgument => ("QC102", "URL from an argument, not declared sends_out", "CWE-918", "High",
+            CodeRule::UrlFromArgument => ("QC102", "URL from an argument, not declared sends_out", "CWE-918", Severity::High,
                 "Declare the tool `sends_out: true` and the argument's kind `url` or `destination`, or fix the host in the code."),
-            CodeRule::UntrustedUndeclared => ("QC103", "Fetched content returned, not declared untrusted", "CWE-1068", "High",
+            CodeRule::UntrustedUndeclared => ("QC103", "Fetched content returned, not declared untrusted", "CWE-1068", Severity::High,
                 "Declare the tool `returns: untrusted`, so what it returns carries the external mark."),
-            CodeRule::ProcessFromArgument => ("QC104", "Process from an argument without a code/shell kind", "CWE-78", "High",
+            CodeRule::ProcessFromArgument => ("QC104", "Process from an argument without a code/shell kind", "CWE-78", Severity::High,
                 "Declare the argument's kind `shell` or `code` in `arg_kinds` (so QG017 applies), or stop passing it to the process."),
         };
         CodeRuleInfo {
@@ -127,7 +128,7 @@ pub fn rules_hash() -> String {
     h.update(RULESET_VERSION.as_bytes());
     for r in CodeRule::ALL {
         let i = r.info();
-        for field in [i.id, i.title, i.cwe, i.severity, i.fix] {
+        for field in [i.id, i.title, i.cwe, i.severity.name(), i.fix] {
             h.update(field.as_bytes());
             h.update([0u8]);
         }

@@ -8,8 +8,8 @@
 
 pub mod agent;
 pub mod catalogue;
-pub mod deps;
 pub mod code;
+pub mod deps;
 pub mod diag;
 pub mod graph;
 pub mod loc;

@@ -138,6 +138,50 @@ words!(RuleId {
     QG312 => "QG312",
 });
 
+/// A finding's severity (SPEC §4: High for a vulnerability, Medium for a bug, Review for a
+/// hotspot; the code checks use High and Medium). Ordered most severe first, which is the
+/// report's order; printed and serialised as its name, so reports read as they always did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// A way to do harm.
+    High,
+    /// A defect.
+    Medium,
+    /// Something a person should review.
+    Review,
+}
+
+impl Severity {
+    /// Every severity, most severe first.
+    pub const ALL: [Severity; 3] = [Severity::High, Severity::Medium, Severity::Review];
+
+    /// The name reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::High => "High",
+            Severity::Medium => "Medium",
+            Severity::Review => "Review",
+        }
+    }
+
+    /// The severity a report names (a baseline read back), or `None`.
+    pub fn from_name(s: &str) -> Option<Severity> {
+        Severity::ALL.into_iter().find(|v| v.name() == s)
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Severity {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// The tool check's three answers (SPEC §2). Named `Answer` so it is not confused with the
 /// prover's verdict on an obligation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

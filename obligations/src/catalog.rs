@@ -5,6 +5,7 @@
 //! condition, concrete check and message); this file holds the shared types and the registry that
 //! puts the families' entries in the catalog's order.
 
+use ir::vocab::Severity;
 use serde::Serialize;
 
 /// A rule's type.
@@ -21,11 +22,11 @@ pub enum RuleType {
 
 impl RuleType {
     /// The default severity: High for a vulnerability, Medium for a bug, Review for a hotspot.
-    pub fn severity(self) -> &'static str {
+    pub fn severity(self) -> Severity {
         match self {
-            RuleType::Vulnerability => "High",
-            RuleType::Bug => "Medium",
-            RuleType::Hotspot => "Review",
+            RuleType::Vulnerability => Severity::High,
+            RuleType::Bug => Severity::Medium,
+            RuleType::Hotspot => Severity::Review,
         }
     }
 

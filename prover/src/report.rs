@@ -575,12 +575,9 @@ fn witness_turns(ts: &TransitionSystem, found: &[Finding]) -> Vec<u32> {
     turns
 }
 
-fn severity_rank(r: &Rule) -> u8 {
-    match r.kind.severity() {
-        "High" => 0,
-        "Medium" => 1,
-        _ => 2,
-    }
+/// Most severe first ([`ir::vocab::Severity`]'s order).
+fn severity_rank(r: &Rule) -> ir::vocab::Severity {
+    r.kind.severity()
 }
 
 /// **The one place findings are ordered**: fingerprinted, ordered by severity, rule, location,

@@ -6,6 +6,7 @@
 use crate::report::{Finding, Report, Standing};
 use encoder::ts::TransitionSystem;
 use ir::suppress::Date;
+use ir::vocab::Severity;
 use ir::{InputError, Project};
 use obligations::lints::Lint;
 use serde_json::Value;
@@ -139,20 +140,12 @@ pub struct BaselineFinding {
     pub rule: String,
     /// The subject.
     pub subject: String,
-    /// `High`, `Medium` or `Review`.
-    pub severity: String,
+    /// Its severity, read back from the report's name.
+    pub severity: Severity,
     /// The message.
     pub message: String,
     /// The locations as `file:line`.
     pub locations: Vec<String>,
-}
-
-fn severity_rank(s: &str) -> u8 {
-    match s {
-        "High" => 0,
-        "Medium" => 1,
-        _ => 2,
-    }
 }
 
 impl Baseline {
@@ -184,6 +177,16 @@ impl Baseline {
                     ),
                 )
             })?;
+            let severity = s("severity").unwrap_or_default();
+            let severity = Severity::from_name(&severity).ok_or_else(|| {
+                InputError::at(
+                    file,
+                    1,
+                    format!(
+                        "finding {i} has severity `{severity}`; expected High, Medium or Review"
+                    ),
+                )
+            })?;
             let locations = f
                 .get("locations")
                 .and_then(|l| l.as_array())
@@ -204,7 +207,7 @@ impl Baseline {
                 BaselineFinding {
                     rule: s("rule").unwrap_or_default(),
                     subject: s("subject").unwrap_or_default(),
-                    severity: s("severity").unwrap_or_default(),
+                    severity,
                     message: s("message").unwrap_or_default(),
                     locations,
                 },
@@ -222,7 +225,8 @@ pub fn apply_baseline(r: &mut Report, b: &Baseline) {
             continue;
         }
         if let Some(old) = b.findings.get(&f.fingerprint) {
-            if severity_rank(f.rule.kind.severity()) >= severity_rank(&old.severity) {
+            // No more severe than before (High < Medium < Review in `Severity`'s order).
+            if f.rule.kind.severity() >= old.severity {
                 f.standing = Standing::Existing;
             }
         }

@@ -4,6 +4,7 @@
 use crate::proof::Proof;
 use crate::report::{Finding, Report, Standing};
 use crate::verdict::RawWitness;
+use ir::vocab::Severity;
 use ir::Loc;
 use obligations::catalog::Rule;
 use serde_json::{json, Value};
@@ -67,7 +68,7 @@ fn rule_entry(ru: &Rule, rules_uri: Option<&str>) -> Value {
         "helpUri": rules_uri.map(|u| format!("{u}#{}", ru.id.to_lowercase())),
         "defaultConfiguration": {"level": sarif_level(ru)},
         "properties": {"tags": ru.owasp, "type": ru.kind.name(), "severity": ru.kind.severity(), "fails_gate": ru.fails_gate,
-                       "security-severity": security_severity(ru),
+                       "security-severity": security_severity(ru.kind.severity()),
                        "helpPath": format!("{RULES_DOC}#{}", ru.id.to_lowercase())},
     });
     if entry["helpUri"].is_null() {
@@ -88,7 +89,7 @@ fn code_rule_entry(ru: codecheck::CodeRule) -> Value {
         "help": {"text": i.fix},
         "defaultConfiguration": {"level": if i.fails_gate { "error" } else { "warning" }},
         "properties": {"tags": ["security", i.cwe], "cwe": i.cwe, "severity": i.severity, "fails_gate": i.fails_gate,
-                       "security-severity": if i.severity == "High" { "8.0" } else { "5.0" },
+                       "security-severity": security_severity(i.severity),
                        "helpPath": format!("{CODE_RULES_DOC}#{}", i.id.to_lowercase())},
     })
 }
@@ -202,11 +203,11 @@ fn code_flow(f: &Finding, w: &RawWitness, proof: &Proof) -> Vec<Value> {
 const RULES_DOC: &str = "docs/rules.md";
 
 /// GitHub code scanning's numeric severity: High 8.0, Medium 5.0, a hotspot 3.0.
-fn security_severity(r: &Rule) -> &'static str {
-    match r.kind.severity() {
-        "High" => "8.0",
-        "Medium" => "5.0",
-        _ => "3.0",
+fn security_severity(s: Severity) -> &'static str {
+    match s {
+        Severity::High => "8.0",
+        Severity::Medium => "5.0",
+        Severity::Review => "3.0",
     }
 }
 

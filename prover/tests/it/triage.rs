@@ -175,6 +175,24 @@ fn a_baseline_hides_an_existing_finding_and_not_a_new_one() {
 }
 
 #[test]
+fn a_baseline_with_an_unknown_severity_is_refused_with_its_file() {
+    // Severities are typed: a baseline is read back with `Severity::from_name`, so a report
+    // edited to say `Critical` is an input error (exit 2), never compared as some rank.
+    let dir = copy_example("handoff", "baseline-severity");
+    let first = verify(&dir, &["--format", "json"]);
+    let edited = out(&first).replace("\"severity\": \"High\"", "\"severity\": \"Critical\"");
+    assert!(edited.contains("Critical"), "the report changed shape");
+    std::fs::write(dir.join("base.json"), edited).unwrap();
+    let again = verify(&dir, &["--baseline", "base.json"]);
+    assert_eq!(again.status.code(), Some(2), "{}", out(&again));
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert!(
+        err.contains("base.json") && err.contains("expected High, Medium or Review"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_suppression_is_shown_with_its_reason_and_an_expired_one_is_a_lint() {
     let dir = copy_example("shop", "suppress");
     let text = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
