@@ -9,7 +9,8 @@ as functions, the exporters, and guards that put SPEC §2's check in front of a 
   model step's batch).
 - ``qls.export_graph(app, model_nodes=[...])`` (LangGraph) and ``qls.export_agents(agent)``
   (OpenAI Agents SDK) → ``Export`` (graph, catalogue).
-- ``qls.Guard`` with ``qls.langgraph.GuardedToolNode`` and ``qls.openai_agents.AgentsGuard``.
+- ``qls.Guard`` with ``qls.langgraph.GuardedToolNode`` and ``qls.openai_agents.AgentsGuard``;
+  ``qls.replay_through(guard, finding, export)`` replays a finding's witness through the guard.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from qls._native import __version__
 from qls.api import Finding, QlsInputError, Result, check, render, verify
 from qls.export import FORMAT, Export, QlsExportNote, export_agents, export_graph, lower, write
 from qls.guard import NOT_RUN, Call, Guard, Held, Outcome, QlsGuardWarning
+from qls.replay import TRACE_FORMAT, GuardReplay, replay_through
 
 __all__ = [
     "__version__",
     "verify", "render", "check", "Result", "Finding", "QlsInputError",
     "export_graph", "export_agents", "lower", "write", "Export", "QlsExportNote", "FORMAT",
     "Guard", "Call", "Held", "Outcome", "NOT_RUN", "QlsGuardWarning",
+    "replay_through", "GuardReplay", "TRACE_FORMAT",
 ]
