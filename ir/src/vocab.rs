@@ -106,6 +106,46 @@ pub enum RuleId {
     QG312,
 }
 
+/// A lint's code (SPEC §7): advice, never a failure. One list for every lint qls gives, whichever
+/// stage finds it (a proof's registration lints, `qls rules lint`, the suppressions' lints).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LintCode {
+    /// A write neither compensated nor marked irreversible.
+    WriteWithoutCompensation,
+    /// A write with no idempotency.
+    WriteNotRetrySafe,
+    /// A write with no result schema.
+    WriteWithoutResultSchema,
+    /// A compensation that is not retry-safe.
+    CompensationNotRetrySafe,
+    /// A rule for a tool no catalogue declares.
+    RuleActionUnknown,
+    /// A write a rule sheet never names.
+    WriteUngoverned,
+    /// An agent can call a write but not its compensation.
+    CompensationOutOfReach,
+    /// A sheet check reads `{from: tool.field}` of no declared tool.
+    CheckFromUnknown,
+    /// A suppression past its `until`.
+    SuppressionExpired,
+    /// A suppression that matches no finding.
+    SuppressionUnmatched,
+}
+
+words!(LintCode {
+    WriteWithoutCompensation => "write_without_compensation",
+    WriteNotRetrySafe => "write_not_retry_safe",
+    WriteWithoutResultSchema => "write_without_result_schema",
+    CompensationNotRetrySafe => "compensation_not_retry_safe",
+    RuleActionUnknown => "rule_action_unknown",
+    WriteUngoverned => "write_ungoverned",
+    CompensationOutOfReach => "compensation_out_of_reach",
+    CheckFromUnknown => "check_from_unknown",
+    SuppressionExpired => "suppression_expired",
+    SuppressionUnmatched => "suppression_unmatched",
+});
+
 words!(RuleId {
     QG001 => "QG001",
     QG002 => "QG002",

@@ -1,7 +1,8 @@
 //! `qls rules compile` and `qls rules lint`.
 
 use clap::Subcommand;
-use readers::rulebook::sheet::{compile_sheet, lint_sheet, write_compiled, COMPILED_FILES};
+use obligations::lints::sheet_lints;
+use readers::rulebook::sheet::{compile_sheet, write_compiled, COMPILED_FILES};
 use readers::{catalogue::read_catalogue, display_name, read_text};
 use std::path::{Path, PathBuf};
 
@@ -58,7 +59,7 @@ fn lint(sheet: &Path, catalogue: &Path) -> anyhow::Result<u8> {
     let cname = display_name(&catalogue.display().to_string());
     let ctext = read_text(catalogue, &cname)?;
     let cat = read_catalogue(&cname, &ctext)?;
-    let lints = lint_sheet(&compiled.rulebook, &compiled.overlay, &cat);
+    let lints = sheet_lints(&compiled.rulebook, &compiled.overlay, &cat);
     if lints.is_empty() {
         println!("no lints: every rule names a tool of the catalogue, and every write has a rule");
     }

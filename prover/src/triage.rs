@@ -8,7 +8,7 @@ use encoder::ts::TransitionSystem;
 use ir::suppress::Date;
 use ir::vocab::Severity;
 use ir::{InputError, Project};
-use obligations::lints::Lint;
+use obligations::lints::{Lint, LintCode};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -80,7 +80,7 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
     for s in &af.suppress {
         if let Some(until) = s.until.filter(|u| *u < today) {
             r.lints.push(lint(
-                "suppression_expired",
+                LintCode::SuppressionExpired,
                 s.rule.as_str(),
                 &s.subject,
                 format!(
@@ -106,7 +106,7 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
         }
         if !matched {
             r.lints.push(lint(
-                "suppression_unmatched",
+                LintCode::SuppressionUnmatched,
                 s.rule.as_str(),
                 &s.subject,
                 format!(
@@ -118,12 +118,8 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
     }
 }
 
-fn lint(code: &str, rule: &str, subject: &str, message: String) -> Lint {
-    Lint {
-        code: code.into(),
-        subject: format!("{rule} {subject}"),
-        message,
-    }
+fn lint(code: LintCode, rule: &str, subject: &str, message: String) -> Lint {
+    Lint::new(code, &format!("{rule} {subject}"), message)
 }
 
 /// A previous `qls-findings/1` report, by fingerprint: each finding's severity.

@@ -9,7 +9,7 @@
 
 use super::expr::number_value;
 use super::paths::{conj_add, simplify};
-use ir::catalogue::{is_tool_name, ArgCheck, Catalogue};
+use ir::catalogue::{is_tool_name, ArgCheck};
 use ir::diag::{unknown_key_message, InputError};
 use ir::loc::Loc;
 use ir::rulebook::{
@@ -18,14 +18,11 @@ use ir::rulebook::{
 };
 use ir::vocab::CheckOp;
 use serde_json::Value;
-use std::fmt;
 use std::path::Path;
 
-mod lint;
 mod to_colang;
 mod yaml;
 
-pub use lint::{lint_sheet, rule_action_unknown, Lint};
 use to_colang::*;
 use yaml::*;
 
@@ -831,15 +828,6 @@ mod tests {
     }
 
     #[test]
-    fn lints_against_a_catalogue() {
-        let cat = crate::catalogue::read_catalogue("c.yaml", "tools:\n  refund_card: {effect: write}\n  charge_card: {effect: write}\n  get_order: {effect: read}\n  delete_order: {effect: write}\n").unwrap();
-        let c = compile_sheet("rules.yaml", "rules:\n- action: refund_card\n  never: true\n- action: charge_card\n  at_most: 1\n- action: nope\n  at_most: 1\n").unwrap();
-        let l = lint_sheet(&c.rulebook, &c.overlay, &cat);
-        let s: Vec<String> = l.iter().map(ToString::to_string).collect();
-        assert_eq!(s, vec!["write_ungoverned (warning) on delete_order: a write the sheet never names, so no rule was stated for it", "rule_action_unknown (warning) on nope: a rule for a tool the catalogue does not have"]);
-    }
-
-    #[test]
     fn mcp_tool_names_are_named_plain_or_quoted() {
         let sheet = "rules:\n- action: get-sum\n  requires: [user_verified]\n- action: \"admin.tools.list\"\n  after: [get-sum, 'fs.read']\n  at_most: 2\n- action: 'a.b-c'\n  never: true\n";
         let c = compile_sheet("rules.yaml", sheet).unwrap_or_else(|e| panic!("{e}"));
@@ -892,11 +880,7 @@ mod tests {
         );
         assert_eq!(cat.split_from("nowhere.x"), None);
         assert_eq!(cat.split_from("get-sum."), None);
-        let l: Vec<String> = lint_sheet(&c.rulebook, &c.overlay, &cat)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(l, vec!["check_from_unknown (warning) on get-sum: a check reads `nowhere.x`, and no tool the catalogue declares precedes a `.` in it, so the check refuses every call"]);
+        // The lint on `nowhere.x`: obligations::lints::sheet_lints.
         for bad in [
             "{from: get-sum}",
             "{from: get-sum.a-b}",
