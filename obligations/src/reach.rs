@@ -2,12 +2,12 @@
 //! system (a set of commands plus a condition over the pre-state and the choices). One
 //! obligation per rule and subject tool; both engines decide every one.
 //!
-//! This is the driver: it walks the commands and asks each rule family (`rules/<family>.rs`)
-//! for its rules' conditions on what a command runs. The calls stand in the order the
-//! obligations were always declared in, which is the report's order.
+//! This is the driver: it walks the commands and asks every rule of every family's table
+//! (`rules::Reach` in `rules/<family>.rs`) for its condition on what a command runs, in the
+//! tables' rank order, which is the report's order.
 
 use crate::catalog::*;
-use crate::rules::{arguments, data_flow, handoff, rulebook, tool_check, undo};
+use crate::rules::{self, rulebook, tool_check};
 use encoder::ts::ex::*;
 use encoder::ts::lower::Lowered;
 use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation, VarId};
@@ -77,8 +77,10 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     let mut acc = Acc {
         by_id: IndexMap::new(),
     };
+    let reach = rules::reach();
+    let rollback = rules::on_rollback();
     rulebook::qg010_subjects(p, &mut acc);
-    declare_subjects(p, l, &mut acc);
+    declare_subjects(p, l, &reach, &mut acc);
     for (i, c) in l.ts.commands.iter().enumerate() {
         let cid = CmdId(i as u32);
         let Some(tname) = c.label.tool.clone() else {
@@ -100,22 +102,14 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
         };
         rulebook::qg010_dead_action(&x, &mut acc);
         if c.label.checked && c.label.decision == Some(Answer::Refuse) {
-            rollback_obligations(p, l, cid, &agent, &mut acc);
+            rollback_obligations(p, l, cid, &agent, &rollback, &mut acc);
         }
         if !is_execution(c) {
             continue;
         }
-        // In the order the obligations were always declared in (the report's order).
-        tool_check::qg001_qg002_qg101_missing_check(&x, &mut acc);
-        handoff::qg011_confused_deputy(&x, &mut acc);
-        handoff::qg012_cascading_injection(&x, &mut acc);
-        data_flow::qg021_untrusted_content_persisted(&x, &mut acc);
-        undo::qg013_irreversible_before_undoable(&x, &mut acc);
-        tool_check::qg014_order_rule_escapable(&x, &mut acc);
-        arguments::qg017_model_writes_code(&x, &mut acc);
-        arguments::qg018_model_writes_a_query(&x, &mut acc);
-        data_flow::qg019_confidential_data_leaves(&x, &mut acc);
-        data_flow::qg020_retrieval_not_bound(&x, &mut acc);
+        for r in &reach {
+            (r.on_execution)(&x, &mut acc);
+        }
     }
     acc.by_id
         .into_iter()
@@ -181,7 +175,7 @@ pub(crate) struct Subject<'a> {
 /// it, so that nothing is proved silently less (SPEC §3): an obligation no command can violate
 /// is listed and decided unreachable, never absent. The subjects are the tools some node can
 /// run, by what the catalogue and graph declare of them.
-fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
+fn declare_subjects(p: &Project, l: &Lowered, reach: &[&rules::Reach], acc: &mut Acc) {
     let mut tools: Vec<&str> = vec![];
     for n in &p.graph.nodes {
         for t in n.tools.iter().chain(&n.may_call) {
@@ -207,19 +201,14 @@ fn declare_subjects(p: &Project, l: &Lowered, acc: &mut Acc) {
             high: listed_by(&|n| n.agent.as_ref().is_some_and(|a| high_privilege(p, a))),
             tracks_irreversible: l.sv.wrote_irrev.is_some(),
         };
-        // In the order the obligations were always declared in (the report's order).
-        let rules = [
-            tool_check::qg001_qg002_qg101_subject(&s),
-            handoff::qg011_subject(&s).then_some(QG011),
-            handoff::qg012_subject(&s).then_some(QG012),
-            data_flow::qg021_subject(&s).then_some(QG021),
-            undo::qg013_subject(&s).then_some(QG013),
-            tool_check::qg014_subject(&s).then_some(QG014),
-            arguments::qg017_subject(&s).then_some(QG017),
-            arguments::qg018_subject(&s).then_some(QG018),
-            data_flow::qg019_subject(&s).then_some(QG019),
-            data_flow::qg020_subject(&s).then_some(QG020),
-        ];
+        let rules = reach.iter().map(|r| {
+            let rule = (r.subject)(&s);
+            debug_assert!(
+                rule.is_none_or(|x| r.rules.contains(&x)),
+                "{rule:?} outside its record"
+            );
+            rule
+        });
         for r in rules.into_iter().flatten() {
             acc.declare(r, name, false);
         }
@@ -287,7 +276,14 @@ impl Compensation<'_> {
 /// the run it undoes was (`turn.run.<write>` = 2), as SPEC §2 step 11 says of any undo; its
 /// arguments are bound to that run, so the argument-origin rules (QG017/QG018) do not apply,
 /// and it is part of the check's decision, so neither do QG001/QG002.
-fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: &mut Acc) {
+fn rollback_obligations(
+    p: &Project,
+    l: &Lowered,
+    cid: CmdId,
+    agent: &str,
+    rollback: &[rules::OnRollback],
+    acc: &mut Acc,
+) {
     let high = high_privilege(p, agent);
     for (w, &r) in &l.sv.turn_runs {
         let Some(u) = p.catalogue.get(w).and_then(|t| t.undo.as_deref()) else {
@@ -308,14 +304,9 @@ fn rollback_obligations(p: &Project, l: &Lowered, cid: CmdId, agent: &str, acc: 
             ran: not(var_is(r, 0)),
             unconfirmed: var_is(r, 2),
         };
-        // In the order the obligations were always declared in (the report's order).
-        handoff::qg011_on_rollback(&x, acc);
-        handoff::qg012_on_rollback(&x, acc);
-        data_flow::qg021_on_rollback(&x, acc);
-        undo::qg013_on_rollback(&x, acc);
-        data_flow::qg019_on_rollback(&x, acc);
-        data_flow::qg020_on_rollback(&x, acc);
-        tool_check::qg014_on_rollback(&x, acc);
+        for on in rollback {
+            on(&x, acc);
+        }
     }
     tool_check::qg014_at_most_across_one_rollback(p, l, cid, acc);
 }

@@ -1,7 +1,7 @@
 //! The argument-origin rules: a tool runs, unconfirmed, with an argument the model wrote that
 //! runs as code (QG017) or names a query, path, URL, template or destination (QG018).
 
-use super::Concrete;
+use super::{Concrete, Reach};
 use crate::catalog::{rule, Rule, RuleId, QG017, QG018};
 use crate::reach::{Acc, Exec, Subject};
 use encoder::ts::ex::*;
@@ -61,6 +61,25 @@ pub(crate) fn qg018_model_writes_a_query(x: &Exec<'_>, acc: &mut Acc) {
 pub(crate) fn qg018_subject(s: &Subject<'_>) -> bool {
     declares(s.t, false)
 }
+
+/// The symbolic side of this family's reachability rules (ranks: `Reach`). A compensation's
+/// arguments are bound to the run it undoes, so neither rule applies to one.
+pub(crate) const REACH: &[Reach] = &[
+    Reach {
+        rank: 6,
+        rules: &[QG017],
+        subject: |s| qg017_subject(s).then_some(QG017),
+        on_execution: qg017_model_writes_code,
+        on_rollback: None,
+    },
+    Reach {
+        rank: 7,
+        rules: &[QG018],
+        subject: |s| qg018_subject(s).then_some(QG018),
+        on_execution: qg018_model_writes_a_query,
+        on_rollback: None,
+    },
+];
 
 /// The concrete side of this family's rules.
 pub(crate) const CONCRETE: &[Concrete] = &[

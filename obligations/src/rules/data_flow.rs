@@ -1,7 +1,7 @@
 //! The data-flow (taint) rules: confidential content sent out (QG019), a multi-tenant store read
 //! for anyone (QG020), and untrusted content written to a persistent store (QG021).
 
-use super::Concrete;
+use super::{Concrete, Reach};
 use crate::catalog::{rule, Rule, RuleId, QG019, QG020, QG021};
 use crate::reach::{flag, Acc, Compensation, Exec, Subject};
 use encoder::ts::ex::*;
@@ -103,6 +103,31 @@ pub(crate) fn qg021_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
         x.add(acc, QG021, or(vec![held, returned]));
     }
 }
+
+/// The symbolic side of this family's reachability rules (ranks: `Reach`).
+pub(crate) const REACH: &[Reach] = &[
+    Reach {
+        rank: 3,
+        rules: &[QG021],
+        subject: |s| qg021_subject(s).then_some(QG021),
+        on_execution: qg021_untrusted_content_persisted,
+        on_rollback: Some((2, qg021_on_rollback)),
+    },
+    Reach {
+        rank: 8,
+        rules: &[QG019],
+        subject: |s| qg019_subject(s).then_some(QG019),
+        on_execution: qg019_confidential_data_leaves,
+        on_rollback: Some((4, qg019_on_rollback)),
+    },
+    Reach {
+        rank: 9,
+        rules: &[QG020],
+        subject: |s| qg020_subject(s).then_some(QG020),
+        on_execution: qg020_retrieval_not_bound,
+        on_rollback: Some((5, qg020_on_rollback)),
+    },
+];
 
 /// The concrete side of this family's rules.
 pub(crate) const CONCRETE: &[Concrete] = &[

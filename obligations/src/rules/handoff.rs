@@ -2,7 +2,7 @@
 //! (QG011 Confused deputy), and content from outside that reached the acting agent over a
 //! hand-off (QG012 Cascading injection).
 
-use super::Concrete;
+use super::{Concrete, Reach};
 use crate::catalog::{rule, Rule, QG011, QG012};
 use crate::reach::{flag, Acc, Compensation, Exec, Subject};
 use encoder::ts::ex::*;
@@ -61,6 +61,24 @@ pub(crate) fn qg012_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
         x.add(acc, QG012, and(vec![x.unconfirmed.clone(), handed]));
     }
 }
+
+/// The symbolic side of this family's reachability rules (ranks: `Reach`).
+pub(crate) const REACH: &[Reach] = &[
+    Reach {
+        rank: 1,
+        rules: &[QG011],
+        subject: |s| qg011_subject(s).then_some(QG011),
+        on_execution: qg011_confused_deputy,
+        on_rollback: Some((0, qg011_on_rollback)),
+    },
+    Reach {
+        rank: 2,
+        rules: &[QG012],
+        subject: |s| qg012_subject(s).then_some(QG012),
+        on_execution: qg012_cascading_injection,
+        on_rollback: Some((1, qg012_on_rollback)),
+    },
+];
 
 /// The concrete side of this family's rules.
 pub(crate) const CONCRETE: &[Concrete] = &[

@@ -19,6 +19,7 @@ pub mod tool_check;
 pub mod undo;
 
 use crate::catalog::*;
+use crate::reach::{Acc, Compensation, Exec, Subject};
 use ir::catalogue::Tool;
 use ir::vocab::Mark;
 use std::collections::BTreeSet;
@@ -68,6 +69,53 @@ pub(crate) struct Concrete {
     pub(crate) violated: fn(&Observed<'_>) -> bool,
     /// The finding's message.
     pub(crate) message: fn(&Place<'_>) -> String,
+}
+
+/// One reachability rule's symbolic side, in its family's table beside its concrete side
+/// ([`Concrete`]): which tools are its subjects, its condition on an execution, and its condition
+/// on a compensation a refusal's rollback runs. `reach.rs` iterates every family's table, so a
+/// rule is decided because its family lists it, never because a hand-kept list in the driver
+/// names it. (QG001, QG002 and QG101 share one record: which of them an unchecked run violates
+/// is one decision.)
+pub(crate) struct Reach {
+    /// The rules it raises.
+    pub(crate) rules: &'static [RuleId],
+    /// Its place in the order obligations are declared (the report's order), across families.
+    pub(crate) rank: u8,
+    /// The rule a tool is a subject of, if any (declared even when no command can violate it).
+    pub(crate) subject: fn(&Subject<'_>) -> Option<RuleId>,
+    /// Its bad commands among the executions.
+    pub(crate) on_execution: fn(&Exec<'_>, &mut Acc),
+    /// Its bad compensations, with their place in a rollback's order; `None` when a
+    /// compensation cannot violate it.
+    pub(crate) on_rollback: Option<(u8, OnRollback)>,
+}
+
+/// A rule's condition on a compensation a rollback runs.
+pub(crate) type OnRollback = fn(&Compensation<'_>, &mut Acc);
+
+/// Every family's symbolic side, in the report's order (by `rank`).
+pub(crate) fn reach() -> Vec<&'static Reach> {
+    let mut all: Vec<&'static Reach> = [
+        tool_check::REACH,
+        handoff::REACH,
+        data_flow::REACH,
+        undo::REACH,
+        arguments::REACH,
+    ]
+    .iter()
+    .flat_map(|f| f.iter())
+    .collect();
+    all.sort_by_key(|r| r.rank);
+    all
+}
+
+/// Every family's compensation conditions, in a rollback's order.
+pub(crate) fn on_rollback() -> Vec<OnRollback> {
+    let mut all: Vec<(u8, OnRollback)> =
+        reach().into_iter().filter_map(|r| r.on_rollback).collect();
+    all.sort_by_key(|(rank, _)| *rank);
+    all.into_iter().map(|(_, f)| f).collect()
 }
 
 /// Every family's concrete side, searched by rule id.
@@ -169,6 +217,36 @@ mod tests {
             .collect();
         have.sort();
         assert_eq!(have, want);
+    }
+
+    #[test]
+    fn every_rule_with_a_concrete_check_has_one_symbolic_record_and_ranks_are_distinct() {
+        let mut symbolic: Vec<RuleId> = reach()
+            .iter()
+            .flat_map(|r| r.rules.iter().copied())
+            .collect();
+        symbolic.sort();
+        let mut concrete: Vec<RuleId> = CONCRETE
+            .iter()
+            .flat_map(|f| f.iter().map(|c| c.rule))
+            .collect();
+        concrete.sort();
+        assert_eq!(
+            symbolic, concrete,
+            "a rule is decided in both worlds or neither"
+        );
+        let ranks: BTreeSet<u8> = reach().iter().map(|r| r.rank).collect();
+        assert_eq!(ranks.len(), reach().len(), "two records share a rank");
+        let rb: Vec<u8> = reach()
+            .iter()
+            .filter_map(|r| r.on_rollback.map(|(k, _)| k))
+            .collect();
+        let distinct: BTreeSet<u8> = rb.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            rb.len(),
+            "two rollback conditions share a rank"
+        );
     }
 
     #[test]

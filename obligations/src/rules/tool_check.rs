@@ -2,7 +2,7 @@
 //! Escapable guard, QG101 Unchecked action), a run its order rule forbids (QG014 Order rule
 //! escapable), and a write with no check where its peers have one (QG104, structural).
 
-use super::{Concrete, Observed};
+use super::{Concrete, Observed, Reach};
 use crate::catalog::{rule, Rule, RuleId, QG001, QG002, QG014, QG101, QG104};
 use crate::reach::{Acc, Compensation, Exec, Subject};
 use crate::structural::{raw, Raw};
@@ -186,6 +186,24 @@ fn count_ge(l: &Lowered, tool: &str, n: u32) -> Expr {
 fn unchecked_as(rule: RuleId, o: &Observed<'_>) -> bool {
     !o.checked && missing_check_rule(o.tool.is_write(), o.guarded_lists) == rule
 }
+
+/// The symbolic side of this family's reachability rules (ranks: `Reach`).
+pub(crate) const REACH: &[Reach] = &[
+    Reach {
+        rank: 0,
+        rules: &[QG001, QG002, QG101],
+        subject: qg001_qg002_qg101_subject,
+        on_execution: qg001_qg002_qg101_missing_check,
+        on_rollback: None,
+    },
+    Reach {
+        rank: 5,
+        rules: &[QG014],
+        subject: |s| qg014_subject(s).then_some(QG014),
+        on_execution: qg014_order_rule_escapable,
+        on_rollback: Some((6, qg014_on_rollback)),
+    },
+];
 
 /// The concrete side of this family's reachability rules.
 pub(crate) const CONCRETE: &[Concrete] = &[

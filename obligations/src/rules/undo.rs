@@ -2,7 +2,7 @@
 //! Irreversible before undoable), and a write that can be neither undone nor declared final on
 //! a path with another write (QG105 Unrecoverable write, structural).
 
-use super::Concrete;
+use super::{Concrete, Reach};
 use crate::catalog::{rule, Rule, QG013, QG105};
 use crate::reach::{Acc, Compensation, Exec, Subject};
 use crate::structural::{raw, Raw, G};
@@ -52,6 +52,15 @@ pub(crate) fn qg013_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
         x.add(acc, QG013, and(vec![x.ran.clone(), irrev]));
     }
 }
+
+/// The symbolic side of this family's reachability rule (ranks: `Reach`).
+pub(crate) const REACH: &[Reach] = &[Reach {
+    rank: 4,
+    rules: &[QG013],
+    subject: |s| qg013_subject(s).then_some(QG013),
+    on_execution: qg013_irreversible_before_undoable,
+    on_rollback: Some((3, qg013_on_rollback)),
+}];
 
 /// The concrete side of this family's reachability rule.
 pub(crate) const CONCRETE: &[Concrete] = &[Concrete {
