@@ -448,19 +448,16 @@ fn reachability(
 
 /// QG010: an execute of the rulebook that no reachable step allows.
 fn dead_execute(p: &Project, r: &'static Rule, ob: &Obligation, v: &Verdict) -> Finding {
-    let within = match v {
-        Verdict::Unreachable { depth } => format!("within {depth} steps"),
-        _ => "in a session of any length".to_string(),
+    let depth = match v {
+        Verdict::Unreachable { depth } => Some(*depth),
+        _ => None,
     };
     let at = p
         .rulebook
         .as_ref()
         .and_then(|rb| rb.executes.iter().find(|e| e.action == ob.subject))
         .map(|e| e.at.clone());
-    let message = format!(
-        "no reachable step {within} has the rulebook allow '{}': the execute is dead",
-        ob.subject
-    );
+    let message = obligations::rules::rulebook::qg010_message(&ob.subject, depth);
     Finding::new(r, ob.subject.clone(), at, message)
 }
 

@@ -61,6 +61,16 @@ pub(crate) fn qg010_dead_action(x: &Exec<'_>, acc: &mut Acc) {
     }
 }
 
+/// QG010's message: no reachable step lets the rulebook allow the action, within `depth` steps
+/// (`None`: in a session of any length).
+pub fn qg010_message(action: &str, depth: Option<u32>) -> String {
+    let within = match depth {
+        Some(d) => format!("within {d} steps"),
+        None => "in a session of any length".to_string(),
+    };
+    format!("no reachable step {within} has the rulebook allow '{action}': the execute is dead")
+}
+
 /// QG005 Unshippable policy: the rulebook is refused.
 pub(crate) fn qg005_unshippable_policy(p: &Project, out: &mut Vec<Raw>) {
     if let Some(e) = &p.rulebook_refusal {
