@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn sarif_schema() -> serde_json::Value {
+pub(crate) fn sarif_schema() -> serde_json::Value {
     let home = std::env::var("CARGO_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {

@@ -1,0 +1,263 @@
+//! `qls repair`: every gate-failing corpus case whose gate-failing findings are reachability
+//! obligations, and both examples' failing variants, get a repair; the diff it prints applies
+//! with `git apply`, and `verify` on the applied inputs passes the gate with no finding that was
+//! not there before. Each repair is minimal: removing any one change re-opens a finding. The
+//! SARIF with `fixes` validates against the 2.1.0 schema.
+
+use prover::job::{Inputs, Job};
+use prover::repair::{Files, Outcome, Repaired};
+use prover::session::Session;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
+/// obligation). The others fail the gate on a structural, code, dependency or rulebook finding,
+/// which `qls repair` reports as outside its space (`outside_the_space_is_said`).
+const CASES: &[&str] = &[
+    "qg001-fires",
+    "qg002-fires",
+    "qg011-fires",
+    "qg012-fires",
+    "qg014-fires",
+    "qg017-fires",
+    "qg018-fires",
+    "qg019-fires",
+    "qg020-fires",
+    "qg021-fires",
+];
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("qls-repair-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+type Found = BTreeSet<(String, String)>;
+
+fn verify(inputs: Inputs) -> (bool, Found) {
+    let run = Session::open(Job::new(inputs)).unwrap().verify().unwrap();
+    let found = run
+        .report
+        .findings
+        .iter()
+        .map(|f| (f.rule.id.to_string(), f.subject.clone()))
+        .collect();
+    (run.report.passed, found)
+}
+
+fn repair(inputs: Inputs) -> Repaired {
+    let session = Session::open(Job::new(inputs)).unwrap();
+    let run = session.verify().unwrap();
+    let files = Files::read(&session.job().inputs, session.project()).unwrap();
+    let options = prover::repair::Options {
+        max_proofs: 40,
+        timeout: std::time::Duration::from_secs(120),
+        depth: session.depth(),
+    };
+    prover::repair::repair(files, session.project(), &run.report, &options).unwrap()
+}
+
+/// `qls repair` in `cwd` printing the diff, applied there with `git apply`.
+fn repair_and_apply(cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .current_dir(cwd)
+        .arg("repair")
+        .args(args)
+        .args(["--format", "diff"])
+        .output()
+        .unwrap();
+    let diff = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {diff}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!diff.is_empty(), "{args:?}: an empty repair");
+    std::fs::write(cwd.join("repair.diff"), &diff).unwrap();
+    let git = Command::new("git")
+        .current_dir(cwd)
+        .args(["apply", "--verbose", "repair.diff"])
+        .output()
+        .unwrap();
+    assert!(
+        git.status.success(),
+        "{args:?}: git apply refused the diff:\n{diff}\n{}",
+        String::from_utf8_lossy(&git.stderr)
+    );
+    diff
+}
+
+/// Applied, the repair passes the gate with nothing new; without any one of its changes, a
+/// finding is back (the minimality the search claims, checked again from outside).
+fn check_repair(name: &str, original: Inputs, copied: Inputs) {
+    let (passed, before) = verify(original.clone());
+    assert!(!passed, "{name} fails the gate before");
+    let (passed, after) = verify(copied);
+    assert!(passed, "{name}: the applied repair does not pass the gate: {after:?}");
+    assert!(after.is_subset(&before), "{name}: new findings {:?}", after.difference(&before));
+    let r = repair(original);
+    let Outcome::Found { chosen, .. } = &r.outcome else {
+        panic!("{name}: no repair: {:?}", r.outcome);
+    };
+    for leave_out in chosen {
+        let rest: Vec<_> = chosen
+            .iter()
+            .filter(|i| *i != leave_out)
+            .map(|&i| &r.space[i])
+            .collect();
+        let dir = scratch(&format!("{name}-without-{leave_out}"));
+        let base = r.files.root.clone();
+        copy_dir(&base, &dir);
+        for (key, text) in r.files.edited(&rest) {
+            std::fs::write(dir.join(key), text).unwrap();
+        }
+        let (passed, _) = verify(Inputs::Case(dir.clone()));
+        assert!(!passed, "{name}: the repair without change {leave_out} still passes: not minimal");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn every_repairable_gate_failing_case_is_repaired_and_the_diff_applies() {
+    for case in CASES {
+        let src = root().join("corpus").join(case);
+        let work = scratch(case);
+        copy_dir(&src, &work.join("case"));
+        repair_and_apply(&work, &["--case", "case"]);
+        check_repair(case, Inputs::Case(src), Inputs::Case(work.join("case")));
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}
+
+#[test]
+fn the_handoff_example_is_repaired() {
+    let src = root().join("examples/handoff");
+    let work = scratch("handoff");
+    copy_dir(&src, &work.join("handoff"));
+    repair_and_apply(
+        &work,
+        &[
+            "--graph",
+            "handoff/graph.json",
+            "--catalogue",
+            "handoff/tools.catalogue.yaml",
+            "--settings",
+            "handoff/agent.yaml",
+            "--session-steps",
+            "2",
+        ],
+    );
+    let graph = |d: &Path| {
+        Inputs::Graph(prover::job::GraphInputs {
+            graph: d.join("graph.json"),
+            name: "graph.json".into(),
+            catalogues: vec![d.join("tools.catalogue.yaml")],
+            rulebook: None,
+            settings: Some(d.join("agent.yaml")),
+            langgraph: Default::default(),
+        })
+    };
+    let (passed, _) = verify(graph(&work.join("handoff")));
+    assert!(passed, "the repaired hand-off example passes");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn the_shops_failing_variant_is_repaired() {
+    // The shop with writes confirmed only where declared and a tainted refund allowed: a
+    // failing variant of the example.
+    let src = root().join("examples/shop");
+    let work = scratch("shop");
+    copy_dir(&src, &work.join("shop"));
+    let agent = work.join("shop/agent.yaml");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    let text = text.replace("    on_unread: refuse\n", "    on_unread: model\n");
+    std::fs::write(&agent, text).unwrap();
+    let (passed, _) = verify(Inputs::Agent(agent.clone()));
+    if passed {
+        // The variant must fail for this test to say anything.
+        panic!("the shop variant passes the gate: choose another variant");
+    }
+    repair_and_apply(&work, &["shop/agent.yaml"]);
+    let (passed, _) = verify(Inputs::Agent(agent));
+    assert!(passed, "the repaired shop variant passes");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn sarif_with_fixes_validates_and_carries_the_changes() {
+    let src = root().join("corpus/qg001-fires");
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(&src)
+        .args(["--format", "sarif"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schema = crate::sarif::sarif_schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "invalid SARIF: {errors:#?}");
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    let qg001 = results.iter().find(|r| r["ruleId"] == "QG001").unwrap();
+    let fix = &qg001["fixes"][0];
+    assert!(fix["description"]["text"].as_str().unwrap().starts_with("Fix (proved): "));
+    let change = &fix["artifactChanges"][0];
+    assert!(change["artifactLocation"]["uri"].as_str().unwrap().ends_with("graph.json"));
+    let rep = &change["replacements"][0];
+    assert_eq!(rep["insertedContent"]["text"], "true");
+    // The replaced text is the node's `false`.
+    let text = std::fs::read_to_string(src.join("graph.json")).unwrap();
+    let at = rep["deletedRegion"]["charOffset"].as_u64().unwrap() as usize;
+    let len = rep["deletedRegion"]["charLength"].as_u64().unwrap() as usize;
+    assert_eq!(&text[at..at + len], "false");
+}
+
+#[test]
+fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
+    // QG016 (a structural finding) is outside the space.
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(root().join("corpus/qg016-fires"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("Outside the change space (not repaired):\n  QG016"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(root().join("corpus/qg012-fires"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("  Fix (proved): "), "{text}");
+    assert!(text.contains("  Re-proof: Proved to 1 turn (step limit 8): "), "{text}");
+    assert!(text.contains("engines agree. Gate: passed."), "{text}");
+    assert!(text.contains("minimal: removing any one change re-opens a finding"), "{text}");
+}
