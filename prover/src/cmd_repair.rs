@@ -89,7 +89,8 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
     }
     if args.apply {
         for (path, text) in repaired.written() {
-            std::fs::write(&path, text).map_err(|e| anyhow::anyhow!("{path}: cannot write: {e}"))?;
+            std::fs::write(&path, text)
+                .map_err(|e| anyhow::anyhow!("{path}: cannot write: {e}"))?;
             eprintln!("wrote {path}");
         }
     }

@@ -6,7 +6,9 @@
 //! Like every `cmd_*` file it belongs to the binary's printing layer (ARCHITECTURE.md): it is
 //! compiled into the library only so the extension can call it.
 
-use crate::{cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules, cmd_verify};
+use crate::{
+    cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules, cmd_verify,
+};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 

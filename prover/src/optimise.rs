@@ -73,10 +73,9 @@ pub fn cheapest(costs: &[u32], clauses: &[Clause]) -> Choice {
             Choice::Cheapest(chosen, cost)
         }
         SatResult::Unsat => Choice::None,
-        SatResult::Unknown => Choice::Unknown(
-            opt.get_reason_unknown()
-                .unwrap_or_else(|| "unknown".into()),
-        ),
+        SatResult::Unknown => {
+            Choice::Unknown(opt.get_reason_unknown().unwrap_or_else(|| "unknown".into()))
+        }
     }
 }
 

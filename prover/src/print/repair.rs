@@ -5,7 +5,12 @@
 use crate::repair::{Change, Minimality, Outcome, Repaired};
 
 fn change_line(r: &Repaired, c: &Change) -> String {
-    format!("{} ({}:{})", c.kind.describe(), r.files.shown(&c.file), c.line)
+    format!(
+        "{} ({}:{})",
+        c.kind.describe(),
+        r.files.shown(&c.file),
+        c.line
+    )
 }
 
 /// The re-proof's summary line: the text report's "Proved to …" sentence and its gate.

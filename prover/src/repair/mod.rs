@@ -88,8 +88,12 @@ impl Files {
             }
             Inputs::Case(_) => {}
         }
-        let cats: std::collections::BTreeSet<&str> =
-            p.catalogue.tools.values().map(|t| t.at.file.as_str()).collect();
+        let cats: std::collections::BTreeSet<&str> = p
+            .catalogue
+            .tools
+            .values()
+            .map(|t| t.at.file.as_str())
+            .collect();
         for name in cats {
             let candidates = [f.root.join(name), PathBuf::from(name)];
             if let Some(path) = candidates.iter().find(|c| c.is_file()) {
@@ -116,7 +120,10 @@ impl Files {
 
     fn key_of(&self, path: &Path) -> Option<String> {
         let rel = path.strip_prefix(&self.root).ok()?;
-        if rel.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        if rel
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
             return None;
         }
         Some(rel.to_string_lossy().replace('\\', "/"))
@@ -263,7 +270,9 @@ impl Repaired {
     /// minimality check did not say).
     pub fn fixes_of(&self, t: &Target) -> Vec<&Change> {
         match &self.outcome {
-            Outcome::Found { chosen, needed_by, .. } => {
+            Outcome::Found {
+                chosen, needed_by, ..
+            } => {
                 let by = needed_by.get(t).filter(|v| !v.is_empty()).unwrap_or(chosen);
                 by.iter().map(|&i| &self.space[i]).collect()
             }

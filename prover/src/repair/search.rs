@@ -11,7 +11,7 @@
 //! no new finding. Then each change is removed in turn and the rest re-proved: the set is
 //! minimal when every removal re-opens a finding.
 
-use super::{Change, Files, Minimality, Outcome, Repaired, RepairError, Scope, Target};
+use super::{Change, Files, Minimality, Outcome, RepairError, Repaired, Scope, Target};
 use crate::job::{GraphInputs, Inputs, Job};
 use crate::optimise::{cheapest, Choice, Clause};
 use crate::report::{Finding, Report};
@@ -88,7 +88,10 @@ fn conflicts(space: &[Change]) -> Vec<Clause> {
                 b.edits.iter().any(|y| {
                     let overlap = x.offset < y.offset + y.delete && y.offset < x.offset + x.delete;
                     let same_insert = x.offset == y.offset
-                        && (x.delete > 0 || y.delete > 0 || x.insert.starts_with("settings:") || x.insert.starts_with("\nsettings:"));
+                        && (x.delete > 0
+                            || y.delete > 0
+                            || x.insert.starts_with("settings:")
+                            || x.insert.starts_with("\nsettings:"));
                     overlap || same_insert
                 })
             });
@@ -130,7 +133,11 @@ impl Drop for Copy {
 
 fn copy_tree(from: &Path, to: &Path, depth: usize) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
-    let from_dir = if from.as_os_str().is_empty() { Path::new(".") } else { from };
+    let from_dir = if from.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        from
+    };
     let mut entries: Vec<_> = std::fs::read_dir(from_dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
@@ -192,7 +199,10 @@ impl Prover<'_> {
         let chosen: Vec<&Change> = set.iter().map(|&i| &self.space[i]).collect();
         let edited = self.files.edited(&chosen);
         for key in self.files.texts.keys() {
-            let text = edited.get(key).map(|s| s.as_str()).unwrap_or(self.files.text(key));
+            let text = edited
+                .get(key)
+                .map(|s| s.as_str())
+                .unwrap_or(self.files.text(key));
             let path = self.copy.dir.join(key);
             std::fs::write(&path, text)
                 .map_err(|e| RepairError::Io(format!("{}: cannot write: {e}", path.display())))?;
@@ -297,6 +307,8 @@ pub fn repair(
     let costs: Vec<u32> = space.iter().map(|c| c.cost).collect();
     let mut clauses: BTreeSet<Clause> = conflicts(&space).into_iter().collect();
     let mut counterexamples = 0;
+    // Targets a witness showed no change outside a tried set can close, with why.
+    let mut stuck: BTreeMap<Target, String> = BTreeMap::new();
     for (_, f) in &targets {
         clauses.insert(learn(&space, f, &[], false));
         counterexamples += 1;
@@ -310,7 +322,7 @@ pub fn repair(
             Choice::Cheapest(set, cost) => (set, cost),
             Choice::None | Choice::Unknown(_) => {
                 result.outcome = Outcome::Impossible {
-                    why: impossible(&space, &targets, &list),
+                    why: impossible(&space, &targets, &stuck),
                 };
                 break None;
             }
@@ -331,7 +343,13 @@ pub fn repair(
                 let before = clauses.len();
                 for f in &left {
                     counterexamples += 1;
-                    clauses.insert(learn(&space, f, &set.0, false));
+                    let clause = learn(&space, f, &set.0, false);
+                    if clause.any.is_empty() {
+                        stuck
+                            .entry(id(f))
+                            .or_insert_with(|| stuck_why(&space, &set.0, f));
+                    }
+                    clauses.insert(clause);
                 }
                 for f in &appeared {
                     counterexamples += 1;
@@ -339,7 +357,8 @@ pub fn repair(
                 }
                 if clauses.len() == before || undecided {
                     // Nothing new learned (or an undecided proof): exclude this exact set.
-                    let rest: Vec<usize> = (0..space.len()).filter(|i| !set.0.contains(i)).collect();
+                    let rest: Vec<usize> =
+                        (0..space.len()).filter(|i| !set.0.contains(i)).collect();
                     clauses.insert(Clause {
                         any: rest,
                         not_all: set.0.clone(),
@@ -386,30 +405,40 @@ pub fn repair(
     Ok(result)
 }
 
-/// Why no set works: the targets whose own clauses are empty (no change can affect a witness),
-/// else the constraints together.
-fn impossible(space: &[Change], targets: &[(Target, Finding)], clauses: &[Clause]) -> Vec<(Target, String)> {
-    let mut why = Vec::new();
-    for (t, f) in targets {
-        if !space.iter().any(|c| affects(c, f)) {
-            why.push((
-                t.clone(),
-                "no change in the space touches its witness (no tool it calls, node it visits, edge it takes or setting it reads can be changed in these inputs)".to_string(),
-            ));
-        }
+/// Why a witness found under `set` leaves nothing to try: the changes it survived.
+fn stuck_why(space: &[Change], set: &[usize], f: &Finding) -> String {
+    if set.is_empty() {
+        return "its witness touches no change in the space (no tool it calls, node it visits, edge it takes or setting it reads can be changed in these inputs)".into();
     }
-    if why.is_empty() {
-        let empties = clauses.iter().filter(|c| c.any.is_empty() && c.not_all.is_empty()).count();
-        for (t, _) in targets {
-            why.push((
-                t.clone(),
-                format!(
-                    "every set of changes that could close it was proved to leave a witness or to add a finding ({} constraints{})",
-                    clauses.len(),
-                    if empties > 0 { ", one of them a witness no change outside the tried set can affect" } else { "" }
-                ),
-            ));
-        }
-    }
-    why
+    let made: Vec<String> = set
+        .iter()
+        .filter(|&&i| affects(&space[i], f))
+        .map(|&i| space[i].kind.describe())
+        .collect();
+    format!(
+        "a witness is still reachable with every change that can affect it made ({}), and nothing else in the space touches that run",
+        made.join("; ")
+    )
+}
+
+/// Why no set works: per target, the witness that left nothing to try, else the constraints
+/// together.
+fn impossible(
+    space: &[Change],
+    targets: &[(Target, Finding)],
+    stuck: &BTreeMap<Target, String>,
+) -> Vec<(Target, String)> {
+    targets
+        .iter()
+        .map(|(t, f)| {
+            let why = if !space.iter().any(|c| affects(c, f)) {
+                stuck_why(space, &[], f)
+            } else if let Some(w) = stuck.get(t) {
+                w.clone()
+            } else {
+                "each set of changes that could close it, with the others', was proved to leave a witness or to add a finding".into()
+            };
+            (t.clone(), why)
+        })
+        .collect()
 }

@@ -187,7 +187,12 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         .agents
         .values()
         .flat_map(|a| a.tools.iter().map(|t| t.as_str()))
-        .chain(p.graph.nodes.iter().flat_map(|n| n.tools.iter().chain(&n.may_call).map(|t| t.as_str())))
+        .chain(
+            p.graph
+                .nodes
+                .iter()
+                .flat_map(|n| n.tools.iter().chain(&n.may_call).map(|t| t.as_str())),
+        )
         .collect();
     for (name, t) in &p.catalogue.tools {
         if !used.contains(name.as_str()) {
@@ -199,16 +204,32 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         let text = files.text(&key);
         let doc = Doc::new(text);
         let json = text.trim_start().starts_with('{');
-        let Some(tool) = doc.get(doc.root(), "tools").and_then(|ts| doc.get(ts, name)) else {
+        let Some(tool) = doc
+            .get(doc.root(), "tools")
+            .and_then(|ts| doc.get(ts, name))
+        else {
             continue;
         };
         let scope = || Scope::Tool(name.clone());
-        let val = |s: &str| if json { format!("\"{s}\"") } else { s.to_string() };
+        let val = |s: &str| {
+            if json {
+                format!("\"{s}\"")
+            } else {
+                s.to_string()
+            }
+        };
         let declared = t.requires_confirmation || t.confirmation.is_some();
         if t.is_write() {
             if !declared && p.settings.write_policy == WritePolicy::Declared {
                 if let Some(e) = doc.set(tool, "requires_confirmation", "true", json) {
-                    push(out, Kind::Confirm { tool: name.clone() }, scope(), &key, &doc, vec![e]);
+                    push(
+                        out,
+                        Kind::Confirm { tool: name.clone() },
+                        scope(),
+                        &key,
+                        &doc,
+                        vec![e],
+                    );
                 }
             }
             let to = match t.trust {
@@ -218,25 +239,60 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
             };
             if let Some(to) = to {
                 if let Some(e) = doc.set(tool, "trust", &val(trust_word(to)), json) {
-                    push(out, Kind::RaiseTrust { tool: name.clone(), to }, scope(), &key, &doc, vec![e]);
+                    push(
+                        out,
+                        Kind::RaiseTrust {
+                            tool: name.clone(),
+                            to,
+                        },
+                        scope(),
+                        &key,
+                        &doc,
+                        vec![e],
+                    );
                 }
             }
             if t.order.at_most.is_none() && doc.get(tool, "order").is_none() {
-                let v = if json { "{\"at_most\": 1}" } else { "{at_most: 1}" };
+                let v = if json {
+                    "{\"at_most\": 1}"
+                } else {
+                    "{at_most: 1}"
+                };
                 if let Some(e) = doc.set(tool, "order", v, json) {
-                    push(out, Kind::AtMostOnce { tool: name.clone() }, scope(), &key, &doc, vec![e]);
+                    push(
+                        out,
+                        Kind::AtMostOnce { tool: name.clone() },
+                        scope(),
+                        &key,
+                        &doc,
+                        vec![e],
+                    );
                 }
             }
         } else if !t.arg_kinds.is_empty() || t.sends_out {
             let a = doc.set(tool, "effect", &val("write"), json);
             let b = doc.set(tool, "requires_confirmation", "true", json);
             if let (Some(a), Some(b)) = (a, b) {
-                push(out, Kind::ConfirmRead { tool: name.clone() }, scope(), &key, &doc, vec![a, b]);
+                push(
+                    out,
+                    Kind::ConfirmRead { tool: name.clone() },
+                    scope(),
+                    &key,
+                    &doc,
+                    vec![a, b],
+                );
             }
         }
         if t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
             if let Some(e) = doc.set(tool, "bound_to_user", "true", json) {
-                push(out, Kind::BindUser { tool: name.clone() }, scope(), &key, &doc, vec![e]);
+                push(
+                    out,
+                    Kind::BindUser { tool: name.clone() },
+                    scope(),
+                    &key,
+                    &doc,
+                    vec![e],
+                );
             }
         }
     }
@@ -250,10 +306,30 @@ fn settings_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
     let doc = Doc::new(text);
     let s = &p.settings;
     let wanted = [
-        (s.taint_policy != TaintPolicy::Refuse, Kind::TaintRefuse, "taint_policy", "refuse"),
-        (s.write_policy == WritePolicy::Declared, Kind::WriteConfirm, "write_policy", "confirm"),
-        (s.history == HistoryScope::PerAgent, Kind::HistoryShared, "history", "shared"),
-        (!s.memory_keeps_marks, Kind::KeepMarks, "memory_keeps_marks", "true"),
+        (
+            s.taint_policy != TaintPolicy::Refuse,
+            Kind::TaintRefuse,
+            "taint_policy",
+            "refuse",
+        ),
+        (
+            s.write_policy == WritePolicy::Declared,
+            Kind::WriteConfirm,
+            "write_policy",
+            "confirm",
+        ),
+        (
+            s.history == HistoryScope::PerAgent,
+            Kind::HistoryShared,
+            "history",
+            "shared",
+        ),
+        (
+            !s.memory_keeps_marks,
+            Kind::KeepMarks,
+            "memory_keeps_marks",
+            "true",
+        ),
     ];
     for (offered, kind, k, v) in wanted {
         if !offered {
@@ -288,7 +364,10 @@ fn agent_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         if let Some(list) = doc.get(a, "tools") {
             for t in &spec.tools {
                 if let Some(e) = doc.remove_item(list, &t.name) {
-                    let kind = Kind::DropTool { agent: name.clone(), tool: t.name.clone() };
+                    let kind = Kind::DropTool {
+                        agent: name.clone(),
+                        tool: t.name.clone(),
+                    };
                     push(out, kind, Scope::Tool(t.name.clone()), &key, &doc, vec![e]);
                 }
             }
@@ -296,7 +375,10 @@ fn agent_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         if let Some(list) = doc.get(a, "hands_off_to") {
             for h in &spec.hands_off_to {
                 if let Some(e) = doc.remove_item(list, &h.name) {
-                    let kind = Kind::DropHandoff { agent: name.clone(), to: h.name.clone() };
+                    let kind = Kind::DropHandoff {
+                        agent: name.clone(),
+                        to: h.name.clone(),
+                    };
                     push(out, kind, Scope::Handoff(name.clone()), &key, &doc, vec![e]);
                 }
             }
@@ -311,7 +393,9 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
     let text = files.text(&key);
     let doc = Doc::new(text);
     let root = doc.root();
-    if !matches!(root, Val::Flow { .. }) || doc.get(root, "format").and_then(|f| doc.scalar(f)) != Some("qls-graph/1") {
+    if !matches!(root, Val::Flow { .. })
+        || doc.get(root, "format").and_then(|f| doc.scalar(f)) != Some("qls-graph/1")
+    {
         return; // LangGraph's own JSON: only the catalogue and settings are edited
     }
     if let Some(nodes) = doc.get(root, "nodes") {
@@ -323,7 +407,14 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                 continue;
             };
             if let Some(e) = doc.set(obj, "guarded", "true", true) {
-                push(out, Kind::Guard { node: n.id.clone() }, Scope::Node(n.id.clone()), &key, &doc, vec![e]);
+                push(
+                    out,
+                    Kind::Guard { node: n.id.clone() },
+                    Scope::Node(n.id.clone()),
+                    &key,
+                    &doc,
+                    vec![e],
+                );
             }
         }
     }
@@ -338,7 +429,14 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                 e.to.as_deref().unwrap_or("?"),
                 format!("{:?}", e.kind).to_lowercase()
             );
-            push(out, Kind::DropEdge { index: i, shown }, Scope::Edge(i), &key, &doc, vec![edit]);
+            push(
+                out,
+                Kind::DropEdge { index: i, shown },
+                Scope::Edge(i),
+                &key,
+                &doc,
+                vec![edit],
+            );
         }
     }
 }

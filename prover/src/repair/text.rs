@@ -218,7 +218,9 @@ impl<'a> Doc<'a> {
     fn line(&self, n: usize) -> &'a str {
         let s = self.starts[n];
         let e = self.starts.get(n + 1).copied().unwrap_or(self.text.len());
-        self.text[s..e].trim_end_matches('\n').trim_end_matches('\r')
+        self.text[s..e]
+            .trim_end_matches('\n')
+            .trim_end_matches('\r')
     }
 
     fn lines(&self) -> usize {
@@ -646,7 +648,9 @@ mod tests {
         let out = apply(CAT, &[&e]);
         assert!(out.contains("    trust: agent\n"), "{out}");
         assert!(out.contains("effect: write   # money"));
-        let e = d.set(refund, "requires_confirmation", "true", false).unwrap();
+        let e = d
+            .set(refund, "requires_confirmation", "true", false)
+            .unwrap();
         let out = apply(CAT, &[&e]);
         assert!(
             out.contains("  refund:\n    requires_confirmation: true\n    effect: write"),

@@ -16,11 +16,27 @@ fn root() -> PathBuf {
 }
 
 /// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
-/// obligation). The others fail the gate on a structural, code, dependency or rulebook finding,
-/// which `qls repair` reports as outside its space (`outside_the_space_is_said`).
+/// obligation), all but `langgraph-json-swarm`, whose unguarded tools nodes are in LangGraph's
+/// own JSON, which the space does not edit (`no_change_closes_the_swarm_and_it_says_why`). The
+/// others fail the gate on a structural, code, dependency or rulebook finding, which
+/// `qls repair` reports as outside its space (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
+    "agentdojo-banking",
+    "agentdojo-slack",
+    "agentdojo-workspace-summarising-memory",
+    "agentdojo-workspace",
+    "handoff-qg012",
+    "langgraph-customer-support-approval",
+    "langgraph-customer-support-no-approval",
+    "langgraph-customer-support",
+    "qc008-clean",
+    "qc102-clean",
+    "qc103-clean",
     "qg001-fires",
     "qg002-fires",
+    "qg003-fires",
+    "qg003-per-agent-history",
+    "qg011-clean",
     "qg011-fires",
     "qg012-fires",
     "qg014-fires",
@@ -29,6 +45,20 @@ const CASES: &[&str] = &[
     "qg019-fires",
     "qg020-fires",
     "qg021-fires",
+    "regression-confirm-yes-without-router-clean",
+    "regression-confirm-yes-without-router-fires",
+    "regression-exit-after-spent-fires",
+    "regression-graph-without-agents-clean",
+    "regression-graph-without-agents-fires",
+    "regression-handoff-from-tools-node-fires",
+    "regression-qg018-tool-without-query-args",
+    "regression-rollback-of-unconfirmed-write-fires",
+    "regression-trust-external-steered-write-colang1-fires",
+    "regression-trust-external-steered-write-colang2-fires",
+    "regression-trust-external-steered-write-fires",
+    "regression-undeclared-context-fires",
+    "regression-undo-of-unconfirmed-write-fires",
+    "taubench-airline",
 ];
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -112,8 +142,15 @@ fn check_repair(name: &str, original: Inputs, copied: Inputs) {
     let (passed, before) = verify(original.clone());
     assert!(!passed, "{name} fails the gate before");
     let (passed, after) = verify(copied);
-    assert!(passed, "{name}: the applied repair does not pass the gate: {after:?}");
-    assert!(after.is_subset(&before), "{name}: new findings {:?}", after.difference(&before));
+    assert!(
+        passed,
+        "{name}: the applied repair does not pass the gate: {after:?}"
+    );
+    assert!(
+        after.is_subset(&before),
+        "{name}: new findings {:?}",
+        after.difference(&before)
+    );
     let r = repair(original);
     let Outcome::Found { chosen, .. } = &r.outcome else {
         panic!("{name}: no repair: {:?}", r.outcome);
@@ -131,7 +168,10 @@ fn check_repair(name: &str, original: Inputs, copied: Inputs) {
             std::fs::write(dir.join(key), text).unwrap();
         }
         let (passed, _) = verify(Inputs::Case(dir.clone()));
-        assert!(!passed, "{name}: the repair without change {leave_out} still passes: not minimal");
+        assert!(
+            !passed,
+            "{name}: the repair without change {leave_out} still passes: not minimal"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -183,20 +223,18 @@ fn the_handoff_example_is_repaired() {
 
 #[test]
 fn the_shops_failing_variant_is_repaired() {
-    // The shop with writes confirmed only where declared and a tainted refund allowed: a
-    // failing variant of the example.
+    // The shop with writes confirmed only where a reason is declared: a failing variant of
+    // the example (QG011 and QG012 on refund_card).
     let src = root().join("examples/shop");
     let work = scratch("shop");
     copy_dir(&src, &work.join("shop"));
     let agent = work.join("shop/agent.yaml");
     let text = std::fs::read_to_string(&agent).unwrap();
-    let text = text.replace("    on_unread: refuse\n", "    on_unread: model\n");
+    let text =
+        text + "settings:\n  write_policy: declared   # writes confirmed only with a reason\n";
     std::fs::write(&agent, text).unwrap();
     let (passed, _) = verify(Inputs::Agent(agent.clone()));
-    if passed {
-        // The variant must fail for this test to say anything.
-        panic!("the shop variant passes the gate: choose another variant");
-    }
+    assert!(!passed, "the shop variant fails the gate");
     repair_and_apply(&work, &["shop/agent.yaml"]);
     let (passed, _) = verify(Inputs::Agent(agent));
     assert!(passed, "the repaired shop variant passes");
@@ -224,9 +262,15 @@ fn sarif_with_fixes_validates_and_carries_the_changes() {
     let results = doc["runs"][0]["results"].as_array().unwrap();
     let qg001 = results.iter().find(|r| r["ruleId"] == "QG001").unwrap();
     let fix = &qg001["fixes"][0];
-    assert!(fix["description"]["text"].as_str().unwrap().starts_with("Fix (proved): "));
+    assert!(fix["description"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Fix (proved): "));
     let change = &fix["artifactChanges"][0];
-    assert!(change["artifactLocation"]["uri"].as_str().unwrap().ends_with("graph.json"));
+    assert!(change["artifactLocation"]["uri"]
+        .as_str()
+        .unwrap()
+        .ends_with("graph.json"));
     let rep = &change["replacements"][0];
     assert_eq!(rep["insertedContent"]["text"], "true");
     // The replaced text is the node's `false`.
@@ -247,7 +291,10 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("Outside the change space (not repaired):\n  QG016"), "{text}");
+    assert!(
+        text.contains("Outside the change space (not repaired):\n  QG016"),
+        "{text}"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_qls"))
         .arg("repair")
         .arg("--case")
@@ -257,7 +304,33 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("  Fix (proved): "), "{text}");
-    assert!(text.contains("  Re-proof: Proved to 1 turn (step limit 8): "), "{text}");
+    assert!(
+        text.contains("  Re-proof: Proved to 1 turn (step limit 8): "),
+        "{text}"
+    );
     assert!(text.contains("engines agree. Gate: passed."), "{text}");
-    assert!(text.contains("minimal: removing any one change re-opens a finding"), "{text}");
+    assert!(
+        text.contains("minimal: removing any one change re-opens a finding"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_change_closes_the_swarm_and_it_says_why() {
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(root().join("corpus/langgraph-json-swarm"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("No change in the space closes these findings:\n  QG001 book_flight: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("nothing else in the space touches that run"),
+        "{text}"
+    );
 }
