@@ -39,7 +39,7 @@ pub fn cheapest(costs: &[u32], clauses: &[Clause]) -> Choice {
     for c in clauses {
         let mut lits: Vec<Bool> = c.any.iter().map(|&i| x[i].clone()).collect();
         lits.extend(c.not_all.iter().map(|&i| x[i].not()));
-        opt.assert(&Bool::or(&lits));
+        opt.assert(Bool::or(&lits));
     }
     let zero = Int::from_u64(0);
     let terms: Vec<Int> = x

@@ -334,3 +334,25 @@ fn no_change_closes_the_swarm_and_it_says_why() {
         "{text}"
     );
 }
+
+#[test]
+fn apply_writes_the_repair_in_place() {
+    let work = scratch("apply");
+    copy_dir(&root().join("corpus/qg021-fires"), &work);
+    let before = std::fs::read_to_string(work.join("tools.catalogue.yaml")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg(work.join("agent.yaml"))
+        .arg("--apply")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let after = std::fs::read_to_string(work.join("tools.catalogue.yaml")).unwrap();
+    assert_ne!(before, after);
+    // Only lines were added or changed: every other line, comments included, is still there.
+    let kept = before.lines().filter(|l| after.lines().any(|a| a == *l)).count();
+    assert!(kept + 1 >= before.lines().count(), "{after}");
+    let (passed, _) = verify(Inputs::Agent(work.join("agent.yaml")));
+    assert!(passed, "verify passes on the applied repair");
+    let _ = std::fs::remove_dir_all(&work);
+}
