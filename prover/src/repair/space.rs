@@ -210,7 +210,9 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         else {
             continue;
         };
-        let scope = || Scope::Tool(name.clone());
+        let mut offer = |kind: Kind, edits: Vec<Edit>| {
+            push(out, kind, Scope::Tool(name.clone()), &key, &doc, edits)
+        };
         let val = |s: &str| {
             if json {
                 format!("\"{s}\"")
@@ -222,14 +224,7 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         if t.is_write() {
             if !declared && p.settings.write_policy == WritePolicy::Declared {
                 if let Some(e) = doc.set(tool, "requires_confirmation", "true", json) {
-                    push(
-                        out,
-                        Kind::Confirm { tool: name.clone() },
-                        scope(),
-                        &key,
-                        &doc,
-                        vec![e],
-                    );
+                    offer(Kind::Confirm { tool: name.clone() }, vec![e]);
                 }
             }
             let to = match t.trust {
@@ -239,15 +234,11 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
             };
             if let Some(to) = to {
                 if let Some(e) = doc.set(tool, "trust", &val(trust_word(to)), json) {
-                    push(
-                        out,
+                    offer(
                         Kind::RaiseTrust {
                             tool: name.clone(),
                             to,
                         },
-                        scope(),
-                        &key,
-                        &doc,
                         vec![e],
                     );
                 }
@@ -259,40 +250,19 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                     "{at_most: 1}"
                 };
                 if let Some(e) = doc.set(tool, "order", v, json) {
-                    push(
-                        out,
-                        Kind::AtMostOnce { tool: name.clone() },
-                        scope(),
-                        &key,
-                        &doc,
-                        vec![e],
-                    );
+                    offer(Kind::AtMostOnce { tool: name.clone() }, vec![e]);
                 }
             }
         } else if !t.arg_kinds.is_empty() || t.sends_out {
             let a = doc.set(tool, "effect", &val("write"), json);
             let b = doc.set(tool, "requires_confirmation", "true", json);
             if let (Some(a), Some(b)) = (a, b) {
-                push(
-                    out,
-                    Kind::ConfirmRead { tool: name.clone() },
-                    scope(),
-                    &key,
-                    &doc,
-                    vec![a, b],
-                );
+                offer(Kind::ConfirmRead { tool: name.clone() }, vec![a, b]);
             }
         }
         if t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
             if let Some(e) = doc.set(tool, "bound_to_user", "true", json) {
-                push(
-                    out,
-                    Kind::BindUser { tool: name.clone() },
-                    scope(),
-                    &key,
-                    &doc,
-                    vec![e],
-                );
+                offer(Kind::BindUser { tool: name.clone() }, vec![e]);
             }
         }
     }

@@ -176,6 +176,19 @@ fn check_repair(name: &str, original: Inputs, copied: Inputs) {
     }
 }
 
+/// `qls repair --case <case>`'s text report, its exit code checked.
+fn repair_text(case: &str, code: i32) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(root().join(case))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(code), "{text}");
+    text
+}
+
 #[test]
 fn every_repairable_gate_failing_case_is_repaired_and_the_diff_applies() {
     for case in CASES {
@@ -252,13 +265,7 @@ fn sarif_with_fixes_validates_and_carries_the_changes() {
         .output()
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let schema = crate::sarif::sarif_schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "invalid SARIF: {errors:#?}");
+    crate::sarif::assert_valid(&doc);
     let results = doc["runs"][0]["results"].as_array().unwrap();
     let qg001 = results.iter().find(|r| r["ruleId"] == "QG001").unwrap();
     let fix = &qg001["fixes"][0];
@@ -283,26 +290,12 @@ fn sarif_with_fixes_validates_and_carries_the_changes() {
 #[test]
 fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
     // QG016 (a structural finding) is outside the space.
-    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
-        .arg("repair")
-        .arg("--case")
-        .arg(root().join("corpus/qg016-fires"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    let text = repair_text("corpus/qg016-fires", 1);
     assert!(
         text.contains("Outside the change space (not repaired):\n  QG016"),
         "{text}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
-        .arg("repair")
-        .arg("--case")
-        .arg(root().join("corpus/qg012-fires"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let text = repair_text("corpus/qg012-fires", 0);
     assert!(text.contains("  Fix (proved): "), "{text}");
     assert!(
         text.contains("  Re-proof: Proved to 1 turn (step limit 8): "),
@@ -317,14 +310,7 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
 
 #[test]
 fn no_change_closes_the_swarm_and_it_says_why() {
-    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
-        .arg("repair")
-        .arg("--case")
-        .arg(root().join("corpus/langgraph-json-swarm"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    let text = repair_text("corpus/langgraph-json-swarm", 1);
     assert!(
         text.contains("No change in the space closes these findings:\n  QG001 book_flight: "),
         "{text}"
@@ -346,11 +332,19 @@ fn apply_writes_the_repair_in_place() {
         .arg("--apply")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let after = std::fs::read_to_string(work.join("tools.catalogue.yaml")).unwrap();
     assert_ne!(before, after);
     // Only lines were added or changed: every other line, comments included, is still there.
-    let kept = before.lines().filter(|l| after.lines().any(|a| a == *l)).count();
+    let kept = before
+        .lines()
+        .filter(|l| after.lines().any(|a| a == *l))
+        .count();
     assert!(kept + 1 >= before.lines().count(), "{after}");
     let (passed, _) = verify(Inputs::Agent(work.join("agent.yaml")));
     assert!(passed, "verify passes on the applied repair");
