@@ -442,3 +442,74 @@ fn impossible(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repair::Kind;
+
+    fn qg001() -> (Vec<Change>, Finding) {
+        let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qg001-fires");
+        let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
+        let run = session.verify().unwrap();
+        let files = Files::read(&session.job().inputs, session.project()).unwrap();
+        let space = super::super::space::changes(session.project(), &files);
+        let f = run
+            .report
+            .findings
+            .iter()
+            .find(|f| f.rule.id == "QG001")
+            .unwrap()
+            .clone();
+        (space, f)
+    }
+
+    #[test]
+    fn a_witness_teaches_only_the_changes_it_touches() {
+        let (space, f) = qg001();
+        let clause = learn(&space, &f, &[], false);
+        let kinds: Vec<&Kind> = clause.any.iter().map(|&i| &space[i].kind).collect();
+        // The witness runs refund at desk_tools: guarding that node is in the clause.
+        assert!(kinds.contains(&&Kind::Guard {
+            node: "desk_tools".into()
+        }));
+        // The edge from the router to the end is never taken by it: not in the clause.
+        let to_end = space
+            .iter()
+            .position(|c| matches!(&c.kind, Kind::DropEdge { shown, .. } if shown.contains("desk_router → end")))
+            .unwrap();
+        assert!(!clause.any.contains(&to_end));
+        // Under a set that already holds the guard, the clause asks for something else.
+        let guard = clause.any[kinds
+            .iter()
+            .position(|k| matches!(k, Kind::Guard { .. }))
+            .unwrap()];
+        let again = learn(&space, &f, &[guard], true);
+        assert!(!again.any.contains(&guard));
+        assert_eq!(again.not_all, vec![guard]);
+    }
+
+    #[test]
+    fn changes_on_the_same_bytes_cannot_be_chosen_together() {
+        let (space, _) = qg001();
+        let edit = |offset, delete| crate::repair::text::Edit {
+            offset,
+            delete,
+            insert: String::new(),
+        };
+        let mut a = space[0].clone();
+        let mut b = space[0].clone();
+        a.edits = vec![edit(10, 5)];
+        b.edits = vec![edit(12, 1)];
+        let mut c = space[0].clone();
+        c.edits = vec![edit(40, 0)];
+        let clauses = conflicts(&[a, b, c]);
+        assert_eq!(
+            clauses,
+            vec![Clause {
+                any: vec![],
+                not_all: vec![0, 1]
+            }]
+        );
+    }
+}
