@@ -6,7 +6,9 @@
 //! Like every `cmd_*` file it belongs to the binary's printing layer (ARCHITECTURE.md): it is
 //! compiled into the library only so the extension can call it.
 
-use crate::{cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_rules, cmd_verify};
+use crate::{
+    cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules, cmd_verify,
+};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 
@@ -26,6 +28,9 @@ struct Cli {
 enum Command {
     /// Prove an agent (or an exported graph) and print the findings; the exit code is the CI gate.
     Verify(cmd_verify::VerifyArgs),
+    /// Find a cheapest set of changes to the inputs that closes every gate-failing finding,
+    /// each repair re-proved by both engines (unified diff, SARIF fixes, --apply).
+    Repair(cmd_repair::RepairArgs),
     /// Write the qls-graph/1 graph an agent.yaml compiles to.
     Export(cmd_verify::ExportArgs),
     /// Rule sheets: compile and lint.
@@ -71,6 +76,7 @@ where
     let result = match cli.command {
         Command::Verify(a) => cmd_verify::verify(a),
         Command::Export(a) => cmd_verify::export(a),
+        Command::Repair(a) => cmd_repair::repair(a),
         Command::Rules(c) => cmd_rules::run(c),
         Command::Check(a) => cmd_check::check(a),
         Command::History(c) => cmd_check::history(c),

@@ -4,12 +4,13 @@
 //! disagree about what was found.
 
 mod json;
+pub mod repair;
 mod sarif;
 mod text;
 
 pub use json::json;
-pub use sarif::sarif;
-pub use text::{text, witness_path};
+pub use sarif::{sarif, sarif_repaired};
+pub use text::{summary_line, text, witness_path};
 
 use crate::proof::Proof;
 use crate::report::Report;

@@ -27,6 +27,30 @@ fn sarif_location(at: &Loc, message: Option<String>) -> Value {
 /// repository qls is built from); each rule's `helpUri` is its section there. SARIF requires an
 /// absolute URI, so without one each rule names its section as `properties.helpPath`.
 pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
+    let v = sarif_value(r, proof, rules_uri);
+    serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
+}
+
+/// The SARIF of [`sarif`] with `qls repair`'s proved changes as each repaired finding's
+/// `fixes` (SARIF 2.1.0 §3.55: `artifactChanges` with `replacements`).
+pub fn sarif_repaired(
+    r: &Report,
+    proof: &Proof,
+    rules_uri: Option<&str>,
+    repaired: &crate::repair::Repaired,
+) -> String {
+    let mut v = sarif_value(r, proof, rules_uri);
+    if let Some(results) = v["runs"][0]["results"].as_array_mut() {
+        for (res, f) in results.iter_mut().zip(&r.findings) {
+            if let Some(fixes) = super::repair::sarif_fixes(repaired, f.rule.id, &f.subject) {
+                res["fixes"] = fixes;
+            }
+        }
+    }
+    serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
+}
+
+fn sarif_value(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> Value {
     let mut rules: Vec<Value> = obligations::catalog::RULES
         .iter()
         .map(|ru| rule_entry(ru, rules_uri))
@@ -43,7 +67,7 @@ pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
         );
         results.extend(c.findings.iter().map(|f| code_result(f, base)));
     }
-    let v = json!({
+    json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
@@ -53,8 +77,7 @@ pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
             "results": results,
             "properties": {"gate": if r.passed { "passed" } else { "failed" }, "session_steps": r.depth.0, "step_limit": r.depth.1},
         }],
-    });
-    serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
+    })
 }
 
 /// A catalog rule as a SARIF reporting descriptor; `helpUri` only when `rules_uri` is given

@@ -238,6 +238,16 @@ fn code_checks(s: &mut String, c: &codecheck::CodeReport) {
     }
 }
 
+/// The report's "Proved to …" sentence alone (what `qls repair` quotes of a re-proof).
+pub fn summary_line(r: &Report) -> String {
+    let mut s = String::new();
+    summary(&mut s, r);
+    s.lines()
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// What was proved: the counts at the depth, whether the engines agree, what each decided.
 fn summary(s: &mut String, r: &Report) {
     let (h, re, u) = r.counts;

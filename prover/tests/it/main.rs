@@ -25,6 +25,7 @@ mod mcp_pages;
 mod mcp_reader;
 mod mcp_remote;
 mod mcp_snapshot;
+mod repair;
 mod sarif;
 mod shop;
 mod slicing;

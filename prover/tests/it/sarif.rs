@@ -29,6 +29,19 @@ fn sarif_schema() -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Fails the test with every error when `doc` is not valid SARIF 2.1.0; the validator, for
+/// more checks.
+pub(crate) fn assert_valid(doc: &serde_json::Value) -> jsonschema::Validator {
+    let schema = sarif_schema();
+    let validator = jsonschema::validator_for(&schema).expect("the SARIF schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "invalid SARIF: {errors:#?}");
+    validator
+}
+
 #[test]
 fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/handoff");
@@ -54,13 +67,7 @@ fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
         "the hand-off example fails the gate"
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let schema = sarif_schema();
-    let validator = jsonschema::validator_for(&schema).expect("the SARIF schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(&doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "invalid SARIF: {errors:#?}");
+    let validator = assert_valid(&doc);
     let results = doc["runs"][0]["results"].as_array().unwrap();
     let qg012 = results
         .iter()

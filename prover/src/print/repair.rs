@@ -1,0 +1,128 @@
+//! `qls repair`'s text report: the targets, each with its proved fix and the re-proof's summary
+//! line, what is outside the space and why, the search's figures, and the diff. It only formats
+//! the [`Repaired`] value `repair::repair` computed.
+
+use crate::repair::{Change, Minimality, Outcome, Repaired};
+
+fn change_line(r: &Repaired, c: &Change) -> String {
+    format!(
+        "{} ({}:{})",
+        c.kind.describe(),
+        r.files.shown(&c.file),
+        c.line
+    )
+}
+
+/// The re-proof's summary line: the text report's "Proved to …" sentence and its gate.
+fn reproof_line(report: &crate::report::Report) -> String {
+    format!(
+        "{} Gate: {}.",
+        super::text::summary_line(report),
+        if report.passed { "passed" } else { "failed" }
+    )
+}
+
+/// The text report of a repair.
+pub fn text(r: &Repaired) -> String {
+    let mut s = format!("qls repair {}\n\n", r.subject);
+    let gate = r.targets.len() + r.outside.len();
+    s.push_str(&format!(
+        "Gate-failing findings: {gate}; in the change space: {}. Change space: {} changes on these inputs.\n",
+        r.targets.len(),
+        r.space.len()
+    ));
+    match &r.outcome {
+        Outcome::Nothing => s.push_str("\nNothing to repair: no gate-failing reachability finding.\n"),
+        Outcome::Found {
+            chosen,
+            cost,
+            minimal,
+            reproof,
+            ..
+        } => {
+            for t in &r.targets {
+                s.push_str(&format!("\n{t}\n"));
+                let fixes = r.fixes_of(t);
+                for (k, c) in fixes.iter().enumerate() {
+                    let lead = if k == 0 { "Fix (proved): " } else { "               " };
+                    s.push_str(&format!("  {lead}{}\n", change_line(r, c)));
+                }
+                s.push_str(&format!("  Re-proof: {}\n", reproof_line(reproof)));
+            }
+            let minimal = match minimal {
+                Minimality::Proved => "minimal: removing any one change re-opens a finding (each removal re-proved by both engines)",
+                Minimality::NotChecked => "minimality not proved (stopped at the proof budget)",
+            };
+            s.push_str(&format!(
+                "\nRepair: {} change{}, cost {cost}; the cheapest set satisfying every constraint the counterexamples taught (Z3's optimum); {minimal}.\n",
+                chosen.len(),
+                if chosen.len() == 1 { "" } else { "s" }
+            ));
+            for &i in chosen {
+                s.push_str(&format!("  - {} [cost {}]\n", change_line(r, &r.space[i]), r.space[i].cost));
+            }
+        }
+        Outcome::Impossible { why } => {
+            s.push_str("\nNo change in the space closes these findings:\n");
+            for (t, w) in why {
+                s.push_str(&format!("  {t}: {w}\n"));
+            }
+        }
+        Outcome::Budget => s.push_str(
+            "\nStopped at the proof budget before a set of changes closed every finding (raise --max-proofs).\n",
+        ),
+    }
+    if !r.outside.is_empty() {
+        s.push_str("\nOutside the change space (not repaired):\n");
+        for (t, w) in &r.outside {
+            s.push_str(&format!("  {t}: {w}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "\nSearch: {} proofs on both engines, {} counterexamples.\n",
+        r.proofs, r.counterexamples
+    ));
+    let diff = r.diff();
+    if !diff.is_empty() {
+        s.push('\n');
+        s.push_str(&diff);
+    }
+    s
+}
+
+/// A finding's SARIF `fixes`: the repair's changes as replacements of the inputs' text (each
+/// an offset and a length in characters), described by the changes that close this finding.
+pub fn sarif_fixes(r: &Repaired, rule: &str, subject: &str) -> Option<serde_json::Value> {
+    let t = r
+        .targets
+        .iter()
+        .find(|t| t.rule == rule && t.subject == subject)?;
+    let Outcome::Found { reproof, .. } = &r.outcome else {
+        return None;
+    };
+    let chosen = r.chosen();
+    let mut by_file: std::collections::BTreeMap<&str, Vec<serde_json::Value>> = Default::default();
+    for c in &chosen {
+        let text = r.files.text(&c.file);
+        for e in &c.edits {
+            by_file.entry(&c.file).or_default().push(serde_json::json!({
+                "deletedRegion": {
+                    "charOffset": text[..e.offset].chars().count(),
+                    "charLength": text[e.offset..e.offset + e.delete].chars().count(),
+                },
+                "insertedContent": {"text": e.insert},
+            }));
+        }
+    }
+    let changes: Vec<serde_json::Value> = by_file
+        .into_iter()
+        .map(|(k, reps)| {
+            serde_json::json!({"artifactLocation": {"uri": r.files.shown(k)}, "replacements": reps})
+        })
+        .collect();
+    let words: Vec<String> = r.fixes_of(t).iter().map(|c| c.kind.describe()).collect();
+    Some(serde_json::json!([{
+        "description": {"text": format!("Fix (proved): {}. Re-proof: {}", words.join("; "), reproof_line(reproof))},
+        "artifactChanges": changes,
+    }]))
+}

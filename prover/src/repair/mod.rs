@@ -1,0 +1,282 @@
+//! `qls repair`: for the gate-failing reachability findings of a verify run, a cheapest set of
+//! changes to the inputs under which every one of them is unreachable and nothing that held
+//! before becomes reachable, found by counterexample-guided synthesis and re-proved by both
+//! engines on the changed inputs (docs/repair.md).
+//!
+//! - `space.rs`: the declared changes, their costs and scopes, located in the inputs' text;
+//! - `text.rs`: the text locators and edits (comments and layout kept) and the unified diff;
+//! - `search.rs`: the loop — Z3 chooses a cheapest set blocking every counterexample so far
+//!   (`crate::optimise`, the engine layer), a session proves the changed inputs, each witness
+//!   left becomes a constraint — and the minimality check.
+//!
+//! Like a session, a repair never prints: the result is data that `print::repair` formats.
+
+pub mod search;
+pub mod space;
+pub mod text;
+
+use crate::job::Inputs;
+use crate::report::Report;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use search::{repair, Options};
+pub use space::{Change, Kind, Scope};
+
+/// Why a repair could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RepairError {
+    /// The session could not run.
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    /// An input could not be read or the working copy written.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// The inputs' text, by path relative to the folder they are read from (the agent.yaml's, the
+/// graph's or the case's): what the changes edit and the working copy is made of.
+#[derive(Clone, Debug)]
+pub struct Files {
+    /// The folder (as given, relative to the working directory or absolute).
+    pub root: PathBuf,
+    /// Each input under the root: its text.
+    texts: BTreeMap<String, String>,
+    /// The names the readers gave files, to their keys.
+    names: BTreeMap<String, String>,
+    /// The agent.yaml, when the project has one (also a graph's `--settings`).
+    pub agent: Option<String>,
+    /// The graph file, for a graph project.
+    pub graph: Option<String>,
+    /// The file whose `settings:` apply.
+    pub settings: Option<String>,
+    /// The job's inputs, with a case folder read to the files its `case.json` names.
+    inputs: Inputs,
+}
+
+impl Files {
+    /// Reads the inputs `inputs` names and the catalogue files `p` was read from.
+    pub fn read(inputs: &Inputs, p: &ir::Project) -> Result<Files, RepairError> {
+        let (root, inner) = match inputs {
+            Inputs::Case(dir) => {
+                let spec = crate::corpus::CaseSpec::read(dir).map_err(RepairError::Io)?;
+                (dir.clone(), spec.inputs(dir))
+            }
+            Inputs::Agent(a) => (parent(a), inputs.clone()),
+            Inputs::Graph(g) => (parent(&g.graph), inputs.clone()),
+        };
+        let mut f = Files {
+            root,
+            texts: BTreeMap::new(),
+            names: BTreeMap::new(),
+            agent: None,
+            graph: None,
+            settings: None,
+            inputs: inner.clone(),
+        };
+        match &inner {
+            Inputs::Agent(a) => {
+                f.agent = f.add_path(a)?;
+                f.settings = f.agent.clone();
+            }
+            Inputs::Graph(g) => {
+                f.graph = f.add_path(&g.graph)?;
+                if let Some(s) = &g.settings {
+                    f.agent = f.add_path(s)?;
+                    f.settings = f.agent.clone();
+                }
+            }
+            Inputs::Case(_) => {}
+        }
+        let cats: std::collections::BTreeSet<&str> = p
+            .catalogue
+            .tools
+            .values()
+            .map(|t| t.at.file.as_str())
+            .collect();
+        for name in cats {
+            let candidates = [f.root.join(name), PathBuf::from(name)];
+            if let Some(path) = candidates.iter().find(|c| c.is_file()) {
+                if let Some(key) = f.add_path(path)? {
+                    f.names.insert(name.to_string(), key);
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// Reads `path` when it lies under the root; its key.
+    fn add_path(&mut self, path: &Path) -> Result<Option<String>, RepairError> {
+        let Some(key) = self.key_of(path) else {
+            return Ok(None);
+        };
+        if !self.texts.contains_key(&key) {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| RepairError::Io(format!("{}: cannot read: {e}", path.display())))?;
+            self.texts.insert(key.clone(), text);
+        }
+        Ok(Some(key))
+    }
+
+    fn key_of(&self, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(&self.root).ok()?;
+        if rel
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return None;
+        }
+        Some(rel.to_string_lossy().replace('\\', "/"))
+    }
+
+    /// The key of a file as a reader named it (a tool's `at.file`).
+    pub fn resolve(&self, name: &str) -> Option<String> {
+        self.names.get(name).cloned()
+    }
+
+    /// A file's original text.
+    pub fn text(&self, key: &str) -> &str {
+        self.texts.get(key).map(|s| s.as_str()).unwrap_or("")
+    }
+
+    /// The path of a file as the user would name it (the root joined with its key): the
+    /// diff's, SARIF's and `--apply`'s.
+    pub fn shown(&self, key: &str) -> String {
+        self.root.join(key).to_string_lossy().replace('\\', "/")
+    }
+
+    /// Every file's text with the edits of `changes` applied (only the files they touch).
+    pub fn edited(&self, changes: &[&Change]) -> BTreeMap<String, String> {
+        let mut by_file: BTreeMap<&str, Vec<&text::Edit>> = BTreeMap::new();
+        for c in changes {
+            by_file.entry(&c.file).or_default().extend(c.edits.iter());
+        }
+        by_file
+            .into_iter()
+            .map(|(k, edits)| (k.to_string(), text::apply(self.text(k), &edits)))
+            .collect()
+    }
+
+    /// The unified diff of `changes`, file by file.
+    pub fn diff(&self, changes: &[&Change]) -> String {
+        self.edited(changes)
+            .iter()
+            .map(|(k, new)| text::unified(&self.shown(k), self.text(k), new))
+            .collect()
+    }
+}
+
+fn parent(p: &Path) -> PathBuf {
+    p.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// A gate-failing finding the search targets (a reachability obligation's).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Target {
+    /// The rule id.
+    pub rule: String,
+    /// The subject.
+    pub subject: String,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.rule, self.subject)
+    }
+}
+
+/// Whether the found set was shown minimal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Minimality {
+    /// Removing any one change re-opens a finding (each removal re-proved by both engines).
+    Proved,
+    /// Not checked: the round budget ran out first.
+    NotChecked,
+}
+
+/// What the search found.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// Nothing to repair: no gate-failing reachability finding.
+    Nothing,
+    /// A repair: the chosen changes (indices into [`Repaired::space`]).
+    Found {
+        /// The changes, in the space's order.
+        chosen: Vec<usize>,
+        /// Their total cost.
+        cost: u64,
+        /// Whether it is minimal.
+        minimal: Minimality,
+        /// The re-proof on the changed inputs.
+        reproof: Box<Report>,
+        /// Per target, the chosen changes whose removal re-opens it (empty when the minimality
+        /// check did not run).
+        needed_by: BTreeMap<Target, Vec<usize>>,
+    },
+    /// No set of changes in the space closes these targets.
+    Impossible {
+        /// The targets no change can close, each with why.
+        why: Vec<(Target, String)>,
+    },
+    /// The round budget ran out before a set worked.
+    Budget,
+}
+
+/// The result of `qls repair`.
+#[derive(Clone, Debug)]
+pub struct Repaired {
+    /// The report's subject.
+    pub subject: String,
+    /// The targets.
+    pub targets: Vec<Target>,
+    /// Gate-failing findings outside the space, each with why.
+    pub outside: Vec<(Target, String)>,
+    /// Every change the space offered.
+    pub space: Vec<Change>,
+    /// What was found.
+    pub outcome: Outcome,
+    /// Candidate sets proved (the rounds, the minimality checks included).
+    pub proofs: usize,
+    /// Counterexamples (witnesses) turned into constraints.
+    pub counterexamples: usize,
+    /// The inputs.
+    pub files: Files,
+}
+
+impl Repaired {
+    /// The chosen changes.
+    pub fn chosen(&self) -> Vec<&Change> {
+        match &self.outcome {
+            Outcome::Found { chosen, .. } => chosen.iter().map(|&i| &self.space[i]).collect(),
+            _ => vec![],
+        }
+    }
+
+    /// The unified diff of the repair (empty without one).
+    pub fn diff(&self) -> String {
+        self.files.diff(&self.chosen())
+    }
+
+    /// The changed files: path as shown, new text (what `--apply` writes).
+    pub fn written(&self) -> Vec<(String, String)> {
+        self.files
+            .edited(&self.chosen())
+            .into_iter()
+            .map(|(k, t)| (self.files.shown(&k), t))
+            .collect()
+    }
+
+    /// The changes that fix `t` (those whose removal re-opens it; all of them when the
+    /// minimality check did not say).
+    pub fn fixes_of(&self, t: &Target) -> Vec<&Change> {
+        match &self.outcome {
+            Outcome::Found {
+                chosen, needed_by, ..
+            } => {
+                let by = needed_by.get(t).filter(|v| !v.is_empty()).unwrap_or(chosen);
+                by.iter().map(|&i| &self.space[i]).collect()
+            }
+            _ => vec![],
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! The repair search: counterexample-guided synthesis over the change space.
+//!
+//! Each candidate change is a boolean. A witness `W` of a target found under the set `S` (the
+//! first verify run is `S = ∅`) teaches the clause "some change that can affect `W` and is not
+//! in `S` is made": a change whose scope `W` never touches (a tool it never calls, a node it
+//! never visits, an edge it never takes) leaves `W` a run of the changed system, and so do the
+//! changes of `S`, which `W` survived. Z3 (`crate::optimise`) picks a cheapest set satisfying
+//! every clause; a session proves it with both engines on the changed inputs (a working copy);
+//! each target still reachable adds its new witness, each finding that appears adds "not all
+//! of `S`, unless a change that can affect its witness", until a set closes every target with
+//! no new finding. Then each change is removed in turn and the rest re-proved: the set is
+//! minimal when every removal re-opens a finding.
+
+use super::{Change, Files, Minimality, Outcome, RepairError, Repaired, Scope, Target};
+use crate::job::{GraphInputs, Inputs, Job};
+use crate::optimise::{cheapest, Choice, Clause};
+use crate::report::{Finding, Report};
+use crate::session::Session;
+use ir::agent::SessionSteps;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The search's budgets.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Candidate sets proved at most (each a whole verify run on both engines).
+    pub max_proofs: usize,
+    /// Seconds each proof may take.
+    pub timeout: Duration,
+    /// Turns and steps per turn (the session's, resolved).
+    pub depth: (SessionSteps, u32),
+}
+
+/// A finding's identity across runs.
+fn id(f: &Finding) -> Target {
+    Target {
+        rule: f.rule.id.to_string(),
+        subject: f.subject.clone(),
+    }
+}
+
+/// Whether the search can act on a finding: a new, gate-failing finding of a reachability
+/// obligation (with its witness).
+fn targeted(f: &Finding) -> bool {
+    f.rule.fails_gate && f.standing == crate::report::Standing::New && f.obligation.is_some()
+}
+
+/// Why a gate-failing finding is outside the space.
+fn outside_why(f: &Finding) -> String {
+    let what = if f.obligation.is_none() {
+        "it is not a reachable obligation of the transition system (a structural, rulebook, dependency or code finding), and the space only holds changes the engines can prove close a run"
+    } else {
+        "the engines left it undecided, so no witness says what a change must block"
+    };
+    format!("{what}; fix it as its rule's fix text says")
+}
+
+/// Whether the change `c` can affect the witness of `f` (see the module's doc).
+fn affects(c: &Change, f: &Finding) -> bool {
+    let Some(w) = &f.document else {
+        return true;
+    };
+    match &c.scope {
+        Scope::Everything => true,
+        Scope::Tool(t) => {
+            f.subject == *t || w.steps.iter().any(|s| s.label.tool.as_deref() == Some(t))
+        }
+        Scope::Node(n) => w.steps.iter().any(|s| s.node == *n || s.label.node == *n),
+        Scope::Edge(i) => w.steps.iter().any(|s| s.label.edge == Some(*i)),
+        Scope::Handoff(a) => w.steps.iter().any(|s| {
+            s.label.kind == encoder::ts::LabelKind::Handoff && s.label.agent.as_deref() == Some(a)
+        }),
+    }
+}
+
+/// Changes that cannot be made together (they edit the same bytes, or both add a top-level
+/// key): a clause each.
+fn conflicts(space: &[Change]) -> Vec<Clause> {
+    let mut out = Vec::new();
+    for i in 0..space.len() {
+        for j in i + 1..space.len() {
+            let (a, b) = (&space[i], &space[j]);
+            if a.file != b.file {
+                continue;
+            }
+            let clash = a.edits.iter().any(|x| {
+                b.edits.iter().any(|y| {
+                    let overlap = x.offset < y.offset + y.delete && y.offset < x.offset + x.delete;
+                    let same_insert = x.offset == y.offset
+                        && (x.delete > 0
+                            || y.delete > 0
+                            || x.insert.starts_with("settings:")
+                            || x.insert.starts_with("\nsettings:"));
+                    overlap || same_insert
+                })
+            });
+            if clash {
+                out.push(Clause {
+                    any: vec![],
+                    not_all: vec![i, j],
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One proof of a candidate set.
+enum Tried {
+    /// The changed inputs do not load (an edit the readers refuse).
+    Broken,
+    /// Every target closed, nothing new: the report.
+    Works(Box<Report>),
+    /// Targets left, findings that appeared.
+    Fails {
+        left: Vec<Finding>,
+        appeared: Vec<Finding>,
+        undecided: bool,
+    },
+}
+
+/// The working copy the candidate sets are proved in.
+struct Copy {
+    dir: PathBuf,
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path, depth: usize) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    let from_dir = if from.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        from
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(from_dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name();
+        let n = name.to_string_lossy();
+        let ty = e.file_type()?;
+        if ty.is_dir() {
+            if depth < 4 && !n.starts_with('.') && n != "target" && n != "node_modules" {
+                copy_tree(&e.path(), &to.join(&name), depth + 1)?;
+            }
+        } else if ty.is_file() && e.metadata()?.len() < 8 << 20 {
+            std::fs::copy(e.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+struct Prover<'a> {
+    files: &'a Files,
+    space: &'a [Change],
+    copy: Copy,
+    options: &'a Options,
+    before: BTreeSet<Target>,
+    targets: BTreeSet<Target>,
+    proofs: usize,
+}
+
+impl Prover<'_> {
+    fn remap(&self, p: &Path) -> PathBuf {
+        match p.strip_prefix(&self.files.root) {
+            Ok(rel) => self.copy.dir.join(rel),
+            Err(_) => p.to_path_buf(),
+        }
+    }
+
+    fn job(&self) -> Job {
+        let inputs = match &self.files.inputs {
+            Inputs::Agent(a) => Inputs::Agent(self.remap(a)),
+            Inputs::Graph(g) => Inputs::Graph(GraphInputs {
+                graph: self.remap(&g.graph),
+                name: g.name.clone(),
+                catalogues: g.catalogues.iter().map(|c| self.remap(c)).collect(),
+                rulebook: g.rulebook.as_ref().map(|r| self.remap(r)),
+                settings: g.settings.as_ref().map(|s| self.remap(s)),
+                langgraph: g.langgraph.clone(),
+            }),
+            Inputs::Case(d) => Inputs::Case(self.remap(d)),
+        };
+        let mut job = Job::new(inputs);
+        job.depth.session_steps = Some(self.options.depth.0);
+        job.depth.step_limit = Some(self.options.depth.1);
+        job.budgets.timeout = self.options.timeout;
+        job
+    }
+
+    /// Proves the inputs with the changes `set` made.
+    fn prove(&mut self, set: &[usize]) -> Result<Tried, RepairError> {
+        self.proofs += 1;
+        let chosen: Vec<&Change> = set.iter().map(|&i| &self.space[i]).collect();
+        let edited = self.files.edited(&chosen);
+        for key in self.files.texts.keys() {
+            let text = edited
+                .get(key)
+                .map(|s| s.as_str())
+                .unwrap_or(self.files.text(key));
+            let path = self.copy.dir.join(key);
+            std::fs::write(&path, text)
+                .map_err(|e| RepairError::Io(format!("{}: cannot write: {e}", path.display())))?;
+        }
+        let session = match Session::open(self.job()) {
+            Ok(s) => s,
+            Err(crate::session::SessionError::Input(_)) => return Ok(Tried::Broken),
+            Err(e) => return Err(e.into()),
+        };
+        let run = session.verify()?;
+        let r = run.report;
+        let left: Vec<Finding> = r
+            .findings
+            .iter()
+            .filter(|f| self.targets.contains(&id(f)))
+            .cloned()
+            .collect();
+        let appeared: Vec<Finding> = r
+            .findings
+            .iter()
+            .filter(|f| !self.before.contains(&id(f)))
+            .cloned()
+            .collect();
+        let undecided = !r.undecided_gate.is_empty() || !r.agree;
+        if left.is_empty() && appeared.is_empty() && !undecided {
+            Ok(Tried::Works(Box::new(r)))
+        } else {
+            Ok(Tried::Fails {
+                left,
+                appeared,
+                undecided,
+            })
+        }
+    }
+}
+
+/// The clause a witness of `f` teaches under the set `set`.
+fn learn(space: &[Change], f: &Finding, set: &[usize], appeared: bool) -> Clause {
+    let any: Vec<usize> = (0..space.len())
+        .filter(|i| !set.contains(i) && affects(&space[*i], f))
+        .collect();
+    Clause {
+        any,
+        not_all: if appeared { set.to_vec() } else { vec![] },
+    }
+}
+
+/// Searches the space for a cheapest set of changes that closes every gate-failing
+/// reachability finding of `run` (the verify run of `files`' inputs) with no new finding.
+pub fn repair(
+    files: Files,
+    project: &ir::Project,
+    run: &Report,
+    options: &Options,
+) -> Result<Repaired, RepairError> {
+    let space = super::space::changes(project, &files);
+    let mut targets = Vec::new();
+    let mut outside = Vec::new();
+    for f in &run.findings {
+        if !(f.rule.fails_gate && f.standing == crate::report::Standing::New) {
+            continue;
+        }
+        if targeted(f) {
+            targets.push((id(f), f.clone()));
+        } else {
+            outside.push((id(f), outside_why(f)));
+        }
+    }
+    let mut result = Repaired {
+        subject: run.subject.clone(),
+        targets: targets.iter().map(|(t, _)| t.clone()).collect(),
+        outside,
+        space: space.clone(),
+        outcome: Outcome::Nothing,
+        proofs: 0,
+        counterexamples: 0,
+        files: files.clone(),
+    };
+    if targets.is_empty() {
+        return Ok(result);
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "qls-repair-{}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let copy = Copy { dir };
+    copy_tree(&files.root, &copy.dir, 0)
+        .map_err(|e| RepairError::Io(format!("{}: cannot copy: {e}", copy.dir.display())))?;
+    let mut prover = Prover {
+        files: &files,
+        space: &space,
+        copy,
+        options,
+        before: run.findings.iter().map(id).collect(),
+        targets: targets.iter().map(|(t, _)| t.clone()).collect(),
+        proofs: 0,
+    };
+    let costs: Vec<u32> = space.iter().map(|c| c.cost).collect();
+    let mut clauses: BTreeSet<Clause> = conflicts(&space).into_iter().collect();
+    let mut counterexamples = 0;
+    // Targets a witness showed no change outside a tried set can close, with why.
+    let mut stuck: BTreeMap<Target, String> = BTreeMap::new();
+    for (_, f) in &targets {
+        clauses.insert(learn(&space, f, &[], false));
+        counterexamples += 1;
+    }
+    let found = loop {
+        if prover.proofs >= options.max_proofs {
+            break None;
+        }
+        let list: Vec<Clause> = clauses.iter().cloned().collect();
+        let set = match cheapest(&costs, &list) {
+            Choice::Cheapest(set, cost) => (set, cost),
+            Choice::None | Choice::Unknown(_) => {
+                result.outcome = Outcome::Impossible {
+                    why: impossible(&space, &targets, &stuck),
+                };
+                break None;
+            }
+        };
+        match prover.prove(&set.0)? {
+            Tried::Works(report) => break Some((set, report)),
+            Tried::Broken => {
+                clauses.insert(Clause {
+                    any: vec![],
+                    not_all: set.0.clone(),
+                });
+            }
+            Tried::Fails {
+                left,
+                appeared,
+                undecided,
+            } => {
+                let before = clauses.len();
+                for f in &left {
+                    counterexamples += 1;
+                    let clause = learn(&space, f, &set.0, false);
+                    if clause.any.is_empty() {
+                        stuck
+                            .entry(id(f))
+                            .or_insert_with(|| stuck_why(&space, &set.0, f));
+                    }
+                    clauses.insert(clause);
+                }
+                for f in &appeared {
+                    counterexamples += 1;
+                    clauses.insert(learn(&space, f, &set.0, true));
+                }
+                if clauses.len() == before || undecided {
+                    // Nothing new learned (or an undecided proof): exclude this exact set.
+                    let rest: Vec<usize> =
+                        (0..space.len()).filter(|i| !set.0.contains(i)).collect();
+                    clauses.insert(Clause {
+                        any: rest,
+                        not_all: set.0.clone(),
+                    });
+                }
+            }
+        }
+    };
+    if let Some(((chosen, cost), reproof)) = found {
+        // Minimality: each change removed in turn, the rest re-proved.
+        let mut needed_by: BTreeMap<Target, Vec<usize>> = BTreeMap::new();
+        let mut minimal = Minimality::Proved;
+        for &c in &chosen {
+            if prover.proofs >= options.max_proofs + chosen.len() {
+                minimal = Minimality::NotChecked;
+                break;
+            }
+            let rest: Vec<usize> = chosen.iter().copied().filter(|&i| i != c).collect();
+            match prover.prove(&rest)? {
+                Tried::Works(_) => {
+                    // Cannot happen with sound clauses and positive costs; never claim it.
+                    minimal = Minimality::NotChecked;
+                }
+                Tried::Broken => {}
+                Tried::Fails { left, appeared, .. } => {
+                    for f in left.iter().chain(&appeared) {
+                        needed_by.entry(id(f)).or_default().push(c);
+                    }
+                }
+            }
+        }
+        result.outcome = Outcome::Found {
+            chosen,
+            cost,
+            minimal,
+            reproof,
+            needed_by,
+        };
+    } else if matches!(result.outcome, Outcome::Nothing) {
+        result.outcome = Outcome::Budget;
+    }
+    result.proofs = prover.proofs;
+    result.counterexamples = counterexamples;
+    Ok(result)
+}
+
+/// Why a witness found under `set` leaves nothing to try: the changes it survived.
+fn stuck_why(space: &[Change], set: &[usize], f: &Finding) -> String {
+    if set.is_empty() {
+        return "its witness touches no change in the space (no tool it calls, node it visits, edge it takes or setting it reads can be changed in these inputs)".into();
+    }
+    let made: Vec<String> = set
+        .iter()
+        .filter(|&&i| affects(&space[i], f))
+        .map(|&i| space[i].kind.describe())
+        .collect();
+    format!(
+        "a witness is still reachable with every change that can affect it made ({}), and nothing else in the space touches that run",
+        made.join("; ")
+    )
+}
+
+/// Why no set works: per target, the witness that left nothing to try, else the constraints
+/// together.
+fn impossible(
+    space: &[Change],
+    targets: &[(Target, Finding)],
+    stuck: &BTreeMap<Target, String>,
+) -> Vec<(Target, String)> {
+    targets
+        .iter()
+        .map(|(t, f)| {
+            let why = if !space.iter().any(|c| affects(c, f)) {
+                stuck_why(space, &[], f)
+            } else if let Some(w) = stuck.get(t) {
+                w.clone()
+            } else {
+                "each set of changes that could close it, with the others', was proved to leave a witness or to add a finding".into()
+            };
+            (t.clone(), why)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repair::Kind;
+
+    fn qg001() -> (Vec<Change>, Finding) {
+        let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qg001-fires");
+        let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
+        let run = session.verify().unwrap();
+        let files = Files::read(&session.job().inputs, session.project()).unwrap();
+        let space = super::super::space::changes(session.project(), &files);
+        let f = run
+            .report
+            .findings
+            .iter()
+            .find(|f| f.rule.id == "QG001")
+            .unwrap()
+            .clone();
+        (space, f)
+    }
+
+    #[test]
+    fn a_witness_teaches_only_the_changes_it_touches() {
+        let (space, f) = qg001();
+        let clause = learn(&space, &f, &[], false);
+        let kinds: Vec<&Kind> = clause.any.iter().map(|&i| &space[i].kind).collect();
+        // The witness runs refund at desk_tools: guarding that node is in the clause.
+        assert!(kinds.contains(&&Kind::Guard {
+            node: "desk_tools".into()
+        }));
+        // The edge from the router to the end is never taken by it: not in the clause.
+        let to_end = space
+            .iter()
+            .position(|c| matches!(&c.kind, Kind::DropEdge { shown, .. } if shown.contains("desk_router → end")))
+            .unwrap();
+        assert!(!clause.any.contains(&to_end));
+        // Under a set that already holds the guard, the clause asks for something else.
+        let guard = clause.any[kinds
+            .iter()
+            .position(|k| matches!(k, Kind::Guard { .. }))
+            .unwrap()];
+        let again = learn(&space, &f, &[guard], true);
+        assert!(!again.any.contains(&guard));
+        assert_eq!(again.not_all, vec![guard]);
+    }
+
+    #[test]
+    fn changes_on_the_same_bytes_cannot_be_chosen_together() {
+        let (space, _) = qg001();
+        let edit = |offset, delete| crate::repair::text::Edit {
+            offset,
+            delete,
+            insert: String::new(),
+        };
+        let mut a = space[0].clone();
+        let mut b = space[0].clone();
+        a.edits = vec![edit(10, 5)];
+        b.edits = vec![edit(12, 1)];
+        let mut c = space[0].clone();
+        c.edits = vec![edit(40, 0)];
+        let clauses = conflicts(&[a, b, c]);
+        assert_eq!(
+            clauses,
+            vec![Clause {
+                any: vec![],
+                not_all: vec![0, 1]
+            }]
+        );
+    }
+}

@@ -1,0 +1,412 @@
+//! The declared space of changes a repair chooses from, each with its cost (how much it
+//! restricts the agent: docs/repair.md's table) and the part of a run it can affect (its
+//! [`Scope`]: a change that restricts only calls of one tool cannot remove a run that never
+//! calls it). Each change is found in the inputs' text and written as [`Edit`]s of that text;
+//! a change whose place the locators cannot find is not offered.
+
+use super::text::{Doc, Edit, Val};
+use super::Files;
+use ir::agent::{HistoryScope, TaintPolicy, WritePolicy};
+use ir::catalogue::Trust;
+use ir::Project;
+
+/// What a change does.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// An unguarded tools node of a graph becomes guarded: its tools run through the check.
+    Guard {
+        /// The node.
+        node: String,
+    },
+    /// A write is confirmed by a person (`requires_confirmation: true`).
+    Confirm {
+        /// The tool.
+        tool: String,
+    },
+    /// A read whose arguments the model writes is declared a write that a person confirms.
+    ConfirmRead {
+        /// The tool.
+        tool: String,
+    },
+    /// A write's `trust` is raised one level (external → agent → privileged).
+    RaiseTrust {
+        /// The tool.
+        tool: String,
+        /// The new level.
+        to: Trust,
+    },
+    /// A multi-tenant retrieval is bound to the calling user (`bound_to_user: true`).
+    BindUser {
+        /// The tool.
+        tool: String,
+    },
+    /// A write may run at most once a session (`order: {at_most: 1}`).
+    AtMostOnce {
+        /// The tool.
+        tool: String,
+    },
+    /// `taint_policy: refuse`: a tainted write is refused, not confirmed.
+    TaintRefuse,
+    /// `write_policy: confirm`: every write needs a person or a token.
+    WriteConfirm,
+    /// `history: shared`: order rules count over the whole session.
+    HistoryShared,
+    /// `memory_keeps_marks: true`: a turn boundary keeps untrusted marks.
+    KeepMarks,
+    /// An agent loses a tool.
+    DropTool {
+        /// The agent.
+        agent: String,
+        /// The tool.
+        tool: String,
+    },
+    /// An agent no longer hands off to another.
+    DropHandoff {
+        /// The agent.
+        agent: String,
+        /// The agent handed to.
+        to: String,
+    },
+    /// A graph edge is removed.
+    DropEdge {
+        /// Its index in the graph's edges.
+        index: usize,
+        /// `from → to (kind)`, for the report.
+        shown: String,
+    },
+}
+
+/// The part of a run a change can affect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Only calls of this tool.
+    Tool(String),
+    /// Only steps at this node.
+    Node(String),
+    /// Only runs that take this edge.
+    Edge(usize),
+    /// Only hand-offs made by this agent.
+    Handoff(String),
+    /// Any run (a setting).
+    Everything,
+}
+
+/// One candidate change: what it does, its cost, what it can affect and its text edits.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// What it does.
+    pub kind: Kind,
+    /// How much it restricts the agent.
+    pub cost: u32,
+    /// What it can affect.
+    pub scope: Scope,
+    /// The file it edits (a key of [`Files`]).
+    pub file: String,
+    /// The edits of that file.
+    pub edits: Vec<Edit>,
+    /// The line the change is made at (1-based), for the report and SARIF.
+    pub line: usize,
+}
+
+impl Kind {
+    /// The cost of the change: 1 moves a call behind the check it should already pass, 2–3
+    /// ask a person or refuse one tool's risky calls, 3–4 change a setting every call reads,
+    /// 8–10 take a capability away (docs/repair.md).
+    pub fn cost(&self) -> u32 {
+        match self {
+            Kind::Guard { .. } => 1,
+            Kind::Confirm { .. } | Kind::BindUser { .. } => 2,
+            Kind::RaiseTrust { to, .. } => match to {
+                Trust::Privileged => 3,
+                _ => 2,
+            },
+            Kind::ConfirmRead { .. } | Kind::AtMostOnce { .. } => 3,
+            Kind::HistoryShared | Kind::KeepMarks => 3,
+            Kind::TaintRefuse => 4,
+            Kind::WriteConfirm => 4,
+            Kind::DropTool { .. } => 8,
+            Kind::DropHandoff { .. } | Kind::DropEdge { .. } => 10,
+        }
+    }
+
+    /// The change in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Kind::Guard { node } => format!("guard the tools node `{node}` (`\"guarded\": true`): its tools run through the check"),
+            Kind::Confirm { tool } => format!("require a person's confirmation for `{tool}` (`requires_confirmation: true`)"),
+            Kind::ConfirmRead { tool } => format!("declare `{tool}` a write a person confirms (`effect: write`, `requires_confirmation: true`)"),
+            Kind::RaiseTrust { tool, to } => format!("raise `{tool}`'s trust requirement to `{}`", trust_word(*to)),
+            Kind::BindUser { tool } => format!("bind `{tool}`'s retrieval to the calling user (`bound_to_user: true`; the tool must filter by user)"),
+            Kind::AtMostOnce { tool } => format!("let `{tool}` run at most once a session (`order: {{at_most: 1}}`)"),
+            Kind::TaintRefuse => "refuse tainted writes (`taint_policy: refuse`)".into(),
+            Kind::WriteConfirm => "confirm every write (`write_policy: confirm`)".into(),
+            Kind::HistoryShared => "count order rules over the whole session (`history: shared`)".into(),
+            Kind::KeepMarks => "keep untrusted marks across turns (`memory_keeps_marks: true`)".into(),
+            Kind::DropTool { agent, tool } => format!("take `{tool}` away from agent `{agent}`"),
+            Kind::DropHandoff { agent, to } => format!("drop the hand-off from `{agent}` to `{to}`"),
+            Kind::DropEdge { shown, .. } => format!("drop the edge {shown}"),
+        }
+    }
+}
+
+fn trust_word(t: Trust) -> &'static str {
+    match t {
+        Trust::External => "external",
+        Trust::Agent => "agent",
+        Trust::Privileged => "privileged",
+    }
+}
+
+/// Every change the space offers on these inputs, in a fixed order.
+pub fn changes(p: &Project, files: &Files) -> Vec<Change> {
+    let mut out = Vec::new();
+    catalogue_changes(p, files, &mut out);
+    settings_changes(p, files, &mut out);
+    agent_changes(p, files, &mut out);
+    graph_changes(p, files, &mut out);
+    out
+}
+
+fn push(out: &mut Vec<Change>, kind: Kind, scope: Scope, file: &str, doc: &Doc, edits: Vec<Edit>) {
+    let Some(first) = edits.iter().map(|e| e.offset).min() else {
+        return;
+    };
+    out.push(Change {
+        cost: kind.cost(),
+        kind,
+        scope,
+        file: file.to_string(),
+        line: doc.line_of(first),
+        edits,
+    });
+}
+
+fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
+    let used: std::collections::BTreeSet<&str> = p
+        .graph
+        .agents
+        .values()
+        .flat_map(|a| a.tools.iter().map(|t| t.as_str()))
+        .chain(
+            p.graph
+                .nodes
+                .iter()
+                .flat_map(|n| n.tools.iter().chain(&n.may_call).map(|t| t.as_str())),
+        )
+        .collect();
+    for (name, t) in &p.catalogue.tools {
+        if !used.contains(name.as_str()) {
+            continue;
+        }
+        let Some(key) = files.resolve(&t.at.file) else {
+            continue;
+        };
+        let text = files.text(&key);
+        let doc = Doc::new(text);
+        let json = text.trim_start().starts_with('{');
+        let Some(tool) = doc
+            .get(doc.root(), "tools")
+            .and_then(|ts| doc.get(ts, name))
+        else {
+            continue;
+        };
+        let mut offer = |kind: Kind, edits: Vec<Edit>| {
+            push(out, kind, Scope::Tool(name.clone()), &key, &doc, edits)
+        };
+        let val = |s: &str| {
+            if json {
+                format!("\"{s}\"")
+            } else {
+                s.to_string()
+            }
+        };
+        let declared = t.requires_confirmation || t.confirmation.is_some();
+        if t.is_write() {
+            if !declared && p.settings.write_policy == WritePolicy::Declared {
+                if let Some(e) = doc.set(tool, "requires_confirmation", "true", json) {
+                    offer(Kind::Confirm { tool: name.clone() }, vec![e]);
+                }
+            }
+            let to = match t.trust {
+                Trust::External => Some(Trust::Agent),
+                Trust::Agent => Some(Trust::Privileged),
+                Trust::Privileged => None,
+            };
+            if let Some(to) = to {
+                if let Some(e) = doc.set(tool, "trust", &val(trust_word(to)), json) {
+                    offer(
+                        Kind::RaiseTrust {
+                            tool: name.clone(),
+                            to,
+                        },
+                        vec![e],
+                    );
+                }
+            }
+            if t.order.at_most.is_none() && doc.get(tool, "order").is_none() {
+                let v = if json {
+                    "{\"at_most\": 1}"
+                } else {
+                    "{at_most: 1}"
+                };
+                if let Some(e) = doc.set(tool, "order", v, json) {
+                    offer(Kind::AtMostOnce { tool: name.clone() }, vec![e]);
+                }
+            }
+        } else if !t.arg_kinds.is_empty() || t.sends_out {
+            let a = doc.set(tool, "effect", &val("write"), json);
+            let b = doc.set(tool, "requires_confirmation", "true", json);
+            if let (Some(a), Some(b)) = (a, b) {
+                offer(Kind::ConfirmRead { tool: name.clone() }, vec![a, b]);
+            }
+        }
+        if t.store.as_ref().is_some_and(|s| s.multi_tenant) && !t.bound_to_user {
+            if let Some(e) = doc.set(tool, "bound_to_user", "true", json) {
+                offer(Kind::BindUser { tool: name.clone() }, vec![e]);
+            }
+        }
+    }
+}
+
+fn settings_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
+    let Some(key) = files.settings.clone() else {
+        return;
+    };
+    let text = files.text(&key);
+    let doc = Doc::new(text);
+    let s = &p.settings;
+    let wanted = [
+        (
+            s.taint_policy != TaintPolicy::Refuse,
+            Kind::TaintRefuse,
+            "taint_policy",
+            "refuse",
+        ),
+        (
+            s.write_policy == WritePolicy::Declared,
+            Kind::WriteConfirm,
+            "write_policy",
+            "confirm",
+        ),
+        (
+            s.history == HistoryScope::PerAgent,
+            Kind::HistoryShared,
+            "history",
+            "shared",
+        ),
+        (
+            !s.memory_keeps_marks,
+            Kind::KeepMarks,
+            "memory_keeps_marks",
+            "true",
+        ),
+    ];
+    for (offered, kind, k, v) in wanted {
+        if !offered {
+            continue;
+        }
+        let e = match doc.get(doc.root(), "settings") {
+            Some(settings) => doc.set(settings, k, v, false),
+            None => Some(doc.append_top("settings", &format!("{k}: {v}"))),
+        };
+        if let Some(e) = e {
+            push(out, kind, Scope::Everything, &key, &doc, vec![e]);
+        }
+    }
+}
+
+fn agent_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
+    let (Some(af), Some(key)) = (&p.agent_file, files.agent.clone()) else {
+        return;
+    };
+    if files.graph.is_some() {
+        return; // agent.yaml gives only the settings of a graph
+    }
+    let text = files.text(&key);
+    let doc = Doc::new(text);
+    let Some(agents) = doc.get(doc.root(), "agents") else {
+        return;
+    };
+    for (name, spec) in &af.agents {
+        let Some(a) = doc.get(agents, name) else {
+            continue;
+        };
+        if let Some(list) = doc.get(a, "tools") {
+            for t in &spec.tools {
+                if let Some(e) = doc.remove_item(list, &t.name) {
+                    let kind = Kind::DropTool {
+                        agent: name.clone(),
+                        tool: t.name.clone(),
+                    };
+                    push(out, kind, Scope::Tool(t.name.clone()), &key, &doc, vec![e]);
+                }
+            }
+        }
+        if let Some(list) = doc.get(a, "hands_off_to") {
+            for h in &spec.hands_off_to {
+                if let Some(e) = doc.remove_item(list, &h.name) {
+                    let kind = Kind::DropHandoff {
+                        agent: name.clone(),
+                        to: h.name.clone(),
+                    };
+                    push(out, kind, Scope::Handoff(name.clone()), &key, &doc, vec![e]);
+                }
+            }
+        }
+    }
+}
+
+fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
+    let Some(key) = files.graph.clone() else {
+        return;
+    };
+    let text = files.text(&key);
+    let doc = Doc::new(text);
+    let root = doc.root();
+    if !matches!(root, Val::Flow { .. })
+        || doc.get(root, "format").and_then(|f| doc.scalar(f)) != Some("qls-graph/1")
+    {
+        return; // LangGraph's own JSON: only the catalogue and settings are edited
+    }
+    if let Some(nodes) = doc.get(root, "nodes") {
+        for n in &p.graph.nodes {
+            if n.guarded != Some(false) {
+                continue;
+            }
+            let Some(obj) = doc.element_with(nodes, "id", &n.id) else {
+                continue;
+            };
+            if let Some(e) = doc.set(obj, "guarded", "true", true) {
+                push(
+                    out,
+                    Kind::Guard { node: n.id.clone() },
+                    Scope::Node(n.id.clone()),
+                    &key,
+                    &doc,
+                    vec![e],
+                );
+            }
+        }
+    }
+    if let Some(edges) = doc.get(root, "edges") {
+        for (i, e) in p.graph.edges.iter().enumerate() {
+            let Some(edit) = doc.remove_element(edges, i) else {
+                continue;
+            };
+            let shown = format!(
+                "`{} → {}` ({})",
+                e.from,
+                e.to.as_deref().unwrap_or("?"),
+                format!("{:?}", e.kind).to_lowercase()
+            );
+            push(
+                out,
+                Kind::DropEdge { index: i, shown },
+                Scope::Edge(i),
+                &key,
+                &doc,
+                vec![edit],
+            );
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! `qls repair`: every gate-failing corpus case whose gate-failing findings are reachability
+//! obligations, and both examples' failing variants, get a repair; the diff it prints applies
+//! with `git apply`, and `verify` on the applied inputs passes the gate with no finding that was
+//! not there before. Each repair is minimal: removing any one change re-opens a finding. The
+//! SARIF with `fixes` validates against the 2.1.0 schema.
+
+use prover::job::{Inputs, Job};
+use prover::repair::{Files, Outcome, Repaired};
+use prover::session::Session;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
+/// obligation), all but `langgraph-json-swarm`, whose unguarded tools nodes are in LangGraph's
+/// own JSON, which the space does not edit (`no_change_closes_the_swarm_and_it_says_why`). The
+/// others fail the gate on a structural, code, dependency or rulebook finding, which
+/// `qls repair` reports as outside its space (`outside_the_space_is_said…`).
+const CASES: &[&str] = &[
+    "agentdojo-banking",
+    "agentdojo-slack",
+    "agentdojo-workspace-summarising-memory",
+    "agentdojo-workspace",
+    "handoff-qg012",
+    "langgraph-customer-support-approval",
+    "langgraph-customer-support-no-approval",
+    "langgraph-customer-support",
+    "qc008-clean",
+    "qc102-clean",
+    "qc103-clean",
+    "qg001-fires",
+    "qg002-fires",
+    "qg003-fires",
+    "qg003-per-agent-history",
+    "qg011-clean",
+    "qg011-fires",
+    "qg012-fires",
+    "qg014-fires",
+    "qg017-fires",
+    "qg018-fires",
+    "qg019-fires",
+    "qg020-fires",
+    "qg021-fires",
+    "regression-confirm-yes-without-router-clean",
+    "regression-confirm-yes-without-router-fires",
+    "regression-exit-after-spent-fires",
+    "regression-graph-without-agents-clean",
+    "regression-graph-without-agents-fires",
+    "regression-handoff-from-tools-node-fires",
+    "regression-qg018-tool-without-query-args",
+    "regression-rollback-of-unconfirmed-write-fires",
+    "regression-trust-external-steered-write-colang1-fires",
+    "regression-trust-external-steered-write-colang2-fires",
+    "regression-trust-external-steered-write-fires",
+    "regression-undeclared-context-fires",
+    "regression-undo-of-unconfirmed-write-fires",
+    "taubench-airline",
+];
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("qls-repair-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+type Found = BTreeSet<(String, String)>;
+
+fn verify(inputs: Inputs) -> (bool, Found) {
+    let run = Session::open(Job::new(inputs)).unwrap().verify().unwrap();
+    let found = run
+        .report
+        .findings
+        .iter()
+        .map(|f| (f.rule.id.to_string(), f.subject.clone()))
+        .collect();
+    (run.report.passed, found)
+}
+
+fn repair(inputs: Inputs) -> Repaired {
+    let session = Session::open(Job::new(inputs)).unwrap();
+    let run = session.verify().unwrap();
+    let files = Files::read(&session.job().inputs, session.project()).unwrap();
+    let options = prover::repair::Options {
+        max_proofs: 40,
+        timeout: std::time::Duration::from_secs(120),
+        depth: session.depth(),
+    };
+    prover::repair::repair(files, session.project(), &run.report, &options).unwrap()
+}
+
+/// `qls repair` in `cwd` printing the diff, applied there with `git apply`.
+fn repair_and_apply(cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .current_dir(cwd)
+        .arg("repair")
+        .args(args)
+        .args(["--format", "diff"])
+        .output()
+        .unwrap();
+    let diff = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {diff}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!diff.is_empty(), "{args:?}: an empty repair");
+    std::fs::write(cwd.join("repair.diff"), &diff).unwrap();
+    let git = Command::new("git")
+        .current_dir(cwd)
+        .args(["apply", "--verbose", "repair.diff"])
+        .output()
+        .unwrap();
+    assert!(
+        git.status.success(),
+        "{args:?}: git apply refused the diff:\n{diff}\n{}",
+        String::from_utf8_lossy(&git.stderr)
+    );
+    diff
+}
+
+/// Applied, the repair passes the gate with nothing new; without any one of its changes, a
+/// finding is back (the minimality the search claims, checked again from outside).
+fn check_repair(name: &str, original: Inputs, copied: Inputs) {
+    let (passed, before) = verify(original.clone());
+    assert!(!passed, "{name} fails the gate before");
+    let (passed, after) = verify(copied);
+    assert!(
+        passed,
+        "{name}: the applied repair does not pass the gate: {after:?}"
+    );
+    assert!(
+        after.is_subset(&before),
+        "{name}: new findings {:?}",
+        after.difference(&before)
+    );
+    let r = repair(original);
+    let Outcome::Found { chosen, .. } = &r.outcome else {
+        panic!("{name}: no repair: {:?}", r.outcome);
+    };
+    for leave_out in chosen {
+        let rest: Vec<_> = chosen
+            .iter()
+            .filter(|i| *i != leave_out)
+            .map(|&i| &r.space[i])
+            .collect();
+        let dir = scratch(&format!("{name}-without-{leave_out}"));
+        let base = r.files.root.clone();
+        copy_dir(&base, &dir);
+        for (key, text) in r.files.edited(&rest) {
+            std::fs::write(dir.join(key), text).unwrap();
+        }
+        let (passed, _) = verify(Inputs::Case(dir.clone()));
+        assert!(
+            !passed,
+            "{name}: the repair without change {leave_out} still passes: not minimal"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `qls repair --case <case>`'s text report, its exit code checked.
+fn repair_text(case: &str, code: i32) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(root().join(case))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(code), "{text}");
+    text
+}
+
+#[test]
+fn every_repairable_gate_failing_case_is_repaired_and_the_diff_applies() {
+    for case in CASES {
+        let src = root().join("corpus").join(case);
+        let work = scratch(case);
+        copy_dir(&src, &work.join("case"));
+        repair_and_apply(&work, &["--case", "case"]);
+        check_repair(case, Inputs::Case(src), Inputs::Case(work.join("case")));
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}
+
+#[test]
+fn the_handoff_example_is_repaired() {
+    let src = root().join("examples/handoff");
+    let work = scratch("handoff");
+    copy_dir(&src, &work.join("handoff"));
+    repair_and_apply(
+        &work,
+        &[
+            "--graph",
+            "handoff/graph.json",
+            "--catalogue",
+            "handoff/tools.catalogue.yaml",
+            "--settings",
+            "handoff/agent.yaml",
+            "--session-steps",
+            "2",
+        ],
+    );
+    let graph = |d: &Path| {
+        Inputs::Graph(prover::job::GraphInputs {
+            graph: d.join("graph.json"),
+            name: "graph.json".into(),
+            catalogues: vec![d.join("tools.catalogue.yaml")],
+            rulebook: None,
+            settings: Some(d.join("agent.yaml")),
+            langgraph: Default::default(),
+        })
+    };
+    let (passed, _) = verify(graph(&work.join("handoff")));
+    assert!(passed, "the repaired hand-off example passes");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn the_shops_failing_variant_is_repaired() {
+    // The shop with writes confirmed only where a reason is declared: a failing variant of
+    // the example (QG011 and QG012 on refund_card).
+    let src = root().join("examples/shop");
+    let work = scratch("shop");
+    copy_dir(&src, &work.join("shop"));
+    let agent = work.join("shop/agent.yaml");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    let text =
+        text + "settings:\n  write_policy: declared   # writes confirmed only with a reason\n";
+    std::fs::write(&agent, text).unwrap();
+    let (passed, _) = verify(Inputs::Agent(agent.clone()));
+    assert!(!passed, "the shop variant fails the gate");
+    repair_and_apply(&work, &["shop/agent.yaml"]);
+    let (passed, _) = verify(Inputs::Agent(agent));
+    assert!(passed, "the repaired shop variant passes");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn sarif_with_fixes_validates_and_carries_the_changes() {
+    let src = root().join("corpus/qg001-fires");
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(&src)
+        .args(["--format", "sarif"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    crate::sarif::assert_valid(&doc);
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    let qg001 = results.iter().find(|r| r["ruleId"] == "QG001").unwrap();
+    let fix = &qg001["fixes"][0];
+    assert!(fix["description"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Fix (proved): "));
+    let change = &fix["artifactChanges"][0];
+    assert!(change["artifactLocation"]["uri"]
+        .as_str()
+        .unwrap()
+        .ends_with("graph.json"));
+    let rep = &change["replacements"][0];
+    assert_eq!(rep["insertedContent"]["text"], "true");
+    // The replaced text is the node's `false`.
+    let text = std::fs::read_to_string(src.join("graph.json")).unwrap();
+    let at = rep["deletedRegion"]["charOffset"].as_u64().unwrap() as usize;
+    let len = rep["deletedRegion"]["charLength"].as_u64().unwrap() as usize;
+    assert_eq!(&text[at..at + len], "false");
+}
+
+#[test]
+fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
+    // QG016 (a structural finding) is outside the space.
+    let text = repair_text("corpus/qg016-fires", 1);
+    assert!(
+        text.contains("Outside the change space (not repaired):\n  QG016"),
+        "{text}"
+    );
+    let text = repair_text("corpus/qg012-fires", 0);
+    assert!(text.contains("  Fix (proved): "), "{text}");
+    assert!(
+        text.contains("  Re-proof: Proved to 1 turn (step limit 8): "),
+        "{text}"
+    );
+    assert!(text.contains("engines agree. Gate: passed."), "{text}");
+    assert!(
+        text.contains("minimal: removing any one change re-opens a finding"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_change_closes_the_swarm_and_it_says_why() {
+    let text = repair_text("corpus/langgraph-json-swarm", 1);
+    assert!(
+        text.contains("No change in the space closes these findings:\n  QG001 book_flight: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("nothing else in the space touches that run"),
+        "{text}"
+    );
+}
+
+#[test]
+fn apply_writes_the_repair_in_place() {
+    let work = scratch("apply");
+    copy_dir(&root().join("corpus/qg021-fires"), &work);
+    let before = std::fs::read_to_string(work.join("tools.catalogue.yaml")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg(work.join("agent.yaml"))
+        .arg("--apply")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let after = std::fs::read_to_string(work.join("tools.catalogue.yaml")).unwrap();
+    assert_ne!(before, after);
+    // Only lines were added or changed: every other line, comments included, is still there.
+    let kept = before
+        .lines()
+        .filter(|l| after.lines().any(|a| a == *l))
+        .count();
+    assert!(kept + 1 >= before.lines().count(), "{after}");
+    let (passed, _) = verify(Inputs::Agent(work.join("agent.yaml")));
+    assert!(passed, "verify passes on the applied repair");
+    let _ = std::fs::remove_dir_all(&work);
+}
