@@ -146,12 +146,6 @@ class _Reader:
                 if i != j:
                     self.b.wire(p.exits, q.entries, exit_after=1)
         entries = list(dict.fromkeys(e for p in parts for e in p.entries))
-        if len(entries) > 1:
-            fork = self.b.custom(f"{a.name}:fork", self.b.nodes[entries[0]]["agent"],
-                                 f"ParallelAgent `{a.name}` runs its branches in any order")
-            for e in entries:
-                self.b.edge(fork, e, exit_after=1)
-            entries = [fork]
         return Part(entries, list(dict.fromkeys(x for p in parts for x in p.exits)))
 
     def loop(self, a: Any) -> Part:

@@ -178,7 +178,7 @@ class _Reader:
             g = t._graph
             for src, node in g.nodes.items():
                 for e in node.edges:
-                    if e.condition is not None:
+                    if e.condition is not None or getattr(e, "condition_function", None) is not None:
                         self.b.note(f"GraphFlow `{name}`: the edge {src} -> {e.target} has a condition, read as may hold")
                     self.b.wire(parts[src].exits, parts[e.target].entries)
             starts = [g.default_start_node] if g.default_start_node else sorted(g.get_start_nodes())
