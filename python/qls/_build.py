@@ -207,8 +207,10 @@ class Builder:
             self.edge(x, None, "reply")
         entry = part.entries[0]
         if len(part.entries) > 1:
+            # The run starts at any of several places: a router with a route to each (a router
+            # with no tools node to go to takes no tool step; a route hands nothing over).
             first = self.nodes[part.entries[0]]["agent"]
-            entry = self.custom("__start__", first, "the run starts at any of several agents")
+            entry = self.node(self.unique("__start__"), "router", first)
             for e in part.entries:
                 self.edge(entry, e, "route")
         guard = _one_guard(self.guards)

@@ -193,7 +193,7 @@ class _Reader:
             if not isinstance(t, T.BaseTool):
                 t = T.FunctionTool(t)
             cls = type(t).__name__
-            if t.name in _CONTROL:
+            if _is_control(t):
                 continue
             if cls in _MODEL_SIDE_WEB:
                 specs.append(ToolSpec(t.name, self.b.entry(t.name, None, WEB)))
@@ -238,6 +238,13 @@ class _Reader:
             schema = tool.get("inputSchema", tool.get("input_schema"))
             out.append(ToolSpec(full, self.b.entry(full, _clean_schema(schema), own), guard=guard))
         return out
+
+
+def _is_control(t: Any) -> bool:
+    """ADK's own ``exit_loop``/``transfer_to_agent`` (a function of the app's that happens to
+    have the name is a tool like any other)."""
+    fn = getattr(t, "func", None)
+    return t.name in _CONTROL and (getattr(fn, "__module__", "") or "").startswith("google.adk")
 
 
 def _hashable(x: Any) -> bool:
@@ -306,7 +313,7 @@ class _Callback:
 
     async def __call__(self, tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
         _, T = _adk()
-        if tool.name in _CONTROL or isinstance(tool, T.AgentTool):
+        if tool.name == "transfer_to_agent" or _is_control(tool) or isinstance(tool, T.AgentTool):
             return None  # hand-offs: the graph models them as edges
         gate = self.owner.gate
         agent = getattr(tool_context, "agent_name", None)

@@ -10,7 +10,7 @@ from typing import Any, AsyncGenerator
 
 import pytest
 
-from conftest import DATA, check_history, verify
+from conftest import DATA, check_history, example, verify
 
 pytest.importorskip("google.adk")
 from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent  # noqa: E402
@@ -218,3 +218,22 @@ def test_a_tool_with_a_callback_of_its_own_is_refused():
     app.before_tool_callback = lambda tool, args, ctx: None
     with pytest.raises(ValueError, match="before_tool_callback of its own"):
         AdkGuard(qls.Guard(CATALOGUE, key=KEY)).agent(app)
+
+
+def test_the_adk_docs_examples_export_and_verify(tmp_path):
+    """Two of ADK's own published examples (data/examples/README.md): what each proves."""
+    graph, cat = qls.export_adk(example("adk_parallel_research").build(Scripted(model="fake")))
+    assert graph["entry"] == "__start__"  # any of the three researchers may go first: a router
+    assert cat["tools"]["google_search"] == {"effect": "read", "returns": "untrusted"}
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    assert findings == {("QG101", "google_search")} and rc == 0  # reads only; the web search runs unchecked
+
+    app = example("adk_loop_refinement").build(Scripted(model="fake"))
+    graph, cat = qls.export_adk(app)
+    back = [e for e in graph["edges"] if e.get("exit_after")]
+    assert back == [{"from": "RefinerAgent", "to": "CriticAgent", "kind": "handoff", "exit_after": 4}]  # max_iterations=5
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    assert findings == {("QG001", "exit_loop")}  # the app's own exit_loop: its effect nobody states, so a write
+    graph, cat = qls.export_adk(app, tools={"exit_loop": {"effect": "read"}})
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    assert findings == {("QG101", "exit_loop")} and rc == 0

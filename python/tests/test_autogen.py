@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA, check_history, verify
+from conftest import DATA, check_history, example, verify
 
 pytest.importorskip("autogen_agentchat")
 from autogen_agentchat.agents import AssistantAgent, UserProxyAgent  # noqa: E402
@@ -196,3 +196,21 @@ def test_a_declined_write_and_a_write_with_no_person_run_nothing():
     out = asyncio.run(agent.run(task="charge"))
     assert ran == [] and "waiting for a person" in results(out)["c0-0"]
     assert g.gate.held and g.gate.held[0].call.tool == "charge_card"
+
+
+def test_the_autogen_docs_examples_export_and_verify(tmp_path):
+    """Two of AutoGen's own published examples (data/examples/README.md): what each proves."""
+    team = example("autogen_selector_research").build(model())
+    graph, cat = qls.export_autogen(team, tools={"search_web_tool": {"effect": "read", "returns": "untrusted"},
+                                                 "percentage_change_tool": {"effect": "read"}})
+    assert graph["entry"] == "SelectorGroupChat:selector"
+    assert graph["agents"]["WebSearchAgent"]["budget"] == 25  # MaxMessageTermination(25) | TextMention
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    assert findings == {("QG101", "search_web_tool"), ("QG101", "percentage_change_tool")} and rc == 0
+
+    graph, cat = qls.export_autogen(example("autogen_swarm_support").build(model()))
+    kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
+    assert kinds["travel_agent:user"] == kinds["flights_refunder:user"] == "human"
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    # refund_flight runs unchecked; HandoffTermination | TextMentionTermination bounds no count.
+    assert findings == {("QG001", "refund_flight"), ("QG023", "cycle:travel_agent")} and rc == 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA, check_history, verify
+from conftest import DATA, check_history, example, verify
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -243,3 +243,17 @@ def test_a_declined_write_runs_nothing():
     with CrewGuard(qls.Guard(CATALOGUE, key=KEY), ask=lambda q: False):
         crew.kickoff()
     assert ran == [] and "declined" in llm.seen[-1]
+
+
+def test_the_crewai_examples_export_and_verify(tmp_path):
+    """Two of CrewAI's own published examples (data/examples/README.md): what each proves."""
+    graph, cat = qls.export_crew(example("crewai_markdown_validator").build(Scripted([])))
+    assert graph["agents"]["Requirements Manager"]["budget"] == 25  # CrewAI's default max_iter
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    assert findings == {("QG001", "markdown_validation_tool")} and rc == 1  # nobody says the linter only reads
+
+    with pytest.warns(qls.QlsExportNote, match="flow method"):
+        graph, cat = qls.export_crew(example("crewai_email_flow").build())
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    assert findings == {("QG006", "EmailAutoResponderFlow.fetch_new_emails"),
+                        ("QG006", "EmailAutoResponderFlow.generate_draft_responses")}
