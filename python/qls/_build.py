@@ -17,10 +17,12 @@ finish at, so sequences, fan-outs and loops are wired exit-to-entry.
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
-from qls.export import FORMAT, Export, _entry, _guarded_entries, _note, _one_guard
+from qls.export import FORMAT, Export, _clean_schema, _edge_kind, _entry, _guarded_entries, _note, _one_guard
 
 #: Tool names of the hand-off/delegation machinery: they change nothing outside the run.
 READ = {"effect": "read"}
@@ -117,16 +119,7 @@ class Builder:
             self.edges.append(e)
 
     def kind(self, a: str, b: str | None) -> str:
-        if b is None or b == "end":
-            return "reply"
-        na, nb = self.nodes[a], self.nodes[b]
-        if na["agent"] != nb["agent"]:
-            return "handoff"
-        if na["kind"] == "model" and nb["kind"] in ("tools", "human"):
-            return "call"
-        if na["kind"] == "tools" and nb["kind"] == "model":
-            return "return"
-        return "route"
+        return _edge_kind(self.nodes[a], None if b is None or b == "end" else self.nodes[b])
 
     def wire(self, exits: Iterable[str], entries: Iterable[str], **extra: Any) -> None:
         """Every exit of one part on to every entry of the next."""
@@ -144,6 +137,13 @@ class Builder:
         if dynamic:
             self.edges.append({"from": nid, "to": None, "kind": "dynamic", "targets": None})
         return nid
+
+    def beside(self, owner: str, nid: str, why: str) -> None:
+        """Code beside an agent that its model may call (tools nobody can list): a custom node
+        the model goes to and comes back from (QG006)."""
+        c = self.custom(nid, self.nodes[owner]["agent"], why)
+        self.edge(owner, c, "route")
+        self.edge(c, owner, "route")
 
     # -- tools --------------------------------------------------------------------------------
 
@@ -222,3 +222,42 @@ class Builder:
         if guard is None:
             return Export(graph, {"tools": self.catalogue})
         return Export(graph, {"tools": self.catalogue}, guard.rulebook, guard.settings)
+
+
+def mcp_specs(b: Builder, listing: Any, *, prefix: str | None = None, keep: Any = None, guard: Any = None,
+              where: str = "") -> list[ToolSpec]:
+    """The tools an MCP listing names (a ``tools/list`` answer, a list of ``Tool`` dicts, a
+    ``qls-mcp-lock/1`` lock, or a path to one): a read only where ``readOnlyHint`` says so."""
+    out = []
+    if callable(keep):
+        b.note(f"toolset of `{where}` filters its tools by a function: every listed tool is kept")
+    for tool in mcp_listing(listing):
+        name = tool["name"]
+        if isinstance(keep, list) and name not in keep:
+            continue
+        full = f"{prefix}_{name}" if prefix else name
+        own = {"effect": "read" if (tool.get("annotations") or {}).get("readOnlyHint") else "write"}
+        schema = tool.get("inputSchema", tool.get("input_schema"))
+        out.append(ToolSpec(full, b.entry(full, _clean_schema(schema), own), guard=guard))
+    return out
+
+
+def mcp_listing(listing: Any) -> list[dict]:
+    """The MCP tools a listing names."""
+    if isinstance(listing, (str, Path)):
+        listing = json.loads(Path(listing).read_text())
+    if isinstance(listing, dict) and listing.get("format") == "qls-mcp-lock/1":
+        return [t for s in listing.get("servers", {}).values() for t in s.get("tools") or []]
+    if isinstance(listing, dict) and "result" in listing:
+        listing = listing["result"]
+    if isinstance(listing, dict):
+        listing = listing.get("tools", [])
+    return [t if isinstance(t, dict) else t.model_dump(by_alias=True) for t in listing]
+
+
+def hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True

@@ -26,22 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
 from qls.guard import Call, Guard, Held, Origin, Outcome
+from qls.langgraph import approved  # the person's yes, read as the LangGraph guard reads a resume
 
 Ask = Callable[[dict], Any]  # the person: question -> yes (True, "yes", "approve") or no; may be async
 Origins = Callable[[str, Mapping[str, Any]], Mapping[str, Origin]]
 Runner = Callable[[str, Mapping[str, Any]], Any]
-
-_YES = (True, "yes", "y", "approve", "approved")
-
-
-def approved(answer: Any) -> bool:
-    """Whether the person's answer is a yes."""
-    if isinstance(answer, Mapping):
-        answer = answer.get("approve", answer.get("decision"))
-    if isinstance(answer, str):
-        answer = answer.strip().lower()
-    return answer in _YES
-
 
 @dataclass
 class Go:

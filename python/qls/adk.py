@@ -46,10 +46,9 @@ from __future__ import annotations
 
 import inspect
 import json
-from pathlib import Path
 from typing import Any, Mapping
 
-from qls._build import READ, WEB, Builder, Part, ToolSpec, at_of
+from qls._build import WEB, Builder, Part, ToolSpec, at_of, hashable, mcp_specs
 from qls._percall import Ask, CallGate, Origins
 from qls.export import Export, _clean_schema, _own_metadata
 from qls.guard import Guard
@@ -100,8 +99,9 @@ class _Reader:
 
     def llm(self, a: Any, parent: Any) -> Part:
         A, _ = _adk()
+        m = self.b.model(a.name, [])
         specs, called = self.tool_specs(a)
-        m = self.b.model(a.name, specs)
+        self.b.attach(m, a.name, specs)
         part = Part([m], [m])
         self.parts[a.name] = part
         for sub in called:  # AgentTool: there and back
@@ -200,9 +200,7 @@ class _Reader:
                 continue
             decl = _declaration(t)
             if decl is None:
-                c = self.b.custom(f"{a.name}:{t.name}", a.name, f"tool `{t.name}` of `{a.name}` ({cls}) declares no schema")
-                self.b.edge(a.name, c, "route")
-                self.b.edge(c, a.name, "route")
+                self.b.beside(a.name, f"{a.name}:{t.name}", f"tool `{t.name}` of `{a.name}` ({cls}) declares no schema")
                 continue
             own = dict(WEB) if (t.name in _WEB_FUNCTIONS or cls in _WEB_FUNCTIONS) else {}
             own.update(_own_metadata(getattr(t, "custom_metadata", None)))
@@ -215,29 +213,16 @@ class _Reader:
         return specs, called
 
     def toolset(self, a: Any, ts: Any, guard: Any) -> list[ToolSpec]:
-        listing = self.mcp_tools.get(ts) if _hashable(ts) else None
+        listing = self.mcp_tools.get(ts) if hashable(ts) else None
         prefix = getattr(ts, "tool_name_prefix", None)
         if listing is None and prefix is not None:
             listing = self.mcp_tools.get(prefix)
         if listing is None:
-            c = self.b.custom(f"{a.name}:{type(ts).__name__}", a.name,
-                              f"toolset {type(ts).__name__} of `{a.name}` has no listing (pass mcp_tools=)")
-            self.b.edge(a.name, c, "route")
-            self.b.edge(c, a.name, "route")
+            self.b.beside(a.name, f"{a.name}:{type(ts).__name__}",
+                          f"toolset {type(ts).__name__} of `{a.name}` has no listing (pass mcp_tools=)")
             return []
-        keep = getattr(ts, "tool_filter", None)
-        out = []
-        for tool in _mcp_listing(listing):
-            name = tool["name"]
-            if isinstance(keep, list) and name not in keep:
-                continue
-            if callable(keep):
-                self.b.note(f"toolset of `{a.name}` filters its tools by a function: every listed tool is kept")
-            full = f"{prefix}_{name}" if prefix else name
-            own = {"effect": "read" if (tool.get("annotations") or {}).get("readOnlyHint") else "write"}
-            schema = tool.get("inputSchema", tool.get("input_schema"))
-            out.append(ToolSpec(full, self.b.entry(full, _clean_schema(schema), own), guard=guard))
-        return out
+        return mcp_specs(self.b, listing, prefix=prefix, keep=getattr(ts, "tool_filter", None), guard=guard,
+                         where=a.name)
 
 
 def _is_control(t: Any) -> bool:
@@ -245,27 +230,6 @@ def _is_control(t: Any) -> bool:
     have the name is a tool like any other)."""
     fn = getattr(t, "func", None)
     return t.name in _CONTROL and (getattr(fn, "__module__", "") or "").startswith("google.adk")
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True
-
-
-def _mcp_listing(listing: Any) -> list[dict]:
-    """The MCP tools a listing names: a ``tools/list`` answer, a list of tools, a lock, a path."""
-    if isinstance(listing, (str, Path)):
-        listing = json.loads(Path(listing).read_text())
-    if isinstance(listing, dict) and listing.get("format") == "qls-mcp-lock/1":
-        return [t for s in listing.get("servers", {}).values() for t in s.get("tools") or []]
-    if isinstance(listing, dict) and "result" in listing:
-        listing = listing["result"]
-    if isinstance(listing, dict):
-        listing = listing.get("tools", [])
-    return [t if isinstance(t, dict) else t.model_dump(by_alias=True) for t in listing]
 
 
 def _declaration(t: Any) -> dict | None:

@@ -35,9 +35,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Mapping, Sequence
 
-from qls._build import READ, Builder, Part, ToolSpec
+from qls._build import Builder, Part, ToolSpec, hashable, mcp_specs
 from qls._percall import Ask, CallGate, Origins
-from qls.adk import _hashable, _mcp_listing
 from qls.export import Export, _clean_schema
 from qls.guard import Guard
 
@@ -127,19 +126,12 @@ class _Reader:
         return ToolSpec(t.name, self.b.entry(t.name, schema), guard=guard)
 
     def workbench(self, a: Any, wb: Any) -> list[ToolSpec]:
-        listing = self.mcp_tools.get(wb) if _hashable(wb) else None
+        listing = self.mcp_tools.get(wb) if hashable(wb) else None
         if listing is None:
-            c = self.b.custom(f"{a.name}:{type(wb).__name__}", a.name,
-                              f"workbench {type(wb).__name__} of `{a.name}` has no listing (pass mcp_tools=)")
-            self.b.edge(a.name, c, "route")
-            self.b.edge(c, a.name, "route")
+            self.b.beside(a.name, f"{a.name}:{type(wb).__name__}",
+                          f"workbench {type(wb).__name__} of `{a.name}` has no listing (pass mcp_tools=)")
             return []
-        out = []
-        for tool in _mcp_listing(listing):
-            own = {"effect": "read" if (tool.get("annotations") or {}).get("readOnlyHint") else "write"}
-            schema = tool.get("inputSchema", tool.get("input_schema"))
-            out.append(ToolSpec(tool["name"], self.b.entry(tool["name"], _clean_schema(schema), own)))
-        return out
+        return mcp_specs(self.b, listing, where=a.name)
 
     def team(self, t: Any) -> Part:
         C = _classes()

@@ -237,3 +237,28 @@ def test_the_adk_docs_examples_export_and_verify(tmp_path):
     graph, cat = qls.export_adk(app, tools={"exit_loop": {"effect": "read"}})
     rc, findings, _ = verify(tmp_path, graph, cat)
     assert findings == {("QG101", "exit_loop")} and rc == 0
+
+
+def test_an_mcp_toolset_is_read_from_its_listing_or_is_a_custom_node(tmp_path):
+    from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
+    from mcp import StdioServerParameters
+
+    def toolset() -> McpToolset:  # never started: the exporter reads the listing it is given
+        return McpToolset(connection_params=StdioConnectionParams(
+            server_params=StdioServerParameters(command="mail-server", args=[])), tool_name_prefix="mail")
+
+    listing = {"tools": [
+        {"name": "read", "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": True}},
+        {"name": "send", "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}}}}]}
+    ts = toolset()
+    desk = LlmAgent(name="desk", model=Scripted(model="fake"), tools=[ts])
+    graph, cat = qls.export_adk(desk, mcp_tools={"mail": listing}, tools={"mail_read": {"returns": "untrusted"}})
+    assert cat["tools"]["mail_read"] == {"effect": "read", "returns": "untrusted", "args": {"type": "object", "properties": {}}}
+    assert cat["tools"]["mail_send"]["effect"] == "write"  # no readOnlyHint: MCP's worst case
+    _, findings, _ = verify(tmp_path, graph, cat)
+    assert ("QG001", "mail_send") in findings
+
+    with pytest.warns(qls.QlsExportNote, match="has no listing"):
+        graph, cat = qls.export_adk(LlmAgent(name="desk", model=Scripted(model="fake"), tools=[toolset()]))
+    _, findings, _ = verify(tmp_path, graph, cat)
+    assert ("QG006", "desk:McpToolset") in findings  # its tools unknown, never assumed absent
