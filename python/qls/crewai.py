@@ -43,6 +43,9 @@ from qls.guard import Guard
 
 __all__ = ["export_crew", "CrewGuard"]
 
+#: How long a call waits for an earlier allowed call's result to be recorded (seconds).
+_WAIT = 600.0
+
 _DELEGATION = {"delegate_work_to_coworker", "ask_question_to_coworker",
                "Delegate work to coworker", "Ask question to coworker"}
 
@@ -315,6 +318,12 @@ class CrewGuard:
         """CrewAI's before-tool-call hook: ``False`` blocks the call."""
         if ctx.tool_name in _DELEGATION:
             return None
+        # Calls are decided and recorded in turn: the lock is held from the decision to the
+        # record of an allowed call's result (the after hook releases it).
+        if not self._lock.acquire(timeout=_WAIT):
+            self._pending[id(ctx.tool_input)] = "refused: the qls guard is still recording an earlier call; nothing ran"
+            return False
+        go = False
         try:
             c = self.gate.call(ctx.tool_name, dict(ctx.tool_input), agent=getattr(ctx.agent, "role", None))
             with self.gate.lock:
@@ -323,14 +332,17 @@ class CrewGuard:
                 # The arguments run are the ones decided (and, for a confirm, shown).
                 ctx.tool_input.clear()
                 ctx.tool_input.update(dict(c.args))
-                self._lock.acquire()  # released by the after hook: calls are recorded in turn
                 self._pending[id(ctx.tool_input)] = v
+                go = True
                 return None
             self._pending[id(ctx.tool_input)] = v.message
             return False
         except Exception as e:  # fail closed: CrewAI would run the tool if the hook raised
             self._pending[id(ctx.tool_input)] = f"refused: the qls guard failed ({e}); nothing ran"
             return False
+        finally:
+            if not go:
+                self._lock.release()
 
     def after(self, ctx: Any) -> str | None:
         """CrewAI's after-tool-call hook: records the result, or gives the refusal's reason."""

@@ -74,15 +74,16 @@ def desk_tools(ran: list) -> dict:
     return {f.__name__: f for f in (get_order, read_inbox, charge_card, refund_card, ship_order)}
 
 
-def support_app(ran: list, steps: list | None = None) -> LlmAgent:
-    """A low-privilege triage agent that reads mail and the web and transfers to a
-    high-privilege billing agent that charges and ships."""
+def support_app(ran: list, steps: list | None = None, *, search: bool = False) -> LlmAgent:
+    """A low-privilege triage agent that reads mail (and, with ``search``, the web: ADK runs
+    Google Search inside Gemini 3 models only beside transfers, so the runs leave it out) and
+    transfers to a high-privilege billing agent that charges and ships."""
     t = desk_tools(ran)
     model = Scripted(model="fake", steps=steps or [])
     billing = LlmAgent(name="billing", model=model, instruction="Charge and ship.",
                        tools=[t["get_order"], t["charge_card"], t["refund_card"], t["ship_order"]])
     return LlmAgent(name="triage", model=model, instruction="Route the customer.",
-                    tools=[t["read_inbox"], google_search], sub_agents=[billing])
+                    tools=[t["read_inbox"], *([google_search] if search else [])], sub_agents=[billing])
 
 
 def run(agent: Any, text: str = "go") -> list[dict]:
@@ -101,7 +102,7 @@ def run(agent: Any, text: str = "go") -> list[dict]:
 
 
 def test_the_unguarded_app_has_the_cascade_and_a_missing_check(tmp_path):
-    graph, cat = qls.export_adk(support_app([]), tools=UNTRUSTED, agents={"billing": {"privilege": "high"}})
+    graph, cat = qls.export_adk(support_app([], search=True), tools=UNTRUSTED, agents={"billing": {"privilege": "high"}})
     kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
     assert graph["entry"] == "triage" and kinds["billing"] == "model"
     assert ("triage", "billing", "handoff") in {(e["from"], e["to"], e["kind"]) for e in graph["edges"]}
@@ -118,7 +119,7 @@ def test_the_unguarded_app_has_the_cascade_and_a_missing_check(tmp_path):
 
 def test_behind_the_guard_no_write_misses_its_check():
     g = AdkGuard(qls.Guard(CATALOGUE, key=KEY))
-    app = g.agent(support_app([]))
+    app = g.agent(support_app([], search=True))
     export = qls.export_adk(app, agents={"billing": {"privilege": "high"}})
     guarded = {n["id"]: n["tools"] for n in export.graph["nodes"] if n["kind"] == "tools" and n["guarded"]}
     assert guarded == {"triage:guarded_tools": ["read_inbox"],
