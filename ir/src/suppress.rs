@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 /// One accepted finding.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suppression {
-    /// The rule id (`QG023`).
-    pub rule: String,
+    /// The rule (`QG023`), read with `RuleId::from_name`: a suppression of no rule is an input
+    /// error at its line.
+    pub rule: crate::vocab::RuleId,
     /// The finding's subject (`cycle:desk_model`, a tool name), as the report prints it.
     pub subject: String,
     /// Why the team accepts it (required: a suppression without a reason is refused).

@@ -418,10 +418,38 @@ pub struct ReplayArgs {
     /// What the witness was found on.
     #[command(flatten)]
     pub inputs: Inputs,
+    /// Also write the concrete run's calls (`qls-replay-trace/1`, docs/formats.md) to this file:
+    /// what a guard in the host's framework is driven through (the wheel's `qls.replay_through`).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+}
+
+/// The format name of `qls replay --trace`.
+pub const TRACE_FORMAT: &str = "qls-replay-trace/1";
+
+/// A replay's outcome and, as `qls-replay-trace/1` JSON, the concrete run's calls.
+pub struct Replayed {
+    /// The witness's obligation and engine, and what the replay found, as `qls replay` prints it.
+    pub line: String,
+    /// Whether the witness reproduced.
+    pub reproduced: bool,
+    /// The `qls-replay-trace/1` document.
+    pub trace: String,
 }
 
 /// Runs `qls replay`: exit 0 when the witness reproduces, 1 when it does not.
 pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
+    let out = replayed(&args)?;
+    println!("{}", out.line);
+    if let Some(file) = &args.trace {
+        std::fs::write(file, &out.trace)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", file.display()))?;
+    }
+    Ok(if out.reproduced { 0 } else { 1 })
+}
+
+/// Replays a witness without printing: the outcome and the concrete run's calls.
+pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
     let name = args.witness.display().to_string();
     let text = readers::read_text(&args.witness, &name)?;
     let w: replay::witness::Witness = serde_json::from_str(&text).map_err(|e| {
@@ -452,12 +480,20 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    let out = replay::replay::replay(&project, &w);
-    println!("{} {}: {}", w.obligation, w.engine, out.text());
-    Ok(if out == replay::replay::ReplayOutcome::Reproduced {
-        0
-    } else {
-        1
+    let (out, calls) = replay::replay::replay_traced(&project, &w);
+    let reproduced = out == replay::replay::ReplayOutcome::Reproduced;
+    let trace = serde_json::json!({
+        "format": TRACE_FORMAT,
+        "obligation": w.obligation,
+        "engine": w.engine,
+        "replay": out.text(),
+        "reproduced": reproduced,
+        "calls": calls,
+    });
+    Ok(Replayed {
+        line: format!("{} {}: {}", w.obligation, w.engine, out.text()),
+        reproduced,
+        trace: serde_json::to_string_pretty(&trace)? + "\n",
     })
 }
 

@@ -81,7 +81,7 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
         if let Some(until) = s.until.filter(|u| *u < today) {
             r.lints.push(lint(
                 "suppression_expired",
-                &s.rule,
+                s.rule.as_str(),
                 &s.subject,
                 format!(
                     "the suppression at {}:{} expired on {until}: the finding counts again",
@@ -92,9 +92,9 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
         }
         let mut matched = false;
         for f in r.findings.iter_mut() {
-            if f.rule.id == s.rule
+            if f.rule.id == s.rule.as_str()
                 && f.subject == s.subject
-                && f.rule.id != obligations::catalog::QG312.as_str()
+                && s.rule != obligations::catalog::QG312
             {
                 f.standing = Standing::Suppressed {
                     reason: s.reason.clone(),
@@ -107,7 +107,7 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
         if !matched {
             r.lints.push(lint(
                 "suppression_unmatched",
-                &s.rule,
+                s.rule.as_str(),
                 &s.subject,
                 format!(
                     "the suppression at {}:{} matches no finding: remove it, or fix its rule or subject",

@@ -12,7 +12,8 @@ as functions, the exporters, and guards that put SPEC §2's check in front of a 
 - ``qls.export_adk(root_agent)`` (Google ADK), ``qls.export_crew(crew_or_flow)`` (CrewAI) and
   ``qls.export_autogen(team_or_agent)`` (AutoGen AgentChat) → ``Export``.
 - ``qls.Guard`` with ``qls.langgraph.GuardedToolNode``, ``qls.openai_agents.AgentsGuard``,
-  ``qls.adk.AdkGuard``, ``qls.crewai.CrewGuard`` and ``qls.autogen.AutogenGuard``.
+  ``qls.adk.AdkGuard``, ``qls.crewai.CrewGuard`` and ``qls.autogen.AutogenGuard``;
+  ``qls.replay_through(guard, finding, export)`` replays a finding's witness through the guard.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from qls.adk import export_adk
 from qls.autogen import export_autogen
 from qls.crewai import export_crew
 from qls.guard import NOT_RUN, Call, Guard, Held, Outcome, QlsGuardWarning
+from qls.replay import TRACE_FORMAT, GuardReplay, replay_through
 
 __all__ = [
     "__version__",
     "verify", "render", "check", "Result", "Finding", "QlsInputError",
     "export_graph", "export_agents", "export_adk", "export_crew", "export_autogen", "lower", "write", "Export", "QlsExportNote", "FORMAT",
     "Guard", "Call", "Held", "Outcome", "NOT_RUN", "QlsGuardWarning",
+    "replay_through", "GuardReplay", "TRACE_FORMAT",
 ]

@@ -78,6 +78,22 @@ def _flags(options: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, options: Mapping[str, Any]) -> list[str]:
+    """The command-line inputs for a path or an exported graph (written into ``tmp``); an
+    export's own rulebook and settings unless ``options`` name them."""
+    if isinstance(path_or_graph, (str, os.PathLike)):
+        return [str(path_or_graph)]
+    graph, catalogue = path_or_graph
+    g, c = Path(tmp) / "graph.json", Path(tmp) / "tools.catalogue.json"
+    write(graph, catalogue, str(g), str(c))
+    inputs = ["--graph", str(g), "--catalogue", str(c)]
+    for name in ("rulebook", "settings"):
+        own = getattr(path_or_graph, name, None)
+        if own is not None and name not in options:
+            inputs += [f"--{name}", str(own)]
+    return inputs
+
+
 def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any) -> Result:
     """Proves an ``agent.yaml`` (a path) or an exported graph (``export_graph``/``export_agents``'s
     result, or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
@@ -86,17 +102,7 @@ def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any)
     A bad input raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
     """
     with tempfile.TemporaryDirectory(prefix="qls-verify-") as tmp:
-        if isinstance(path_or_graph, (str, os.PathLike)):
-            inputs = [str(path_or_graph)]
-        else:
-            graph, catalogue = path_or_graph
-            g, c = Path(tmp) / "graph.json", Path(tmp) / "tools.catalogue.json"
-            write(graph, catalogue, str(g), str(c))
-            inputs = ["--graph", str(g), "--catalogue", str(c)]
-            for name in ("rulebook", "settings"):
-                own = getattr(path_or_graph, name, None)
-                if own is not None and name not in options:
-                    inputs += [f"--{name}", str(own)]
+        inputs = inputs_argv(path_or_graph, tmp, options)
         try:
             code, text, report = _native.verify(["qls", "verify", *inputs, *_flags(options)])
         except ValueError as e:

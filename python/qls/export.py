@@ -65,12 +65,41 @@ class Export(tuple):  # type: ignore[type-arg]
 
 def _guard_of(x: Any) -> Any:
     """The ``qls`` guard a node or tool runs behind (LangGraph wraps a callable node in a
-    ``RunnableCallable`` whose ``func`` is the node), or ``None``."""
+    ``RunnableCallable`` whose ``func`` is the node), or ``None``. A ``ToolNode`` that
+    ``create_agent`` built runs behind the guard when its tool-call wrapper is, or composes,
+    ``qls.langchain.GuardMiddleware.wrap_tool_call``."""
     for obj in (x, getattr(x, "func", None)):
         g = getattr(obj, "qls_guard", None)
         if g is not None:
             return g
+    return _guard_in_wrapper(getattr(x, "_wrap_tool_call", None))
+
+
+def _guard_in_wrapper(fn: Any, depth: int = 0) -> Any:
+    """The guard of a ``GuardMiddleware`` whose hook ``fn`` is, wraps or composes: followed
+    through bound methods (``__self__``), decorators (``__wrapped__``) and the closures LangChain
+    composes middleware with, a few levels deep."""
+    if fn is None or depth > 8:
+        return None
+    g = getattr(getattr(fn, "__self__", None), "qls_guard", None)
+    if g is not None:
+        return g
+    inner = [getattr(fn, "__wrapped__", None)]
+    inner += [c.cell_contents for c in (getattr(fn, "__closure__", None) or ()) if _filled(c)]
+    for f in inner:
+        if callable(f):
+            g = _guard_in_wrapper(f, depth + 1)
+            if g is not None:
+                return g
     return None
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _one_guard(guards: list[Any]) -> Any:

@@ -62,6 +62,8 @@ class Call:
     agent: str | None = None
     context: Mapping[str, Any] = field(default_factory=dict)
     marks: Sequence[str] = ()
+    #: The history entry this call undoes (a compensation the model chose), when it is one.
+    undoes: int | None = None
 
     def to_json(self, *, token: str | None = None, turn: int | None = None, undoes: int | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"tool": self.tool, "args": dict(self.args),
@@ -76,6 +78,7 @@ class Call:
             out["token"] = token
         if turn is not None:
             out["turn"] = turn
+        undoes = self.undoes if undoes is None else undoes
         if undoes is not None:
             out["undoes"] = undoes
         return out
@@ -172,7 +175,7 @@ class Guard:
 
     def _call(self, c: Call, **kw: Any) -> dict[str, Any]:
         if c.agent is None and self.agent is not None:
-            c = Call(c.tool, c.args, c.origins, c.call_id, self.agent, c.context, c.marks)
+            c = Call(c.tool, c.args, c.origins, c.call_id, self.agent, c.context, c.marks, c.undoes)
         return c.to_json(turn=self.turn, **kw)
 
     def decide(self, calls: Sequence[Call]) -> list[dict[str, Any]]:

@@ -29,6 +29,16 @@ fn verify(py: Python<'_>, argv: Vec<String>) -> PyResult<(u8, String, String)> {
         .map_err(PyValueError::new_err)
 }
 
+/// Runs `qls replay` with `argv` (the program name and `replay` first) without printing:
+/// `(reproduced, the line qls replay prints, the qls-replay-trace/1 JSON)`. A bad input raises
+/// `ValueError` with the message the binary prints.
+#[pyfunction]
+fn replay(py: Python<'_>, argv: Vec<String>) -> PyResult<(bool, String, String)> {
+    py.detach(|| prover::cmd_run::replay_trace(argv))
+        .map(|r| (r.reproduced, r.line, r.trace))
+        .map_err(PyValueError::new_err)
+}
+
 /// What `qls check` prints for these files (one line of JSON): a decision, `{"decisions":
 /// [...]}` for a batch, or with `append` the history.
 #[pyfunction]
@@ -156,6 +166,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_class::<Checker>()?;
     m.add("NOT_RUN", toolcheck::batch::NOT_RUN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

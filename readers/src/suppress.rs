@@ -18,18 +18,22 @@ pub fn read_suppressions(
     for item in as_seq(file, node, "`suppress`")?.iter() {
         let m = as_map(file, item, "a `suppress` entry")?;
         m.check_keys(&["rule", "subject", "reason", "until"])?;
-        let rule = m.req_str("rule")?;
-        let well_formed = rule.len() == 5
-            && rule.starts_with("QG")
-            && rule[2..].chars().all(|c| c.is_ascii_digit());
-        if !well_formed {
-            return Err(InputError::at(
-                file,
-                m.key_line("rule"),
-                format!("`rule: {rule}` is not a rule id such as `QG023`"),
-            ));
-        }
-        if rule == RuleId::QG312.as_str() {
+        let text = m.req_str("rule")?;
+        let Some(rule) = RuleId::from_name(&text) else {
+            let well_formed = text.len() == 5
+                && text.starts_with("QG")
+                && text[2..].chars().all(|c| c.is_ascii_digit());
+            let why = if well_formed {
+                format!(
+                    "`rule: {text}` is no rule of this qls (QG001 to {}; docs/rules.md lists them)",
+                    RuleId::ALL.last().map(|r| r.as_str()).unwrap_or("QG001")
+                )
+            } else {
+                format!("`rule: {text}` is not a rule id such as `QG023`")
+            };
+            return Err(InputError::at(file, m.key_line("rule"), why));
+        };
+        if rule == RuleId::QG312 {
             return Err(InputError::at(
                 file,
                 m.key_line("rule"),
@@ -111,6 +115,14 @@ mod tests {
         assert!(e.message.contains("cannot be suppressed"), "{}", e.message);
         let e = read("- {rule: QG23, subject: x, reason: y}\n").unwrap_err();
         assert!(e.message.contains("not a rule id"), "{}", e.message);
+        // Well formed, but no rule of this qls: refused at its line, never silently unmatched.
+        let e = read("- {rule: QG099, subject: x, reason: y}\n").unwrap_err();
+        assert!(
+            e.message.contains("is no rule of this qls"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.line, 2);
         let e = read("- {rule: QG023, subject: x, reason: y, until: 2027-13-01}\n").unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("YYYY-MM-DD"), "{}", e.message);

@@ -194,6 +194,48 @@ struct Run<'a> {
     wrote_irrev: bool,
     last_call: Option<Call>,
     via_token: bool,
+    /// Every call the run decided or ran, as a host's guard meets it ([`Traced`]).
+    trace: Vec<Traced>,
+}
+
+/// One call of a concrete run as the host meets it: what `qls replay --trace` writes, so that a
+/// guard in the host's framework (the `qls` wheel's `replay_through`) can be driven through the
+/// same calls and its decisions compared with these.
+#[derive(Clone, Debug, Serialize)]
+pub struct Traced {
+    /// The witness step (turn, step within the turn) the call belongs to.
+    pub turn: u32,
+    /// The step within the turn.
+    pub step: u32,
+    /// Whether the tool check decided it (a guarded node), or the tool ran unchecked.
+    pub checked: bool,
+    /// The call as the check received it (`qls check --call`'s format).
+    pub call: Call,
+    /// The check's answer (`allow`, `confirm`, `refuse`), or `unchecked`.
+    pub decision: String,
+    /// The check's reasons, by name.
+    pub reasons: Vec<&'static str>,
+    /// What the stubbed tool returned, when it ran.
+    pub result: Option<Value>,
+    /// The run's index among the history entries, when it ran.
+    pub entry: Option<usize>,
+    /// The compensations a refusal's rollback ran, last write first.
+    pub rollback: Vec<TracedRun>,
+}
+
+/// One compensation a rollback ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct TracedRun {
+    /// The compensation (the undo tool).
+    pub tool: String,
+    /// Its arguments.
+    pub args: Map<String, Value>,
+    /// The history entry it undid.
+    pub undoes: Option<usize>,
+    /// What the stub returned.
+    pub result: Value,
+    /// Its own index among the history entries.
+    pub entry: usize,
 }
 
 /// Replays a witness against a project: every step, then the violation on the last one.
@@ -215,15 +257,29 @@ const UNDO_READINGS: usize = 64;
 /// only which write an undo undoes; the model's call names the run), the default reading first:
 /// the first that reproduces wins, else the default reading's divergence is the answer.
 fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome {
+    replay_traced_inner(p, w, want_violation).0
+}
+
+/// Replays a witness as [`replay`] does and returns the concrete run's calls as well: those of
+/// the reading that reproduced, else of the default reading.
+pub fn replay_traced(p: &Project, w: &Witness) -> (ReplayOutcome, Vec<Traced>) {
+    replay_traced_inner(p, w, true)
+}
+
+fn replay_traced_inner(
+    p: &Project,
+    w: &Witness,
+    want_violation: bool,
+) -> (ReplayOutcome, Vec<Traced>) {
     let keys = Keys::of(p, w);
     let mut picks: Vec<usize> = vec![];
-    let mut first: Option<ReplayOutcome> = None;
+    let mut first: Option<(ReplayOutcome, Vec<Traced>)> = None;
     for _ in 0..UNDO_READINGS {
-        let (out, options) = replay_once(p, w, want_violation, &keys, picks.clone());
+        let (out, options, trace) = replay_once(p, w, want_violation, &keys, picks.clone());
         if out == ReplayOutcome::Reproduced {
-            return out;
+            return (out, trace);
         }
-        let first = first.get_or_insert(out);
+        let first = first.get_or_insert((out, trace));
         // The next reading: an odometer over this attempt's undos, the last one turning first.
         let mut next = picks.clone();
         next.resize(options.len(), 0);
@@ -234,10 +290,13 @@ fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome
         next.truncate(i + 1);
         picks = next;
     }
-    first.unwrap_or(ReplayOutcome::NotReproduced {
-        step: 0,
-        why: "no reading of the witness's undos was tried".into(),
-    })
+    first.unwrap_or((
+        ReplayOutcome::NotReproduced {
+            step: 0,
+            why: "no reading of the witness's undos was tried".into(),
+        },
+        vec![],
+    ))
 }
 
 /// One replay under one reading of the undos; returns how many runs each undo could name.
@@ -247,10 +306,10 @@ fn replay_once(
     want_violation: bool,
     keys: &Keys,
     picks: Vec<usize>,
-) -> (ReplayOutcome, Vec<usize>) {
+) -> (ReplayOutcome, Vec<usize>, Vec<Traced>) {
     let mut run = Run::new(p, keys, picks);
     let out = run.play(w, want_violation);
-    (out, run.undo_options.into_inner())
+    (out, run.undo_options.into_inner(), run.trace)
 }
 
 impl Run<'_> {
@@ -460,6 +519,7 @@ impl<'a> Run<'a> {
             wrote_irrev: false,
             last_call: None,
             via_token: false,
+            trace: vec![],
         }
     }
 
@@ -560,6 +620,7 @@ impl<'a> Run<'a> {
                 let t = self.tool(l.tool.as_deref())?;
                 let call = self.build_call(st, t, &agent);
                 self.execute(t, &call, &agent, UNCHECKED);
+                self.trace_call(st, false, call, UNCHECKED, vec![], true);
             }
             _ => {}
         }
@@ -710,19 +771,53 @@ impl<'a> Run<'a> {
         let d = check(&self.ctx(), &self.history, &call);
         self.compare_decision(l, &d)?;
         self.last_call = Some(call.clone());
+        let reasons = names(&d.reasons);
         match d.decision {
             Answer::Allow => {
                 self.execute(t, &call, agent, Answer::Allow.as_str());
                 if l.by_token {
                     self.held = None;
                 }
+                self.trace_call(st, true, call, Answer::Allow.as_str(), reasons, true);
             }
             Answer::Confirm => {
-                self.held = Some((call, held_token(&d), self.node.clone()));
+                self.held = Some((call.clone(), held_token(&d), self.node.clone()));
+                self.trace_call(st, true, call, Answer::Confirm.as_str(), reasons, false);
             }
-            Answer::Refuse => self.roll_back(&d, agent)?,
+            Answer::Refuse => {
+                self.trace_call(st, true, call, Answer::Refuse.as_str(), reasons, false);
+                self.roll_back(&d, agent)?
+            }
         }
         Ok(())
+    }
+
+    /// Records a call in the trace; `ran`: the history's last entry is its run.
+    fn trace_call(
+        &mut self,
+        st: &WitnessStep,
+        checked: bool,
+        call: Call,
+        decision: &str,
+        reasons: Vec<&'static str>,
+        ran: bool,
+    ) {
+        let last = self.history.entries.len().checked_sub(1);
+        let (result, entry) = match last {
+            Some(i) if ran => (Some(self.history.entries[i].result.clone()), Some(i)),
+            _ => (None, None),
+        };
+        self.trace.push(Traced {
+            turn: st.turn,
+            step: st.step,
+            checked,
+            call,
+            decision: decision.to_string(),
+            reasons,
+            result,
+            entry,
+            rollback: vec![],
+        });
     }
 
     /// A refusal undoes the turn's earlier writes by their compensations (SPEC §2): the check's
@@ -741,6 +836,17 @@ impl<'a> Run<'a> {
             self.execute(t, &call, agent, ROLLBACK);
             if let Some(last) = self.confirmed_runs.last_mut() {
                 *last = confirmed;
+            }
+            let entry = self.history.entries.len() - 1;
+            let traced = TracedRun {
+                tool: call.tool.clone(),
+                args: call.args.clone(),
+                undoes: call.undoes,
+                result: self.history.entries[entry].result.clone(),
+                entry,
+            };
+            if let Some(refused) = self.trace.last_mut() {
+                refused.rollback.push(traced);
             }
             self.last_rollback.push(RollbackRun {
                 tool: call.tool.clone(),

@@ -389,6 +389,8 @@ fn emit_case_writes_cases_the_corpus_runner_accepts() {
         .arg(dir.join("qg012-issue_refund/tools.catalogue.yaml"))
         .arg("--settings")
         .arg(dir.join("qg012-issue_refund/agent.yaml"))
+        .arg("--trace")
+        .arg(dir.join("trace.json"))
         .output()
         .unwrap();
     assert_eq!(
@@ -398,6 +400,21 @@ fn emit_case_writes_cases_the_corpus_runner_accepts() {
         String::from_utf8_lossy(&r.stdout)
     );
     assert!(String::from_utf8_lossy(&r.stdout).contains("reproduced"));
+    // The concrete run's calls, for a guard to be driven through: the violating refund is the
+    // last call, run at an unguarded node (the hand-off graph's refund desk has no check).
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap()).unwrap();
+    assert_eq!(trace["format"], "qls-replay-trace/1");
+    assert_eq!(trace["reproduced"], true);
+    let calls = trace["calls"].as_array().unwrap();
+    let last = calls.last().expect("the run made calls");
+    assert_eq!(last["call"]["tool"], "issue_refund", "{trace}");
+    for c in calls {
+        assert!(c["result"].is_object() == c["entry"].is_u64(), "{c}");
+        assert!(
+            ["allow", "confirm", "refuse", "unchecked"].contains(&c["decision"].as_str().unwrap())
+        );
+    }
 }
 
 #[test]

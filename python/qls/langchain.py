@@ -1,0 +1,139 @@
+"""The tool check as LangChain agent middleware: ``GuardMiddleware``, for agents built with
+``langchain.agents.create_agent`` (LangChain 1.x), where a ``GuardedToolNode`` cannot be put in.
+
+``create_agent(model, tools, middleware=[GuardMiddleware(guard, tools)])`` puts the guard in
+front of every tool call through the middleware's ``wrap_tool_call`` hook:
+
+- ``create_agent`` sends each tool call of one model answer to the tools node as its own task, and
+  runs them concurrently. The middleware still decides them as SPEC §2's batch, in the model's
+  order: each call waits until the earlier calls of the same answer were acted on, then is decided
+  as the head of the answer's calls not yet acted on (``Guard.decide``), on the history extended
+  by what the earlier ones really did.
+- ``allow``: the call runs through the agent's own tool execution (the ``handler``), and its
+  result is recorded with the marks the catalogue declares.
+- ``confirm``: LangGraph's ``interrupt`` shows the person each argument with its value and
+  origin; resuming with ``Command(resume=True)`` (or ``"approve"``, ``{"approve": True}``) checks
+  the call again under the decision's token and runs it with exactly those arguments; anything
+  else declines it. The answer's later calls return "not run: …".
+- ``refuse``: nothing runs, the model gets the reason, and the run's earlier writes are undone by
+  their compensations, which must be among ``tools``.
+
+``qls.export_graph(agent, model_nodes=["model"])`` finds the middleware in the tools node's
+wrapper and writes that node as guarded, with the guard's catalogue: the proof is about the
+check that runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from langchain.agents.middleware import AgentMiddleware
+
+from qls.guard import NOT_RUN, Call, Guard, Origin, Outcome
+from qls.langgraph import approved
+
+Origins = Callable[[Mapping[str, Any]], Mapping[str, Origin]]
+
+#: How long a call waits for the earlier calls of its model answer before it is refused.
+WAIT_SECONDS = 600.0
+
+
+@dataclass
+class _Step:
+    """One model answer's calls and what became of each, in the model's order."""
+
+    calls: list[Call]
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
+    done: list[threading.Event] = field(default_factory=list)
+
+
+class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
+    """``create_agent``'s tool calls behind a ``Guard``. ``tools`` are the agent's tools (the
+    compensations a rollback may run included); ``origins`` maps a tool call to ``{argument:
+    origin}`` (default: every argument is the model's, SPEC §2's reading)."""
+
+    def __init__(self, guard: Guard, tools: Sequence[Any], *, origins: Origins | None = None) -> None:
+        super().__init__()
+        self.qls_guard = guard
+        self.tools_by_name: dict[str, Any] = {t.name: t for t in tools}
+        self.origins = origins
+        self._lock = threading.Lock()
+        self._steps: dict[tuple[str, ...], _Step] = {}
+
+    def _call(self, tc: Mapping[str, Any]) -> Call:
+        origins = dict(self.origins(tc)) if self.origins else {}
+        return Call(tc["name"], dict(tc.get("args", {})), origins, call_id=tc.get("id"))
+
+    def _step(self, request: Any) -> tuple[_Step, int]:
+        state = request.state
+        messages = state["messages"] if isinstance(state, Mapping) else getattr(state, "messages", [])
+        want = request.tool_call.get("id")
+        ai = next((m for m in reversed(messages)
+                   if any(tc.get("id") == want for tc in (getattr(m, "tool_calls", None) or []))), None)
+        tool_calls = list(ai.tool_calls) if ai is not None else [request.tool_call]
+        key = tuple(str(tc.get("id")) for tc in tool_calls)
+        with self._lock:
+            step = self._steps.get(key)
+            if step is None:
+                step = _Step([self._call(tc) for tc in tool_calls])
+                step.done = [threading.Event() for _ in tool_calls]
+                self._steps[key] = step
+        index = next(i for i, tc in enumerate(tool_calls) if tc.get("id") == want)
+        return step, index
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        from langchain_core.messages import ToolMessage
+        from langgraph.types import interrupt
+
+        step, i = self._step(request)
+        call = step.calls[i]
+
+        # What the agent's own execution returned for this call (a ToolMessage or a Command),
+        # handed back to LangGraph as it is; the history records its content.
+        produced: list[Any] = []
+
+        def message(o: Outcome) -> Any:
+            if o.status == "ran" and produced:
+                return produced[-1]
+            return ToolMessage(content=o.for_model(), name=call.tool, tool_call_id=call.call_id or "",
+                               status="success" if o.status == "ran" else "error")
+
+        def run(tool: str, args: Mapping[str, Any]) -> Any:
+            if tool == call.tool and dict(args) == dict(call.args):
+                out = handler(request)
+                produced.append(out)
+                return out.content if isinstance(out, ToolMessage) else str(out)
+            t = self.tools_by_name.get(tool)
+            if t is None:
+                raise KeyError(f"`{tool}` is not among GuardMiddleware's tools (a compensation must be one)")
+            return t.invoke(dict(args))
+
+        held = step.outcomes.get(i)
+        if held is None:
+            # The model's order: every earlier call of this answer acted on first.
+            for j in range(i):
+                if not step.done[j].wait(WAIT_SECONDS):
+                    step.done[i].set()
+                    return ToolMessage(content=f"refused: call {j} of this step was not acted on in time; nothing ran",
+                                       name=call.tool, tool_call_id=call.call_id or "", status="error")
+            try:
+                if any(o.status == "held" for o in step.outcomes.values()):
+                    return ToolMessage(content=NOT_RUN, name=call.tool, tool_call_id=call.call_id or "", status="error")
+                d = self.qls_guard.decide(step.calls[i:])[0]
+                held = self.qls_guard.act(call, d, run)
+                step.outcomes[i] = held
+            finally:
+                step.done[i].set()
+            if held.status != "held":
+                return message(held)
+        # Held for a person: LangGraph runs this task again when the graph resumes, and the
+        # interrupt then returns the person's answer.
+        if held.held is None:
+            return message(held)
+        answer = interrupt({"qls": "confirm", **held.held.question()})
+        final = (self.qls_guard.approve(held.held, run) if approved(answer)
+                 else self.qls_guard.decline(held.held))
+        step.outcomes[i] = final
+        return message(final)
