@@ -13,6 +13,12 @@ rm -f target/wheels/qls-*.whl
 # The main workspace's target folder, so the wheel's build reuses the dependencies `cargo test`
 # already built (python/ is its own workspace; its profiles repeat the main one's).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+# maturin's repair patches the linked module in place (patchelf renames its Z3 and sets the
+# rpath), and that file is a hard link of cargo's own output: left there, the next build finds it
+# fresh, already patched, and the repair fails ("libz3-….so.4 could not be located"). Removing it
+# makes cargo link it again.
+dir="$([ "$profile" = dev ] && echo debug || echo "$profile")"
+rm -f "$CARGO_TARGET_DIR/$dir/deps/lib_native.so" "$CARGO_TARGET_DIR/maturin/lib_native.so"
 python3 -m maturin build --manifest-path python/Cargo.toml --profile "$profile" \
     --interpreter python3 --auditwheel repair --out target/wheels
 ls target/wheels/qls-*.whl

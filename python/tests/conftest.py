@@ -106,3 +106,15 @@ def check_history(tmp_path: Path, history_json: str, key: bytes) -> dict:
                         "--call", str(c), "--key-file", str(k)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
+
+
+def example(name: str):
+    """An example app of data/examples/ (a framework's own published example, rebuilt with the
+    model as a parameter; provenance in data/examples/README.md)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"qls_example_{name}", DATA / "examples" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
