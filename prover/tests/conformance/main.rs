@@ -181,6 +181,9 @@ impl<'a> Matcher<'a> {
         if c.to != st.label.to {
             return Some("to");
         }
+        if c.batch != st.label.batch {
+            return Some("batch");
+        }
         None
     }
 
@@ -532,9 +535,16 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
         bfs::run(&rts, &robls, bfs::BfsBudget::default()).verdicts,
     )];
     if with_bmc {
+        // With batches a run takes more commands than steps: Z3 unrolls as deep as the
+        // longest concrete run, so "no deeper than the concrete run" is asked of it too.
+        let mut bts = rts.clone();
+        if bts.has_batches() {
+            let longest = runs.iter().map(|r| r.steps.len() as u32).max().unwrap_or(0);
+            bts.depth = bts.depth.max(longest);
+        }
         engines.push((
             "bmc",
-            bmc::run(&rts, &robls, bmc::BmcBudget::default()).verdicts,
+            bmc::run(&bts, &robls, bmc::BmcBudget::default()).verdicts,
         ));
     }
     for (id, (d, ri)) in shallowest {
