@@ -897,8 +897,11 @@ impl<'a> Explorer<'a> {
                 self.roll_back(s, &d, agent, st);
             }
             Answer::Confirm => {
+                // The token binds the explorer's history head (only executions are appended
+                // here, where `check_batch` also records the batch's refused calls): the same
+                // decision, bound to the history this run goes on with.
                 s.batch.clear();
-                self.hold_for_person(s, call, &d, agent, ni, st);
+                self.hold_for_person(s, call, &alone, agent, ni, st);
                 return None;
             }
             Answer::Allow => {
