@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{enabled, random_project, Rng};
+use common::{enabled, random_project, random_project_with, Rng, Shapes};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
@@ -112,7 +112,7 @@ proptest! {
 
     #[test]
     fn random_walks_replay_through_the_concrete_tool_check(seed in any::<u64>()) {
-        let mut p = random_project(seed);
+        let mut p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
         // Longer sessions than the engine tests use: walks are cheap.
         p.settings.step_limit = 3 + (seed % 5) as u32;
         p.settings.session_steps = (1 + (seed / 5 % 3) as u32).into();
@@ -156,11 +156,17 @@ fn witness_cases() -> u32 {
 /// Every reachable BFS witness of the random project `seed` replays as reproduced (or, with
 /// `tolerate`, falls in one of the two classes named below).
 fn bfs_witnesses_replay(seed: u64) -> Result<(), String> {
-    witnesses_replay(seed, true)
+    let p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
+    project_witnesses_replay(&p, seed, true)
 }
 
+/// [`project_witnesses_replay`] on the project of a seed drawn without batches (the pinned
+/// regression seeds).
 fn witnesses_replay(seed: u64, tolerate: bool) -> Result<(), String> {
-    let p = random_project(seed);
+    project_witnesses_replay(&random_project(seed), seed, tolerate)
+}
+
+fn project_witnesses_replay(p: &ir::Project, seed: u64, tolerate: bool) -> Result<(), String> {
     let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
     let obls = obligations::reach::obligations(&p, &l);
     let depth = (p.settings.session_steps, p.settings.step_limit);

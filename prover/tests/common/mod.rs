@@ -44,6 +44,10 @@ pub struct Shapes {
     /// replay makes the `agent` of each router or model active and starts the next turn at that
     /// agent's router.
     pub derived_agents: bool,
+    /// Tools nodes marked `batch` (SPEC §3 Batches), drawn from a stream of their own. Off
+    /// where a test compares Z3's bounded answer with the BFS's (Z3 unrolls commands, and a
+    /// batch takes more commands than steps) or pins seeds drawn before batches existed.
+    pub batches: bool,
 }
 
 impl Shapes {
@@ -51,11 +55,18 @@ impl Shapes {
     pub const ALL: Shapes = Shapes {
         non_model_handoffs: true,
         derived_agents: true,
+        batches: true,
     };
     /// The shapes main's lowering and replay agree on.
     pub const AGREEING: Shapes = Shapes {
         non_model_handoffs: true,
         derived_agents: true,
+        batches: false,
+    };
+    /// The shapes main agrees on, with batches.
+    pub const AGREEING_WITH_BATCHES: Shapes = Shapes {
+        batches: true,
+        ..Shapes::AGREEING
     };
 }
 
@@ -311,6 +322,9 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
         }
     }
     focus(seed, &mut p);
+    if shapes.batches {
+        batches(seed, &mut p);
+    }
     p
 }
 
@@ -327,7 +341,6 @@ fn focus(seed: u64, p: &mut Project) {
         1 => repeated_compensable(&mut f, p),
         _ => {}
     }
-    batches(seed, p);
 }
 
 /// SPEC §3 Batches, from a stream of its own (so a seed's other draws stay as they were): in
