@@ -801,10 +801,7 @@ impl<'a> Explorer<'a> {
         call.agent = Some(agent.to_string());
         let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
         let d = check(&ctx, &s.history, &call);
-        st.label.reasons = d.reasons.clone();
-        let first = d.reasons.first().copied();
-        st.choices.invalid =
-            Some(first.map(Reason::class) == Some(ir::vocab::RefusalClass::InvalidArguments));
+        let first = record_decision(st, &d);
         match d.decision {
             Answer::Refuse => {
                 st.label.kind = LabelKind::Decision;
@@ -886,10 +883,7 @@ impl<'a> Explorer<'a> {
             "check_batch decided call {} of a batch otherwise than the check on the history so far",
             call.tool
         );
-        st.label.reasons = d.reasons.clone();
-        let first = d.reasons.first().copied();
-        st.choices.invalid =
-            Some(first.map(Reason::class) == Some(ir::vocab::RefusalClass::InvalidArguments));
+        let first = record_decision(st, &d);
         match d.decision {
             Answer::Refuse => {
                 st.label.kind = LabelKind::Decision;
@@ -1417,6 +1411,16 @@ impl<'a> Explorer<'a> {
             active: s.active.clone(),
         }
     }
+}
+
+/// The check's reasons on a step, and whether it refused the arguments; returns the first
+/// reason.
+fn record_decision(st: &mut ConcreteStep, d: &toolcheck::check::Decision) -> Option<Reason> {
+    st.label.reasons = d.reasons.clone();
+    let first = d.reasons.first().copied();
+    st.choices.invalid =
+        Some(first.map(Reason::class) == Some(ir::vocab::RefusalClass::InvalidArguments));
+    first
 }
 
 /// `n` seeded random runs of a project.

@@ -895,7 +895,6 @@ fn a_batch_decided_by_check_batch_breaks_at_most_on_its_third_call() {
     // explorer's batches are decided by `check_batch`; the engines must find it no deeper.
     use ir::agent::Privilege;
     use ir::catalogue::Effect;
-    use ir::graph::EdgeKind;
     use ir::testkit::Builder;
     let t = Builder::ordered(closed_tool("lookup", Effect::Read), &[], &[], Some(2));
     for batch in [true, false] {
@@ -903,20 +902,22 @@ fn a_batch_decided_by_check_batch_breaks_at_most_on_its_third_call() {
             .agent("a", Privilege::Low, Some(1))
             .tool(t.clone())
             .node("a_model", NodeKind::Model, Some("a"), None, &[])
-            .node("a_tools", NodeKind::Tools, Some("a"), Some(false), &["lookup"]);
+            .node(
+                "a_tools",
+                NodeKind::Tools,
+                Some("a"),
+                Some(false),
+                &["lookup"],
+            );
         let b = if batch { b.batch() } else { b };
-        let p = b
-            .node("end", NodeKind::End, None, None, &[])
-            .edge("a_model", "a_tools", EdgeKind::Call)
-            .edge("a_tools", "a_model", EdgeKind::Return)
-            .edge("a_model", "end", EdgeKind::Reply)
-            .entry("a_model")
-            .settings(ir::agent::Settings {
+        let p = model_tools_loop(
+            b,
+            ir::agent::Settings {
                 step_limit: 6,
                 session_steps: 1.into(),
                 ..Default::default()
-            })
-            .build();
+            },
+        );
         let runs = random_runs(&p, 3, 2_000);
         let hit = runs
             .iter()
@@ -937,7 +938,6 @@ fn a_guarded_batch_is_decided_as_check_batch_decides_it() {
     // first's result (QG021), and every explorer step is a step of the lowered system.
     use ir::agent::{Privilege, WritePolicy};
     use ir::catalogue::{Effect, Store, Trust};
-    use ir::graph::EdgeKind;
     use ir::testkit::Builder;
     let mut r = closed_tool("fetch", Effect::Read);
     r.returns_untrusted = true;
@@ -948,7 +948,7 @@ fn a_guarded_batch_is_decided_as_check_batch_decides_it() {
         multi_tenant: false,
         persistent: true,
     });
-    let p = Builder::new()
+    let b = Builder::new()
         .agent("a", Privilege::Low, Some(1))
         .tool(r)
         .tool(w)
@@ -960,19 +960,16 @@ fn a_guarded_batch_is_decided_as_check_batch_decides_it() {
             Some(true),
             &["fetch", "save"],
         )
-        .batch()
-        .node("end", NodeKind::End, None, None, &[])
-        .edge("a_model", "a_tools", EdgeKind::Call)
-        .edge("a_tools", "a_model", EdgeKind::Return)
-        .edge("a_model", "end", EdgeKind::Reply)
-        .entry("a_model")
-        .settings(ir::agent::Settings {
+        .batch();
+    let p = model_tools_loop(
+        b,
+        ir::agent::Settings {
             step_limit: 5,
             session_steps: 1.into(),
             write_policy: WritePolicy::Declared,
             ..Default::default()
-        })
-        .build();
+        },
+    );
     let runs = random_runs(&p, 11, 3_000);
     let hit = runs
         .iter()
@@ -982,4 +979,16 @@ fn a_guarded_batch_is_decided_as_check_batch_decides_it() {
     let f = check_project(&p, &runs, 0, true);
     assert!(f.mismatches.is_empty(), "{}", f.mismatches[0].1.detail);
     assert!(f.depth_failures.is_empty(), "{}", f.depth_failures[0].2);
+}
+
+/// `a_model` ⇄ `a_tools` (call, return), `a_model` → `end` (reply), entered at the model.
+fn model_tools_loop(b: ir::testkit::Builder, settings: ir::agent::Settings) -> Project {
+    use ir::graph::EdgeKind;
+    b.node("end", NodeKind::End, None, None, &[])
+        .edge("a_model", "a_tools", EdgeKind::Call)
+        .edge("a_tools", "a_model", EdgeKind::Return)
+        .edge("a_model", "end", EdgeKind::Reply)
+        .entry("a_model")
+        .settings(settings)
+        .build()
 }
