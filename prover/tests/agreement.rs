@@ -167,26 +167,26 @@ fn witnesses_replay(seed: u64, tolerate: bool) -> Result<(), String> {
 }
 
 fn project_witnesses_replay(p: &ir::Project, seed: u64, tolerate: bool) -> Result<(), String> {
-    let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
-    let obls = obligations::reach::obligations(&p, &l);
+    let l = lower(p, p.settings.session_steps, p.settings.step_limit);
+    let obls = obligations::reach::obligations(p, &l);
     let depth = (p.settings.session_steps, p.settings.step_limit);
     let doc =
-        |o: &Obligation, w: &RawWitness| prover::report::witness_doc(&p, &l.ts, w, o, "bfs", depth);
+        |o: &Obligation, w: &RawWitness| prover::report::witness_doc(p, &l.ts, w, o, "bfs", depth);
     // The search keeps, per obligation, the first witness that replays (the engine's own
     // safety net, `bfs::run_accepting`); what is left below is a witness none of whose
     // alternatives replayed.
     let accept = |i: usize, w: &RawWitness| {
-        obls[i].inverted || replay(&p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
+        obls[i].inverted || replay(p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
     };
     let run = prover::bfs::run_accepting(&l.ts, &obls, prover::bfs::BfsBudget::default(), &accept);
     for (o, v) in obls.iter().zip(&run.verdicts) {
         if let (Verdict::Reachable(w), false) = (v, o.inverted) {
             let doc = doc(o, w);
-            let out = replay(&p, &doc);
+            let out = replay(p, &doc);
             // SPEC §3 Further pins: "a saturated count can always be undone once more". A witness
             // whose undo the concrete check refuses as spent where both counts saturated follows
             // the pinned reading.
-            let pinned = tolerate && pinned_saturated_undo(&p, &l, &doc, &out);
+            let pinned = tolerate && pinned_saturated_undo(p, &l, &doc, &out);
             // What one rollback's compensations observe of each other is over-approximated where
             // ARCHITECTURE.md Decisions says so (an `after` a compensation run first satisfies, a
             // normal undo that may have named an earlier turn's run, compensations that are

@@ -845,6 +845,13 @@ impl<'a> Explorer<'a> {
             let mut scratch = self.blank(s, ni, LabelKind::Execution);
             let mut call = self.build_call(s, t, agent, Via::Free, ch, &mut scratch, true);
             call.agent = Some(agent.to_string());
+            // An undo naming an entry the history does not hold yet names one no history of
+            // this run will hold: the batch's earlier calls fill that index differently here
+            // (only executions are appended) and in `check_batch` (every decided call is).
+            // Found by the 100,000-graph run.
+            if call.undoes == Some(s.history.entries.len()) {
+                call.undoes = Some(u32::MAX as usize);
+            }
             calls.push(call);
             choices.push(scratch.choices);
         }
