@@ -840,17 +840,22 @@ impl<'a> Explorer<'a> {
         let n = 1 + ch.pick(BATCH_MAX);
         let mut calls = vec![];
         let mut choices = vec![];
+        let mut named: Vec<usize> = vec![];
         for _ in 0..n {
             let t = listed[ch.pick(listed.len())];
             let mut scratch = self.blank(s, ni, LabelKind::Execution);
             let mut call = self.build_call(s, t, agent, Via::Free, ch, &mut scratch, true);
             call.agent = Some(agent.to_string());
-            // An undo naming an entry the history does not hold yet names one no history of
-            // this run will hold: the batch's earlier calls fill that index differently here
-            // (only executions are appended) and in `check_batch` (every decided call is).
-            // Found by the 100,000-graph run.
-            if call.undoes == Some(s.history.entries.len()) {
-                call.undoes = Some(u32::MAX as usize);
+            // An undo is offered for a run not yet undone (the module's reading); built before
+            // the batch runs, one naming no run yet, or the run an earlier call of the batch
+            // names, would be refused where the model could name another: it is made a plain
+            // call instead (the 100,000-graph run found both).
+            if let Some(i) = call.undoes {
+                if i >= s.history.entries.len() || named.contains(&i) {
+                    call.undoes = None;
+                    scratch.choices.undo = None;
+                }
+                named.extend(call.undoes);
             }
             calls.push(call);
             choices.push(scratch.choices);
@@ -890,6 +895,11 @@ impl<'a> Explorer<'a> {
             "check_batch decided call {} of a batch otherwise than the check on the history so far",
             call.tool
         );
+        // From here the explorer's own decision: its details (a rollback's history indices, a
+        // token's history head) are about the explorer's history, which appends only
+        // executions, where `check_batch`'s also records every decided call. Using the batch's
+        // rollback indices here misread which run a compensation undoes (the 100,000-graph run).
+        let d = alone;
         let first = record_decision(st, &d);
         match d.decision {
             Answer::Refuse => {
@@ -902,7 +912,7 @@ impl<'a> Explorer<'a> {
                 // here, where `check_batch` also records the batch's refused calls): the same
                 // decision, bound to the history this run goes on with.
                 s.batch.clear();
-                self.hold_for_person(s, call, &alone, agent, ni, st);
+                self.hold_for_person(s, call, &d, agent, ni, st);
                 return None;
             }
             Answer::Allow => {
