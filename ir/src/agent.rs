@@ -122,6 +122,10 @@ pub struct Settings {
     pub step_limit: u32,
     /// Turns the proof covers.
     pub session_steps: SessionSteps,
+    /// The host runs a model step's tool calls as one batch (parallel tool calls): every tools
+    /// node of the exported graph is marked `batch` (SPEC §3 Batches). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parallel_calls: bool,
 }
 
 /// How many turns a proof covers: a fixed number, or sessions of any length.
@@ -213,6 +217,7 @@ impl Default for Settings {
             memory_keeps_marks: true,
             step_limit: 60,
             session_steps: SessionSteps::Turns(1),
+            parallel_calls: false,
         }
     }
 }

@@ -72,6 +72,10 @@ pub struct GraphNode {
     /// For tools nodes: whether the tool check runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guarded: Option<bool>,
+    /// For tools nodes: whether one step runs a batch of calls (parallel tool calls, SPEC §3
+    /// Batches: LangGraph's ToolNode, the Agents SDK's tools); absent means one call per step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<bool>,
     /// For tools nodes: the tools it lists.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
@@ -149,10 +153,17 @@ impl GraphNode {
             kind: NodeKind::End,
             agent: None,
             guarded: None,
+            batch: None,
             tools: vec![],
             may_call: vec![],
             at,
         }
+    }
+
+    /// Whether the node is a tools node that runs a batch of calls in one step (SPEC §3
+    /// Batches).
+    pub fn is_batch(&self) -> bool {
+        self.kind == NodeKind::Tools && self.batch == Some(true)
     }
 }
 
@@ -241,6 +252,7 @@ pub fn export(af: &AgentFile) -> Graph {
             kind,
             agent: Some(name.clone()),
             guarded: None,
+            batch: None,
             tools: vec![],
             may_call: vec![],
             at: Some(at.clone()),
@@ -251,6 +263,8 @@ pub fn export(af: &AgentFile) -> Graph {
         }
         let mut tn = mk(&tools, NodeKind::Tools);
         tn.guarded = Some(true);
+        // `settings: parallel_calls: true` marks every tools node (SPEC §3 Batches).
+        tn.batch = af.settings.parallel_calls.then_some(true);
         tn.tools = a.tools.iter().map(|t| t.name.clone()).collect();
         nodes.push(tn);
         edges.push(edge(router.clone(), &tools, EdgeKind::Route, &at));

@@ -97,10 +97,19 @@ impl Builder {
             kind,
             agent: agent.map(str::to_string),
             guarded,
+            batch: None,
             tools,
             may_call,
             at: Some(Loc::new("t.yaml", self.nodes.len() as u32 + 1)),
         });
+        self
+    }
+
+    /// Marks the last node added as running a batch of calls per step (SPEC §3 Batches).
+    pub fn batch(mut self) -> Self {
+        if let Some(n) = self.nodes.last_mut() {
+            n.batch = Some(true);
+        }
         self
     }
 
@@ -872,6 +881,7 @@ pub fn family(seed: u64, size: SizeClass) -> Family {
         memory_keeps_marks: !drops_marks,
         step_limit,
         session_steps: turns.into(),
+        parallel_calls: false,
     };
     let entry = heads[0].clone();
     let mut project = b.settings(settings).entry(&entry).build();

@@ -196,7 +196,38 @@ const PARALLEL_LEVEL: usize = 256;
 
 /// Explores the system breadth-first to its depth and decides every obligation.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
-    search(ts, obligations, budget, Some(ts.depth), None).0
+    search(ts, obligations, budget, Bound::of(ts), None).0
+}
+
+/// How far a search goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bound {
+    /// To this many levels (commands): the system's depth, where every command counts a step.
+    Depth(u32),
+    /// To the last new state of a bounded system whose batches (SPEC §3 Batches) take
+    /// commands that count no step, so `depth` commands need not cover `depth` steps: the
+    /// state space is finite (the turn counter ends the session), so the search is complete.
+    Exhaustive,
+    /// A looping system to its fixpoint, with K (every state stored whole).
+    Fixpoint,
+}
+
+impl Bound {
+    /// The bound of a bounded search of `ts`.
+    fn of(ts: &TransitionSystem) -> Bound {
+        if ts.has_batches() {
+            Bound::Exhaustive
+        } else {
+            Bound::Depth(ts.depth)
+        }
+    }
+
+    fn levels(self) -> Option<u32> {
+        match self {
+            Bound::Depth(d) => Some(d),
+            Bound::Exhaustive | Bound::Fixpoint => None,
+        }
+    }
 }
 
 /// Whether a witness of obligation `i` (its index in the obligations searched) is kept.
@@ -218,7 +249,7 @@ pub fn run_accepting(
     budget: BfsBudget,
     accept: Accept<'_>,
 ) -> EngineRun {
-    search(ts, obligations, budget, Some(ts.depth), Some(accept)).0
+    search(ts, obligations, budget, Bound::of(ts), Some(accept)).0
 }
 
 /// Explores a looping system (sessions of any length, `lower` with `SessionSteps::Any`) to its
@@ -232,7 +263,7 @@ pub fn fixpoint(
     obligations: &[Obligation],
     budget: BfsBudget,
 ) -> (EngineRun, Option<u32>) {
-    search(ts, obligations, budget, None, None)
+    search(ts, obligations, budget, Bound::Fixpoint, None)
 }
 
 /// The first violation found of each obligation: the frontier state it was found at, the
@@ -296,18 +327,18 @@ impl Explored<'_> {
     }
 }
 
-/// The search behind [`run`] (to `max_depth` levels, stopping once every obligation is found)
-/// and [`fixpoint`] (`None`: to the last new state). The second result is K for a complete
-/// fixpoint search.
+/// The search behind [`run`] (to the depth's levels, or every state of a system with batches,
+/// stopping once every obligation is found) and [`fixpoint`] (to the last new state). The
+/// second result is K for a complete fixpoint search.
 fn search(
     ts: &TransitionSystem,
     obligations: &[Obligation],
     budget: BfsBudget,
-    max_depth: Option<u32>,
+    bound: Bound,
     accept: Option<Accept<'_>>,
 ) -> (EngineRun, Option<u32>) {
     let start = Instant::now();
-    let liveness = liveness_for(ts, obligations, &budget, max_depth);
+    let liveness = liveness_for(ts, obligations, &budget, bound);
     let system = Compiled::new(ts, obligations, liveness.as_ref());
     let mut x = Explored {
         store: Store::new(system.layout.words),
@@ -318,7 +349,7 @@ fn search(
     };
     x.store
         .push(&system.layout.pack(&ts.init), u32::MAX, u32::MAX, 0, 0);
-    let (level, level_start) = explore_levels(&system, &mut x, &budget, max_depth);
+    let (level, level_start) = explore_levels(&system, &mut x, &budget, bound);
     x.settle();
     let complete_depth = if level_start >= x.store.len() {
         ts.depth
@@ -326,7 +357,7 @@ fn search(
         level
     };
     // K: the most turns any state needs on its tree path (turns counted from 1).
-    let fixpoint_turns = (max_depth.is_none() && x.exhausted.is_none())
+    let fixpoint_turns = (bound == Bound::Fixpoint && x.exhausted.is_none())
         .then(|| x.store.turn.iter().map(|t| t + 1).max().unwrap_or(1));
     let verdicts = x
         .found
@@ -364,9 +395,9 @@ fn liveness_for(
     ts: &TransitionSystem,
     obligations: &[Obligation],
     budget: &BfsBudget,
-    max_depth: Option<u32>,
+    bound: Bound,
 ) -> Option<Liveness> {
-    (budget.drop_dead && max_depth.is_some()).then(|| {
+    (budget.drop_dead && bound != Bound::Fixpoint).then(|| {
         let mut extra: Vec<Vec<VarId>> = vec![vec![]; ts.commands.len()];
         for o in obligations {
             for (c, cond) in o.commands.iter().zip(&o.conds) {
@@ -384,8 +415,9 @@ fn explore_levels(
     system: &Compiled,
     x: &mut Explored<'_>,
     budget: &BfsBudget,
-    max_depth: Option<u32>,
+    bound: Bound,
 ) -> (u32, usize) {
+    let max_depth = bound.levels();
     let mut level_start = 0usize;
     let mut level = 0u32;
     let parallel = rayon::current_num_threads() > 1;
@@ -410,7 +442,7 @@ fn explore_levels(
         }
         level_start = level_end;
         level += 1;
-        if (x.all_found() && max_depth.is_some()) || x.exhausted.is_some() {
+        if (x.all_found() && bound != Bound::Fixpoint) || x.exhausted.is_some() {
             break;
         }
     }

@@ -238,16 +238,31 @@ fn write_header(out: &mut String, ts: &TransitionSystem, obls: &[Obligation]) {
         ts.commands.len(),
         obls.len()
     );
-    let _ = writeln!(
-        out,
-        " * Every run ends within {} steps. One option of the do loop per (command, choice valuation);",
-        ts.depth
-    );
+    if ts.has_batches() {
+        // A batch's calls (SPEC §3 Batches) count no step: runs have no length bound but the
+        // state space is finite, so pan's depth must exceed every shortest path, not the steps.
+        let _ = writeln!(
+            out,
+            " * Every run ends within {} steps; a batch's calls take commands that count no step, so -m is set high.",
+            ts.depth
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            " * Every run ends within {} steps. One option of the do loop per (command, choice valuation);",
+            ts.depth
+        );
+    }
     let _ = writeln!(
         out,
         " * each option is one d_step. Check: spin -o2 -a model.pml && gcc -O2 -DBFS -DNOREDUCE -DSAFETY"
     );
-    let _ = writeln!(out, " *   -o pan pan.c && ./pan -c0 -m{} */", ts.depth + 10);
+    let depth = if ts.has_batches() {
+        1_000_000
+    } else {
+        ts.depth + 10
+    };
+    let _ = writeln!(out, " *   -o pan pan.c && ./pan -c0 -m{depth} */");
     let _ = writeln!(out);
 }
 

@@ -184,6 +184,23 @@ fn for_any_length(v: Verdict) -> Verdict {
     }
 }
 
+/// With batches (SPEC §3 Batches) a run may take more commands than steps, and Z3 unrolls the
+/// system's depth in commands: its "no bad step within d" covers runs of d commands, not every
+/// run of d steps, so alone it proves nothing (the BFS searches every state and decides). Its
+/// proof for any length (a closed induction) and its witnesses stand.
+fn for_batches(v: Verdict) -> Verdict {
+    match v {
+        Verdict::Unreachable { depth } => Verdict::undecided(
+            StopReason::BatchesBounded,
+            format!(
+                "no bad step within {depth} commands, but a batch of calls may take more \
+                 commands than that within the depth's steps, and the BFS did not decide"
+            ),
+        ),
+        other => other,
+    }
+}
+
 /// Both engines' runs, and K from the BFS fixpoint under `any`.
 pub type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
 
@@ -388,6 +405,10 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             let bv = b.as_ref().map(|r| r.verdicts[i].clone());
             let mv = m.as_ref().map(|r| r.verdicts[i].clone());
             let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
+            let mv = match mv {
+                Some(v) if ts.has_batches() => Some(for_batches(v)),
+                other => other,
+            };
             let mut verdict = combine(bv.as_ref(), mv.as_ref());
             if o.session_steps == SessionSteps::Any {
                 verdict = for_any_length(verdict);

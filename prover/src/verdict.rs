@@ -141,6 +141,9 @@ pub enum StopReason {
     /// An internal error: a search's answer could not be checked against the whole system
     /// (a slice's witness that does not replay there), so it is not trusted.
     Internal,
+    /// A system with batches (SPEC §3 Batches): only Z3's answer to its depth in commands,
+    /// which does not cover every run of that many steps, and the BFS did not decide.
+    BatchesBounded,
 }
 
 impl StopReason {
@@ -155,6 +158,7 @@ impl StopReason {
             StopReason::NoEngine => "no engine",
             StopReason::NotProvedForAnyLength => "bounded only",
             StopReason::Internal => "internal error",
+            StopReason::BatchesBounded => "bounded only",
         }
     }
 }

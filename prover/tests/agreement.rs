@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{enabled, random_project, Rng};
+use common::{enabled, random_project, random_project_with, Rng, Shapes};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
@@ -112,7 +112,7 @@ proptest! {
 
     #[test]
     fn random_walks_replay_through_the_concrete_tool_check(seed in any::<u64>()) {
-        let mut p = random_project(seed);
+        let mut p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
         // Longer sessions than the engine tests use: walks are cheap.
         p.settings.step_limit = 3 + (seed % 5) as u32;
         p.settings.session_steps = (1 + (seed / 5 % 3) as u32).into();
@@ -156,31 +156,37 @@ fn witness_cases() -> u32 {
 /// Every reachable BFS witness of the random project `seed` replays as reproduced (or, with
 /// `tolerate`, falls in one of the two classes named below).
 fn bfs_witnesses_replay(seed: u64) -> Result<(), String> {
-    witnesses_replay(seed, true)
+    let p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
+    project_witnesses_replay(&p, seed, true)
 }
 
+/// [`project_witnesses_replay`] on the project of a seed drawn without batches (the pinned
+/// regression seeds).
 fn witnesses_replay(seed: u64, tolerate: bool) -> Result<(), String> {
-    let p = random_project(seed);
-    let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
-    let obls = obligations::reach::obligations(&p, &l);
+    project_witnesses_replay(&random_project(seed), seed, tolerate)
+}
+
+fn project_witnesses_replay(p: &ir::Project, seed: u64, tolerate: bool) -> Result<(), String> {
+    let l = lower(p, p.settings.session_steps, p.settings.step_limit);
+    let obls = obligations::reach::obligations(p, &l);
     let depth = (p.settings.session_steps, p.settings.step_limit);
     let doc =
-        |o: &Obligation, w: &RawWitness| prover::report::witness_doc(&p, &l.ts, w, o, "bfs", depth);
+        |o: &Obligation, w: &RawWitness| prover::report::witness_doc(p, &l.ts, w, o, "bfs", depth);
     // The search keeps, per obligation, the first witness that replays (the engine's own
     // safety net, `bfs::run_accepting`); what is left below is a witness none of whose
     // alternatives replayed.
     let accept = |i: usize, w: &RawWitness| {
-        obls[i].inverted || replay(&p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
+        obls[i].inverted || replay(p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
     };
     let run = prover::bfs::run_accepting(&l.ts, &obls, prover::bfs::BfsBudget::default(), &accept);
     for (o, v) in obls.iter().zip(&run.verdicts) {
         if let (Verdict::Reachable(w), false) = (v, o.inverted) {
             let doc = doc(o, w);
-            let out = replay(&p, &doc);
+            let out = replay(p, &doc);
             // SPEC §3 Further pins: "a saturated count can always be undone once more". A witness
             // whose undo the concrete check refuses as spent where both counts saturated follows
             // the pinned reading.
-            let pinned = tolerate && pinned_saturated_undo(&p, &l, &doc, &out);
+            let pinned = tolerate && pinned_saturated_undo(p, &l, &doc, &out);
             // What one rollback's compensations observe of each other is over-approximated where
             // ARCHITECTURE.md Decisions says so (an `after` a compensation run first satisfies, a
             // normal undo that may have named an earlier turn's run, compensations that are

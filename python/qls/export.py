@@ -327,6 +327,7 @@ def lower(lg: dict, *, model_nodes: Iterable[str], tools_nodes: dict[str, list[s
             node = {"id": nid, "kind": r["role"], "agent": r["agent"]}
             if r["role"] == "tools":
                 node["guarded"] = nid in guarded
+                node["batch"] = True  # a ToolNode runs a message's calls in one super-step
                 node["tools"] = r["tools"]
             nodes[nid] = node
     starts = resolve("__start__")
@@ -462,17 +463,17 @@ def export_agents(agent: Any, *, tools: dict | None = None) -> Export:
             (gated if approval is True else plain).append(t.name)
         if behind:
             tn = f"{name}:guarded_tools"
-            nodes.append({"id": tn, "kind": "tools", "agent": name, "guarded": True, "tools": behind})
+            nodes.append({"id": tn, "kind": "tools", "agent": name, "guarded": True, "batch": True, "tools": behind})
             edges += [{"from": name, "to": tn, "kind": "call"}, {"from": tn, "to": name, "kind": "return"}]
             guarded_tools += behind
         if plain:
             tn = f"{name}:tools"
-            nodes.append({"id": tn, "kind": "tools", "agent": name, "guarded": False, "tools": plain})
+            nodes.append({"id": tn, "kind": "tools", "agent": name, "guarded": False, "batch": True, "tools": plain})
             edges += [{"from": name, "to": tn, "kind": "call"}, {"from": tn, "to": name, "kind": "return"}]
         if gated:
             h, tn = f"{name}:approval", f"{name}:approved_tools"
             nodes.append({"id": h, "kind": "human", "agent": name})
-            nodes.append({"id": tn, "kind": "tools", "agent": name, "guarded": False, "tools": gated})
+            nodes.append({"id": tn, "kind": "tools", "agent": name, "guarded": False, "batch": True, "tools": gated})
             edges += [
                 {"from": name, "to": h, "kind": "call"},
                 {"from": h, "to": tn, "kind": "route"},

@@ -98,7 +98,7 @@ def test_the_app_exports_as_guarded_and_has_no_qg001(tmp_path):
     a = app([], desk, guard())
     export = qls.export_graph(a, model_nodes=["agent"])
     tools = [n for n in export.graph["nodes"] if n["kind"] == "tools"]
-    assert tools == [{"id": "tools", "kind": "tools", "agent": "agent", "guarded": True,
+    assert tools == [{"id": "tools", "kind": "tools", "agent": "agent", "guarded": True, "batch": True,
                       "tools": ["get_order", "read_inbox", "lookup_credit", "charge_card", "refund_card", "ship_order"]}]
     # The catalogue is the guard's: the undo and the order rule the check enforces are there.
     assert export.catalogue["tools"]["charge_card"]["undo"] == "refund_card"

@@ -21,7 +21,7 @@ CASES = [
 
 
 def shape(g: dict):
-    nodes = {(n["id"], n["kind"], n.get("agent"), tuple(n.get("tools", []))) for n in g["nodes"]}
+    nodes = {(n["id"], n["kind"], n.get("agent"), tuple(n.get("tools", [])), n.get("batch")) for n in g["nodes"]}
     edges = {(e["from"], e["to"], e["kind"]) for e in g["edges"]}
     return g["entry"], nodes, edges
 

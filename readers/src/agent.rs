@@ -30,6 +30,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "memory_keeps_marks",
     "step_limit",
     "session_steps",
+    "parallel_calls",
 ];
 
 /// Reads `agent.yaml` text. Cross-references to the catalogue are checked by [`crate::load`].
@@ -255,6 +256,9 @@ pub fn read_settings(file: &str, m: &Map<'_>) -> Result<Settings, InputError> {
     }
     if let Some(b) = m.opt_bool("memory_keeps_marks")? {
         s.memory_keeps_marks = b;
+    }
+    if let Some(b) = m.opt_bool("parallel_calls")? {
+        s.parallel_calls = b;
     }
     if let Some(n) = m.opt_u32("step_limit")? {
         if n == 0 {

@@ -92,7 +92,9 @@ fn read_node(
     declared: Option<&IndexMap<String, GraphAgent>>,
 ) -> Result<GraphNode, InputError> {
     let m = as_map(file, item, "a node")?;
-    m.check_keys(&["id", "kind", "agent", "guarded", "tools", "may_call", "at"])?;
+    m.check_keys(&[
+        "id", "kind", "agent", "guarded", "batch", "tools", "may_call", "at",
+    ])?;
     let line = line_of(item);
     let id = m.req_str("id")?;
     let kind_s = m.req_str("kind")?;
@@ -130,11 +132,19 @@ fn read_node(
             format!("tools node `{id}` must say `guarded: true` or `guarded: false`"),
         ));
     }
+    let batch = m.opt_bool("batch")?;
+    if batch.is_some() && kind != NodeKind::Tools {
+        return Err(m.error_at(
+            "batch",
+            format!("`batch` is said of tools nodes only, and `{id}` is a `{kind_s}` node"),
+        ));
+    }
     Ok(GraphNode {
         id,
         kind,
         agent,
         guarded,
+        batch,
         tools: m.names("tools")?,
         may_call: m.names("may_call")?,
         at: read_at(file, m.get("at"), line)?,
@@ -274,5 +284,43 @@ mod tests {
         assert!(g.edges.iter().any(|e| e.from == "desk_model"
             && e.to.as_deref() == Some("billing_router")
             && e.kind == EdgeKind::Handoff));
+    }
+
+    #[test]
+    fn parallel_calls_mark_every_tools_node_batch_and_round_trip() {
+        let text = "agents:\n  desk:\n    model: m\n    tools: [a]\n  billing:\n    tools: [b]\nsettings:\n  parallel_calls: true\n";
+        let af = crate::agent::read_agent_file("agent.yaml", text).unwrap();
+        let g = ir::graph::export(&af);
+        let tools: Vec<_> = g
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Tools)
+            .collect();
+        assert_eq!(tools.len(), 2);
+        assert!(tools.iter().all(|n| n.is_batch()));
+        assert!(g.to_json().contains("\"batch\": true"));
+        let mut back = read_graph("g.json", &g.to_json()).unwrap();
+        back.nodes.last_mut().unwrap().at = None;
+        assert_eq!(back, g);
+        // Without the setting no node says `batch`, and the graph's text is as before.
+        let plain =
+            crate::agent::read_agent_file("agent.yaml", &text.replace("true", "false")).unwrap();
+        let g = ir::graph::export(&plain);
+        assert!(g.nodes.iter().all(|n| n.batch.is_none()));
+        assert!(!g.to_json().contains("batch"));
+    }
+
+    #[test]
+    fn batch_on_a_node_that_is_not_a_tools_node_is_refused_at_its_line() {
+        let text = "{\"format\": \"qls-graph/1\", \"entry\": \"a\",\n \"agents\": {\"x\": {}},\n \"nodes\": [\n  {\"id\": \"a\", \"kind\": \"model\", \"agent\": \"x\",\n   \"batch\": true}],\n \"edges\": []}\n";
+        let e = read_graph("g.json", text).unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
+        assert!(e.message.contains("tools nodes only"), "{e}");
+        let ok = text.replace(
+            "\"model\", \"agent\": \"x\",\n   \"batch\": true",
+            "\"tools\", \"agent\": \"x\", \"guarded\": true,\n   \"batch\": true",
+        );
+        let g = read_graph("g.json", &ok).unwrap();
+        assert!(g.nodes[0].is_batch());
     }
 }

@@ -10,7 +10,8 @@
 //! - `__start__` is the entry (a synthetic custom node when it fans out, as a swarm's
 //!   active-agent router does); `__end__` is `end`.
 //! - A node whose `data.id` ends in `ToolNode`, or that `--tools-node` names, is an unguarded
-//!   tools node (a ToolNode runs its tools with no check). Its tools are, first, the ones
+//!   tools node (a ToolNode runs its tools with no check), marked `batch` (SPEC §3 Batches: it runs
+//!   every call of the model's message in one super-step). Its tools are, first, the ones
 //!   `--tools-node` lists, then `metadata.__tools` (LangGraph writes it for a ToolNode), else
 //!   every catalogue tool — the widest reading.
 //! - A node `--model-node` names is a model; every other node is `custom` (opaque, QG006).
@@ -660,6 +661,9 @@ fn lowered_nodes(raw: &RawGraph, ledges: &Ledges, file: &str) -> Draft {
                 kind,
                 agent: Some(n.agent.clone()),
                 guarded: (kind == NodeKind::Tools).then_some(false),
+                // A ToolNode runs every call of the model's message in one super-step (SPEC §3
+                // Batches); a node `--tools-node` names is read the same way, the wider reading.
+                batch: (kind == NodeKind::Tools).then_some(true),
                 tools: n.tools.clone(),
                 may_call: vec![],
                 at: Some(Loc::new(file, n.line)),
@@ -714,6 +718,7 @@ fn entry_node(
                 kind: NodeKind::Custom,
                 agent: Some(top_agent.to_string()),
                 guarded: None,
+                batch: None,
                 tools: vec![],
                 may_call: vec![],
                 at: Some(Loc::new(file, line)),
@@ -886,6 +891,7 @@ fn human(id: &str, agent: &str, file: &str, line: u32) -> GraphNode {
         kind: NodeKind::Human,
         agent: Some(agent.to_string()),
         guarded: None,
+        batch: None,
         tools: vec![],
         may_call: vec![],
         at: Some(Loc::new(file, line)),

@@ -124,6 +124,14 @@ fn swarm_hands_off_from_the_tools_node_and_interrupt_makes_a_human_node() {
         g.node("flight_assistant:tools").unwrap().agent.as_deref(),
         Some("flight_assistant")
     );
+    // A ToolNode runs every call of the model's message in one super-step (SPEC §3 Batches).
+    for n in g.nodes.iter().filter(|n| n.kind == NodeKind::Tools) {
+        assert!(n.is_batch(), "{} is not marked batch", n.id);
+    }
+    assert!(g
+        .nodes
+        .iter()
+        .all(|n| n.kind == NodeKind::Tools || n.batch.is_none()));
     assert_eq!(
         g.node("hotel_assistant:tools").unwrap().tools,
         vec![

@@ -594,6 +594,13 @@ impl<'a> Run<'a> {
                 ));
             }
         }
+        if l.batch && (!node.is_batch() || self.via_token || self.step == 0) {
+            // SPEC §3 Batches: only a tools node marked `batch`, reached free within the turn.
+            return Err(format!(
+                "the step is a call of a batch that goes on at '{}', which runs no batch there",
+                self.node
+            ));
+        }
         let agent = node.agent.clone().unwrap_or_default();
         if matches!(node.kind, NodeKind::Router | NodeKind::Model) {
             self.active = agent.clone();
@@ -956,6 +963,11 @@ impl<'a> Run<'a> {
     }
 
     fn advance(&mut self, st: &WitnessStep, w: &Witness) {
+        if st.label.batch {
+            // The batch's next call is made at the same node in the same step (SPEC §3
+            // Batches), on the history this call extended.
+            return;
+        }
         let ends = st.label.ends_turn || self.step + 1 >= w.step_limit;
         if !ends {
             self.step += 1;

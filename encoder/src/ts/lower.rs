@@ -16,6 +16,9 @@ use ir::vocab::{
 use ir::Project;
 use serde_json::Value;
 
+#[path = "batch.rs"]
+mod batch;
+
 /// How the run arrived at a tools node.
 pub const VIA_FREE: u32 = 0;
 /// From the router's tool step: every argument typed.
@@ -1484,10 +1487,19 @@ impl<'a> B<'a> {
         choices: Vec<ChoiceId>,
         label: Label,
     ) {
+        // At a batch node the call may also stay for the batch's next call (SPEC §3 Batches),
+        // declared after the node's ways on so that searches meet those first.
+        let stay = self
+            .is_batch_node(i)
+            .then(|| (guard.clone(), upd.clone(), choices.clone()));
+        let stay_label = label.clone();
         if edges.is_empty() || label.ends_turn {
             let mut l = label;
             l.ends_turn = true;
             self.finish(i, guard, upd, choices, l);
+            if let Some((g, u, c)) = stay {
+                self.batch_goes_on(i, &g, &u, &c, &stay_label);
+            }
             return;
         }
         for (ei, target) in edges {
@@ -1505,6 +1517,9 @@ impl<'a> B<'a> {
             let mut l = label;
             l.ends_turn = true;
             self.finish(i, and(vec![guard, spent]), upd, choices, l);
+        }
+        if let Some((g, u, c)) = stay {
+            self.batch_goes_on(i, &g, &u, &c, &stay_label);
         }
     }
 

@@ -207,6 +207,10 @@ pub struct Label {
     pub at: Option<Loc>,
     /// Source location of the edge.
     pub edge_at: Option<Loc>,
+    /// A call of a batch that goes on (SPEC §3 Batches): the run stays at the tools node for
+    /// the batch's next call, and the step is not counted (the batch's last call counts it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
 }
 
 impl Label {
@@ -227,6 +231,7 @@ impl Label {
             ends_turn: false,
             at,
             edge_at: None,
+            batch: false,
         }
     }
 }
@@ -293,6 +298,13 @@ impl TransitionSystem {
     /// A command by id.
     pub fn command(&self, c: CmdId) -> &Command {
         &self.commands[c.0 as usize]
+    }
+
+    /// Whether some command is a call of a batch that goes on (SPEC §3 Batches): then a run
+    /// may take more commands than `depth` counts steps, so a search bounded by `depth` commands
+    /// is not complete and the BFS searches every reachable state instead.
+    pub fn has_batches(&self) -> bool {
+        self.commands.iter().any(|c| c.label.batch)
     }
 
     /// Evaluates an integer expression concretely.

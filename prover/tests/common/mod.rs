@@ -44,6 +44,10 @@ pub struct Shapes {
     /// replay makes the `agent` of each router or model active and starts the next turn at that
     /// agent's router.
     pub derived_agents: bool,
+    /// Tools nodes marked `batch` (SPEC §3 Batches), drawn from a stream of their own. Off
+    /// where a test compares Z3's bounded answer with the BFS's (Z3 unrolls commands, and a
+    /// batch takes more commands than steps) or pins seeds drawn before batches existed.
+    pub batches: bool,
 }
 
 impl Shapes {
@@ -51,11 +55,18 @@ impl Shapes {
     pub const ALL: Shapes = Shapes {
         non_model_handoffs: true,
         derived_agents: true,
+        batches: true,
     };
     /// The shapes main's lowering and replay agree on.
     pub const AGREEING: Shapes = Shapes {
         non_model_handoffs: true,
         derived_agents: true,
+        batches: false,
+    };
+    /// The shapes main agrees on, with batches.
+    pub const AGREEING_WITH_BATCHES: Shapes = Shapes {
+        batches: true,
+        ..Shapes::AGREEING
     };
 }
 
@@ -296,6 +307,7 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
         memory_keeps_marks: r.coin(),
         step_limit,
         session_steps: session_steps.into(),
+        parallel_calls: false,
     };
     if r.below(6) == 0 && shapes.derived_agents {
         b = b.without_agents();
@@ -310,6 +322,9 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
         }
     }
     focus(seed, &mut p);
+    if shapes.batches {
+        batches(seed, &mut p);
+    }
     p
 }
 
@@ -324,6 +339,73 @@ fn focus(seed: u64, p: &mut Project) {
     match f.below(3) {
         0 => steered_write(&mut f, p),
         1 => repeated_compensable(&mut f, p),
+        _ => {}
+    }
+}
+
+/// SPEC §3 Batches, from a stream of its own (so a seed's other draws stay as they were): in
+/// about a third of the projects some tools nodes run a batch of calls per step, often with the
+/// shapes a batch changes the verdict of — a budget of one model step, a tight step limit, an
+/// `at_most`, an irreversible write beside a compensable one, and an untrusted read beside a
+/// write to a persistent store under `trust: external`.
+fn batches(seed: u64, p: &mut Project) {
+    let mut f = Rng(seed.rotate_left(41) ^ 0xBA7C_4E5B_BA7C_4E5B);
+    if f.below(3) != 0 {
+        return;
+    }
+    let mut any = false;
+    for n in p.graph.nodes.iter_mut() {
+        if n.kind == NodeKind::Tools && f.below(4) != 0 {
+            n.batch = Some(true);
+            any = true;
+        }
+    }
+    if !any {
+        return;
+    }
+    if f.coin() {
+        for a in p.graph.agents.values_mut() {
+            a.budget = Some(1);
+        }
+    }
+    if f.below(3) == 0 {
+        p.settings.step_limit = 3;
+    }
+    let names: Vec<String> = p.catalogue.tools.keys().cloned().collect();
+    match f.below(4) {
+        0 => {
+            if let Some(t) = p.catalogue.tools.get_mut(&names[0]) {
+                t.order.at_most = Some(1 + f.below(2) as u32);
+            }
+        }
+        1 if names.len() >= 2 => {
+            if let Some(t) = p.catalogue.tools.get_mut(&names[0]) {
+                t.effect = Effect::Write;
+                t.irreversible = true;
+                t.undo = None;
+            }
+            if let Some(t) = p.catalogue.tools.get_mut(&names[1]) {
+                t.effect = Effect::Write;
+                t.irreversible = false;
+                if names.len() >= 3 {
+                    t.undo = Some(names[2].clone());
+                }
+            }
+        }
+        2 if names.len() >= 2 => {
+            if let Some(t) = p.catalogue.tools.get_mut(&names[0]) {
+                t.returns_untrusted = true;
+            }
+            if let Some(t) = p.catalogue.tools.get_mut(&names[1]) {
+                t.effect = Effect::Write;
+                t.trust = Trust::External;
+                t.store = Some(Store {
+                    name: "notes".into(),
+                    multi_tenant: false,
+                    persistent: true,
+                });
+            }
+        }
         _ => {}
     }
 }

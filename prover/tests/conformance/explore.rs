@@ -17,7 +17,14 @@
 //! - an undo is offered for a write some node can run; it names the latest run of its write not yet undone, else the latest run (the check
 //!   then refuses `compensation_spent`), else an entry that does not exist;
 //! - only executions are appended to the history (as `replay` does), so a refusal keeps a held
-//!   call's token valid.
+//!   call's token valid;
+//! - at a tools node marked `batch` (SPEC §3 Batches) reached free after the turn's first
+//!   step, the model asks for 1 to [`BATCH_MAX`] calls at once, all built before any runs (as
+//!   a host reads them off one model message) and decided by the guard's
+//!   [`check_batch`](toolcheck::check_batch) as the host runs it; each call is then one
+//!   concrete step (the non-last ones stay at the node and count no step), and the explorer's
+//!   own check of each call on its own history must give the batch's decision. At an
+//!   unguarded batch node each run is followed by a choice: another call, or move on.
 
 use encoder::ts::{Label, LabelKind};
 use indexmap::IndexMap;
@@ -35,6 +42,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use toolcheck::call::{Call, Origin};
 use toolcheck::check::{check, AgentInfo};
 use toolcheck::history::{History, Key};
+
+/// The most calls one batch makes in a concrete run (the lowered system allows any number).
+pub const BATCH_MAX: usize = 4;
 
 /// Where each nondeterministic decision of a run comes from.
 pub trait Chooser {
@@ -235,6 +245,9 @@ struct Sim {
     model_steps: BTreeMap<String, u32>,
     /// This turn resumed at the node holding a call (its agent has no router).
     resumed: bool,
+    /// The rest of a batch the guard decided (SPEC §3 Batches): each call with the choices it
+    /// was built with and the decision `check_batch` gave it.
+    batch: std::collections::VecDeque<(Call, StepChoices, toolcheck::check::Decision)>,
 }
 
 /// One node's step being taken: the run's state, the chooser, the step's record, the node and
@@ -514,6 +527,7 @@ impl<'a> Explorer<'a> {
             exits: BTreeMap::new(),
             model_steps: BTreeMap::new(),
             resumed: false,
+            batch: Default::default(),
         }
     }
 
@@ -535,11 +549,15 @@ impl<'a> Explorer<'a> {
         let limit = self
             .turn_bound()
             .saturating_mul(self.p.settings.step_limit.max(1));
+        let mut counted = 0u32;
         while let Some(ni) = s.node {
-            if steps.len() as u32 >= limit {
+            if counted >= limit {
                 break;
             }
-            steps.push(self.step(&mut s, ni, ch));
+            let st = self.step(&mut s, ni, ch);
+            // A batch's calls that stay at the node count no step (SPEC §3 Batches).
+            counted += u32::from(!st.label.batch);
+            steps.push(st);
         }
         ConcreteRun { steps }
     }
@@ -751,12 +769,28 @@ impl<'a> Explorer<'a> {
         let (s, ch, st, ni, agent) = (&mut *c.s, &mut *c.ch, &mut *c.st, c.ni, c.agent.as_str());
         let guarded = self.p.graph.nodes[ni].guarded == Some(true);
         let via = std::mem::replace(&mut s.via, Via::Free);
+        // SPEC §3 Batches: a batch starts where the run arrives free within the turn.
+        let batch_here = self.p.graph.nodes[ni].is_batch() && via == Via::Free && s.step > 0;
+        if guarded && batch_here {
+            if s.batch.is_empty() {
+                self.decide_batch(s, ni, agent, ch);
+            }
+            if let Some(next) = s.batch.pop_front() {
+                return self.batch_call(s, ni, agent, next, ch, st);
+            }
+        }
         let (t, token) = self.tool_of_step(s, ni, via, guarded, ch, st)?;
         st.label.tool = Some(t.name.clone());
         if !guarded {
             st.label.kind = LabelKind::Execution;
             let call = self.build_call(s, t, agent, via, ch, st, false);
             self.execute(s, t, &call, agent, Ran::Unchecked, st);
+            if batch_here && ch.pick(2) == 1 {
+                // The batch goes on: the next call at the same node, in the same step.
+                st.label.batch = true;
+                st.label.to = Some(self.p.graph.nodes[ni].id.clone());
+                return Some(ni);
+            }
             return self.move_on(s, ni, ch, st, true);
         }
         st.label.checked = true;
@@ -767,10 +801,7 @@ impl<'a> Explorer<'a> {
         call.agent = Some(agent.to_string());
         let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
         let d = check(&ctx, &s.history, &call);
-        st.label.reasons = d.reasons.clone();
-        let first = d.reasons.first().copied();
-        st.choices.invalid =
-            Some(first.map(Reason::class) == Some(ir::vocab::RefusalClass::InvalidArguments));
+        let first = record_decision(st, &d);
         match d.decision {
             Answer::Refuse => {
                 st.label.kind = LabelKind::Decision;
@@ -791,6 +822,112 @@ impl<'a> Explorer<'a> {
                 self.move_on(s, ni, ch, st, true)
             }
         }
+    }
+
+    /// A model step's batch at a guarded node (SPEC §2 "A batch", §3 Batches): 1 to
+    /// [`BATCH_MAX`] calls of tools the node lists, each built on the state before the batch
+    /// (as a host builds them from one model message), decided together by `check_batch`; the
+    /// calls up to a confirm are queued (those after it are not run).
+    fn decide_batch(&self, s: &mut Sim, ni: usize, agent: &str, ch: &mut dyn Chooser) {
+        let listed: Vec<&Tool> = self.p.graph.nodes[ni]
+            .tools
+            .iter()
+            .filter_map(|t| self.p.catalogue.get(t))
+            .collect();
+        if listed.is_empty() {
+            return;
+        }
+        let n = 1 + ch.pick(BATCH_MAX);
+        let mut calls = vec![];
+        let mut choices = vec![];
+        let mut named: Vec<usize> = vec![];
+        for _ in 0..n {
+            let t = listed[ch.pick(listed.len())];
+            let mut scratch = self.blank(s, ni, LabelKind::Execution);
+            let mut call = self.build_call(s, t, agent, Via::Free, ch, &mut scratch, true);
+            call.agent = Some(agent.to_string());
+            // An undo is offered for a run not yet undone (the module's reading); built before
+            // the batch runs, one naming no run yet, or the run an earlier call of the batch
+            // names, would be refused where the model could name another: it is made a plain
+            // call instead (the 100,000-graph run found both).
+            if let Some(i) = call.undoes {
+                if i >= s.history.entries.len() || named.contains(&i) {
+                    call.undoes = None;
+                    scratch.choices.undo = None;
+                }
+                named.extend(call.undoes);
+            }
+            calls.push(call);
+            choices.push(scratch.choices);
+        }
+        let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
+        let b = toolcheck::check_batch(&ctx, &s.history, &calls);
+        for ((call, c), o) in calls.into_iter().zip(choices).zip(b.outcomes) {
+            match o {
+                toolcheck::Outcome::Decided(d) => s.batch.push_back((call, c, d)),
+                toolcheck::Outcome::NotRun { .. } => break,
+            }
+        }
+    }
+
+    /// One call of a batch `check_batch` decided, as one concrete step: the explorer's own
+    /// check on its history must agree with the batch's decision (the host's batch is the
+    /// sequence of single calls SPEC §2 says it is); then the decision's effects, and either
+    /// the batch's next call at this node (no step counted) or the node's way on.
+    fn batch_call(
+        &self,
+        s: &mut Sim,
+        ni: usize,
+        agent: &str,
+        (call, choices, d): (Call, StepChoices, toolcheck::check::Decision),
+        ch: &mut dyn Chooser,
+        st: &mut ConcreteStep,
+    ) -> Option<usize> {
+        let t = self.p.catalogue.get(&call.tool)?;
+        st.label.tool = Some(t.name.clone());
+        st.label.checked = true;
+        st.choices = choices;
+        let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
+        let alone = check(&ctx, &s.history, &call);
+        assert_eq!(
+            (alone.decision, &alone.reasons),
+            (d.decision, &d.reasons),
+            "check_batch decided call {} of a batch otherwise than the check on the history so far",
+            call.tool
+        );
+        // From here the explorer's own decision: its details (a rollback's history indices, a
+        // token's history head) are about the explorer's history, which appends only
+        // executions, where `check_batch`'s also records every decided call. Using the batch's
+        // rollback indices here misread which run a compensation undoes (the 100,000-graph run).
+        let d = alone;
+        let first = record_decision(st, &d);
+        match d.decision {
+            Answer::Refuse => {
+                st.label.kind = LabelKind::Decision;
+                st.label.decision = Some(Answer::Refuse);
+                self.roll_back(s, &d, agent, st);
+            }
+            Answer::Confirm => {
+                // The token binds the explorer's history head (only executions are appended
+                // here, where `check_batch` also records the batch's refused calls): the same
+                // decision, bound to the history this run goes on with.
+                s.batch.clear();
+                self.hold_for_person(s, call, &d, agent, ni, st);
+                return None;
+            }
+            Answer::Allow => {
+                st.label.kind = LabelKind::Execution;
+                st.label.decision = Some(Answer::Allow);
+                st.label.as_undo = first == Some(Reason::Compensation);
+                self.execute(s, t, &call, agent, Ran::Allowed(first), st);
+            }
+        }
+        if !s.batch.is_empty() {
+            st.label.batch = true;
+            st.label.to = Some(self.p.graph.nodes[ni].id.clone());
+            return Some(ni);
+        }
+        self.move_on(s, ni, ch, st, true)
     }
 
     /// Which tool a tools node's step calls (SPEC §3 Steps): the held call when the run came
@@ -1225,6 +1362,13 @@ impl<'a> Explorer<'a> {
         st: &mut ConcreteStep,
     ) {
         let limit = self.p.settings.step_limit.max(1);
+        if st.label.batch {
+            // A batch's call that stays: same node, same step, the batch's next call follows.
+            s.node = next;
+            st.after = self.tracked(s);
+            return;
+        }
+        s.batch.clear();
         let ends = st.label.ends_turn || next.is_none() || s.step + 1 >= limit;
         if !ends {
             s.step += 1;
@@ -1265,7 +1409,12 @@ impl<'a> Explorer<'a> {
                 }
             }
         }
-        st.after = Tracked {
+        st.after = self.tracked(s);
+    }
+
+    /// What the conformance test compares after a step.
+    fn tracked(&self, s: &Sim) -> Tracked {
+        Tracked {
             node: s.node.map(|i| self.p.graph.nodes[i].id.clone()),
             turn: s.turn,
             step: s.step,
@@ -1277,8 +1426,18 @@ impl<'a> Explorer<'a> {
             prov: s.prov.clone(),
             approved: s.approved,
             active: s.active.clone(),
-        };
+        }
     }
+}
+
+/// The check's reasons on a step, and whether it refused the arguments; returns the first
+/// reason.
+fn record_decision(st: &mut ConcreteStep, d: &toolcheck::check::Decision) -> Option<Reason> {
+    st.label.reasons = d.reasons.clone();
+    let first = d.reasons.first().copied();
+    st.choices.invalid =
+        Some(first.map(Reason::class) == Some(ir::vocab::RefusalClass::InvalidArguments));
+    first
 }
 
 /// `n` seeded random runs of a project.

@@ -181,6 +181,9 @@ impl<'a> Matcher<'a> {
         if c.to != st.label.to {
             return Some("to");
         }
+        if c.batch != st.label.batch {
+            return Some("batch");
+        }
         None
     }
 
@@ -469,6 +472,8 @@ struct Found {
     steps: usize,
     runs: usize,
     violations: usize,
+    /// Steps that are a batch's call staying at its node (SPEC §3 Batches).
+    batch_steps: usize,
 }
 
 /// Checks one random graph: `walks` random runs (plus every run when the graph is tiny), each
@@ -497,6 +502,7 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
     for run in runs {
         f.runs += 1;
         f.steps += run.steps.len();
+        f.batch_steps += run.steps.iter().filter(|s| s.label.batch).count();
         fell_out.push(match m.match_run(run) {
             Ok(()) => None,
             Err((i, mm)) => {
@@ -532,9 +538,16 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
         bfs::run(&rts, &robls, bfs::BfsBudget::default()).verdicts,
     )];
     if with_bmc {
+        // With batches a run takes more commands than steps: Z3 unrolls as deep as the
+        // longest concrete run, so "no deeper than the concrete run" is asked of it too.
+        let mut bts = rts.clone();
+        if bts.has_batches() {
+            let longest = runs.iter().map(|r| r.steps.len() as u32).max().unwrap_or(0);
+            bts.depth = bts.depth.max(longest);
+        }
         engines.push((
             "bmc",
-            bmc::run(&rts, &robls, bmc::BmcBudget::default()).verdicts,
+            bmc::run(&bts, &robls, bmc::BmcBudget::default()).verdicts,
         ));
     }
     for (id, (d, ri)) in shallowest {
@@ -595,17 +608,23 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 /// Runs the whole loop and prints every distinct mismatch with its first seed and an example.
-fn conformance_loop(graphs: u64, first: u64, walks: usize, bmc_every: u64) -> (usize, usize) {
+fn conformance_loop(
+    graphs: u64,
+    first: u64,
+    walks: usize,
+    bmc_every: u64,
+) -> (usize, usize, usize) {
     let t0 = Instant::now();
     let mut sigs: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
     let mut depth: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
-    let (mut steps, mut runs, mut viol) = (0, 0, 0);
+    let (mut steps, mut runs, mut viol, mut batch) = (0, 0, 0, 0);
     for k in 0..graphs {
         let seed = first.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let f = check_graph(seed, walks, k % bmc_every == 0);
         steps += f.steps;
         runs += f.runs;
         viol += f.violations;
+        batch += f.batch_steps;
         for (s, mm) in f.mismatches {
             let e = sigs.entry(mm.signature).or_insert((0, s, mm.detail));
             e.0 += 1;
@@ -616,7 +635,7 @@ fn conformance_loop(graphs: u64, first: u64, walks: usize, bmc_every: u64) -> (u
         }
     }
     eprintln!(
-        "conformance: {graphs} graphs, {runs} runs, {steps} steps, {viol} concrete violations, {:.1}s",
+        "conformance: {graphs} graphs, {runs} runs, {steps} steps ({batch} a batch's call that stays), {viol} concrete violations, {:.1}s",
         t0.elapsed().as_secs_f64()
     );
     for (sig, (n, seed, detail)) in &sigs {
@@ -628,6 +647,7 @@ fn conformance_loop(graphs: u64, first: u64, walks: usize, bmc_every: u64) -> (u
     (
         sigs.values().map(|v| v.0).sum(),
         depth.values().map(|v| v.0).sum(),
+        batch,
     )
 }
 
@@ -635,17 +655,21 @@ fn conformance_loop(graphs: u64, first: u64, walks: usize, bmc_every: u64) -> (u
 fn every_concrete_run_is_a_run_of_the_lowered_system() {
     let graphs = env_u64("QLS_CONFORMANCE_GRAPHS", 2000);
     let first = env_u64("QLS_CONFORMANCE_SEED", 1);
-    let (mm, dd) = conformance_loop(graphs, first, 150, 5);
+    let (mm, dd, batch) = conformance_loop(graphs, first, 150, 5);
     assert!(
         mm == 0 && dd == 0,
         "{mm} runs the lowered system cannot follow and {dd} concrete violations the engines miss (details above)"
+    );
+    assert!(
+        graphs < 100 || batch > 0,
+        "no run made a batch of two or more calls: the batch shapes went untested"
     );
 }
 
 #[test]
 #[ignore = "the long local run: 100,000 graphs"]
 fn conformance_on_100000_graphs() {
-    let (mm, dd) = conformance_loop(100_000, env_u64("QLS_CONFORMANCE_SEED", 7), 20, 100);
+    let (mm, dd, _) = conformance_loop(100_000, env_u64("QLS_CONFORMANCE_SEED", 7), 20, 100);
     assert!(mm == 0 && dd == 0, "{mm} mismatches, {dd} engine misses");
 }
 
@@ -862,4 +886,109 @@ fn a_tainted_undo_is_refused_under_taint_policy_refuse() {
         ran, 0,
         "{ran} of {presented} undos ran with external content in the agent's context under taint_policy: refuse"
     );
+}
+
+#[test]
+fn a_batch_decided_by_check_batch_breaks_at_most_on_its_third_call() {
+    // SPEC §3 Batches: under `budget: 1` one model step reaches the tools node, and a batch of
+    // three calls of a tool with `at_most: 2` runs its third call unchecked (QG014). The
+    // explorer's batches are decided by `check_batch`; the engines must find it no deeper.
+    use ir::agent::Privilege;
+    use ir::catalogue::Effect;
+    use ir::testkit::Builder;
+    let t = Builder::ordered(closed_tool("lookup", Effect::Read), &[], &[], Some(2));
+    for batch in [true, false] {
+        let b = Builder::new()
+            .agent("a", Privilege::Low, Some(1))
+            .tool(t.clone())
+            .node("a_model", NodeKind::Model, Some("a"), None, &[])
+            .node(
+                "a_tools",
+                NodeKind::Tools,
+                Some("a"),
+                Some(false),
+                &["lookup"],
+            );
+        let b = if batch { b.batch() } else { b };
+        let p = model_tools_loop(
+            b,
+            ir::agent::Settings {
+                step_limit: 6,
+                session_steps: 1.into(),
+                ..Default::default()
+            },
+        );
+        let runs = random_runs(&p, 3, 2_000);
+        let hit = runs
+            .iter()
+            .flat_map(|r| &r.steps)
+            .any(|s| s.violations.iter().any(|v| v == "QG014:lookup"));
+        assert_eq!(hit, batch, "batch {batch}: QG014 {hit}");
+        let f = check_project(&p, &runs, 0, true);
+        assert!(f.mismatches.is_empty(), "{}", f.mismatches[0].1.detail);
+        assert!(f.depth_failures.is_empty(), "{}", f.depth_failures[0].2);
+        assert_eq!(f.batch_steps > 0, batch);
+    }
+}
+
+#[test]
+fn a_guarded_batch_is_decided_as_check_batch_decides_it() {
+    // An untrusted read and a write to a persistent store under `trust: external` in one
+    // batch at a guarded node, `write_policy: declared`: the batch's second call sees the
+    // first's result (QG021), and every explorer step is a step of the lowered system.
+    use ir::agent::{Privilege, WritePolicy};
+    use ir::catalogue::{Effect, Store, Trust};
+    use ir::testkit::Builder;
+    let mut r = closed_tool("fetch", Effect::Read);
+    r.returns_untrusted = true;
+    let mut w = closed_tool("save", Effect::Write);
+    w.trust = Trust::External;
+    w.store = Some(Store {
+        name: "notes".into(),
+        multi_tenant: false,
+        persistent: true,
+    });
+    let b = Builder::new()
+        .agent("a", Privilege::Low, Some(1))
+        .tool(r)
+        .tool(w)
+        .node("a_model", NodeKind::Model, Some("a"), None, &[])
+        .node(
+            "a_tools",
+            NodeKind::Tools,
+            Some("a"),
+            Some(true),
+            &["fetch", "save"],
+        )
+        .batch();
+    let p = model_tools_loop(
+        b,
+        ir::agent::Settings {
+            step_limit: 5,
+            session_steps: 1.into(),
+            write_policy: WritePolicy::Declared,
+            ..Default::default()
+        },
+    );
+    let runs = random_runs(&p, 11, 3_000);
+    let hit = runs
+        .iter()
+        .flat_map(|r| &r.steps)
+        .any(|s| s.violations.iter().any(|v| v == "QG021:save"));
+    assert!(hit, "no batch read the page and then saved the note");
+    let f = check_project(&p, &runs, 0, true);
+    assert!(f.mismatches.is_empty(), "{}", f.mismatches[0].1.detail);
+    assert!(f.depth_failures.is_empty(), "{}", f.depth_failures[0].2);
+}
+
+/// `a_model` ⇄ `a_tools` (call, return), `a_model` → `end` (reply), entered at the model.
+fn model_tools_loop(b: ir::testkit::Builder, settings: ir::agent::Settings) -> Project {
+    use ir::graph::EdgeKind;
+    b.node("end", NodeKind::End, None, None, &[])
+        .edge("a_model", "a_tools", EdgeKind::Call)
+        .edge("a_tools", "a_model", EdgeKind::Return)
+        .edge("a_model", "end", EdgeKind::Reply)
+        .entry("a_model")
+        .settings(settings)
+        .build()
 }
