@@ -24,6 +24,7 @@ pub mod print;
 pub mod progress;
 pub mod promela;
 pub mod proof;
+pub mod refine;
 pub mod report;
 pub mod session;
 pub mod triage;
