@@ -25,7 +25,7 @@ use ir::Project;
 use replay::replay::{replay, ReplayOutcome};
 use replay::stepper::{StepKeys, Stepper};
 use sha2::{Digest, Sha256};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// What the refinement found for one obligation.
@@ -113,6 +113,12 @@ pub fn refine(
     // readings of the undos): the obligation is then not unreachable.
     let mut unreplayed = false;
     let looping = false;
+    let mut ahead = Ahead {
+        ts,
+        ob,
+        memo: HashMap::new(),
+        on_path: HashSet::new(),
+    };
     for _level in 0..ts.depth {
         let mut next = vec![];
         for (ni, s, run) in &frontier {
@@ -144,6 +150,11 @@ pub fn refine(
                             unreplayed = true;
                         }
                         let after = ts.apply(c, s, &raw.choices);
+                        // A state from which the system itself violates nothing any more has no
+                        // concrete run that does (every concrete run is a run of the system).
+                        if !ahead.may_violate(&after) {
+                            continue;
+                        }
                         if !seen.insert(digest(&after, &taken.after)) {
                             continue;
                         }
@@ -184,6 +195,53 @@ pub fn refine(
         };
     }
     Refined::Unreachable { states: seen.len() }
+}
+
+/// Whether the system can still violate the obligation from a state, memoised per state: the
+/// pruning that keeps the search along the concrete runtime to the part of the system that
+/// matters. Exact where it answers no (every path from the state was searched); a state met
+/// again on the path being searched (a loop, which a bounded system does not have) or past
+/// [`AHEAD_STATES`] is answered yes, which prunes nothing.
+struct Ahead<'a> {
+    ts: &'a TransitionSystem,
+    ob: &'a Obligation,
+    memo: HashMap<Vec<u32>, bool>,
+    on_path: HashSet<Vec<u32>>,
+}
+
+/// How many system states [`Ahead`] decides at most (then it answers yes).
+const AHEAD_STATES: usize = 100_000;
+
+impl Ahead<'_> {
+    fn may_violate(&mut self, s: &[u32]) -> bool {
+        if let Some(&b) = self.memo.get(s) {
+            return b;
+        }
+        if self.memo.len() >= AHEAD_STATES || !self.on_path.insert(s.to_vec()) {
+            return true;
+        }
+        let ts = self.ts;
+        let node = s[ts.node_var.0 as usize] as usize;
+        let mut found = false;
+        'cmds: for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+            let c = ts.command(cid);
+            let mut options = vec![];
+            crate::bfs::for_each_choice(ts, c, |ch, _| {
+                if ts.eval_bool(&c.guard, s, ch) {
+                    options.push(ch.to_vec());
+                }
+            });
+            for ch in options {
+                if violates(ts, self.ob, cid, s, &ch) || self.may_violate(&ts.apply(c, s, &ch)) {
+                    found = true;
+                    break 'cmds;
+                }
+            }
+        }
+        self.on_path.remove(s);
+        self.memo.insert(s.to_vec(), found);
+        found
+    }
 }
 
 /// Whether command `cid`, taken with `choices` in state `s`, violates the obligation.

@@ -733,8 +733,7 @@ pub fn witness_step(
         })
         .collect();
     let after = ts.apply(c, &st.state, &st.choices);
-    let mut state: indexmap::IndexMap<String, String> =
-        ts.show_state(&after).into_iter().collect();
+    let mut state: indexmap::IndexMap<String, String> = ts.show_state(&after).into_iter().collect();
     if looping {
         // The looping system has no turn counter; the replayed session has one: the
         // turn after the step, counted on the path.

@@ -10,8 +10,8 @@ use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
 use proptest::prelude::*;
-use prover::verdict::{RawStep, RawWitness, Verdict};
 use prover::refine::{refine, Refined};
+use prover::verdict::{RawStep, RawWitness, Verdict};
 use replay::replay::{replay, replay_steps, ReplayOutcome};
 
 fn random_walk(ts: &TransitionSystem, r: &mut Rng) -> RawWitness {
@@ -201,7 +201,10 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
             Refined::Reproduced(w2) => {
                 let again = replay(p, &doc(o, &w2));
                 if again != ReplayOutcome::Reproduced {
-                    return Err(format!("seed {seed} {}: the refined witness does not replay: {again:?}", o.id));
+                    return Err(format!(
+                        "seed {seed} {}: the refined witness does not replay: {again:?}",
+                        o.id
+                    ));
                 }
             }
             Refined::Unreachable { .. } => {}

@@ -299,12 +299,34 @@ impl Run<'_> {
 
     /// Everything a later step of the concrete run can read (the history, marks, provenance,
     /// the held call, the turn's bits, where the run is), as one comparable text: two runs with
-    /// equal fingerprints go on alike. The last refusal's rollback and the last call are left
-    /// out (only the step that made them reads them).
+    /// equal fingerprints go on alike. Left out: the last refusal's rollback and the last call
+    /// (only the step that made them reads them), and what no later decision reads of a history
+    /// entry — the argument origins (step 10 reads the call's own), and the MACs and tokens,
+    /// which are only ever compared with others made from the same history, so two histories
+    /// alike in everything else decide alike.
     pub(crate) fn fingerprint(&self) -> String {
+        let entries: Vec<String> = self
+            .history
+            .entries
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}|{:?}|{}|{:?}|{}|{}|{:?}|{:?}|{}|{:?}",
+                    e.tool,
+                    e.agent,
+                    Value::Object(e.args.clone()),
+                    e.decision,
+                    e.ran,
+                    e.result,
+                    e.marks,
+                    e.undoes,
+                    e.token.is_some(),
+                    e.turn
+                )
+            })
+            .collect();
         format!(
-            "{:?}|{:?}|{}|{}|{}|{}|{:?}|{:?}|{:?}|{}|{:?}|{}|{}|{}",
-            self.history.entries,
+            "{entries:?}|{:?}|{}|{}|{}|{}|{:?}|{:?}|{:?}|{}|{:?}|{}|{}|{}",
             self.confirmed_runs,
             self.node,
             self.turn,
@@ -312,7 +334,7 @@ impl Run<'_> {
             self.active,
             self.marks,
             self.prov,
-            self.held,
+            self.held.as_ref().map(|(c, _, n)| (c, n)),
             self.approved,
             self.edge_uses,
             self.wrote_any,
