@@ -122,62 +122,53 @@ pub fn refine(
     for _level in 0..ts.depth {
         let mut next = vec![];
         for (ni, s, run) in &frontier {
-            let node = s[ts.node_var.0 as usize] as usize;
             let turn = nodes[*ni].next_turn;
-            for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+            for (cid, ch) in enabled(ts, s) {
                 let c = ts.command(cid);
-                let mut options = vec![];
-                crate::bfs::for_each_choice(ts, c, |ch, _| {
-                    if ts.eval_bool(&c.guard, s, ch) {
-                        options.push(ch.to_vec());
+                let raw = RawStep {
+                    state: s.clone(),
+                    cmd: cid,
+                    choices: ch,
+                };
+                let hit = violates(ts, ob, cid, s, &raw.choices);
+                let st = crate::report::witness_step(ts, &raw, turn, looping);
+                for taken in run.take(&st, hit) {
+                    if taken.violates {
+                        let w = path(&nodes, *ni, raw.clone());
+                        let doc = crate::report::witness_doc(p, ts, &w, ob, "bfs", depth);
+                        if replay(p, &doc) == ReplayOutcome::Reproduced {
+                            return Refined::Reproduced(w);
+                        }
+                        unreplayed = true;
                     }
-                });
-                for ch in options {
-                    let raw = RawStep {
-                        state: s.clone(),
-                        cmd: cid,
-                        choices: ch,
-                    };
-                    let hit = violates(ts, ob, cid, s, &raw.choices);
-                    let st = crate::report::witness_step(ts, &raw, turn, looping);
-                    for taken in run.take(&st, hit) {
-                        if taken.violates {
-                            let w = path(&nodes, *ni, raw.clone());
-                            let doc = crate::report::witness_doc(p, ts, &w, ob, "bfs", depth);
-                            if replay(p, &doc) == ReplayOutcome::Reproduced {
-                                return Refined::Reproduced(w);
-                            }
-                            unreplayed = true;
-                        }
-                        let after = ts.apply(c, s, &raw.choices);
-                        // A state from which the system itself violates nothing any more has no
-                        // concrete run that does (every concrete run is a run of the system).
-                        if !ahead.may_violate(&after) {
-                            continue;
-                        }
-                        if !seen.insert(digest(&after, &taken.after)) {
-                            continue;
-                        }
-                        if seen.len() > budget.max_states
-                            || budget.deadline.is_some_and(|d| Instant::now() > d)
-                        {
-                            return Refined::GaveUp {
-                                states: seen.len(),
-                                why: format!(
-                                    "refinement stopped after {} states of the search along the \
-                                     concrete runtime (its budget); a smaller `step_limit` or \
-                                     `session_steps` lets it finish",
-                                    seen.len()
-                                ),
-                            };
-                        }
-                        let starts_turn = after[ts.step_var.0 as usize] == 0;
-                        nodes.push(Node {
-                            from: Some((*ni, raw.clone())),
-                            next_turn: turn + starts_turn as u32,
-                        });
-                        next.push((nodes.len() - 1, after, taken.after));
+                    let after = ts.apply(c, s, &raw.choices);
+                    // A state from which the system itself violates nothing any more has no
+                    // concrete run that does (every concrete run is a run of the system).
+                    if !ahead.may_violate(&after) {
+                        continue;
                     }
+                    if !seen.insert(digest(&after, &taken.after)) {
+                        continue;
+                    }
+                    if seen.len() > budget.max_states
+                        || budget.deadline.is_some_and(|d| Instant::now() > d)
+                    {
+                        return Refined::GaveUp {
+                            states: seen.len(),
+                            why: format!(
+                                "refinement stopped after {} states of the search along the \
+                                 concrete runtime (its budget); a smaller `step_limit` or \
+                                 `session_steps` lets it finish",
+                                seen.len()
+                            ),
+                        };
+                    }
+                    let starts_turn = after[ts.step_var.0 as usize] == 0;
+                    nodes.push(Node {
+                        from: Some((*ni, raw.clone())),
+                        next_turn: turn + starts_turn as u32,
+                    });
+                    next.push((nodes.len() - 1, after, taken.after));
                 }
             }
         }
@@ -221,27 +212,34 @@ impl Ahead<'_> {
             return true;
         }
         let ts = self.ts;
-        let node = s[ts.node_var.0 as usize] as usize;
         let mut found = false;
-        'cmds: for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+        for (cid, ch) in enabled(ts, s) {
             let c = ts.command(cid);
-            let mut options = vec![];
-            crate::bfs::for_each_choice(ts, c, |ch, _| {
-                if ts.eval_bool(&c.guard, s, ch) {
-                    options.push(ch.to_vec());
-                }
-            });
-            for ch in options {
-                if violates(ts, self.ob, cid, s, &ch) || self.may_violate(&ts.apply(c, s, &ch)) {
-                    found = true;
-                    break 'cmds;
-                }
+            if violates(ts, self.ob, cid, s, &ch) || self.may_violate(&ts.apply(c, s, &ch)) {
+                found = true;
+                break;
             }
         }
         self.on_path.remove(s);
         self.memo.insert(s.to_vec(), found);
         found
     }
+}
+
+/// Every command enabled in state `s`, with each valuation of its choices its guard allows (in
+/// the BFS's order).
+fn enabled(ts: &TransitionSystem, s: &[u32]) -> Vec<(CmdId, Vec<u32>)> {
+    let node = s[ts.node_var.0 as usize] as usize;
+    let mut out = vec![];
+    for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+        let c = ts.command(cid);
+        crate::bfs::for_each_choice(ts, c, |ch, _| {
+            if ts.eval_bool(&c.guard, s, ch) {
+                out.push((cid, ch.to_vec()));
+            }
+        });
+    }
+    out
 }
 
 /// Whether command `cid`, taken with `choices` in state `s`, violates the obligation.
