@@ -26,6 +26,7 @@ pub mod print;
 pub mod progress;
 pub mod promela;
 pub mod proof;
+pub mod refine;
 pub mod repair;
 pub mod report;
 pub mod session;

@@ -3,7 +3,7 @@
 //! into QG003. **Engines never print**; this module returns data.
 
 use crate::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
-use crate::{bfs, bmc, induction};
+use crate::{bfs, bmc, induction, refine};
 use encoder::ts::lower::lower;
 use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
@@ -108,6 +108,10 @@ pub struct Outcome {
     pub disagreement: bool,
     /// Reachable only with two or more turns, and not in one (QG003).
     pub multi_turn: bool,
+    /// Where the engines' witness did not replay: what the search along the concrete runtime
+    /// found (`refine`): a witness that replays (now the verdict's), no concrete violation
+    /// (the verdict is then unreachable), or that it gave up (the verdict stays reachable).
+    pub refined: Option<refine::Refined>,
 }
 
 /// The proof of a project.
@@ -420,9 +424,11 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
                 verdict,
                 disagreement,
                 multi_turn: false,
+                refined: None,
             }
         })
         .collect();
+    refine_unreplayed(p, o, &ts, &mut outcomes, deadline);
     if o.session_steps != SessionSteps::Turns(1) {
         mark_multi_turn(p, o, &ts, &mut outcomes, deadline);
     }
@@ -433,6 +439,46 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         bmc: m,
         fixpoint_turns,
         not_run: None,
+    }
+}
+
+/// **No reachable finding without a witness that replays**: each reachable obligation whose
+/// witness does not replay on the concrete runtime is searched again along it
+/// (`refine::refine`), and takes what that search found: a witness that replays, unreachable
+/// (every violation the engines saw is one of the system's over-approximations, none a concrete
+/// run), or — when the search gave up — its first witness, with the reason kept for QG312.
+fn refine_unreplayed(
+    p: &Project,
+    o: &Options,
+    ts: &TransitionSystem,
+    outcomes: &mut [Outcome],
+    deadline: Instant,
+) {
+    let depth = (o.session_steps, o.step_limit);
+    for x in outcomes.iter_mut() {
+        let Verdict::Reachable(w) = &x.verdict else {
+            continue;
+        };
+        if x.obligation.inverted {
+            continue;
+        }
+        let doc = crate::report::witness_doc(p, ts, w, &x.obligation, "bfs", depth);
+        if replay::replay::replay(p, &doc) == replay::replay::ReplayOutcome::Reproduced {
+            continue;
+        }
+        let budget = refine::RefineBudget {
+            deadline: Some(deadline),
+            ..Default::default()
+        };
+        let r = refine::refine(p, ts, &x.obligation, depth, budget);
+        match &r {
+            refine::Refined::Reproduced(w) => x.verdict = Verdict::Reachable(w.clone()),
+            refine::Refined::Unreachable { .. } => {
+                x.verdict = Verdict::Unreachable { depth: ts.depth }
+            }
+            refine::Refined::GaveUp { .. } => {}
+        }
+        x.refined = Some(r);
     }
 }
 
@@ -447,6 +493,7 @@ fn not_run(ts: TransitionSystem, obls: &[Obligation], why: String) -> Proof {
             verdict: Verdict::undecided(StopReason::NotRun, why.clone()),
             disagreement: false,
             multi_turn: false,
+            refined: None,
         })
         .collect();
     Proof {

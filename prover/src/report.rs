@@ -7,7 +7,7 @@
 
 use crate::proof::{Engines, Proof};
 use crate::triage::Baseline;
-use crate::verdict::{RawWitness, StopReason, Verdict};
+use crate::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::suppress::Date;
@@ -550,7 +550,11 @@ fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Fi
         let out = replay::replay::replay(p, doc);
         if out != ReplayOutcome::Reproduced {
             let q = obligations::catalog::QG312.rule();
-            let message = cross_check::qg312_not_replayed(&ob.id, &out.text());
+            let gave_up = match &proof.outcomes[oi].refined {
+                Some(crate::refine::Refined::GaveUp { why, .. }) => Some(why.as_str()),
+                _ => None,
+            };
+            let message = cross_check::qg312_not_replayed(&ob.id, &out.text(), gave_up);
             let mut extra = Finding::new(q, ob.id.clone(), f.at.clone(), message);
             extra.engines = f.engines.clone();
             unreproduced.push(extra);
@@ -705,6 +709,47 @@ fn engines_sentence(proof: &Proof) -> String {
     s
 }
 
+/// One step of a witness as `qls-witness/1` writes it: the command's label, the choices it
+/// reads, and the state after it (`turn` is the step's turn counted on its path; on a `looping`
+/// system, which has no turn counter, the recorded turn is that count).
+pub fn witness_step(
+    ts: &TransitionSystem,
+    st: &RawStep,
+    turn: u32,
+    looping: bool,
+) -> replay::witness::WitnessStep {
+    let c = ts.command(st.cmd);
+    let choices = c
+        .choices
+        .iter()
+        .map(|ch| {
+            (
+                ts.choices[ch.0 as usize].name.clone(),
+                ts.choices[ch.0 as usize].show(st.choices[ch.0 as usize]),
+            )
+        })
+        .collect();
+    let after = ts.apply(c, &st.state, &st.choices);
+    let mut state: indexmap::IndexMap<String, String> = ts.show_state(&after).into_iter().collect();
+    if looping {
+        // The looping system has no turn counter; the replayed session has one: the
+        // turn after the step, counted on the path.
+        let ended = after[ts.step_var.0 as usize] == 0;
+        let name = &ts.vars[ts.turn_var.0 as usize].name;
+        if let Some(v) = state.get_mut(name) {
+            *v = (turn + ended as u32).to_string();
+        }
+    }
+    replay::witness::WitnessStep {
+        turn,
+        step: st.state[ts.step_var.0 as usize],
+        node: c.label.node.clone(),
+        label: c.label.clone(),
+        choices,
+        state,
+    }
+}
+
 /// Dresses a raw witness as `qls-witness/1`: per step the node, label, the choices the command
 /// read (by name, with their values) and the state after the step.
 pub fn witness_doc(
@@ -715,46 +760,14 @@ pub fn witness_doc(
     engine: &str,
     depth: (SessionSteps, u32),
 ) -> replay::witness::Witness {
-    use replay::witness::{Witness, WitnessStep, FORMAT};
+    use replay::witness::{Witness, FORMAT};
     let looping = depth.0 == SessionSteps::Any;
     let turns = raw.turn_of_steps(ts);
     let steps = raw
         .steps
         .iter()
         .zip(&turns)
-        .map(|(st, turn)| {
-            let c = ts.command(st.cmd);
-            let choices = c
-                .choices
-                .iter()
-                .map(|ch| {
-                    (
-                        ts.choices[ch.0 as usize].name.clone(),
-                        ts.choices[ch.0 as usize].show(st.choices[ch.0 as usize]),
-                    )
-                })
-                .collect();
-            let after = ts.apply(c, &st.state, &st.choices);
-            let mut state: indexmap::IndexMap<String, String> =
-                ts.show_state(&after).into_iter().collect();
-            if looping {
-                // The looping system has no turn counter; the replayed session has one: the
-                // turn after the step, counted on the path.
-                let ended = after[ts.step_var.0 as usize] == 0;
-                let name = &ts.vars[ts.turn_var.0 as usize].name;
-                if let Some(v) = state.get_mut(name) {
-                    *v = (turn + ended as u32).to_string();
-                }
-            }
-            WitnessStep {
-                turn: *turn,
-                step: st.state[ts.step_var.0 as usize],
-                node: c.label.node.clone(),
-                label: c.label.clone(),
-                choices,
-                state,
-            }
-        })
+        .map(|(st, turn)| witness_step(ts, st, *turn, looping))
         .collect();
     // A witness of a session of any length is replayed as a bounded session of the turns it
     // spans, one more when its last step ends a turn (so that turn's end starts the next turn,

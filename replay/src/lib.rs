@@ -8,4 +8,5 @@
 #![warn(missing_docs)]
 
 pub mod replay;
+pub mod stepper;
 pub mod witness;

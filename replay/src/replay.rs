@@ -75,7 +75,7 @@ struct RollbackRun {
 }
 
 #[derive(Clone, Debug, Default)]
-struct Before {
+pub(crate) struct Before {
     /// The last step's run was confirmed (read after it ran).
     confirmed: bool,
     marks: BTreeSet<Mark>,
@@ -86,7 +86,7 @@ struct Before {
 
 /// What the witness's choice and state names stand for, as the lowered system declares them:
 /// replay reads a name's meaning from the system, never from the name's shape.
-struct Keys {
+pub(crate) struct Keys {
     choices: BTreeMap<String, ChoiceKey>,
     vars: BTreeMap<String, VarKey>,
 }
@@ -94,7 +94,7 @@ struct Keys {
 impl Keys {
     /// The keys of the system the witness was found in (its names do not depend on the
     /// session's length, which only sizes the `turn` variable).
-    fn of(p: &Project, w: &Witness) -> Keys {
+    pub(crate) fn of(p: &Project, w: &Witness) -> Keys {
         let l = encoder::ts::lower::lower(
             p,
             ir::agent::SessionSteps::Turns(w.session_steps.max(1)),
@@ -164,14 +164,15 @@ fn chosen_as<V: ChoiceValue>(st: &WitnessStep, key: &ChoiceKey) -> Option<V> {
     chosen(st, key).and_then(V::from_name)
 }
 
-struct Run<'a> {
+#[derive(Clone)]
+pub(crate) struct Run<'a> {
     p: &'a Project,
     keys: &'a Keys,
     /// Which run each undo of the witness names, by its place among the runs it may name (0,
     /// the default reading, when absent): the witness does not say, so replay tries each.
-    picks: Vec<usize>,
+    pub(crate) picks: Vec<usize>,
     /// How many runs each undo so far could name (the next reading to try).
-    undo_options: std::cell::RefCell<Vec<usize>>,
+    pub(crate) undo_options: std::cell::RefCell<Vec<usize>>,
     key: Key,
     agents: IndexMap<String, AgentInfo>,
     history: History,
@@ -251,7 +252,7 @@ pub fn replay_steps(p: &Project, w: &Witness) -> ReplayOutcome {
 }
 
 /// How many readings of the runs a witness's undos name replay tries before it gives up.
-const UNDO_READINGS: usize = 64;
+pub(crate) const UNDO_READINGS: usize = 64;
 
 /// Replays the witness under each reading of which run its undos name (the witness records
 /// only which write an undo undoes; the model's call names the run), the default reading first:
@@ -314,38 +315,91 @@ fn replay_once(
 
 impl Run<'_> {
     fn play(&mut self, w: &Witness, want_violation: bool) -> ReplayOutcome {
-        let run = self;
-        let mut before = Before::default();
         for (i, st) in w.steps.iter().enumerate() {
-            if i + 1 == w.steps.len() {
-                before = run.snapshot(st);
-            }
-            if let Err(why) = run.step(st, w) {
-                return ReplayOutcome::NotReproduced { step: i + 1, why };
-            }
-            if i + 1 == w.steps.len() {
-                before.confirmed = run.confirmed_runs.last().copied().unwrap_or(false);
-            }
-            if let Err(why) = run.compare_state(st) {
-                return ReplayOutcome::NotReproduced { step: i + 1, why };
+            let last = i + 1 == w.steps.len();
+            match self.take(st, w, last && want_violation) {
+                Err(why) => return ReplayOutcome::NotReproduced { step: i + 1, why },
+                Ok(Some(Err(why))) => {
+                    return ReplayOutcome::NotReproduced {
+                        step: w.steps.len(),
+                        why,
+                    }
+                }
+                Ok(_) => {}
             }
         }
-        if !want_violation {
-            return ReplayOutcome::Reproduced;
-        }
-        match w.steps.last() {
-            None => ReplayOutcome::NotReproduced {
+        if want_violation && w.steps.is_empty() {
+            return ReplayOutcome::NotReproduced {
                 step: 0,
                 why: "the witness has no steps".into(),
-            },
-            Some(last) => match run.violates(&w.rule, &w.subject, last, &before) {
-                Ok(()) => ReplayOutcome::Reproduced,
-                Err(why) => ReplayOutcome::NotReproduced {
-                    step: w.steps.len(),
-                    why,
-                },
-            },
+            };
         }
+        ReplayOutcome::Reproduced
+    }
+
+    /// One step of a witness as [`Run::play`] takes it: the step, then the state the witness
+    /// records after it compared with the concrete one (`Err`: where it diverged). With
+    /// `violation`, also whether the step violates the witness's rule on its subject on the
+    /// concrete run (`Some`), judged on the state just before it.
+    pub(crate) fn take(
+        &mut self,
+        st: &WitnessStep,
+        w: &Witness,
+        violation: bool,
+    ) -> Result<Option<Result<(), String>>, String> {
+        let mut before = violation.then(|| self.snapshot(st));
+        self.step(st, w)?;
+        if let Some(b) = before.as_mut() {
+            b.confirmed = self.confirmed_runs.last().copied().unwrap_or(false);
+        }
+        self.compare_state(st)?;
+        Ok(before.map(|b| self.violates(&w.rule, &w.subject, st, &b)))
+    }
+
+    /// Everything a later step of the concrete run can read (the history, marks, provenance,
+    /// the held call, the turn's bits, where the run is), as one comparable text: two runs with
+    /// equal fingerprints go on alike. Left out: the last refusal's rollback and the last call
+    /// (only the step that made them reads them), and what no later decision reads of a history
+    /// entry — the argument origins (step 10 reads the call's own), and the MACs and tokens,
+    /// which are only ever compared with others made from the same history, so two histories
+    /// alike in everything else decide alike.
+    pub(crate) fn fingerprint(&self) -> String {
+        let entries: Vec<String> = self
+            .history
+            .entries
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}|{:?}|{}|{:?}|{}|{}|{:?}|{:?}|{}|{:?}",
+                    e.tool,
+                    e.agent,
+                    Value::Object(e.args.clone()),
+                    e.decision,
+                    e.ran,
+                    e.result,
+                    e.marks,
+                    e.undoes,
+                    e.token.is_some(),
+                    e.turn
+                )
+            })
+            .collect();
+        format!(
+            "{entries:?}|{:?}|{}|{}|{}|{}|{:?}|{:?}|{:?}|{}|{:?}|{}|{}|{}",
+            self.confirmed_runs,
+            self.node,
+            self.turn,
+            self.step,
+            self.active,
+            self.marks,
+            self.prov,
+            self.held.as_ref().map(|(c, _, n)| (c, n)),
+            self.approved,
+            self.edge_uses,
+            self.wrote_any,
+            self.wrote_irrev,
+            self.via_token,
+        )
     }
 }
 
@@ -473,7 +527,7 @@ pub fn result_stub(t: &Tool) -> Value {
 }
 
 impl<'a> Run<'a> {
-    fn new(p: &'a Project, keys: &'a Keys, picks: Vec<usize>) -> Run<'a> {
+    pub(crate) fn new(p: &'a Project, keys: &'a Keys, picks: Vec<usize>) -> Run<'a> {
         let agents = p
             .graph
             .agents
@@ -523,7 +577,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn snapshot(&self, st: &WitnessStep) -> Before {
+    pub(crate) fn snapshot(&self, st: &WitnessStep) -> Before {
         let agent = st.label.agent.clone().unwrap_or_default();
         Before {
             confirmed: false,
@@ -551,7 +605,7 @@ impl<'a> Run<'a> {
         self.p.graph.privilege(a)
     }
 
-    fn step(&mut self, st: &WitnessStep, w: &Witness) -> Result<(), String> {
+    pub(crate) fn step(&mut self, st: &WitnessStep, w: &Witness) -> Result<(), String> {
         let l = &st.label;
         if st.node != self.node || l.node != self.node {
             return Err(format!(
@@ -1022,7 +1076,7 @@ impl<'a> Run<'a> {
     }
 
     /// The recorded state after the step must be the concrete one, for what replay tracks.
-    fn compare_state(&self, st: &WitnessStep) -> Result<(), String> {
+    pub(crate) fn compare_state(&self, st: &WitnessStep) -> Result<(), String> {
         let flag = |set: Option<&BTreeSet<Mark>>, m: &Mark| {
             if set.is_some_and(|s| s.contains(m)) {
                 "1"
@@ -1059,7 +1113,7 @@ impl<'a> Run<'a> {
     }
 
     /// Checks the rule's violation on the concrete run's last step.
-    fn violates(
+    pub(crate) fn violates(
         &self,
         rule: &str,
         subject: &str,

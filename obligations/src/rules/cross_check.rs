@@ -26,15 +26,24 @@ pub fn qg312_engines_disagree(obligation: &str, bfs: &str, bmc: &str) -> String 
     format!("the engines disagree on {obligation}: BFS says {bfs}, BMC says {bmc}")
 }
 
-/// QG312's message when an obligation's witness does not reproduce on the concrete runtime
-/// (the BFS already looked for one that does, `bfs::run_accepting`): what the user can do about
-/// a finding that may be a false alarm.
-pub fn qg312_not_replayed(obligation: &str, why: &str) -> String {
+/// QG312's message when an obligation's witness does not reproduce on the concrete runtime and
+/// the search for one that does (the prover's refinement along the concrete runtime) did not
+/// settle it: `refinement` says why (it gave up, and how to let it finish), or is `None` when it
+/// did not run (sessions of any length). What the user can do about a finding that may be a
+/// false alarm.
+pub fn qg312_not_replayed(obligation: &str, why: &str, refinement: Option<&str>) -> String {
+    let searched = match refinement {
+        Some(r) => format!(
+            "the search along the concrete runtime for a witness that does replay gave up ({r})"
+        ),
+        None => "no search along the concrete runtime ran for it".to_string(),
+    };
     format!(
-        "the witness of {obligation} does not replay on the concrete runtime ({why}), and the \
-         search found no other witness of it that does: {obligation} may be a false alarm of \
-         an over-approximation qls documents (a compensable write's run and undo counts \
-         saturate at 2), or qls has an encoding bug. Keep the witness (--keep DIR), run \
-         `qls replay` on it to see where the concrete run differs, and report the inputs"
+        "the witness of {obligation} does not replay on the concrete runtime ({why}), and \
+         {searched}: {obligation} may be a false alarm of an over-approximation qls documents \
+         (a compensable write's run and undo counts saturate at 2; the order of one rollback's \
+         compensations), or qls has an encoding bug. Let the search finish (a smaller \
+         step_limit or session_steps, a longer --timeout), or keep the witness (--keep DIR), \
+         run `qls replay` on it to see where the concrete run differs, and report the inputs"
     )
 }

@@ -48,6 +48,10 @@ pub struct Shapes {
     /// where a test compares Z3's bounded answer with the BFS's (Z3 unrolls commands, and a
     /// batch takes more commands than steps) or pins seeds drawn before batches existed.
     pub batches: bool,
+    /// One more order rule drawn on a repeated compensable write's compensation (`after` the
+    /// write or another tool, `not_after` the write). Off in [`Shapes::BEFORE_COMPENSATION_ORDER`],
+    /// the generator the regression seeds of `prover/tests/agreement.rs` were found with.
+    pub compensation_order: bool,
 }
 
 impl Shapes {
@@ -56,17 +60,26 @@ impl Shapes {
         non_model_handoffs: true,
         derived_agents: true,
         batches: true,
+        compensation_order: true,
     };
     /// The shapes main's lowering and replay agree on.
     pub const AGREEING: Shapes = Shapes {
         non_model_handoffs: true,
         derived_agents: true,
         batches: false,
+        compensation_order: true,
     };
     /// The shapes main agrees on, with batches.
     pub const AGREEING_WITH_BATCHES: Shapes = Shapes {
         batches: true,
         ..Shapes::AGREEING
+    };
+    /// Every shape, drawn as before `compensation_order` (and batches) were (so a seed found
+    /// then gives the same graph).
+    pub const BEFORE_COMPENSATION_ORDER: Shapes = Shapes {
+        compensation_order: false,
+        batches: false,
+        ..Shapes::ALL
     };
 }
 
@@ -321,7 +334,7 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
             }
         }
     }
-    focus(seed, &mut p);
+    focus(seed, &mut p, shapes);
     if shapes.batches {
         batches(seed, &mut p);
     }
@@ -332,13 +345,13 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
 /// other draws of a seed stay as they were): a steered high-privilege write under every `trust`
 /// (a low agent that reads untrusted content, a high one that writes), and a compensable write
 /// that can run once, twice or three times in a turn before a refusal rolls it back, its
-/// compensation with an order rule, a persistent store, untrusted or confidential results, or an
-/// irreversible write, under `trust: external`.
-fn focus(seed: u64, p: &mut Project) {
+/// compensation with an order rule (`at_most`, `after`, `not_after`), a persistent store,
+/// untrusted or confidential results, or an irreversible write, under `trust: external`.
+fn focus(seed: u64, p: &mut Project, shapes: Shapes) {
     let mut f = Rng(seed.rotate_left(29) ^ 0xF0C5_F0C5_F0C5_F0C5);
     match f.below(3) {
         0 => steered_write(&mut f, p),
-        1 => repeated_compensable(&mut f, p),
+        1 => repeated_compensable(&mut f, p, shapes),
         _ => {}
     }
 }
@@ -443,7 +456,7 @@ fn steered_write(f: &mut Rng, p: &mut Project) {
     }
 }
 
-fn repeated_compensable(f: &mut Rng, p: &mut Project) {
+fn repeated_compensable(f: &mut Rng, p: &mut Project, shapes: Shapes) {
     let (Some(_), Some(_)) = (p.catalogue.tools.get("t0"), p.catalogue.tools.get("t1")) else {
         return;
     };
@@ -477,6 +490,25 @@ fn repeated_compensable(f: &mut Rng, p: &mut Project) {
     }
     // Room for the write to run up to three times before the refusal.
     p.settings.step_limit = p.settings.step_limit.max(5 + f.below(4) as u32);
+    // One more order rule on the compensation, half of the time (drawn last, so the draws
+    // above stay as they were): `after` the write it undoes or another tool, or `not_after` the
+    // write.
+    if !shapes.compensation_order {
+        return;
+    }
+    let other = if p.catalogue.tools.contains_key("t2") {
+        "t2"
+    } else {
+        "t0"
+    };
+    if let Some(u) = p.catalogue.tools.get_mut("t1") {
+        match f.below(6) {
+            0 => u.order.after = vec!["t0".into()],
+            1 => u.order.after = vec![other.into()],
+            2 => u.order.not_after.push("t0".into()),
+            _ => {}
+        }
+    }
 }
 
 fn random_literal(r: &mut Rng) -> Literal {

@@ -474,6 +474,8 @@ struct Found {
     violations: usize,
     /// Steps that are a batch's call staying at its node (SPEC §3 Batches).
     batch_steps: usize,
+    /// Concretely violated obligations whose BFS witness did not replay (refined).
+    refined: usize,
 }
 
 /// Checks one random graph: `walks` random runs (plus every run when the graph is tiny), each
@@ -562,6 +564,7 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
             ));
             continue;
         };
+        refined_witness_replays(p, &rts, &robls[oi], &engines[0].1[oi], d, seed, &mut f);
         for (name, vs) in &engines {
             let ok = match &vs[oi] {
                 Verdict::Reachable(w) => w.depth() <= d,
@@ -600,6 +603,42 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
     f
 }
 
+/// Refinement against the independent explorer: where the BFS's witness of an obligation a
+/// concrete run violates at depth `d` does not replay, the search along the concrete runtime
+/// (`prover::refine`) must find one that does, no deeper than `d` (it is complete within the
+/// bounds, and breadth-first); "unreachable" there would hide a real violation.
+fn refined_witness_replays(
+    p: &Project,
+    ts: &encoder::ts::TransitionSystem,
+    ob: &encoder::ts::Obligation,
+    v: &Verdict,
+    d: u32,
+    seed: u64,
+    f: &mut Found,
+) {
+    let Verdict::Reachable(w) = v else { return };
+    let depth = (p.settings.session_steps, p.settings.step_limit);
+    let doc = prover::report::witness_doc(p, ts, w, ob, "bfs", depth);
+    if replay::replay::replay(p, &doc) == replay::replay::ReplayOutcome::Reproduced {
+        return;
+    }
+    f.refined += 1;
+    let r = prover::refine::refine(p, ts, ob, depth, Default::default());
+    let ok = matches!(&r, prover::refine::Refined::Reproduced(w2) if w2.depth() <= d);
+    if !ok {
+        let rule = ob.id.split(':').next().unwrap_or("");
+        f.depth_failures.push((
+            seed,
+            format!("{rule} refinement misses a concrete violation"),
+            format!(
+                "{}: a concrete run violates it at depth {d}, the BFS witness does not replay, \
+                 and refinement answers {r:?}",
+                ob.id
+            ),
+        ));
+    }
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -617,7 +656,7 @@ fn conformance_loop(
     let t0 = Instant::now();
     let mut sigs: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
     let mut depth: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
-    let (mut steps, mut runs, mut viol, mut batch) = (0, 0, 0, 0);
+    let (mut steps, mut runs, mut viol, mut batch, mut refined) = (0, 0, 0, 0, 0);
     for k in 0..graphs {
         let seed = first.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let f = check_graph(seed, walks, k % bmc_every == 0);
@@ -625,6 +664,7 @@ fn conformance_loop(
         runs += f.runs;
         viol += f.violations;
         batch += f.batch_steps;
+        refined += f.refined;
         for (s, mm) in f.mismatches {
             let e = sigs.entry(mm.signature).or_insert((0, s, mm.detail));
             e.0 += 1;
@@ -635,7 +675,7 @@ fn conformance_loop(
         }
     }
     eprintln!(
-        "conformance: {graphs} graphs, {runs} runs, {steps} steps ({batch} a batch's call that stays), {viol} concrete violations, {:.1}s",
+        "conformance: {graphs} graphs, {runs} runs, {steps} steps ({batch} a batch's call that stays), {viol} concrete violations, {refined} refined, {:.1}s",
         t0.elapsed().as_secs_f64()
     );
     for (sig, (n, seed, detail)) in &sigs {
