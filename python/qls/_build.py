@@ -171,20 +171,24 @@ class Builder:
                 self.catalogue[s.name] = s.entry
             if s.name not in self.agents[agent]["tools"]:
                 self.agents[agent]["tools"].append(s.name)
+        # Every tools node is a batch (SPEC §3 Batches): ADK and AutoGen run all the function
+        # calls of one model response together, and CrewAI's native tool calling may too; a
+        # batch allows one call as well, so marking it only adds runs (never hides one).
         if behind:
-            tn = self.node(self.unique(f"{owner}:guarded_tools"), "tools", agent, guarded=True,
+            tn = self.node(self.unique(f"{owner}:guarded_tools"), "tools", agent, guarded=True, batch=True,
                            tools=[s.name for s in behind])
             self.edge(owner, tn)
             self.edge(tn, owner)
             self.guards += [s.guard for s in behind]
             self.guarded_tools += [s.name for s in behind]
         if plain:
-            tn = self.node(self.unique(f"{owner}:tools"), "tools", agent, guarded=False, tools=[s.name for s in plain])
+            tn = self.node(self.unique(f"{owner}:tools"), "tools", agent, guarded=False, batch=True,
+                           tools=[s.name for s in plain])
             self.edge(owner, tn)
             self.edge(tn, owner)
         if gated:
             h = self.node(self.unique(f"{owner}:approval"), "human", agent)
-            tn = self.node(self.unique(f"{owner}:approved_tools"), "tools", agent, guarded=False,
+            tn = self.node(self.unique(f"{owner}:approved_tools"), "tools", agent, guarded=False, batch=True,
                            tools=[s.name for s in gated])
             self.edge(owner, h, "call")
             self.edge(h, tn, "route")
