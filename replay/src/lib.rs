@@ -9,4 +9,5 @@
 
 pub mod replay;
 pub mod stepper;
+pub mod stubs;
 pub mod witness;
