@@ -44,6 +44,7 @@ WAIT_SECONDS = 600.0
 class _Step:
     """One model answer's calls and what became of each, in the model's order."""
 
+    key: tuple[str, ...]
     calls: list[Call]
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     done: list[threading.Event] = field(default_factory=list)
@@ -77,7 +78,7 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
         with self._lock:
             step = self._steps.get(key)
             if step is None:
-                step = _Step([self._call(tc) for tc in tool_calls])
+                step = _Step(key, [self._call(tc) for tc in tool_calls])
                 step.done = [threading.Event() for _ in tool_calls]
                 self._steps[key] = step
         index = next(i for i, tc in enumerate(tool_calls) if tc.get("id") == want)
@@ -126,6 +127,7 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
                 step.outcomes[i] = held
             finally:
                 step.done[i].set()
+                self._forget_if_settled(step)
             if held.status != "held":
                 return message(held)
         # Held for a person: LangGraph runs this task again when the graph resumes, and the
@@ -136,4 +138,14 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
         final = (self.qls_guard.approve(held.held, run) if approved(answer)
                  else self.qls_guard.decline(held.held))
         step.outcomes[i] = final
+        self._forget_if_settled(step)
         return message(final)
+
+    def _forget_if_settled(self, step: _Step) -> None:
+        """Drops a model answer once every call of it was acted on and none waits for a person
+        (a held call's task runs again when the graph resumes and must find its step)."""
+        with self._lock:
+            settled = all(e.is_set() for e in step.done) and not any(
+                o.status == "held" for o in step.outcomes.values())
+            if settled:
+                self._steps.pop(step.key, None)

@@ -92,8 +92,11 @@ def test_a_refused_call_runs_nothing_and_the_runs_writes_are_undone(tmp_path):
 
 def test_two_calls_of_an_at_most_one_tool_in_one_step_run_once(tmp_path):
     desk, g = Desk(), guard()
-    a = agent([[("lookup_credit", {"customer": "a"}), ("lookup_credit", {"customer": "b"})]], desk, g)
+    mw = GuardMiddleware(g, desk.tools)
+    a = create_agent(scripted_model([[("lookup_credit", {"customer": "a"}), ("lookup_credit", {"customer": "b"})]]),
+                     tools=desk.tools, middleware=[mw], checkpointer=MemorySaver())
     out = a.invoke({"messages": [("user", "scores")]}, {"configurable": {"thread_id": "m4"}})
+    assert mw._steps == {}, "a settled model answer is forgotten"
     assert desk.ran == [("lookup_credit", {"customer": "a"})]
     by_id = {m.tool_call_id: m for m in tool_messages(out)}
     assert "order_rule" in by_id["call-0-1"].content and by_id["call-0-1"].status == "error"
