@@ -694,6 +694,9 @@ pub enum VarKey {
     CompUndos(String),
     /// `comp.unconfirmed.<tool>`: some run of it was unconfirmed.
     CompUnconfirmed(String),
+    /// `comp.spent.<tool>`: some run of it was undone in the session, so an undo may name
+    /// that run and be refused `compensation_spent` whatever runs are left.
+    CompSpent(String),
     /// `turn.run.<tool>`: it ran this turn (1 confirmed, 2 some run unconfirmed).
     TurnRun(String),
     /// `turn.runs.<tool>`: its runs this turn.
@@ -735,6 +738,7 @@ impl fmt::Display for VarKey {
             VarKey::CompRuns(t) => write!(f, "comp.runs.{t}"),
             VarKey::CompUndos(t) => write!(f, "comp.undos.{t}"),
             VarKey::CompUnconfirmed(t) => write!(f, "comp.unconfirmed.{t}"),
+            VarKey::CompSpent(t) => write!(f, "comp.spent.{t}"),
             VarKey::TurnRun(t) => write!(f, "turn.run.{t}"),
             VarKey::TurnRuns(t) => write!(f, "turn.runs.{t}"),
             VarKey::TurnAfter { first, then } => write!(f, "turn.after.{first}.{then}"),

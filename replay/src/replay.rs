@@ -615,7 +615,9 @@ impl<'a> Run<'a> {
         let mut undoes = None;
         let undo = chosen(st, &ChoiceKey::Undo(t.name.clone())).map(UndoTarget::from_name);
         if let Some(UndoTarget::Write(target)) = undo {
-            let latest = self.undo_target(target);
+            let spent_first = st.label.decision == Some(Answer::Refuse)
+                && st.label.reasons.first() == Some(&Reason::CompensationSpent);
+            let latest = self.undo_target(target, spent_first);
             undoes = Some(latest.unwrap_or(self.history.entries.len()));
             if let (Some(i), Some(w)) = (latest, self.p.catalogue.get(target)) {
                 for (ua, from) in &w.undo_args {
@@ -650,26 +652,43 @@ impl<'a> Run<'a> {
 
     /// The run an undo names. The default reading is the latest run of the write not yet
     /// undone, preferring one that ran unconfirmed (the abstract system's undo is unconfirmed
-    /// when some run was); the other open runs, latest first, are the other readings
-    /// (`Run::picks`).
-    fn undo_target(&self, write: &str) -> Option<usize> {
+    /// when some run was); the other open runs, latest first, then the runs already undone,
+    /// latest first (a model may name one: SPEC §2 step 6 refuses it `compensation_spent`),
+    /// are the other readings (`Run::picks`). Where the system's step is that refusal
+    /// (`spent_first`), the undone runs come first.
+    fn undo_target(&self, write: &str, spent_first: bool) -> Option<usize> {
         let entries = &self.history.entries;
-        let open: Vec<usize> = (0..entries.len())
+        let (open, spent): (Vec<usize>, Vec<usize>) = (0..entries.len())
             .filter(|&i| entries[i].ran && entries[i].tool == write)
-            .filter(|&i| !entries.iter().any(|o| o.ran && o.undoes == Some(i)))
-            .collect();
+            .partition(|&i| !entries.iter().any(|o| o.ran && o.undoes == Some(i)));
         let preferred = open
             .iter()
             .rev()
             .find(|&&i| !self.confirmed_runs.get(i).copied().unwrap_or(false))
             .or(open.last())
             .copied();
-        let mut readings: Vec<usize> = preferred.into_iter().collect();
-        readings.extend(open.iter().rev().filter(|&&i| Some(i) != preferred));
+        // `None` names no run of the write (the check refuses it as spent or mismatched).
+        let mut readings: Vec<Option<usize>> = vec![];
+        if spent_first {
+            readings.extend(spent.iter().rev().map(|&i| Some(i)));
+        }
+        readings.extend(preferred.map(Some));
+        readings.extend(
+            open.iter()
+                .rev()
+                .filter(|&&i| Some(i) != preferred)
+                .map(|&i| Some(i)),
+        );
+        if open.is_empty() {
+            readings.push(None);
+        }
+        if !spent_first {
+            readings.extend(spent.iter().rev().map(|&i| Some(i)));
+        }
         let mut options = self.undo_options.borrow_mut();
         let pick = self.picks.get(options.len()).copied().unwrap_or(0);
         options.push(readings.len());
-        readings.get(pick).or(readings.first()).copied()
+        readings.get(pick).or(readings.first()).copied().flatten()
     }
 
     /// Whether a call (about to run) is confirmed: by its token, by a person at a human node,

@@ -68,6 +68,11 @@ pub struct StateVars {
     /// Per compensable write: some run of it was not confirmed (by a token or a person), so an
     /// undo of it may be an unconfirmed write (SPEC §2 step 11).
     pub comp_unconfirmed: IndexMap<String, VarId>,
+    /// Per compensable write: some run of it was undone in the session (by an undo or a
+    /// rollback). A model may name that run in a later undo, which SPEC §2 step 6 refuses
+    /// `compensation_spent` even while other runs are still open; the run counts restart once
+    /// nothing is open (`comp_counts_after`), so they cannot say it.
+    pub comp_spent: IndexMap<String, VarId>,
     /// Per write that declares an undo: how it ran this turn (0 not, 1 confirmed only, 2 some
     /// run unconfirmed), so a refusal's rollback (SPEC §2: `refuse` undoes the run's earlier
     /// writes by their compensations) is an execution of the undo the obligations see.
@@ -584,6 +589,8 @@ impl<'a> B<'a> {
                     self.sv.comp_undos.insert(t.name.clone(), v);
                     let v = self.flag(VarKey::CompUnconfirmed(t.name.clone()));
                     self.sv.comp_unconfirmed.insert(t.name.clone(), v);
+                    let v = self.flag(VarKey::CompSpent(t.name.clone()));
+                    self.sv.comp_spent.insert(t.name.clone(), v);
                 }
             }
         }
@@ -1769,7 +1776,9 @@ impl<'a> B<'a> {
     /// SPEC §2 step 6 (compensation): an undo names a step that ran and is not yet undone; the
     /// written step is a choice (`undo.<tool>`), and with the counts saturated (two runs, two
     /// undos, SPEC §3 Further pins) the history may or may not hold a run still to undo, so
-    /// both the refusal `compensation_spent` and the undo stay possible.
+    /// both the refusal `compensation_spent` and the undo stay possible; and once some run was
+    /// undone (`comp.spent`) the model may name it, so the refusal stays possible however many
+    /// runs are open.
     fn check_compensation(&mut self, c: &mut GuardedCall<'_>) {
         let t = c.tool;
         c.undone = self
@@ -1813,7 +1822,14 @@ impl<'a> B<'a> {
             } else {
                 self.surely_undoable(w)
             };
-            may_refuse.push(and(vec![chosen.clone(), not(surely)]));
+            // The model may name a run that was undone while others are open.
+            let some_spent = self
+                .sv
+                .comp_spent
+                .get(w)
+                .map(|&v| var_is(v, 1))
+                .unwrap_or(Expr::Bool(false));
+            may_refuse.push(and(vec![chosen.clone(), or(vec![not(surely), some_spent])]));
             must_refuse.push(and(vec![chosen, not(self.undoable(w))]));
         }
         c.refuse(
@@ -2033,6 +2049,9 @@ impl<'a> B<'a> {
             if let Some(&u) = self.sv.comp_undos.get(w) {
                 upd.insert(u, ite(chosen.clone(), inc_sat(u, 2), Expr::Var(u)));
             }
+            if let Some(&sp) = self.sv.comp_spent.get(w) {
+                upd.insert(sp, ite(chosen.clone(), Expr::Const(1), Expr::Var(sp)));
+            }
             if let (Some(&tr), Some(&r)) = (self.sv.turn_runs.get(w), self.sv.comp_runs.get(w)) {
                 let only = and(vec![chosen, var_is(r, 1)]);
                 upd.insert(tr, ite(only.clone(), Expr::Const(0), Expr::Var(tr)));
@@ -2175,7 +2194,11 @@ impl<'a> B<'a> {
                     ),
                     None => sat_add(&before, 1, 2),
                 };
-                upd.insert(n, ite(rolled, after, before));
+                upd.insert(n, ite(rolled.clone(), after, before));
+            }
+            if let Some(&sp) = self.sv.comp_spent.get(w) {
+                let before = cur(upd, sp);
+                upd.insert(sp, ite(rolled, Expr::Const(1), before));
             }
         }
         self.rollback_order(&runs, upd);

@@ -1032,3 +1032,29 @@ fn model_tools_loop(b: ir::testkit::Builder, settings: ir::agent::Settings) -> P
         .settings(settings)
         .build()
 }
+
+#[test]
+fn an_undo_naming_a_run_a_batch_rolled_back_is_refused_spent_in_the_system_too() {
+    // SPEC §2 step 6: a model may name a run that was already undone, and the check refuses it
+    // `compensation_spent` even while other runs of the write are still open. The explorer's
+    // undos are built before the batch, so one named a run the batch's own rollback undid
+    // (seed 4242369409559625103) or a run a refusal rolled back before the write ran twice
+    // more (15013197750208505433: the system counted two open runs and had no such refusal,
+    // a possible false negative). The lowering now keeps whether some run was undone
+    // (`comp.spent.<tool>`); both seeds' runs are runs of the system.
+    for seed in [4242369409559625103, 15013197750208505433] {
+        let f = check_graph(seed, 20, true);
+        assert!(f.runs > 0, "seed {seed}: no run");
+        assert!(
+            f.mismatches.is_empty(),
+            "seed {seed}: {}\n{}",
+            f.mismatches[0].1.signature,
+            f.mismatches[0].1.detail
+        );
+        assert!(
+            f.depth_failures.is_empty(),
+            "seed {seed}: {}",
+            f.depth_failures[0].2
+        );
+    }
+}
