@@ -1,0 +1,569 @@
+//! Lowering: graph + catalogue + rulebook IR + settings + depth → [`TransitionSystem`], per the
+//! node semantics of SPEC §3. The state holds only what some check step or obligation reads.
+//!
+//! One builder, `B`, split along the SPEC sections it implements: this module holds the
+//! lowered system's shape ([`StateVars`], [`Lowered`]), the builder with its catalogue lookups,
+//! and [`lower`]; `state` declares the state variables, `nodes` lowers each node by its kind,
+//! `check` the check's steps at a guarded call (SPEC §2 steps 1–12), `runs` executions, undos
+//! and a refusal's rollback, `steps` how a step finishes, turns end and start and hand-offs
+//! travel, and `batch` the calls of a batch node.
+
+use super::ex::*;
+use super::regions::satisfiable;
+use super::*;
+use indexmap::{IndexMap, IndexSet};
+use ir::agent::{HistoryScope, Privilege, SessionSteps, TaintPolicy, WritePolicy};
+use ir::catalogue::{Tool, Trust};
+use ir::graph::{EdgeKind, GraphEdge, NodeKind};
+use ir::rulebook::{Literal, Operand};
+use ir::vocab::{
+    Answer, Approval, ArgClass, ArgOrigin, CheckOutcome, ChoiceKey, ChoiceValue, HeldCall, Mark,
+    Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
+};
+use ir::Project;
+use serde_json::Value;
+
+mod batch;
+mod check;
+mod nodes;
+mod runs;
+mod state;
+mod steps;
+
+pub use check::invalid_reason;
+
+/// How the run arrived at a tools node.
+pub const VIA_FREE: u32 = 0;
+/// From the router's tool step: every argument typed.
+pub const VIA_TYPED: u32 = 1;
+/// From the router's confirm-yes: the held call with its token.
+pub const VIA_TOKEN: u32 = 2;
+
+/// Names of the state variables the obligations read, resolved to ids.
+#[derive(Clone, Debug, Default)]
+pub struct StateVars {
+    /// The current node (value = node index; `done` = node count).
+    pub node: Option<VarId>,
+    /// The active agent.
+    pub agent: Option<VarId>,
+    /// The turn.
+    pub turn: Option<VarId>,
+    /// The step within the turn.
+    pub step: Option<VarId>,
+    /// How the run arrived at a tools node.
+    pub via: Option<VarId>,
+    /// The held confirmation.
+    pub held: Option<VarId>,
+    /// Session run counts per tool.
+    pub count: IndexMap<String, (VarId, u32)>,
+    /// Per-agent run counts per (tool, agent), under `history: per_agent`.
+    pub count_agent: IndexMap<(String, String), (VarId, u32)>,
+    /// Model steps per agent with a budget.
+    pub model_steps: IndexMap<String, VarId>,
+    /// Per-edge counters for `exit_after` edges.
+    pub exits: IndexMap<usize, VarId>,
+    /// Marks the check sees: external.
+    pub mark_ext: IndexMap<String, VarId>,
+    /// Marks the check sees: confidential.
+    pub mark_conf: IndexMap<String, VarId>,
+    /// The hand-off label `steered_from_lower`.
+    pub steered: IndexMap<String, VarId>,
+    /// Provenance: external content in the agent's context.
+    pub prov_ext: IndexMap<String, VarId>,
+    /// Provenance: external content that entered through another agent.
+    pub prov_ext_handed: IndexMap<String, VarId>,
+    /// Provenance: confidential content.
+    pub prov_conf: IndexMap<String, VarId>,
+    /// Per compensable write: its runs in the session (saturating at 2, SPEC §3 Further pins).
+    pub comp_runs: IndexMap<String, VarId>,
+    /// Per compensable write: the undos of it in the session (saturating at 2).
+    pub comp_undos: IndexMap<String, VarId>,
+    /// Per compensable write: some run of it was not confirmed (by a token or a person), so an
+    /// undo of it may be an unconfirmed write (SPEC §2 step 11).
+    pub comp_unconfirmed: IndexMap<String, VarId>,
+    /// Per compensable write: some run of it was undone in the session (by an undo or a
+    /// rollback). A model may name that run in a later undo, which SPEC §2 step 6 refuses
+    /// `compensation_spent` even while other runs are still open; the run counts restart once
+    /// nothing is open (`comp_counts_after`), so they cannot say it.
+    pub comp_spent: IndexMap<String, VarId>,
+    /// Per write that declares an undo: how it ran this turn (0 not, 1 confirmed only, 2 some
+    /// run unconfirmed), so a refusal's rollback (SPEC §2: `refuse` undoes the run's earlier
+    /// writes by their compensations) is an execution of the undo the obligations see.
+    pub turn_runs: IndexMap<String, VarId>,
+    /// Per write whose undo has an order rule: how often it ran this turn, saturating one above
+    /// its `at_most` (at least at 2: a rollback runs the undo once per run), with the cap.
+    pub turn_run_counts: IndexMap<String, (VarId, u32)>,
+    /// Per (earlier write, later write) whose order a rollback's compensations can observe:
+    /// 0 no run of the first was followed this turn by a run of the second, 1 one was, 2 an
+    /// unconfirmed one was (`VarKey::TurnAfter`). A refusal undoes the turn's runs last first,
+    /// so the compensation of the first write's run sees what the second's compensation did.
+    pub turn_after: IndexMap<(String, String), VarId>,
+    /// This turn wrote something.
+    pub wrote_any: Option<VarId>,
+    /// This turn made an irreversible write.
+    pub wrote_irrev: Option<VarId>,
+    /// A person approved at a human node, until the next model step.
+    pub approved: Option<VarId>,
+    /// Held (tool, holding node) pairs, value = index + 1.
+    pub held_pairs: Vec<(String, u32)>,
+}
+
+/// The lowered system with the names obligations need.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The transition system.
+    pub ts: TransitionSystem,
+    /// Variable ids by meaning.
+    pub sv: StateVars,
+    /// Choice ids by key (a choice's key is what its name prints).
+    pub choice_ids: IndexMap<ChoiceKey, ChoiceId>,
+    /// Per state variable of `ts` (parallel to `ts.vars`), what it stands for.
+    pub var_keys: Vec<VarKey>,
+    /// Representative values of each region choice (`ctx.x`, `arg.tool.a`), for witnesses and replay.
+    pub region_values: IndexMap<ChoiceKey, Vec<Option<Value>>>,
+}
+
+impl Lowered {
+    /// The condition under which a command's execution is *unconfirmed* (SPEC §2 steps 9–11,
+    /// §3 human): not by a token, no person approved at a human node since the last model step,
+    /// and — for an undo bound to its step — the write it undoes ran unconfirmed at least once
+    /// (an undo of a confirmed step is confirmed; of an unconfirmed one, it is a write like any
+    /// other). Over pre-state and the command's own choices.
+    pub fn unconfirmed(&self, c: &Command) -> Expr {
+        if c.label.by_token {
+            return Expr::Bool(false);
+        }
+        let no_person = match self.sv.approved {
+            Some(a) => var_is(a, 0),
+            None => Expr::Bool(true),
+        };
+        if !c.label.as_undo {
+            return no_person;
+        }
+        let tool = c.label.tool.clone().unwrap_or_default();
+        let Some(&uc) = self.choice_ids.get(&ChoiceKey::Undo(tool)) else {
+            return no_person;
+        };
+        let decl = &self.ts.choices[uc.0 as usize];
+        let mut undoes_unconfirmed = vec![];
+        // By position, not by name: a write may be called `none`.
+        let first_write = UndoTarget::write_index(0) as usize;
+        for (k, w) in decl.values.iter().enumerate().skip(first_write) {
+            if let Some(&u) = self.sv.comp_unconfirmed.get(w) {
+                undoes_unconfirmed.push(and(vec![choice_is(uc, k as u32), var_is(u, 1)]));
+            }
+        }
+        and(vec![no_person, or(undoes_unconfirmed)])
+    }
+}
+
+struct B<'a> {
+    p: &'a Project,
+    vars: Vec<Decl>,
+    init: Vec<u32>,
+    choices: Vec<Decl>,
+    choice_ids: IndexMap<ChoiceKey, ChoiceId>,
+    var_keys: Vec<VarKey>,
+    region_values: IndexMap<ChoiceKey, Vec<Option<Value>>>,
+    sv: StateVars,
+    commands: Vec<Command>,
+    node_index: IndexMap<String, u32>,
+    done: u32,
+    session_steps: u32,
+    step_limit: u32,
+    /// Sessions of any length: a turn's end always starts the next turn and `turn` stays 0.
+    looping: bool,
+    /// Each agent's router node (by agent index), where its next turn starts.
+    routers: Vec<Option<u32>>,
+    /// Per node, the agents that can be active when the run is there (sorted).
+    active_at: Vec<Vec<u32>>,
+}
+
+/// One refusal of the check at a guarded call (SPEC §2): its reason, when the call may be
+/// refused, and when it may pass the step (the negation, except where the abstraction leaves
+/// both possible).
+struct Refusal {
+    reason: Reason,
+    when: Expr,
+    may_pass: Option<Expr>,
+}
+
+/// What the check's steps (SPEC §2, in their order) build for one call at a guarded node: the
+/// choices it reads, its refusals in step order, and what later steps need of earlier ones.
+struct GuardedCall<'t> {
+    node: usize,
+    tool: &'t Tool,
+    /// The acting agent (the node's).
+    agent: String,
+    /// The held (tool, node) pair this call is, when a confirm can hold it.
+    pair: Option<usize>,
+    choices: Vec<ChoiceId>,
+    /// How the call may arrive (SPEC §3 Steps).
+    arrival: Expr,
+    /// The model wrote some argument (step 10's `argument_origin`).
+    model_wrote: Expr,
+    refusals: Vec<Refusal>,
+    /// Choices the held call fixes when its token comes back (its arguments were checked and
+    /// seen by the person).
+    token_fixed: Vec<Expr>,
+    /// The writes the tool undoes, and the choice naming the one a call undoes (step 6).
+    undone: Vec<String>,
+    undo_choice: Option<ChoiceId>,
+    /// Step 7's gate passes only on some values the check cannot read.
+    clarify: Expr,
+    /// The held call's copies of the argument choices its gate reads.
+    held_args: Vec<(ChoiceId, VarId)>,
+    /// Step 8: the write's inputs carry marks less trusted than it accepts.
+    tainted: Expr,
+}
+
+impl GuardedCall<'_> {
+    fn refuse(&mut self, reason: Reason, when: Expr, may_pass: Option<Expr>) {
+        self.refusals.push(Refusal {
+            reason,
+            when,
+            may_pass,
+        });
+    }
+}
+
+/// Lowers a project at a depth of `session` turns (a number, or [`SessionSteps`]) of
+/// `step_limit` steps each.
+///
+/// Under [`SessionSteps::Any`] the system loops: every turn end leads to the next turn's start
+/// (per-turn state reset exactly as in a bounded session), the `turn` variable has the single
+/// value 0 and the depth is one turn's `step_limit` steps (a bound only for engines that answer
+/// boundedly; the BFS fixpoint and the induction ignore it). No turn end leads to `done`: a
+/// session that stops after some turn is a prefix of one that goes on, and every obligation is
+/// a bad *step*, so stopping adds no violation (ARCHITECTURE.md Decisions).
+pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> Lowered {
+    let (session_steps, looping) = match session.into() {
+        SessionSteps::Turns(n) => (n, false),
+        SessionSteps::Any => (1, true),
+    };
+    let mut b = B {
+        p,
+        vars: vec![],
+        init: vec![],
+        choices: vec![],
+        choice_ids: IndexMap::new(),
+        var_keys: vec![],
+        region_values: IndexMap::new(),
+        sv: StateVars::default(),
+        commands: vec![],
+        node_index: p
+            .graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.clone(), i as u32))
+            .collect(),
+        done: p.graph.nodes.len() as u32,
+        session_steps: session_steps.max(1),
+        step_limit: step_limit.max(1),
+        looping,
+        routers: p
+            .graph
+            .agents
+            .keys()
+            .map(|name| {
+                p.graph
+                    .nodes
+                    .iter()
+                    .position(|n| n.kind == NodeKind::Router && n.agent.as_deref() == Some(name))
+                    .map(|r| r as u32)
+            })
+            .collect(),
+        active_at: active_agents(p),
+    };
+    b.declare_state();
+    for i in 0..p.graph.nodes.len() {
+        b.lower_node(i);
+    }
+    let node_var = b.sv.node.unwrap_or(VarId(0));
+    let mut by_node = vec![Vec::new(); b.done as usize + 1];
+    for (i, c) in b.commands.iter().enumerate() {
+        by_node[c.node as usize].push(CmdId(i as u32));
+    }
+    let ts = TransitionSystem {
+        vars: b.vars,
+        choices: b.choices,
+        init: b.init,
+        commands: b.commands,
+        by_node,
+        node_var,
+        turn_var: b.sv.turn.unwrap_or(VarId(0)),
+        step_var: b.sv.step.unwrap_or(VarId(0)),
+        depth: b.session_steps * b.step_limit,
+    };
+    Lowered {
+        ts,
+        sv: b.sv,
+        choice_ids: b.choice_ids,
+        var_keys: b.var_keys,
+        region_values: b.region_values,
+    }
+}
+
+impl<'a> B<'a> {
+    /// Declares a state variable; its name is its key's printed form (the one place names are
+    /// made).
+    fn var(&mut self, key: VarKey, domain: u32, init: u32, values: Vec<String>) -> VarId {
+        self.vars.push(Decl {
+            name: key.to_string(),
+            domain: domain.max(1),
+            values,
+        });
+        self.var_keys.push(key);
+        self.init.push(init);
+        VarId(self.vars.len() as u32 - 1)
+    }
+
+    fn flag(&mut self, key: VarKey) -> VarId {
+        self.var(key, 2, 0, vec![])
+    }
+
+    fn choice(&mut self, key: ChoiceKey, domain: u32, values: Vec<String>) -> ChoiceId {
+        if let Some(c) = self.choice_ids.get(&key) {
+            return *c;
+        }
+        self.choices.push(Decl {
+            name: key.to_string(),
+            domain: domain.max(1),
+            values,
+        });
+        let id = ChoiceId(self.choices.len() as u32 - 1);
+        self.choice_ids.insert(key, id);
+        id
+    }
+
+    fn tool(&self, name: &str) -> Option<&'a Tool> {
+        self.p.catalogue.get(name)
+    }
+
+    fn agents(&self) -> Vec<String> {
+        self.p.graph.agents.keys().cloned().collect()
+    }
+
+    fn privilege(&self, agent: &str) -> Privilege {
+        self.p.graph.privilege(agent)
+    }
+
+    /// Tools that some node can execute.
+    /// Tools some node can run, and the compensations a refusal's rollback can run for them
+    /// (closed under `undo`: a compensation can itself be rolled back).
+    fn executable_tools(&self) -> IndexSet<String> {
+        let mut s = IndexSet::new();
+        for n in &self.p.graph.nodes {
+            for t in n.tools.iter().chain(&n.may_call) {
+                s.insert(t.clone());
+            }
+        }
+        let mut i = 0;
+        while i < s.len() {
+            let undo = self
+                .tool(&s[i])
+                .filter(|t| t.is_write())
+                .and_then(|t| t.undo.clone())
+                .filter(|u| self.tool(u).is_some());
+            if let Some(u) = undo {
+                s.insert(u);
+            }
+            i += 1;
+        }
+        s
+    }
+
+    /// Agents that can run a tool (the agents of nodes listing it).
+    fn agents_running(&self, tool: &str) -> IndexSet<String> {
+        self.p
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| n.tools.iter().chain(&n.may_call).any(|t| t == tool))
+            .filter_map(|n| n.agent.clone())
+            .collect()
+    }
+
+    /// The smallest cap any rule needs for a tool's run count (0: untracked).
+    fn count_cap(&self, tool: &str) -> u32 {
+        let mut cap = 0;
+        for t in self.p.catalogue.tools.values() {
+            if t.order
+                .after
+                .iter()
+                .chain(&t.order.not_after)
+                .any(|x| x == tool)
+            {
+                cap = cap.max(1);
+            }
+            if t.name == tool {
+                if let Some(n) = t.order.at_most {
+                    cap = cap.max(n + 1);
+                }
+            }
+        }
+        cap
+    }
+}
+
+/// Which agents can be active at each node: a router or model makes its own agent active; a
+/// hand-off makes the target's agent active; other nodes keep the agent the run came with; a
+/// session starts at the entry with its agent, and a turn at the active agent's router. A
+/// fixpoint over the edges, so the lowering folds the next turn's start to a constant where only
+/// one agent can be active.
+fn active_agents(p: &Project) -> Vec<Vec<u32>> {
+    use std::collections::BTreeSet;
+    let g = &p.graph;
+    let agent_of = |i: usize| {
+        g.nodes[i]
+            .agent
+            .as_ref()
+            .and_then(|a| g.agents.get_index_of(a))
+            .map(|x| x as u32)
+    };
+    let index: std::collections::HashMap<&str, usize> = g
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x.id.as_str(), i))
+        .collect();
+    let mut sets: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); g.nodes.len()];
+    let entry = index.get(g.entry.as_str()).copied().unwrap_or(0);
+    if let Some(s) = sets.get_mut(entry) {
+        s.insert(agent_of(entry).unwrap_or(0));
+    }
+    for (i, set) in sets.iter_mut().enumerate() {
+        if g.nodes[i].kind == NodeKind::Router {
+            set.extend(agent_of(i));
+        }
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for e in &g.edges {
+            let Some(&u) = index.get(e.from.as_str()) else {
+                continue;
+            };
+            let post: BTreeSet<u32> = match g.nodes[u].kind {
+                NodeKind::Router | NodeKind::Model => agent_of(u).into_iter().collect(),
+                _ => sets[u].clone(),
+            };
+            for t in e.target_ids() {
+                let Some(&v) = index.get(t) else { continue };
+                let add: BTreeSet<u32> = match (e.kind, agent_of(v)) {
+                    (EdgeKind::Handoff, Some(b)) => [b].into_iter().collect(),
+                    _ => post.clone(),
+                };
+                for a in add {
+                    changed |= sets[v].insert(a);
+                }
+            }
+        }
+        // Confirm-yes is not an edge: a router's yes moves the run to a guarded tools node of its
+        // own agent, and a resume starts a turn at a guarded tools node whose agent has no
+        // router, with whichever agent was active.
+        let all: BTreeSet<u32> = (0..g.agents.len().max(1) as u32).collect();
+        for (v, n) in g.nodes.iter().enumerate() {
+            if n.kind != NodeKind::Tools || n.guarded != Some(true) {
+                continue;
+            }
+            let own_router = g
+                .nodes
+                .iter()
+                .any(|r| r.kind == NodeKind::Router && r.agent == n.agent);
+            let add: BTreeSet<u32> = if own_router {
+                agent_of(v).into_iter().collect()
+            } else {
+                all.clone()
+            };
+            for a in add {
+                changed |= sets[v].insert(a);
+            }
+        }
+    }
+    sets.into_iter().map(|s| s.into_iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ir::agent::Privilege;
+    use ir::catalogue::{ArgCheck, Effect};
+    use ir::testkit::Builder;
+    use ir::vocab::CheckOp;
+
+    /// A desk with no router (so a held call resumes at its node), a guarded tools node with a
+    /// write that has an undo and a rule-sheet check, and a human node: every choice with a
+    /// typed value set.
+    fn desk() -> Project {
+        let mut refund = Builder::mk_tool("refund", Effect::Write);
+        refund.undo = Some("cancel_refund".into());
+        refund.checks = vec![ArgCheck {
+            field: "amount".into(),
+            op: CheckOp::AtMost,
+            value: serde_json::json!(100),
+        }];
+        Builder::new()
+            .agent("desk", Privilege::Low, None)
+            .tool(refund)
+            .tool(Builder::mk_tool("cancel_refund", Effect::Write))
+            .node("model", NodeKind::Model, Some("desk"), None, &[])
+            .node(
+                "tools",
+                NodeKind::Tools,
+                Some("desk"),
+                Some(true),
+                &["refund", "cancel_refund"],
+            )
+            .node("human", NodeKind::Human, Some("desk"), None, &[])
+            .node("end", NodeKind::End, None, None, &[])
+            .edge("model", "tools", EdgeKind::Call)
+            .edge("tools", "model", EdgeKind::Return)
+            .edge("model", "human", EdgeKind::Call)
+            .edge("human", "model", EdgeKind::Route)
+            .edge("model", "end", EdgeKind::Reply)
+            .entry("model")
+            .build()
+    }
+
+    #[test]
+    fn choice_values_are_the_vocabularys() {
+        let l = lower(&desk(), 2, 6);
+        let values = |k: ChoiceKey| {
+            let id = l
+                .choice_ids
+                .get(&k)
+                .unwrap_or_else(|| panic!("no choice {k}"));
+            l.ts.choices[id.0 as usize].values.clone()
+        };
+        assert_eq!(values(ChoiceKey::TurnResume), Resume::names());
+        assert_eq!(values(ChoiceKey::HumanApprove), Approval::names());
+        assert_eq!(values(ChoiceKey::ArgsInvalid), Validity::names());
+        assert_eq!(values(ChoiceKey::CheckFails), CheckOutcome::names());
+        let origins: Vec<_> = ArgClass::ALL
+            .iter()
+            .filter(|c| l.choice_ids.contains_key(&ChoiceKey::Origin(**c)))
+            .collect();
+        assert!(!origins.is_empty());
+        for c in origins {
+            assert_eq!(values(ChoiceKey::Origin(*c)), ArgOrigin::names());
+        }
+        let undo = values(ChoiceKey::Undo("cancel_refund".into()));
+        assert_eq!(
+            undo.iter()
+                .map(|v| UndoTarget::from_name(v))
+                .collect::<Vec<_>>(),
+            [UndoTarget::Nothing, UndoTarget::Write("refund")]
+        );
+        let var_values =
+            |v: Option<VarId>| l.ts.vars[v.expect("declared").0 as usize].values.clone();
+        let held = var_values(l.sv.held);
+        assert_eq!(held[0], HeldCall::Nothing.to_string());
+        assert!(held.contains(&"refund@tools".to_string()), "{held:?}");
+        assert_eq!(
+            var_values(l.sv.node).last().map(String::as_str),
+            Some(NODE_DONE)
+        );
+    }
+}
