@@ -45,11 +45,15 @@ pub struct RepairArgs {
     pub apply: bool,
     /// Candidate sets proved at most (each a verify run on both engines) before the search
     /// stops and says so.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 100)]
     pub max_proofs: usize,
     /// Seconds each proof may take.
     #[arg(long, default_value_t = crate::proof::defaults::TIMEOUT_SECS)]
     pub timeout: u64,
+    /// A lock file or requirements file the tools' packages come from, as `verify` takes it;
+    /// a pinned package an advisory affects is upgraded there to its fixed version.
+    #[arg(long)]
+    pub dependencies: Vec<std::path::PathBuf>,
     /// Print the search's time, proofs and counterexamples to stderr.
     #[arg(long)]
     pub timings: bool,
@@ -64,6 +68,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
         None => args.inputs.job_inputs()?,
     };
     let mut job = Job::new(inputs);
+    job.dependencies = args.dependencies.clone();
     job.depth.session_steps = args.session_steps;
     job.depth.step_limit = args.step_limit;
     job.engines = crate::proof::Engines::Both;
@@ -72,7 +77,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
     print_notes(&loaded.notes, Shown::All);
     let session = Session::new(job, loaded).map_err(lift)?;
     let run = session.verify().map_err(lift)?;
-    let files = crate::repair::Files::read(&session.job().inputs, session.project())?;
+    let files = crate::repair::Files::read(session.job(), session.project())?;
     let options = crate::repair::Options {
         max_proofs: args.max_proofs.max(1),
         timeout: Duration::from_secs(args.timeout.max(1)),

@@ -4,6 +4,8 @@
 //! engines on the changed inputs (docs/repair.md).
 //!
 //! - `space.rs`: the declared changes, their costs and scopes, located in the inputs' text;
+//! - `declare.rs`: the changes that declare what the inputs left unsaid or out of date (a
+//!   dependency's fixed version, a dynamic edge's targets, an interrupt before a ToolNode);
 //! - `text.rs`: the text locators and edits (comments and layout kept) and the unified diff;
 //! - `search.rs`: the loop — Z3 chooses a cheapest set blocking every counterexample so far
 //!   (`crate::optimise`, the engine layer), a session proves the changed inputs, each witness
@@ -11,6 +13,7 @@
 //!
 //! Like a session, a repair never prints: the result is data that `print::repair` formats.
 
+pub mod declare;
 pub mod search;
 pub mod space;
 pub mod text;
@@ -52,14 +55,19 @@ pub struct Files {
     pub settings: Option<String>,
     /// The job's inputs, with a case folder read to the files its `case.json` names.
     inputs: Inputs,
+    /// The dependency files (`--dependencies`, or the case's), proved with every set.
+    dependencies: Vec<PathBuf>,
 }
 
 impl Files {
-    /// Reads the inputs `inputs` names and the catalogue files `p` was read from.
-    pub fn read(inputs: &Inputs, p: &ir::Project) -> Result<Files, RepairError> {
+    /// Reads the inputs `inputs` names and the catalogue and dependency files `p` was read from.
+    pub fn read(job: &crate::job::Job, p: &ir::Project) -> Result<Files, RepairError> {
+        let inputs = &job.inputs;
+        let mut dependencies = job.dependencies.clone();
         let (root, inner) = match inputs {
             Inputs::Case(dir) => {
                 let spec = crate::corpus::CaseSpec::read(dir).map_err(RepairError::Io)?;
+                dependencies.extend(spec.dependencies.iter().map(|d| dir.join(d)));
                 (dir.clone(), spec.inputs(dir))
             }
             Inputs::Agent(a) => (parent(a), inputs.clone()),
@@ -73,6 +81,7 @@ impl Files {
             graph: None,
             settings: None,
             inputs: inner.clone(),
+            dependencies,
         };
         match &inner {
             Inputs::Agent(a) => {
@@ -93,6 +102,7 @@ impl Files {
             .tools
             .values()
             .map(|t| t.at.file.as_str())
+            .chain(p.dependencies.iter().map(|d| d.at.file.as_str()))
             .collect();
         for name in cats {
             let candidates = [f.root.join(name), PathBuf::from(name)];

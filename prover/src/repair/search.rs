@@ -10,6 +10,10 @@
 //! of `S`, unless a change that can affect its witness", until a set closes every target with
 //! no new finding. Then each change is removed in turn and the rest re-proved: the set is
 //! minimal when every removal re-opens a finding.
+//!
+//! A finding with no witness (a dependency's advisory, a dynamic edge without targets) is a
+//! target only when a declaration of the space is scoped to it; its clause is "one of those
+//! declarations is made" (`Scope::Finding`), since nothing else the space edits decides it.
 
 use super::{Change, Files, Minimality, Outcome, RepairError, Repaired, Scope, Target};
 use crate::job::{GraphInputs, Inputs, Job};
@@ -41,27 +45,73 @@ fn id(f: &Finding) -> Target {
 }
 
 /// Whether the search can act on a finding: a new, gate-failing finding of a reachability
-/// obligation (with its witness).
-fn targeted(f: &Finding) -> bool {
-    f.rule.fails_gate && f.standing == crate::report::Standing::New && f.obligation.is_some()
+/// obligation (with its witness), or one that a declaration of the space is about (a
+/// dependency's advisory, a dynamic edge's missing targets).
+fn targeted(f: &Finding, space: &[Change]) -> bool {
+    f.rule.fails_gate
+        && f.standing == crate::report::Standing::New
+        && (f.obligation.is_some()
+            || space
+                .iter()
+                .any(|c| matches!(c.scope, Scope::Finding { .. }) && affects(c, f)))
+}
+
+/// Rules whose findings have no witness and depend only on what a declaration of the space
+/// edits: only a change scoped to the finding can close one (QG022: a dependency's version;
+/// QG016: a dynamic edge, which dropping the edge also changes).
+fn declared_only(f: &Finding, c: &Change) -> Option<bool> {
+    match (f.rule.id, &c.scope) {
+        ("QG022", Scope::Finding { .. }) | ("QG016", Scope::Finding { .. } | Scope::Edge(_)) => {
+            None
+        }
+        ("QG022" | "QG016", _) => Some(false),
+        _ => None,
+    }
 }
 
 /// Why a gate-failing finding is outside the space.
 fn outside_why(f: &Finding) -> String {
-    let what = if f.obligation.is_none() {
-        "it is not a reachable obligation of the transition system (a structural, rulebook, dependency or code finding), and the space only holds changes the engines can prove close a run"
-    } else {
+    let what = if f.obligation.is_some() {
         "the engines left it undecided, so no witness says what a change must block"
+    } else {
+        match f.rule.id {
+            "QG005" => "the rulebook is refused as written, so nothing about it is proved; which statement the author meant is not something a proof can choose (dropping the refused line would change the policy)",
+            "QG022" if !f.subject.contains('@') => "the rulebook uses a rail or action with a published advisory; replacing the rail changes the policy, and the rulebook names no fixed version to move to",
+            "QG022" => "no version the advisories name as fixed clears every advisory, the dependency is not pinned to one version (a range or an address), or its lock entry records a hash of the old artefact (re-lock with the package manager)",
+            "QG016" => "the dynamic edge is in LangGraph's own JSON, which has no place for a `Send`'s targets (give the conditional edge a path map, which LangGraph then draws, or export with the qls package)",
+            "QG312" => "the engines disagree: the proof itself is in doubt",
+            _ => "it is not a reachable obligation of the transition system (a structural, rulebook, dependency or code finding), and no declaration of the space is about it",
+        }
     };
     format!("{what}; fix it as its rule's fix text says")
 }
 
 /// Whether the change `c` can affect the witness of `f` (see the module's doc).
 fn affects(c: &Change, f: &Finding) -> bool {
+    if let Scope::Finding {
+        rule,
+        subject,
+        prefix,
+    } = &c.scope
+    {
+        // A declaration is about one finding's subject; it removes no run (a dynamic edge's
+        // targets add them), so no witness can be closed by it.
+        return f.rule.id == *rule
+            && if *prefix {
+                f.subject.starts_with(subject.as_str())
+            } else {
+                f.subject == *subject
+            };
+    }
+    if let Some(v) = declared_only(f, c) {
+        return v;
+    }
     let Some(w) = &f.document else {
         return true;
     };
     match &c.scope {
+        Scope::Finding { .. } => unreachable!("answered above"),
+        Scope::Agent(a) => w.steps.iter().any(|s| s.label.agent.as_deref() == Some(a)),
         Scope::Everything => true,
         Scope::Tool(t) => {
             f.subject == *t || w.steps.iter().any(|s| s.label.tool.as_deref() == Some(t))
@@ -90,8 +140,7 @@ fn conflicts(space: &[Change]) -> Vec<Clause> {
                     let same_insert = x.offset == y.offset
                         && (x.delete > 0
                             || y.delete > 0
-                            || x.insert.starts_with("settings:")
-                            || x.insert.starts_with("\nsettings:"));
+                            || inserted_key(&x.insert) == inserted_key(&y.insert));
                     overlap || same_insert
                 })
             });
@@ -104,6 +153,14 @@ fn conflicts(space: &[Change]) -> Vec<Clause> {
         }
     }
     out
+}
+
+/// The key an inserted entry starts with (`order` of `order: {…}`, `settings` of a new block):
+/// two inserts of one key at one place would write it twice.
+fn inserted_key(s: &str) -> Option<&str> {
+    let t = s.trim_start().trim_start_matches('"');
+    let end = t.find([':', '"'])?;
+    Some(&t[..end])
 }
 
 /// One proof of a candidate set.
@@ -187,6 +244,12 @@ impl Prover<'_> {
             Inputs::Case(d) => Inputs::Case(self.remap(d)),
         };
         let mut job = Job::new(inputs);
+        job.dependencies = self
+            .files
+            .dependencies
+            .iter()
+            .map(|d| self.remap(d))
+            .collect();
         job.depth.session_steps = Some(self.options.depth.0);
         job.depth.step_limit = Some(self.options.depth.1);
         job.budgets.timeout = self.options.timeout;
@@ -265,10 +328,31 @@ pub fn repair(
         if !(f.rule.fails_gate && f.standing == crate::report::Standing::New) {
             continue;
         }
-        if targeted(f) {
+        if targeted(f, &space) {
             targets.push((id(f), f.clone()));
         } else {
             outside.push((id(f), outside_why(f)));
+        }
+    }
+    // The code checks' gate-failing findings: the space edits declarations, never code.
+    if let Some(code) = &run.code {
+        for c in code.findings.iter().filter(|c| c.rule.info().fails_gate) {
+            let t = Target {
+                rule: c.rule.id().to_string(),
+                subject: format!("{}:{}", c.file, c.line),
+            };
+            outside.push((t, "a code check of the tools' source: the space edits declarations, never code; fix it as its rule's fix text says".into()));
+        }
+        for f in code.files.iter().filter(|f| f.unparsed.is_some()) {
+            let t = Target {
+                rule: "code".into(),
+                subject: f.file.clone(),
+            };
+            outside.push((
+                t,
+                "the code checks could not parse this source file, so nothing about it is proved"
+                    .into(),
+            ));
         }
     }
     let mut result = Repaired {
@@ -452,7 +536,7 @@ mod tests {
         let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qg001-fires");
         let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
         let run = session.verify().unwrap();
-        let files = Files::read(&session.job().inputs, session.project()).unwrap();
+        let files = Files::read(session.job(), session.project()).unwrap();
         let space = super::super::space::changes(session.project(), &files);
         let f = run
             .report
@@ -503,7 +587,7 @@ mod tests {
         b.edits = vec![edit(12, 1)];
         let mut c = space[0].clone();
         c.edits = vec![edit(40, 0)];
-        let clauses = conflicts(&[a, b, c]);
+        let clauses = conflicts(&[a, b, c.clone()]);
         assert_eq!(
             clauses,
             vec![Clause {
@@ -511,5 +595,24 @@ mod tests {
                 not_all: vec![0, 1]
             }]
         );
+        // Two inserts of one key at one place would write it twice; of two keys, both stay.
+        let insert = |text: &str| crate::repair::text::Edit {
+            offset: 40,
+            delete: 0,
+            insert: text.into(),
+        };
+        let (mut d, mut e, mut f) = (c.clone(), c.clone(), c);
+        d.edits = vec![insert("    order: {at_most: 1}\n")];
+        e.edits = vec![insert("    order: {not_after: [read_inbox]}\n")];
+        f.edits = vec![insert("    irreversible: true\n")];
+        let clauses = conflicts(&[d, e, f]);
+        assert_eq!(
+            clauses,
+            vec![Clause {
+                any: vec![],
+                not_all: vec![0, 1]
+            }]
+        );
+        assert_eq!(inserted_key("\"exit_after\": 1, "), Some("exit_after"));
     }
 }

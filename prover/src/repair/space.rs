@@ -8,6 +8,7 @@ use super::text::{Doc, Edit, Val};
 use super::Files;
 use ir::agent::{HistoryScope, TaintPolicy, WritePolicy};
 use ir::catalogue::Trust;
+use ir::graph::EdgeKind;
 use ir::Project;
 
 /// What a change does.
@@ -44,6 +45,56 @@ pub enum Kind {
     AtMostOnce {
         /// The tool.
         tool: String,
+    },
+    /// A write or a sending tool may not run once another tool has run (`order: {not_after:
+    /// [first]}`): the read that brings untrusted or confidential content in.
+    NotAfter {
+        /// The tool.
+        tool: String,
+        /// The tool whose run forbids it.
+        first: String,
+    },
+    /// A write is declared irreversible (`irreversible: true`): after another write of the run
+    /// it needs a person (`irreversible_pivot`).
+    Irreversible {
+        /// The tool.
+        tool: String,
+    },
+    /// An agent gets a budget of model steps per turn (`budget: N`).
+    Budget {
+        /// The agent.
+        agent: String,
+        /// Model steps per turn.
+        steps: u32,
+    },
+    /// A graph edge may be taken at most once a turn (`exit_after: 1`).
+    ExitAfter {
+        /// Its index in the graph's edges.
+        index: usize,
+        /// `from → to (kind)`, for the report.
+        shown: String,
+    },
+    /// A person approves each call of an unguarded LangGraph ToolNode
+    /// (`metadata.__interrupt: before`, the app compiled with `interrupt_before`).
+    Interrupt {
+        /// The node.
+        node: String,
+    },
+    /// A `dynamic` edge's targets listed: every node of the graph (QG016).
+    Targets {
+        /// The edge's source.
+        from: String,
+        /// How many nodes are listed.
+        count: usize,
+    },
+    /// A dependency pinned to the version its advisories name as fixed (QG022).
+    Pin {
+        /// The package as the file spells it.
+        package: String,
+        /// The version it had.
+        from: String,
+        /// The fixed version.
+        to: String,
     },
     /// `taint_policy: refuse`: a tainted write is refused, not confirmed.
     TaintRefuse,
@@ -87,6 +138,18 @@ pub enum Scope {
     Edge(usize),
     /// Only hand-offs made by this agent.
     Handoff(String),
+    /// Only steps of this agent.
+    Agent(String),
+    /// Only the findings of `rule` about `subject` (a declaration that a finding with no
+    /// witness depends on: a dependency's version, a dynamic edge's targets).
+    Finding {
+        /// The rule.
+        rule: &'static str,
+        /// The finding's subject, or its beginning.
+        subject: String,
+        /// Whether `subject` is a prefix of the finding's.
+        prefix: bool,
+    },
     /// Any run (a setting).
     Everything,
 }
@@ -114,7 +177,11 @@ impl Kind {
     /// 8–10 take a capability away (docs/repair.md).
     pub fn cost(&self) -> u32 {
         match self {
-            Kind::Guard { .. } => 1,
+            Kind::Guard { .. } | Kind::Pin { .. } | Kind::Targets { .. } => 1,
+            Kind::Interrupt { .. } => 2,
+            Kind::NotAfter { .. } | Kind::Irreversible { .. } => 3,
+            Kind::ExitAfter { .. } => 5,
+            Kind::Budget { steps, .. } => 8 - (*steps).min(3),
             Kind::Confirm { .. } | Kind::BindUser { .. } => 2,
             Kind::RaiseTrust { to, .. } => match to {
                 Trust::Privileged => 3,
@@ -138,6 +205,13 @@ impl Kind {
             Kind::RaiseTrust { tool, to } => format!("raise `{tool}`'s trust requirement to `{}`", trust_word(*to)),
             Kind::BindUser { tool } => format!("bind `{tool}`'s retrieval to the calling user (`bound_to_user: true`; the tool must filter by user)"),
             Kind::AtMostOnce { tool } => format!("let `{tool}` run at most once a session (`order: {{at_most: 1}}`)"),
+            Kind::NotAfter { tool, first } => format!("forbid `{tool}` once `{first}` has run (`order: {{not_after: [{first}]}}`)"),
+            Kind::Irreversible { tool } => format!("declare `{tool}` irreversible (`irreversible: true`): after another write it needs a person"),
+            Kind::Budget { agent, steps } => format!("give agent `{agent}` a budget of {steps} model step{} a turn (`budget: {steps}`)", if *steps == 1 { "" } else { "s" }),
+            Kind::ExitAfter { shown, .. } => format!("let the edge {shown} be taken at most once a turn (`exit_after: 1`)"),
+            Kind::Interrupt { node } => format!("put a person's approval in front of `{node}` (`\"__interrupt\": \"before\"`: compile the app with `interrupt_before=[\"{node}\"]`)"),
+            Kind::Targets { from, count } => format!("list the targets of the dynamic edge from `{from}`: all {count} nodes, the widest list (narrow it to where the code routes; a narrower list only removes runs)"),
+            Kind::Pin { package, from, to } => format!("upgrade `{package}` from {from} to {to}, the version its advisories name as fixed (re-lock with the package manager so hashes follow)"),
             Kind::TaintRefuse => "refuse tainted writes (`taint_policy: refuse`)".into(),
             Kind::WriteConfirm => "confirm every write (`write_policy: confirm`)".into(),
             Kind::HistoryShared => "count order rules over the whole session (`history: shared`)".into(),
@@ -164,10 +238,19 @@ pub fn changes(p: &Project, files: &Files) -> Vec<Change> {
     settings_changes(p, files, &mut out);
     agent_changes(p, files, &mut out);
     graph_changes(p, files, &mut out);
+    super::declare::dependency_changes(p, files, &mut out);
     out
 }
 
-fn push(out: &mut Vec<Change>, kind: Kind, scope: Scope, file: &str, doc: &Doc, edits: Vec<Edit>) {
+/// Offers a change made by `edits` in the file `file` (nothing when there is no edit).
+pub(super) fn push(
+    out: &mut Vec<Change>,
+    kind: Kind,
+    scope: Scope,
+    file: &str,
+    doc: &Doc,
+    edits: Vec<Edit>,
+) {
     let Some(first) = edits.iter().map(|e| e.offset).min() else {
         return;
     };
@@ -193,6 +276,16 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                 .iter()
                 .flat_map(|n| n.tools.iter().chain(&n.may_call).map(|t| t.as_str())),
         )
+        .collect();
+    // The reads that bring untrusted or confidential content in: what a `not_after` names.
+    let sources: Vec<&str> = p
+        .catalogue
+        .tools
+        .iter()
+        .filter(|(n, t)| {
+            used.contains(n.as_str()) && !t.is_write() && (t.returns_untrusted || t.confidential)
+        })
+        .map(|(n, _)| n.as_str())
         .collect();
     for (name, t) in &p.catalogue.tools {
         if !used.contains(name.as_str()) {
@@ -253,7 +346,46 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                     offer(Kind::AtMostOnce { tool: name.clone() }, vec![e]);
                 }
             }
-        } else if !t.arg_kinds.is_empty() || t.sends_out {
+            if !t.irreversible
+                && t.undo.is_none()
+                && p.settings.write_policy == WritePolicy::Declared
+            {
+                if let Some(e) = doc.set(tool, "irreversible", "true", json) {
+                    offer(Kind::Irreversible { tool: name.clone() }, vec![e]);
+                }
+            }
+        }
+        if (t.is_write() || t.sends_out) && t.order.not_after.is_empty() {
+            for first in sources.iter().filter(|s| **s != name.as_str()) {
+                let list = if json {
+                    format!("[\"{first}\"]")
+                } else {
+                    format!("[{first}]")
+                };
+                let e = match doc.get(tool, "order") {
+                    None => {
+                        let v = if json {
+                            format!("{{\"not_after\": {list}}}")
+                        } else {
+                            format!("{{not_after: {list}}}")
+                        };
+                        doc.set(tool, "order", &v, json)
+                    }
+                    Some(order @ (Val::Flow { .. } | Val::Block { .. })) => {
+                        doc.set(order, "not_after", &list, json)
+                    }
+                    Some(_) => None,
+                };
+                if let Some(e) = e {
+                    let kind = Kind::NotAfter {
+                        tool: name.clone(),
+                        first: first.to_string(),
+                    };
+                    offer(kind, vec![e]);
+                }
+            }
+        }
+        if !t.is_write() && (!t.arg_kinds.is_empty() || t.sends_out) {
             let a = doc.set(tool, "effect", &val("write"), json);
             let b = doc.set(tool, "requires_confirmation", "true", json);
             if let (Some(a), Some(b)) = (a, b) {
@@ -331,6 +463,9 @@ fn agent_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         let Some(a) = doc.get(agents, name) else {
             continue;
         };
+        if spec.budget.is_none() {
+            budget_changes(name, a, &doc, &key, false, out);
+        }
         if let Some(list) = doc.get(a, "tools") {
             for t in &spec.tools {
                 if let Some(e) = doc.remove_item(list, &t.name) {
@@ -363,10 +498,25 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
     let text = files.text(&key);
     let doc = Doc::new(text);
     let root = doc.root();
-    if !matches!(root, Val::Flow { .. })
-        || doc.get(root, "format").and_then(|f| doc.scalar(f)) != Some("qls-graph/1")
-    {
-        return; // LangGraph's own JSON: only the catalogue and settings are edited
+    if !matches!(root, Val::Flow { .. }) {
+        return;
+    }
+    if doc.get(root, "format").and_then(|f| doc.scalar(f)) != Some("qls-graph/1") {
+        // LangGraph's own JSON: a person's approval in front of a ToolNode; the catalogue and
+        // settings are edited as for any graph.
+        super::declare::interrupt_changes(p, &doc, &key, out);
+        return;
+    }
+    super::declare::target_changes(p, &doc, &key, out);
+    if let Some(agents) = doc.get(root, "agents") {
+        for (name, a) in &p.graph.agents {
+            if a.budget.is_some() {
+                continue;
+            }
+            if let Some(obj) = doc.get(agents, name) {
+                budget_changes(name, obj, &doc, &key, true, out);
+            }
+        }
     }
     if let Some(nodes) = doc.get(root, "nodes") {
         for n in &p.graph.nodes {
@@ -399,6 +549,18 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                 e.to.as_deref().unwrap_or("?"),
                 format!("{:?}", e.kind).to_lowercase()
             );
+            if e.kind == EdgeKind::Call && e.exit_after.is_none() {
+                if let Some(x) = doc
+                    .element(edges, i)
+                    .and_then(|obj| doc.set(obj, "exit_after", "1", true))
+                {
+                    let kind = Kind::ExitAfter {
+                        index: i,
+                        shown: shown.clone(),
+                    };
+                    push(out, kind, Scope::Edge(i), &key, &doc, vec![x]);
+                }
+            }
             push(
                 out,
                 Kind::DropEdge { index: i, shown },
@@ -406,6 +568,27 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                 &key,
                 &doc,
                 vec![edit],
+            );
+        }
+    }
+}
+
+/// An agent's budget of model steps a turn, at each level from 1 to 3 (a lower budget costs
+/// more: it leaves the agent fewer steps).
+fn budget_changes(agent: &str, obj: Val, doc: &Doc, key: &str, json: bool, out: &mut Vec<Change>) {
+    for steps in 1..=3 {
+        if let Some(e) = doc.set(obj, "budget", &steps.to_string(), json) {
+            let kind = Kind::Budget {
+                agent: agent.to_string(),
+                steps,
+            };
+            push(
+                out,
+                kind,
+                Scope::Agent(agent.to_string()),
+                key,
+                doc,
+                vec![e],
             );
         }
     }

@@ -440,6 +440,15 @@ impl<'a> Doc<'a> {
         })
     }
 
+    /// The element at `index` of the flow array `v`.
+    pub fn element(&self, v: Val, index: usize) -> Option<Val> {
+        let Val::Flow { open, .. } = v else {
+            return None;
+        };
+        let it = flow_items(self.text, open).into_iter().nth(index)?;
+        Some(self.flow_value(it.start, it.end))
+    }
+
     /// The element of array `v` (JSON objects) whose `key` is the string `value`.
     pub fn element_with(&self, v: Val, key: &str, value: &str) -> Option<Val> {
         let Val::Flow { open, .. } = v else {

@@ -16,12 +16,18 @@ fn root() -> PathBuf {
 }
 
 /// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
-/// obligation), all but `langgraph-json-swarm`, whose unguarded tools nodes are in LangGraph's
-/// own JSON, which the space does not edit (`no_change_closes_the_swarm_and_it_says_why`). The
-/// others fail the gate on a structural, code, dependency or rulebook finding, which
-/// `qls repair` reports as outside its space (`outside_the_space_is_said…`).
+/// obligation, a dependency advisory or a dynamic edge without targets), all but
+/// `langgraph-json-swarm`, whose unguarded tools nodes are in LangGraph's own JSON, where only
+/// a person's approval can be put in front of them and QG001 asks for the check
+/// (`no_change_closes_the_swarm_and_it_says_why`). The others fail the gate on a code check, a
+/// refused rulebook, a rail's advisory or a dynamic edge of LangGraph's own JSON, which `qls
+/// repair` reports as outside its space, with why (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
     "agentdojo-banking",
+    "batch-third-call-breaks-at-most-fires",
+    "batch-untrusted-read-then-persistent-write-fires",
+    "dependency-advisory-package-lock-fires",
+    "dependency-advisory-uv-lock-fires",
     "agentdojo-slack",
     "agentdojo-workspace-summarising-memory",
     "agentdojo-workspace",
@@ -35,6 +41,7 @@ const CASES: &[&str] = &[
     "qg001-fires",
     "qg002-fires",
     "qg003-fires",
+    "qg016-fires",
     "qg003-per-agent-history",
     "qg011-clean",
     "qg011-fires",
@@ -96,9 +103,9 @@ fn verify(inputs: Inputs) -> (bool, Found) {
 fn repair(inputs: Inputs) -> Repaired {
     let session = Session::open(Job::new(inputs)).unwrap();
     let run = session.verify().unwrap();
-    let files = Files::read(&session.job().inputs, session.project()).unwrap();
+    let files = Files::read(session.job(), session.project()).unwrap();
     let options = prover::repair::Options {
-        max_proofs: 40,
+        max_proofs: 100,
         timeout: std::time::Duration::from_secs(120),
         depth: session.depth(),
     };
@@ -289,12 +296,40 @@ fn sarif_with_fixes_validates_and_carries_the_changes() {
 
 #[test]
 fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
-    // QG016 (a structural finding) is outside the space.
-    let text = repair_text("corpus/qg016-fires", 1);
+    // QG005 (a refused rulebook) is outside the space, and the report says why.
+    let text = repair_text("corpus/qg005-fires", 1);
     assert!(
-        text.contains("Outside the change space (not repaired):\n  QG016"),
+        text.contains("Outside the change space (not repaired):\n  QG005"),
         "{text}"
     );
+    assert!(
+        text.contains("the rulebook is refused as written"),
+        "{text}"
+    );
+    // A code check, a rail's advisory and a LangGraph JSON dynamic edge, likewise.
+    for (case, rule, why) in [
+        (
+            "corpus/qc001-fires",
+            "QC001",
+            "the space edits declarations, never code",
+        ),
+        (
+            "corpus/qg022-fires",
+            "QG022",
+            "the rulebook uses a rail or action",
+        ),
+        (
+            "corpus/langgraph-json-send-fanout",
+            "QG016",
+            "no place for a `Send`'s targets",
+        ),
+    ] {
+        let text = repair_text(case, 1);
+        assert!(
+            text.contains(&format!("  {rule} ")) && text.contains(why),
+            "{case}: {text}"
+        );
+    }
     let text = repair_text("corpus/qg012-fires", 0);
     assert!(text.contains("  Fix (proved): "), "{text}");
     assert!(
@@ -316,9 +351,74 @@ fn no_change_closes_the_swarm_and_it_says_why() {
         "{text}"
     );
     assert!(
-        text.contains("nothing else in the space touches that run"),
+        text.contains("was proved to leave a witness or to add a finding"),
         "{text}"
     );
+    // A person's approval in front of the hotel's ToolNode is in the space (it closes QG012
+    // there, not QG001, which asks for the check).
+    let r = repair(Inputs::Case(root().join("corpus/langgraph-json-swarm")));
+    assert!(r.space.iter().any(|c| matches!(
+        &c.kind,
+        prover::repair::Kind::Interrupt { node } if node == "hotel_assistant:tools"
+    )));
+}
+
+/// Every change the space offers, made alone, leaves inputs the readers take: the text edits
+/// keep each file's syntax (YAML, JSON, TOML, LangGraph's JSON) and the keys SPEC defines.
+#[test]
+fn every_offered_change_alone_leaves_inputs_that_load() {
+    let mut kinds = BTreeSet::new();
+    for case in [
+        "qg016-fires",
+        "langgraph-json-swarm",
+        "qg012-fires",
+        "qg021-fires",
+        "qg014-fires",
+        "agentdojo-workspace",
+        "regression-graph-without-agents-fires",
+        "dependency-advisory-uv-lock-fires",
+        "dependency-advisory-package-lock-fires",
+    ] {
+        let src = root().join("corpus").join(case);
+        let r = repair(Inputs::Case(src.clone()));
+        for (i, c) in r.space.iter().enumerate() {
+            kinds.insert(
+                format!("{:?}", c.kind)
+                    .split([' ', '{'])
+                    .next()
+                    .unwrap()
+                    .to_string(),
+            );
+            let dir = scratch(&format!("{case}-change-{i}"));
+            copy_dir(&src, &dir);
+            for (key, text) in r.files.edited(&[c]) {
+                std::fs::write(dir.join(key), text).unwrap();
+            }
+            if let Err(e) = Session::open(Job::new(Inputs::Case(dir.clone()))) {
+                panic!(
+                    "{case}: `{}` leaves inputs that do not load: {e}",
+                    c.kind.describe()
+                );
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    for k in [
+        "Guard",
+        "Confirm",
+        "NotAfter",
+        "Irreversible",
+        "Budget",
+        "ExitAfter",
+        "Interrupt",
+        "Targets",
+        "Pin",
+        "AtMostOnce",
+        "DropEdge",
+        "DropTool",
+    ] {
+        assert!(kinds.contains(k), "no case offered a {k} change: {kinds:?}");
+    }
 }
 
 #[test]

@@ -1,0 +1,266 @@
+//! Changes that declare what the inputs left unsaid or out of date, rather than restrict a
+//! tool: a dependency pinned to the version its advisories name as fixed (QG022), a `dynamic`
+//! edge's targets listed (QG016), and a person's approval put in front of an unguarded
+//! LangGraph ToolNode (`metadata.__interrupt: before`, LangGraph's own drawing of
+//! `interrupt_before`). Each is located and written in the file's own text, like the rest of
+//! the space (`space.rs`); the search proves each as it proves any other change.
+
+use super::space::{push, Kind, Scope};
+use super::text::{Doc, Edit, Val};
+use super::{Change, Files};
+use ir::deps::{DepFormat, Requirement};
+use ir::graph::{EdgeKind, NodeKind};
+use ir::Project;
+use obligations::osv::{self, version::Version};
+use std::collections::BTreeSet;
+
+/// Per dependency a `--dependencies` file pins to an exact version that an advisory of the
+/// shipped snapshot affects: the least version the advisories name as fixed above it that no
+/// advisory of the snapshot affects, written over the old version in the file's entry.
+pub(super) fn dependency_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
+    let Some(snap) = osv::snapshot() else { return };
+    let mut seen = BTreeSet::new();
+    for d in &p.dependencies {
+        let Requirement::Exact(from) = &d.requirement else {
+            continue; // a range or a URL: the person chooses what to pin it to
+        };
+        let hits = osv::affecting(snap, d);
+        if hits.is_empty() || !seen.insert((d.at.file.clone(), d.at.line, d.name.clone())) {
+            continue;
+        }
+        let current = Version::parse(d.ecosystem, from);
+        let mut fixed: Vec<(Version, String)> = hits
+            .iter()
+            .flat_map(|h| h.fixed.iter())
+            .filter_map(|f| Some((Version::parse(d.ecosystem, f)?, f.clone())))
+            .filter(|(v, _)| current.as_ref().is_none_or(|c| v > c))
+            .collect();
+        fixed.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        let to = fixed.into_iter().map(|(_, s)| s).find(|s| {
+            let mut e = d.clone();
+            e.requirement = Requirement::Exact(s.clone());
+            osv::affecting(snap, &e).is_empty()
+        });
+        let (Some(to), Some(key)) = (to, files.resolve(&d.at.file)) else {
+            continue;
+        };
+        let text = files.text(&key);
+        let Some(edits) = pin_edits(text, d.at.line as usize, d.format, from, &to) else {
+            continue;
+        };
+        let doc = Doc::new(text);
+        let kind = Kind::Pin {
+            package: d.written.clone(),
+            from: from.clone(),
+            to,
+        };
+        let scope = Scope::Finding {
+            rule: "QG022",
+            subject: format!("{}@{from} ", d.subject()),
+            prefix: true,
+        };
+        push(out, kind, scope, &key, &doc, edits);
+    }
+}
+
+/// The edits that write `to` over `from` in the entry of a dependency file that starts at
+/// `line` (1-based): the requirement's line, or a lock's table or object (its `version` and
+/// the version in its download address). `None` when the entry records a hash or an integrity
+/// of the old artefact: a hand edit would leave the lock wrong, and the package manager must
+/// write it (`uv lock --upgrade-package`, `npm install pkg@version`).
+fn pin_edits(
+    text: &str,
+    line: usize,
+    format: DepFormat,
+    from: &str,
+    to: &str,
+) -> Option<Vec<Edit>> {
+    if format == DepFormat::GoSum || line == 0 {
+        return None;
+    }
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .filter(|&s| s < text.len())
+        .collect();
+    let line_text = |n: usize| {
+        let s = starts[n];
+        let e = starts.get(n + 1).copied().unwrap_or(text.len());
+        &text[s..e]
+    };
+    let first = line - 1;
+    if first >= starts.len() {
+        return None;
+    }
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let own = indent(line_text(first));
+    let mut last = first;
+    if format == DepFormat::PackageLock {
+        // The object opened on the key's line, to its closing brace.
+        let mut depth = 0i64;
+        for n in first..starts.len().min(first + 40) {
+            let l = line_text(n);
+            depth += l.matches('{').count() as i64 - l.matches('}').count() as i64;
+            last = n;
+            if depth <= 0 {
+                break;
+            }
+        }
+    } else if format != DepFormat::Requirements {
+        let mut n = first + 1;
+        while n < starts.len() && n < first + 40 {
+            let l = line_text(n);
+            let t = l.trim();
+            let ends = t.is_empty()
+                || t.starts_with('[')
+                || (format == DepFormat::PnpmLock && indent(l) < own);
+            if ends {
+                break;
+            }
+            last = n;
+            n += 1;
+        }
+    }
+    let entry = &text[starts[first]..starts.get(last + 1).copied().unwrap_or(text.len())];
+    let lower = entry.to_lowercase();
+    if ["hash", "integrity", "sha256", "sha512", "checksum"]
+        .iter()
+        .any(|h| lower.contains(h))
+        || entry.trim_end().ends_with('\\')
+    {
+        return None;
+    }
+    let is_version_char = |c: char| c.is_ascii_alphanumeric();
+    let mut edits = Vec::new();
+    for (i, _) in entry.match_indices(from) {
+        let before = entry[..i].chars().next_back();
+        let mut after = entry[i + from.len()..].chars();
+        let a = after.next();
+        let a2 = after.next();
+        let bounded_before = before.is_none_or(|c| !is_version_char(c) && c != '.');
+        let bounded_after = match a {
+            None => true,
+            Some('.') => a2.is_none_or(|c| !c.is_ascii_digit()),
+            Some(c) => !is_version_char(c),
+        };
+        if bounded_before && bounded_after {
+            edits.push(Edit {
+                offset: starts[first] + i,
+                delete: from.len(),
+                insert: to.to_string(),
+            });
+        }
+    }
+    (!edits.is_empty()).then_some(edits)
+}
+
+/// Per `dynamic` edge without targets in a `qls-graph/1` file: `targets` listing every node of
+/// the graph, the widest list there is (any narrower list the person writes only removes runs,
+/// so what is proved of this one holds of it).
+pub(super) fn target_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<Change>) {
+    let Some(edges) = doc.get(doc.root(), "edges") else {
+        return;
+    };
+    let all: Vec<String> = p
+        .graph
+        .nodes
+        .iter()
+        .map(|n| serde_json::to_string(&n.id).unwrap_or_default())
+        .collect();
+    for (i, e) in p.graph.edges.iter().enumerate() {
+        if e.kind != EdgeKind::Dynamic || e.targets.is_some() {
+            continue;
+        }
+        let Some(obj) = doc.element(edges, i) else {
+            continue;
+        };
+        let Some(edit) = doc.set(obj, "targets", &format!("[{}]", all.join(", ")), true) else {
+            continue;
+        };
+        let kind = Kind::Targets {
+            from: e.from.clone(),
+            count: all.len(),
+        };
+        let scope = Scope::Finding {
+            rule: "QG016",
+            subject: e.from.clone(),
+            prefix: false,
+        };
+        push(out, kind, scope, key, doc, vec![edit]);
+    }
+}
+
+/// Per unguarded tools node of LangGraph's own JSON without an interrupt before it:
+/// `metadata.__interrupt: before`, as LangGraph draws an app compiled with
+/// `interrupt_before=[node]` (the reader then puts a person's approval in front of the node).
+pub(super) fn interrupt_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<Change>) {
+    let Some(nodes) = doc.get(doc.root(), "nodes") else {
+        return;
+    };
+    for n in &p.graph.nodes {
+        if n.kind != NodeKind::Tools || n.guarded != Some(false) {
+            continue;
+        }
+        let Some(obj) = doc.element_with(nodes, "id", &n.id) else {
+            continue;
+        };
+        let edit = match doc.get(obj, "metadata") {
+            Some(meta @ Val::Flow { .. }) => match doc.get(meta, "__interrupt") {
+                None => doc.set(meta, "__interrupt", "\"before\"", true),
+                Some(v) if doc.scalar(v) == Some("after") => {
+                    doc.set(meta, "__interrupt", "\"before,after\"", true)
+                }
+                Some(_) => None, // already interrupted before
+            },
+            Some(_) => None,
+            None => doc.set(obj, "metadata", "{\"__interrupt\": \"before\"}", true),
+        };
+        if let Some(edit) = edit {
+            let kind = Kind::Interrupt { node: n.id.clone() };
+            push(out, kind, Scope::Node(n.id.clone()), key, doc, vec![edit]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repair::text::apply;
+
+    #[test]
+    fn a_pin_rewrites_the_entrys_version_and_address_and_nothing_else() {
+        let lock = "[[package]]\nname = \"langchain\"\nversion = \"0.1.10\"\nsource = { registry = \"x\" }\n\n[[package]]\nname = \"b\"\nversion = \"0.1.10\"\n";
+        let e = pin_edits(lock, 2, DepFormat::UvLock, "0.1.10", "0.1.11").unwrap();
+        let out = apply(lock, &e.iter().collect::<Vec<_>>());
+        assert!(
+            out.contains("name = \"langchain\"\nversion = \"0.1.11\""),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("name = \"b\"\nversion = \"0.1.10\"\n"),
+            "{out}"
+        );
+        let npm = "{\n  \"packages\": {\n    \"node_modules/sdk\": {\n      \"version\": \"1.23.0\",\n      \"resolved\": \"https://r/sdk/-/sdk-1.23.0.tgz\"\n    },\n    \"node_modules/x\": {\"version\": \"1.23.0\"}\n  }\n}\n";
+        let e = pin_edits(npm, 3, DepFormat::PackageLock, "1.23.0", "1.24.0").unwrap();
+        let out = apply(npm, &e.iter().collect::<Vec<_>>());
+        assert!(
+            out.contains(
+                "\"version\": \"1.24.0\",\n      \"resolved\": \"https://r/sdk/-/sdk-1.24.0.tgz\""
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("\"node_modules/x\": {\"version\": \"1.23.0\"}"),
+            "{out}"
+        );
+        // A version that only starts the same is not this one.
+        let req = "langchain==0.1.100\nother==0.1.10\n";
+        assert!(pin_edits(req, 1, DepFormat::Requirements, "0.1.10", "0.1.11").is_none());
+        let e = pin_edits(req, 2, DepFormat::Requirements, "0.1.10", "0.1.11").unwrap();
+        assert_eq!(apply(req, &[&e[0]]), "langchain==0.1.100\nother==0.1.11\n");
+        // A hash of the old artefact: the package manager must write the lock.
+        let hashed = "x==1.0 \\\n  --hash=sha256:abc\n";
+        assert!(pin_edits(hashed, 1, DepFormat::Requirements, "1.0", "1.1").is_none());
+        let npm_int = "{\n \"node_modules/sdk\": {\n  \"version\": \"1.0.0\",\n  \"integrity\": \"sha512-x\"\n }\n}\n";
+        assert!(pin_edits(npm_int, 2, DepFormat::PackageLock, "1.0.0", "1.1.0").is_none());
+    }
+}
