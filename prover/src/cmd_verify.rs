@@ -452,7 +452,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
 pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
     let name = args.witness.display().to_string();
     let text = readers::read_text(&args.witness, &name)?;
-    let w: replay::witness::Witness = serde_json::from_str(&text).map_err(|e| {
+    let w: witnesses::witness::Witness = serde_json::from_str(&text).map_err(|e| {
         ir::InputError::at(
             &name,
             e.line() as u32,
@@ -460,13 +460,13 @@ pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
         )
         .with_col(e.column() as u32)
     })?;
-    if w.format != replay::witness::FORMAT {
+    if w.format != witnesses::witness::FORMAT {
         return Err(ir::InputError::at(
             &name,
             1,
             format!(
                 "expected format `{}`, found `{}`",
-                replay::witness::FORMAT,
+                witnesses::witness::FORMAT,
                 w.format
             ),
         )
@@ -480,8 +480,8 @@ pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
             }
         }
     }
-    let (out, calls) = replay::replay::replay_traced(&project, &w);
-    let reproduced = out == replay::replay::ReplayOutcome::Reproduced;
+    let (out, calls) = witnesses::replay::replay_traced(&project, &w);
+    let reproduced = out == witnesses::replay::ReplayOutcome::Reproduced;
     let trace = serde_json::json!({
         "format": TRACE_FORMAT,
         "obligation": w.obligation,
@@ -512,7 +512,7 @@ fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Re
     for f in report
         .findings
         .iter()
-        .filter(|f| f.replay == Some(replay::replay::ReplayOutcome::Reproduced))
+        .filter(|f| f.replay == Some(witnesses::replay::ReplayOutcome::Reproduced))
     {
         let Some(doc) = &f.document else {
             continue;

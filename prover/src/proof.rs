@@ -398,8 +398,10 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     let replays = |i: usize, w: &RawWitness| {
         let ob = &obls[i];
         ob.inverted
-            || replay::replay::replay(p, &crate::report::witness_doc(p, &ts, w, ob, "bfs", depth))
-                == replay::replay::ReplayOutcome::Reproduced
+            || witnesses::replay::replay(
+                p,
+                &crate::report::witness_doc(p, &ts, w, ob, "bfs", depth),
+            ) == witnesses::replay::ReplayOutcome::Reproduced
     };
     let (b, m, fixpoint_turns) = run_per_slice_accepting(&ts, &obls, o, deadline, Some(&replays));
     let mut outcomes: Vec<Outcome> = obls
@@ -463,7 +465,7 @@ fn refine_unreplayed(
             continue;
         }
         let doc = crate::report::witness_doc(p, ts, w, &x.obligation, "bfs", depth);
-        if replay::replay::replay(p, &doc) == replay::replay::ReplayOutcome::Reproduced {
+        if witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced {
             continue;
         }
         let budget = refine::RefineBudget {

@@ -6,7 +6,7 @@
 //! compensations see of each other where they are themselves compensable writes). Where the
 //! engines' witnesses of an obligation do not replay, [`refine`] searches again with the whole
 //! concrete history as the history variable: a breadth-first search of the transition system and
-//! the concrete runtime side by side (`replay::stepper`), which keeps a step only where the
+//! the concrete runtime side by side (`witnesses::stepper`), which keeps a step only where the
 //! concrete run takes it (the same tool check, decisions, marks and states replay compares) and
 //! tries every reading of which run an undo names. A product state is the system's state and
 //! everything the concrete run can read later, so equal ones are searched once.
@@ -22,11 +22,11 @@ use crate::verdict::{RawStep, RawWitness};
 use encoder::ts::{CmdId, Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::Project;
-use replay::replay::{replay, ReplayOutcome};
-use replay::stepper::{StepKeys, Stepper};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
+use witnesses::replay::{replay, ReplayOutcome};
+use witnesses::stepper::{StepKeys, Stepper};
 
 /// What the refinement found for one obligation.
 #[derive(Clone, Debug, PartialEq, Eq)]

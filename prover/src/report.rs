@@ -15,10 +15,10 @@ use ir::{Loc, Project};
 use obligations::catalog::{Catalogued, Rule};
 use obligations::lints::Lint;
 use obligations::rules::cross_check;
-use replay::replay::ReplayOutcome;
-use replay::witness::Witness;
 use std::collections::BTreeMap;
 use std::path::Path;
+use witnesses::replay::ReplayOutcome;
+use witnesses::witness::Witness;
 
 /// One finding, at one location.
 #[derive(Clone, Debug)]
@@ -547,7 +547,7 @@ fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Fi
             continue;
         };
         let ob = &proof.outcomes[oi].obligation;
-        let out = replay::replay::replay(p, doc);
+        let out = witnesses::replay::replay(p, doc);
         if out != ReplayOutcome::Reproduced {
             let q = obligations::catalog::QG312.rule();
             let gave_up = match &proof.outcomes[oi].refined {
@@ -717,7 +717,7 @@ pub fn witness_step(
     st: &RawStep,
     turn: u32,
     looping: bool,
-) -> replay::witness::WitnessStep {
+) -> witnesses::witness::WitnessStep {
     let c = ts.command(st.cmd);
     let choices = c
         .choices
@@ -740,7 +740,7 @@ pub fn witness_step(
             *v = (turn + ended as u32).to_string();
         }
     }
-    replay::witness::WitnessStep {
+    witnesses::witness::WitnessStep {
         turn,
         step: st.state[ts.step_var.0 as usize],
         node: c.label.node.clone(),
@@ -759,8 +759,8 @@ pub fn witness_doc(
     obligation: &encoder::ts::Obligation,
     engine: &str,
     depth: (SessionSteps, u32),
-) -> replay::witness::Witness {
-    use replay::witness::{Witness, FORMAT};
+) -> witnesses::witness::Witness {
+    use witnesses::witness::{Witness, FORMAT};
     let looping = depth.0 == SessionSteps::Any;
     let turns = raw.turn_of_steps(ts);
     let steps = raw

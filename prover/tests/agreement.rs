@@ -12,7 +12,7 @@ use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
 use proptest::prelude::*;
 use prover::refine::{refine, Refined};
 use prover::verdict::{RawStep, RawWitness, Verdict};
-use replay::replay::{replay, replay_steps, ReplayOutcome};
+use witnesses::replay::{replay, replay_steps, ReplayOutcome};
 
 fn random_walk(ts: &TransitionSystem, r: &mut Rng) -> RawWitness {
     let mut s = ts.init.clone();
@@ -59,7 +59,7 @@ fn walk_obligation() -> Obligation {
 fn pinned_saturated_undo(
     p: &ir::Project,
     l: &Lowered,
-    doc: &replay::witness::Witness,
+    doc: &witnesses::witness::Witness,
     out: &ReplayOutcome,
 ) -> bool {
     let ReplayOutcome::NotReproduced { step, why } = out else {
@@ -90,7 +90,7 @@ fn pinned_saturated_undo(
 /// than `none`.
 fn undone_writes<'s>(
     l: &'s Lowered,
-    st: &'s replay::witness::WitnessStep,
+    st: &'s witnesses::witness::WitnessStep,
 ) -> impl Iterator<Item = &'s str> + 's {
     st.choices
         .iter()

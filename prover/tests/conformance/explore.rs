@@ -35,13 +35,13 @@ use ir::rulebook::Operand;
 use ir::vocab::{Answer, ArgClass, Mark, Reason};
 use ir::Project;
 use obligations::catalog;
-use replay::replay::instance;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use toolcheck::call::{Call, Origin};
 use toolcheck::check::{check, AgentInfo};
 use toolcheck::history::{History, Key};
+use witnesses::replay::instance;
 
 /// The most calls one batch makes in a concrete run (the lowered system allows any number).
 pub const BATCH_MAX: usize = 4;
@@ -799,7 +799,7 @@ impl<'a> Explorer<'a> {
             None => self.build_call(s, t, agent, via, ch, st, true),
         };
         call.agent = Some(agent.to_string());
-        let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
+        let ctx = witnesses::replay::check_context(self.p, &self.agents, &self.key);
         let d = check(&ctx, &s.history, &call);
         let first = record_decision(st, &d);
         match d.decision {
@@ -860,7 +860,7 @@ impl<'a> Explorer<'a> {
             calls.push(call);
             choices.push(scratch.choices);
         }
-        let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
+        let ctx = witnesses::replay::check_context(self.p, &self.agents, &self.key);
         let b = toolcheck::check_batch(&ctx, &s.history, &calls);
         for ((call, c), o) in calls.into_iter().zip(choices).zip(b.outcomes) {
             match o {
@@ -887,7 +887,7 @@ impl<'a> Explorer<'a> {
         st.label.tool = Some(t.name.clone());
         st.label.checked = true;
         st.choices = choices;
-        let ctx = replay::replay::check_context(self.p, &self.agents, &self.key);
+        let ctx = witnesses::replay::check_context(self.p, &self.agents, &self.key);
         let alone = check(&ctx, &s.history, &call);
         assert_eq!(
             (alone.decision, &alone.reasons),
@@ -976,7 +976,7 @@ impl<'a> Explorer<'a> {
         let mut c = h.call.clone();
         c.token = Some(h.token.clone());
         c.context = self.pick_context(ch, st);
-        replay::replay::stamp_call(&mut c, s.marks.get(agent), s.turn);
+        witnesses::replay::stamp_call(&mut c, s.marks.get(agent), s.turn);
         for (a, o) in &c.origins {
             let model = *o == Origin::Model;
             *st.choices
@@ -1008,7 +1008,7 @@ impl<'a> Explorer<'a> {
         st.label.ends_turn = true;
         s.held = Some(Held {
             call,
-            token: replay::replay::held_token(d),
+            token: witnesses::replay::held_token(d),
             agent: agent.to_string(),
             node: ni,
         });
@@ -1128,7 +1128,7 @@ impl<'a> Explorer<'a> {
             undoes,
             ..Call::default()
         };
-        replay::replay::stamp_call(&mut call, s.marks.get(agent), s.turn);
+        witnesses::replay::stamp_call(&mut call, s.marks.get(agent), s.turn);
         call
     }
 
@@ -1236,9 +1236,10 @@ impl<'a> Explorer<'a> {
         let decided = if checked {
             Answer::Allow.as_str()
         } else {
-            replay::replay::UNCHECKED
+            witnesses::replay::UNCHECKED
         };
-        let entry = replay::replay::run_entry(&self.p.catalogue, t, call, agent, decided, s.turn);
+        let entry =
+            witnesses::replay::run_entry(&self.p.catalogue, t, call, agent, decided, s.turn);
         s.history.push_signed(entry, &self.key);
         s.confirmed.push(confirmed);
         // The history moved on: a held call's token is bound to the old head.

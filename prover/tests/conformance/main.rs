@@ -619,7 +619,7 @@ fn refined_witness_replays(
     let Verdict::Reachable(w) = v else { return };
     let depth = (p.settings.session_steps, p.settings.step_limit);
     let doc = prover::report::witness_doc(p, ts, w, ob, "bfs", depth);
-    if replay::replay::replay(p, &doc) == replay::replay::ReplayOutcome::Reproduced {
+    if witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced {
         return;
     }
     f.refined += 1;

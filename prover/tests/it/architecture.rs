@@ -18,7 +18,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("obligations", &["ir", "encoder"]),
     // The code checks analyse text the readers read (ARCHITECTURE.md, `codecheck/`).
     ("codecheck", &["ir"]),
-    ("replay", &["ir", "encoder", "toolcheck", "obligations"]),
+    ("witnesses", &["ir", "encoder", "toolcheck", "obligations"]),
     // The prover may import every library crate.
     ("prover", LIBRARIES),
     (
@@ -35,7 +35,7 @@ const LIBRARIES: &[&str] = &[
     "toolcheck",
     "obligations",
     "codecheck",
-    "replay",
+    "witnesses",
 ];
 
 fn crates() -> impl Iterator<Item = &'static str> {

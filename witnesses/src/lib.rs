@@ -1,4 +1,4 @@
-//! Concrete playback: the witness format and the replay of a witness through the concrete tool
+//! Witnesses: the `qls-witness/1` format and the replay of a witness through the concrete tool
 //! check against stubbed tools. (The other direction of the engines' soundness, the reference
 //! explorer that checks every run of the graph is a run of the lowered system, is test code:
 //! `prover/tests/conformance/explore.rs`, so the shipped library holds only what a user runs.)
