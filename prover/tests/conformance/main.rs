@@ -1,5 +1,5 @@
 //! Conformance, the direction replay cannot check: **every real run is a run of the lowered
-//! system**. The reference explorer (`explore.rs` beside this file) walks random projects' graphs under
+//! system**. The reference explorer (`explore/` beside this file) walks random projects' graphs under
 //! SPEC §2–§3 with the real tool check; each concrete run is matched step by step in the
 //! transition system `encoder::ts::lower` builds for the same project, keeping the set of
 //! abstract states consistent so far (label, choices, guard, and the state after). A run that
