@@ -65,7 +65,8 @@ SYSTEMS=(
     "banking-two-desks 4x16 (large)|benchmarks/fixtures/banking-two-desks/agent.yaml --session-steps 4 --step-limit 16"
     "shop 128x16 (large)|examples/shop/agent.yaml --session-steps 128 --step-limit 16"
     # Systems with batches (SPEC §3 Batches): calls that stay at the node without a step, so
-    # runs have no length bound; both searches cover the whole finite state space.
+    # runs have no length bound; both searches cover the whole finite state space. The corpus's
+    # `-clean` twins are the same graphs without the batch mark.
     "batch-irreversible-then-compensable-fires|--case corpus/batch-irreversible-then-compensable-fires"
     "batch-irreversible-then-compensable-clean|--case corpus/batch-irreversible-then-compensable-clean"
     "batch-third-call-breaks-at-most-fires|--case corpus/batch-third-call-breaks-at-most-fires"
