@@ -64,6 +64,18 @@ SYSTEMS=(
     "banking-two-desks 5x12 (large)|benchmarks/fixtures/banking-two-desks/agent.yaml --session-steps 5 --step-limit 12"
     "banking-two-desks 4x16 (large)|benchmarks/fixtures/banking-two-desks/agent.yaml --session-steps 4 --step-limit 16"
     "shop 128x16 (large)|examples/shop/agent.yaml --session-steps 128 --step-limit 16"
+    # Systems with batches (SPEC §3 Batches): calls that stay at the node without a step, so
+    # runs have no length bound; both searches cover the whole finite state space. The corpus's
+    # `-clean` twins are the same graphs without the batch mark.
+    "batch-irreversible-then-compensable-fires|--case corpus/batch-irreversible-then-compensable-fires"
+    "batch-irreversible-then-compensable-clean|--case corpus/batch-irreversible-then-compensable-clean"
+    "batch-third-call-breaks-at-most-fires|--case corpus/batch-third-call-breaks-at-most-fires"
+    "batch-third-call-breaks-at-most-clean|--case corpus/batch-third-call-breaks-at-most-clean"
+    "batch-untrusted-read-then-persistent-write-fires|--case corpus/batch-untrusted-read-then-persistent-write-fires"
+    "batch-untrusted-read-then-persistent-write-clean|--case corpus/batch-untrusted-read-then-persistent-write-clean"
+    "langgraph-json-swarm (batch)|--case corpus/langgraph-json-swarm"
+    "banking-two-desks-batch 3x12|benchmarks/fixtures/banking-two-desks-batch/agent.yaml"
+    "banking-two-desks-batch 4x16 (large)|benchmarks/fixtures/banking-two-desks-batch/agent.yaml --session-steps 4 --step-limit 16"
 )
 
 now_ns() { date +%s%N; }
@@ -99,8 +111,10 @@ for entry in "${SYSTEMS[@]}"; do
     if [ -n "$QLS_BEFORE" ]; then
         before_ms=$("$QLS_BEFORE" emit promela "${args[@]}" -o "$dir/before.pml" --stats --jobs "$JOBS" --repeat "$REPEAT" | sed -n 's/^ms=//p')
     fi
-    depth=$(sed -n 's/^depth=//p' "$dir/ours.txt")
-    maxdepth=$((depth * 2 + 100))
+    # pan's search depth: the one the model's header gives (far above the steps with batches,
+    # whose calls take commands that count no step), with a margin.
+    pan_depth=$(sed -n 's/^pan_depth=//p' "$dir/ours.txt")
+    maxdepth=$((pan_depth * 2 + 100))
     # Hash table sized to the state count (2^w slots, at least 2^10), the same for both models.
     w=10
     while [ $((1 << w)) -lt $((ours * 2)) ]; do w=$((w + 1)); done

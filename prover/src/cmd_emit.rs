@@ -42,7 +42,8 @@ pub struct PromelaArgs {
     #[arg(long)]
     pub no_assertions: bool,
     /// Print the BFS engine's figures for the same system instead of the model: `states=N`,
-    /// `ms=T` (the full exploration, best of --repeat runs), then one `obligation K ID VERDICT`
+    /// `ms=T` (the full exploration, best of --repeat runs), `depth=D` (steps),
+    /// `pan_depth=M` (the `-m` pan needs, far above D with batches), then one `obligation K ID VERDICT`
     /// line per obligation (K numbers the assertions of the model).
     #[arg(long)]
     pub stats: bool,
@@ -114,6 +115,7 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
         let _ = writeln!(out, "states={states}");
         let _ = writeln!(out, "ms={:.3}", secs * 1000.0);
         let _ = writeln!(out, "depth={}", ts.depth);
+        let _ = writeln!(out, "pan_depth={}", crate::promela::pan_depth(ts));
         for (k, (ob, v)) in obls.iter().zip(&run.verdicts).enumerate() {
             let word = match v {
                 Verdict::Reachable(_) => "reachable",

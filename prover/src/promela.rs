@@ -226,6 +226,18 @@ pub fn emit(ts: &TransitionSystem, obls: &[Obligation]) -> String {
     out
 }
 
+/// The search depth pan needs (`-m`) to reach every state of `ts`: a little above the system's
+/// depth, except with batches (SPEC §3 Batches), whose calls take commands that count no step,
+/// so that runs have no length bound while the state space stays finite: then far above any
+/// shortest path (`benchmarks/spin_compare.sh` reads it from `qls emit promela --stats`).
+pub fn pan_depth(ts: &TransitionSystem) -> u32 {
+    if ts.has_batches() {
+        1_000_000
+    } else {
+        ts.depth + 10
+    }
+}
+
 /// The opening comment: the system's size, its depth, and how to check the model with SPIN
 /// so that its state count is comparable with the BFS engine's (`-o2`, breadth-first, no
 /// partial-order reduction, a search depth above the system's).
@@ -257,12 +269,7 @@ fn write_header(out: &mut String, ts: &TransitionSystem, obls: &[Obligation]) {
         out,
         " * each option is one d_step. Check: spin -o2 -a model.pml && gcc -O2 -DBFS -DNOREDUCE -DSAFETY"
     );
-    let depth = if ts.has_batches() {
-        1_000_000
-    } else {
-        ts.depth + 10
-    };
-    let _ = writeln!(out, " *   -o pan pan.c && ./pan -c0 -m{depth} */");
+    let _ = writeln!(out, " *   -o pan pan.c && ./pan -c0 -m{} */", pan_depth(ts));
     let _ = writeln!(out);
 }
 

@@ -110,7 +110,8 @@ pub struct Outcome {
     pub multi_turn: bool,
     /// Where the engines' witness did not replay: what the search along the concrete runtime
     /// found (`refine`): a witness that replays (now the verdict's), no concrete violation
-    /// (the verdict is then unreachable), or that it gave up (the verdict stays reachable).
+    /// (the verdict is then unreachable), or that it gave up (the verdict stays reachable in a
+    /// bounded proof, and is undecided under `any`).
     pub refined: Option<refine::Refined>,
 }
 
@@ -448,7 +449,9 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
 /// witness does not replay on the concrete runtime is searched again along it
 /// (`refine::refine`), and takes what that search found: a witness that replays, unreachable
 /// (every violation the engines saw is one of the system's over-approximations, none a concrete
-/// run), or — when the search gave up — its first witness, with the reason kept for QG312.
+/// run), or — when the search gave up — its first witness, with the reason kept for QG312;
+/// under `any`, where no search of bounded sessions proves anything for longer ones, a witness
+/// that replays or undecided (`refine::settle`).
 fn refine_unreplayed(
     p: &Project,
     o: &Options,
@@ -473,13 +476,7 @@ fn refine_unreplayed(
             ..Default::default()
         };
         let r = refine::refine(p, ts, &x.obligation, depth, budget);
-        match &r {
-            refine::Refined::Reproduced(w) => x.verdict = Verdict::Reachable(w.clone()),
-            refine::Refined::Unreachable { .. } => {
-                x.verdict = Verdict::Unreachable { depth: ts.depth }
-            }
-            refine::Refined::GaveUp { .. } => {}
-        }
+        x.verdict = refine::settle(x.verdict.clone(), &r, depth, ts.depth);
         x.refined = Some(r);
     }
 }

@@ -17,8 +17,13 @@
 //! no concrete run within the bounds violates the obligation, or it runs out of its budget (then
 //! the finding stays reachable with the engines' witness, and QG312 says that refinement gave up
 //! and what to do).
+//!
+//! Under `--session-steps any` the search walks the looping system one more turn at a time,
+//! within its budget, the proof's deadline and a turn limit: a violation that replays is the
+//! finding; anything else proves nothing for sessions longer than those searched, so the
+//! obligation is undecided ([`settle`]) — never clean, and never a finding without a real run.
 
-use crate::verdict::{RawStep, RawWitness};
+use crate::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::{CmdId, Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::Project;
@@ -55,6 +60,8 @@ pub struct RefineBudget {
     pub max_states: usize,
     /// A wall-clock limit.
     pub deadline: Option<Instant>,
+    /// Under `any`: the turns a session searched may have at most.
+    pub max_turns: u32,
 }
 
 impl Default for RefineBudget {
@@ -62,6 +69,7 @@ impl Default for RefineBudget {
         RefineBudget {
             max_states: 200_000,
             deadline: None,
+            max_turns: 16,
         }
     }
 }
@@ -75,9 +83,29 @@ struct Node {
     next_turn: u32,
 }
 
+/// Why a search stopped short of deciding (each in words a user can act on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    /// Its state budget.
+    States,
+    /// The proof's deadline.
+    Deadline,
+    /// Under `any`: its turn limit (`RefineBudget::max_turns`).
+    Turns,
+}
+
 /// Searches the system and the concrete runtime side by side for a violation of `ob` that
-/// replays (module docs). `depth` is the proof's (session length, step limit); sessions of any
-/// length are not refined (the concrete history grows without bound): the answer is `GaveUp`.
+/// replays (module docs). `depth` is the proof's (session length, step limit).
+///
+/// A bounded system without batches ends every run within its depth, so the search is
+/// complete there and "unreachable" is exact. With batches a run may take any number of calls
+/// that count no step, and under `any` any number of turns: there the search goes on level by
+/// level (under `any` one more turn at a time, up to `RefineBudget::max_turns`) until it finds a
+/// violation that replays, every path left is pruned (the system itself can violate nothing
+/// from it), or its budget ends — and only the pruned-out end is "unreachable" within bounded
+/// sessions; under `any` no end of this search is a proof for sessions of any length, so what
+/// it does not reproduce it gives up on (the proof then reports the obligation undecided, see
+/// [`settle`]).
 pub fn refine(
     p: &Project,
     ts: &TransitionSystem,
@@ -91,15 +119,15 @@ pub fn refine(
             why: "an inverted obligation is not refined".into(),
         };
     }
-    if depth.0 == SessionSteps::Any {
-        return Refined::GaveUp {
-            states: 0,
-            why: "refinement searches bounded sessions only; prove with a bounded \
-                  `session_steps` to have this finding's witness refined"
-                .into(),
-        };
+    let any = depth.0 == SessionSteps::Any;
+    let mut header =
+        crate::report::witness_doc(p, ts, &RawWitness { steps: vec![] }, ob, "bfs", depth);
+    if any {
+        // The concrete session is one of `max_turns` turns and one more, so that no turn the
+        // search takes ends it (the looping system starts the next turn where a bounded
+        // session would stop); a witness found is replayed as the session of its own turns.
+        header.session_steps = budget.max_turns.saturating_add(1);
     }
-    let header = crate::report::witness_doc(p, ts, &RawWitness { steps: vec![] }, ob, "bfs", depth);
     let keys = StepKeys::of(p, &header);
     let mut nodes: Vec<Node> = vec![Node {
         from: None,
@@ -112,17 +140,22 @@ pub fn refine(
     // A concrete violation whose whole witness did not replay (replay tries a bounded number of
     // readings of the undos): the obligation is then not unreachable.
     let mut unreplayed = false;
-    let looping = false;
-    let mut ahead = Ahead {
-        ts,
-        ob,
-        memo: HashMap::new(),
-        on_path: HashSet::new(),
+    // Without batches a bounded system's runs end within its depth; otherwise the levels are
+    // not bounded here (the budget and, under `any`, the turn limit are).
+    let levels = if any || ts.has_batches() {
+        u32::MAX
+    } else {
+        ts.depth
     };
-    for _level in 0..ts.depth {
+    let mut ahead = Ahead::new(ts, ob);
+    let mut cut: Option<Cut> = None;
+    // Under `any`: the turns every path was searched through (the deepest turn started).
+    let mut turns_searched = 0u32;
+    'levels: for _level in 0..levels {
         let mut next = vec![];
         for (ni, s, run) in &frontier {
             let turn = nodes[*ni].next_turn;
+            turns_searched = turns_searched.max(turn);
             for (cid, ch) in enabled(ts, s) {
                 let c = ts.command(cid);
                 let raw = RawStep {
@@ -131,7 +164,7 @@ pub fn refine(
                     choices: ch,
                 };
                 let hit = violates(ts, ob, cid, s, &raw.choices);
-                let st = crate::report::witness_step(ts, &raw, turn, looping);
+                let st = crate::report::witness_step(ts, &raw, turn, any);
                 for taken in run.take(&st, hit) {
                     if taken.violates {
                         let w = path(&nodes, *ni, raw.clone());
@@ -147,26 +180,27 @@ pub fn refine(
                     if !ahead.may_violate(&after) {
                         continue;
                     }
+                    let starts_turn = after[ts.step_var.0 as usize] == 0;
+                    let next_turn = turn + starts_turn as u32;
+                    if any && next_turn >= budget.max_turns {
+                        // Past the turn limit: this path is not searched further.
+                        cut = Some(Cut::Turns);
+                        continue;
+                    }
                     if !seen.insert(digest(&after, &taken.after)) {
                         continue;
                     }
-                    if seen.len() > budget.max_states
-                        || budget.deadline.is_some_and(|d| Instant::now() > d)
-                    {
-                        return Refined::GaveUp {
-                            states: seen.len(),
-                            why: format!(
-                                "refinement stopped after {} states of the search along the \
-                                 concrete runtime (its budget); a smaller `step_limit` or \
-                                 `session_steps` lets it finish",
-                                seen.len()
-                            ),
-                        };
+                    if seen.len() > budget.max_states {
+                        cut = Some(Cut::States);
+                        break 'levels;
                     }
-                    let starts_turn = after[ts.step_var.0 as usize] == 0;
+                    if budget.deadline.is_some_and(|d| Instant::now() > d) {
+                        cut = Some(Cut::Deadline);
+                        break 'levels;
+                    }
                     nodes.push(Node {
                         from: Some((*ni, raw.clone())),
-                        next_turn: turn + starts_turn as u32,
+                        next_turn,
                     });
                     next.push((nodes.len() - 1, after, taken.after));
                 }
@@ -177,52 +211,228 @@ pub fn refine(
         }
         frontier = next;
     }
-    if unreplayed {
+    let states = seen.len();
+    if any {
         return Refined::GaveUp {
-            states: seen.len(),
-            why: "the concrete run violates it, but on a path whose undos replay cannot read \
-                  back within its limit of readings"
-                .into(),
+            states,
+            why: any_length_why(states, turns_searched + 1, cut, unreplayed),
         };
     }
-    Refined::Unreachable { states: seen.len() }
+    match cut {
+        Some(c) => {
+            return Refined::GaveUp {
+                states,
+                why: bounded_why(states, c),
+            }
+        }
+        None if unreplayed => {
+            return Refined::GaveUp {
+                states,
+                why: "the concrete run violates it, but on a path whose undos replay cannot \
+                      read back within its limit of readings"
+                    .into(),
+            }
+        }
+        None => {}
+    }
+    Refined::Unreachable { states }
+}
+
+/// Why a bounded refinement stopped (it ran out of `c`), in words a user can act on.
+fn bounded_why(states: usize, c: Cut) -> String {
+    match c {
+        Cut::Deadline => format!(
+            "refinement stopped after {states} states of the search along the concrete \
+             runtime (the proof's time budget); a longer `--timeout`, or a smaller `step_limit` \
+             or `session_steps`, lets it finish"
+        ),
+        Cut::States | Cut::Turns => format!(
+            "refinement stopped after {states} states of the search along the concrete \
+             runtime (its budget); a smaller `step_limit` or `session_steps` lets it finish"
+        ),
+    }
+}
+
+/// Why a refinement under `any` decided nothing: it searched sessions along the concrete
+/// runtime, its runs reaching `turns` turns, without a violation that replays, which is no proof
+/// for longer sessions (and the engines' violation is not a real run).
+fn any_length_why(states: usize, turns: u32, cut: Option<Cut>, unreplayed: bool) -> String {
+    let stop = match cut {
+        Some(Cut::States) => " before its state budget ended",
+        Some(Cut::Deadline) => " before the proof's time budget ended",
+        Some(Cut::Turns) => " up to its turn limit",
+        None => "",
+    };
+    let unreplayed = if unreplayed {
+        " (a violation it met did not replay within replay's limit of readings of its undos)"
+    } else {
+        ""
+    };
+    let turns = if turns == 1 {
+        "1 turn".to_string()
+    } else {
+        format!("{turns} turns")
+    };
+    format!(
+        "the engines' violation is not a run of the concrete runtime (the system \
+         over-approximates it), and refinement found no violation that replays in {states} \
+         states along the concrete runtime, its runs reaching {turns}{stop}{unreplayed}; that \
+         proves nothing for longer sessions. Prove a bounded `session_steps` (refinement \
+         decides there within its budget), or give the proof more time (`--timeout`) to search \
+         longer sessions"
+    )
+}
+
+/// What a reachable verdict becomes once refinement answered `r` for it: a witness that
+/// replays is the finding's; "unreachable" within the bounds is unreachable; a search that gave
+/// up keeps the finding reachable with the engines' witness in a bounded proof (QG312 says so
+/// at `--replay`), and under `any` — where the engines' witness does not replay and no search
+/// of bounded sessions proves anything for longer ones — makes the obligation **undecided**:
+/// never clean, and never a finding without a real run behind it.
+pub fn settle(engines: Verdict, r: &Refined, depth: (SessionSteps, u32), ts_depth: u32) -> Verdict {
+    match r {
+        Refined::Reproduced(w) => Verdict::Reachable(w.clone()),
+        Refined::Unreachable { .. } if depth.0 != SessionSteps::Any => {
+            Verdict::Unreachable { depth: ts_depth }
+        }
+        Refined::Unreachable { states } => Verdict::undecided(
+            StopReason::WitnessNotReplayed,
+            format!(
+                "the engines' violation is not a run of the concrete runtime, and no concrete \
+                 run within the bounds violates it ({states} states searched), which proves \
+                 nothing for sessions of any length"
+            ),
+        ),
+        Refined::GaveUp { why, .. } if depth.0 == SessionSteps::Any => {
+            Verdict::undecided(StopReason::WitnessNotReplayed, why.clone())
+        }
+        Refined::GaveUp { .. } => engines,
+    }
 }
 
 /// Whether the system can still violate the obligation from a state, memoised per state: the
 /// pruning that keeps the search along the concrete runtime to the part of the system that
-/// matters. Exact where it answers no (every path from the state was searched); a state met
-/// again on the path being searched (a loop, which a bounded system does not have) or past
-/// [`AHEAD_STATES`] is answered yes, which prunes nothing.
+/// matters. Exact: a state's answer is decided over the strongly connected components of the
+/// system's states reachable from it (Tarjan's algorithm, iterative), so loops — a batch's
+/// calls, the turns of a looping system — are answered as well as acyclic parts; past
+/// [`AHEAD_STATES`] states decided the answer is yes, which prunes nothing.
 struct Ahead<'a> {
     ts: &'a TransitionSystem,
     ob: &'a Obligation,
     memo: HashMap<Vec<u32>, bool>,
-    on_path: HashSet<Vec<u32>>,
 }
 
 /// How many system states [`Ahead`] decides at most (then it answers yes).
 const AHEAD_STATES: usize = 100_000;
 
-impl Ahead<'_> {
+/// A state on [`Ahead`]'s depth-first path: its successors, the next to visit, Tarjan's index
+/// and low link, and whether a violation is reachable from what it visited so far.
+struct Frame {
+    state: Vec<u32>,
+    succ: Vec<Vec<u32>>,
+    next: usize,
+    index: usize,
+    low: usize,
+    hit: bool,
+}
+
+impl<'a> Ahead<'a> {
+    fn new(ts: &'a TransitionSystem, ob: &'a Obligation) -> Ahead<'a> {
+        Ahead {
+            ts,
+            ob,
+            memo: HashMap::new(),
+        }
+    }
+
+    /// A frame for state `s`: its successors, or none when a step from it violates (then the
+    /// answer is yes whatever follows, and an edge left out of a state that answers yes
+    /// changes no other state's answer).
+    fn frame(&self, s: Vec<u32>, index: usize) -> Frame {
+        let ts = self.ts;
+        let mut succ = vec![];
+        let mut hit = false;
+        for (cid, ch) in enabled(ts, &s) {
+            if violates(ts, self.ob, cid, &s, &ch) {
+                hit = true;
+                succ.clear();
+                break;
+            }
+            succ.push(ts.apply(ts.command(cid), &s, &ch));
+        }
+        Frame {
+            state: s,
+            succ,
+            next: 0,
+            index,
+            low: index,
+            hit,
+        }
+    }
+
     fn may_violate(&mut self, s: &[u32]) -> bool {
         if let Some(&b) = self.memo.get(s) {
             return b;
         }
-        if self.memo.len() >= AHEAD_STATES || !self.on_path.insert(s.to_vec()) {
+        if self.memo.len() >= AHEAD_STATES {
             return true;
         }
-        let ts = self.ts;
-        let mut found = false;
-        for (cid, ch) in enabled(ts, s) {
-            let c = ts.command(cid);
-            if violates(ts, self.ob, cid, s, &ch) || self.may_violate(&ts.apply(c, s, &ch)) {
-                found = true;
-                break;
+        // Tarjan's strongly connected components over the states reachable from `s` that are
+        // not decided yet; a component is decided (memoised) once its root is left.
+        let mut index: HashMap<Vec<u32>, usize> = HashMap::new();
+        let mut stack: Vec<Vec<u32>> = vec![];
+        let mut on_stack: HashSet<Vec<u32>> = HashSet::new();
+        index.insert(s.to_vec(), 0);
+        stack.push(s.to_vec());
+        on_stack.insert(s.to_vec());
+        let mut calls = vec![self.frame(s.to_vec(), 0)];
+        loop {
+            let f = calls.last_mut().expect("a frame is on the path");
+            if !f.hit && f.next < f.succ.len() {
+                let t = std::mem::take(&mut f.succ[f.next]);
+                f.next += 1;
+                if let Some(&b) = self.memo.get(&t) {
+                    f.hit |= b;
+                } else if let Some(&ti) = index.get(&t) {
+                    if on_stack.contains(&t) {
+                        f.low = f.low.min(ti);
+                    }
+                } else {
+                    if self.memo.len() + index.len() >= AHEAD_STATES {
+                        return true;
+                    }
+                    let i = index.len();
+                    index.insert(t.clone(), i);
+                    stack.push(t.clone());
+                    on_stack.insert(t.clone());
+                    let child = self.frame(t, i);
+                    calls.push(child);
+                }
+                continue;
+            }
+            let done = calls.pop().expect("a frame is on the path");
+            if done.low == done.index {
+                // The root of a component: every state of it answers as the component does.
+                loop {
+                    let m = stack.pop().expect("the component is on the stack");
+                    on_stack.remove(&m);
+                    let last = m == done.state;
+                    self.memo.insert(m, done.hit);
+                    if last {
+                        break;
+                    }
+                }
+                match calls.last_mut() {
+                    Some(parent) => parent.hit |= done.hit,
+                    None => return done.hit,
+                }
+            } else {
+                // Part of its parent's component: the parent answers for both.
+                let parent = calls.last_mut().expect("a non-root has a parent");
+                parent.low = parent.low.min(done.low);
+                parent.hit |= done.hit;
             }
         }
-        self.on_path.remove(s);
-        self.memo.insert(s.to_vec(), found);
-        found
     }
 }
 
@@ -269,4 +479,145 @@ fn digest(s: &[u32], run: &Stepper<'_>) -> [u8; 32] {
     }
     h.update(run.fingerprint().as_bytes());
     h.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use encoder::ts::{ex, Command, Decl, Expr, Label, LabelKind, VarId};
+
+    /// One variable `n` ∈ 0..4 (also the node), and a command `from → to` per pair: 0 ⇄ 1,
+    /// 1 → 2, 2 → 2 (a loop in place, as a batch's calls make) and 3 → 3. State 3 is not
+    /// reachable from 0.
+    fn looping() -> TransitionSystem {
+        let n = VarId(0);
+        let edges = [(0, 1), (1, 0), (1, 2), (2, 2), (3, 3)];
+        let commands: Vec<Command> = edges
+            .iter()
+            .map(|&(from, to)| Command {
+                node: from,
+                guard: ex::var_is(n, from),
+                updates: vec![(n, Expr::Const(to))],
+                choices: vec![],
+                label: Label::new(LabelKind::Route, "a", None, None),
+            })
+            .collect();
+        let mut by_node = vec![vec![]; 4];
+        for (i, c) in commands.iter().enumerate() {
+            by_node[c.node as usize].push(CmdId(i as u32));
+        }
+        TransitionSystem {
+            vars: vec![Decl {
+                name: "node".into(),
+                domain: 4,
+                values: vec![],
+            }],
+            choices: vec![],
+            init: vec![0],
+            commands,
+            by_node,
+            node_var: n,
+            turn_var: n,
+            step_var: n,
+            depth: 4,
+        }
+    }
+
+    fn obligation_on(cmd: u32) -> Obligation {
+        Obligation {
+            id: format!("QG001:c{cmd}"),
+            rule: ir::vocab::RuleId::QG001,
+            subject: "x".into(),
+            commands: vec![CmdId(cmd)],
+            conds: vec![Expr::Const(1)],
+            inverted: false,
+        }
+    }
+
+    #[test]
+    fn ahead_decides_states_on_loops_exactly() {
+        let ts = looping();
+        // The obligation on 3 → 3: no state reachable from 0, 1 or 2 can violate it, though
+        // every one of them lies on a loop (the old depth-first answer said yes on a loop, so
+        // nothing was pruned there).
+        let far = obligation_on(4);
+        let mut a = Ahead::new(&ts, &far);
+        assert!(!a.may_violate(&[0]));
+        assert!(!a.may_violate(&[1]));
+        assert!(!a.may_violate(&[2]));
+        assert!(a.may_violate(&[3]));
+        // The obligation on the loop in place at 2: reachable from 0 and 1 through the loop
+        // between them, not from 3.
+        let near = obligation_on(3);
+        let mut a = Ahead::new(&ts, &near);
+        assert!(a.may_violate(&[0]));
+        assert!(a.may_violate(&[1]));
+        assert!(a.may_violate(&[2]));
+        assert!(!a.may_violate(&[3]));
+        // The obligation on 1 → 0: from 2 only the loop in place, which never leaves 2.
+        let back = obligation_on(1);
+        let mut a = Ahead::new(&ts, &back);
+        assert!(!a.may_violate(&[2]));
+        assert!(a.may_violate(&[0]));
+    }
+
+    #[test]
+    fn under_any_length_only_a_witness_that_replays_is_a_finding() {
+        let engines = Verdict::Reachable(RawWitness { steps: vec![] });
+        let real = RawWitness {
+            steps: vec![RawStep {
+                state: vec![0],
+                cmd: CmdId(0),
+                choices: vec![],
+            }],
+        };
+        let bounded = (SessionSteps::Turns(2), 4);
+        let any = (SessionSteps::Any, 4);
+        let gave_up = Refined::GaveUp {
+            states: 7,
+            why: "w".into(),
+        };
+        let none = Refined::Unreachable { states: 7 };
+        for depth in [bounded, any] {
+            // A witness that replays is the finding, at any depth.
+            assert_eq!(
+                settle(
+                    engines.clone(),
+                    &Refined::Reproduced(real.clone()),
+                    depth,
+                    8
+                ),
+                Verdict::Reachable(real.clone())
+            );
+        }
+        // Bounded: exhausted within the bounds is unreachable, and giving up keeps the
+        // engines' finding (QG312 says refinement gave up).
+        assert_eq!(
+            settle(engines.clone(), &none, bounded, 8),
+            Verdict::Unreachable { depth: 8 }
+        );
+        assert_eq!(settle(engines.clone(), &gave_up, bounded, 8), engines);
+        // Any length: neither is a proof for longer sessions, and the engines' witness is not a
+        // real run: undecided, never clean and never a finding, with the reason kept.
+        for r in [&none, &gave_up] {
+            match settle(engines.clone(), r, any, 8) {
+                Verdict::Undecided(u) => assert_eq!(u.why, StopReason::WitnessNotReplayed),
+                other => panic!("expected undecided, got {other:?}"),
+            }
+        }
+        match settle(engines, &gave_up, any, 8) {
+            Verdict::Undecided(u) => assert_eq!(u.detail, "w"),
+            other => panic!("expected undecided, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_any_length_reason_says_what_was_searched_and_what_to_do() {
+        let why = any_length_why(1234, 3, Some(Cut::States), false);
+        assert!(why.contains("1234 states"), "{why}");
+        assert!(why.contains("3 turns"), "{why}");
+        assert!(why.contains("state budget"), "{why}");
+        assert!(why.contains("`session_steps`"), "{why}");
+        assert!(why.contains("`--timeout`"), "{why}");
+    }
 }

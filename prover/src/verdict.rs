@@ -144,6 +144,10 @@ pub enum StopReason {
     /// A system with batches (SPEC §3 Batches): only Z3's answer to its depth in commands,
     /// which does not cover every run of that many steps, and the BFS did not decide.
     BatchesBounded,
+    /// Under `--session-steps any`: the engines' violation does not replay on the concrete
+    /// runtime, and refinement (`refine`) found none that does in the sessions it searched,
+    /// which proves nothing for longer ones.
+    WitnessNotReplayed,
 }
 
 impl StopReason {
@@ -159,6 +163,7 @@ impl StopReason {
             StopReason::NotProvedForAnyLength => "bounded only",
             StopReason::Internal => "internal error",
             StopReason::BatchesBounded => "bounded only",
+            StopReason::WitnessNotReplayed => "witness not replayed",
         }
     }
 }

@@ -451,3 +451,109 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
     }
     panic!("no witness with a valid-argument guarded step found");
 }
+
+/// The random project of seed 9386653316456635863 (as drawn before compensation order rules)
+/// under `--session-steps any`: the BFS fixpoint's shortest QG011 and QG012 witnesses on t1
+/// present a compensation the concrete check refuses (`compensation_mismatch`: the system's
+/// saturated counts let a rollback compensate a run the concrete history does not have).
+fn any_length_over_approximated() -> ir::Project {
+    let mut p = random_project_with(9386653316456635863, Shapes::BEFORE_COMPENSATION_ORDER);
+    p.settings.session_steps = ir::agent::SessionSteps::Any;
+    p
+}
+
+#[test]
+fn under_any_length_a_finding_is_reported_only_with_a_witness_that_replays() {
+    let p = any_length_over_approximated();
+    let mut o = prover::proof::Options::for_project(&p);
+    o.engines = prover::proof::Engines::Bfs;
+    let proof = prover::proof::prove(&p, &o);
+    let depth = (ir::agent::SessionSteps::Any, p.settings.step_limit);
+    let mut refined = 0;
+    for x in &proof.outcomes {
+        if x.obligation.inverted {
+            continue;
+        }
+        if let Some(r) = &x.refined {
+            refined += 1;
+            // The engines' witness did not replay: refinement's answer decides, and under
+            // `any` only a witness that replays makes a finding; nothing else is clean.
+            match (r, &x.verdict) {
+                (Refined::Reproduced(w), Verdict::Reachable(v)) => assert_eq!(w, v),
+                (Refined::Reproduced(_), v) => panic!("{}: refined, but {v:?}", x.obligation.id),
+                (_, Verdict::Undecided(u)) => assert_eq!(
+                    u.why,
+                    prover::verdict::StopReason::WitnessNotReplayed,
+                    "{}",
+                    x.obligation.id
+                ),
+                (r, v) => panic!("{}: {r:?} but {v:?}", x.obligation.id),
+            }
+        }
+        if let Verdict::Reachable(w) = &x.verdict {
+            let doc = prover::report::witness_doc(&p, &proof.ts, w, &x.obligation, "bfs", depth);
+            assert_eq!(
+                replay(&p, &doc),
+                ReplayOutcome::Reproduced,
+                "{}: a reachable finding under `any` whose witness does not replay",
+                x.obligation.id
+            );
+        }
+    }
+    // QG011 and QG012 on t1 went through refinement (their fixpoint witnesses do not replay).
+    assert!(refined >= 2, "{refined} obligations refined");
+    for id in ["QG011:t1", "QG012:t1"] {
+        let x = proof
+            .outcomes
+            .iter()
+            .find(|x| x.obligation.id == id)
+            .unwrap();
+        assert!(
+            matches!(x.refined, Some(Refined::Reproduced(_))),
+            "{id}: {:?}",
+            x.refined
+        );
+    }
+}
+
+#[test]
+fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_undecided() {
+    // The same over-approximated witness, refined with a budget too small to reach the real
+    // violation (7 steps): the search ends without a witness that replays, which proves
+    // nothing for sessions of any length — undecided, with a reason that says what to do.
+    let p = any_length_over_approximated();
+    let l = lower(&p, ir::agent::SessionSteps::Any, p.settings.step_limit);
+    let obls = obligations::reach::obligations(&p, &l);
+    let depth = (ir::agent::SessionSteps::Any, p.settings.step_limit);
+    let (run, _) = prover::bfs::fixpoint(&l.ts, &obls, prover::bfs::BfsBudget::default());
+    let i = obls.iter().position(|o| o.id == "QG011:t1").unwrap();
+    let engines = run.verdicts[i].clone();
+    let Verdict::Reachable(w) = &engines else {
+        panic!("QG011:t1 is reachable in the system: {engines:?}")
+    };
+    let doc = prover::report::witness_doc(&p, &l.ts, w, &obls[i], "bfs", depth);
+    assert_ne!(replay(&p, &doc), ReplayOutcome::Reproduced);
+    for budget in [
+        prover::refine::RefineBudget {
+            max_states: 3,
+            ..Default::default()
+        },
+        prover::refine::RefineBudget {
+            deadline: Some(std::time::Instant::now()),
+            ..Default::default()
+        },
+    ] {
+        let r = refine(&p, &l.ts, &obls[i], depth, budget);
+        let Refined::GaveUp { why, .. } = &r else {
+            panic!("budget {budget:?}: {r:?}")
+        };
+        assert!(why.contains("`session_steps`"), "{why}");
+        match prover::refine::settle(engines.clone(), &r, depth, l.ts.depth) {
+            Verdict::Undecided(u) => {
+                assert_eq!(u.why, prover::verdict::StopReason::WitnessNotReplayed);
+                assert_eq!(&u.detail, why);
+            }
+            v => panic!("budget {budget:?}: {v:?}"),
+        }
+    }
+}
