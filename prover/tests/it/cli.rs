@@ -513,3 +513,24 @@ fn dependencies_feed_qg022_and_qg106() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("uv.lock:5"), "{}", err(&o));
 }
+
+#[test]
+#[cfg(unix)]
+fn a_reader_that_closes_the_pipe_early_ends_qls_without_a_panic() {
+    // `qls emit promela … | head` panicked in `println!` ("failed printing to stdout: Broken
+    // pipe"): Rust starts with SIGPIPE ignored. The binary now dies of SIGPIPE as a Unix filter
+    // does. The reader here closes its end before qls writes its 100 KiB model.
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(["emit", "promela", "corpus/agentdojo-banking/agent.yaml"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(!err(&o).contains("panicked"), "{}", err(&o));
+    assert_eq!(o.status.signal(), Some(13), "{:?}", o.status);
+}
