@@ -506,6 +506,8 @@ pub const FAMILY_KNOBS: &[&str] = &[
     "taint_policy:refuse",
     "history:per_agent",
     "memory_drops_marks",
+    "batch",
+    "parallel_calls",
 ];
 
 /// One graph of the family: the project and what was drawn for it.
@@ -532,7 +534,7 @@ impl Family {
     pub fn describe(&self) -> String {
         let s = &self.project.settings;
         format!(
-            "seed {} {}: {} desks, {:?}, {} nodes, {} turns x {} steps, rulebook {}",
+            "seed {} {}: {} desks, {:?}, {} nodes, {} turns x {} steps, rulebook {}{}",
             self.seed,
             self.size.name(),
             self.desks,
@@ -545,6 +547,17 @@ impl Family {
             } else {
                 "no"
             },
+            match self
+                .project
+                .graph
+                .nodes
+                .iter()
+                .filter(|n| n.is_batch())
+                .count()
+            {
+                0 => String::new(),
+                n => format!(", {n} batch nodes"),
+            },
         )
     }
 }
@@ -556,7 +569,8 @@ impl Family {
 /// hand-offs and calls, hand-offs from tools nodes, hand-offs that carry no marks; untrusted and
 /// confidential reads, writes that send out or cannot be undone, persistent and multi-tenant
 /// stores, undo pairs, privileges and trust levels; 1–4 turns, step limits 12–60, the settings'
-/// policies; a rulebook over host context or none. Every graph has at most
+/// policies; a rulebook over host context or none; `batch` tools nodes or
+/// `settings.parallel_calls` (SPEC §3 Batches, [`batches`]). Every graph has at most
 /// `size.max_nodes()` nodes.
 pub fn family(seed: u64, size: SizeClass) -> Family {
     use crate::agent::{HistoryScope, TaintPolicy, WritePolicy};
@@ -921,6 +935,7 @@ pub fn family(seed: u64, size: SizeClass) -> Family {
     } else {
         knobs.insert("no_rulebook");
     }
+    batches(seed, size, &mut project, &mut knobs);
     Family {
         project,
         seed,
@@ -929,6 +944,52 @@ pub fn family(seed: u64, size: SizeClass) -> Family {
         nodes,
         topology,
         knobs,
+    }
+}
+
+/// The batch knob of [`family`] (SPEC §3 Batches), drawn from a stream of its own so every
+/// other knob of a seed's graph is what it was before batches were drawn: one graph in four
+/// marks each tools node `batch` with probability one half ("batch"), one in eight sets
+/// `settings.parallel_calls`, which marks every tools node as an agent.yaml's would
+/// ("parallel_calls"), the rest run one call per step.
+fn batches(
+    seed: u64,
+    size: SizeClass,
+    project: &mut Project,
+    knobs: &mut std::collections::BTreeSet<&'static str>,
+) {
+    let mut x = seed
+        .wrapping_mul(0xD1B5_4A32_D192_ED03)
+        .wrapping_add(size as u64 + 0xB47C);
+    let mut below = move |n: u64| {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    };
+    let mode = below(8);
+    if mode >= 3 {
+        return;
+    }
+    let all = mode == 2;
+    if all {
+        project.settings.parallel_calls = true;
+    }
+    let mut any = false;
+    for n in project
+        .graph
+        .nodes
+        .iter_mut()
+        .filter(|n| n.kind == NodeKind::Tools)
+    {
+        if all || below(2) == 0 {
+            n.batch = Some(true);
+            any = true;
+        }
+    }
+    if any {
+        knobs.insert(if all { "parallel_calls" } else { "batch" });
     }
 }
 

@@ -383,6 +383,7 @@ fn search(
             solver_calls: 0,
             ms: start.elapsed().as_millis() as u64,
         },
+        inductive: Vec::new(),
     };
     (run, fixpoint_turns)
 }

@@ -247,34 +247,75 @@ const INDUCT_AFTER_STEPS: usize = 4;
 /// seconds, more than the per-depth questions it would save.
 const INDUCT_MAX_CANDIDATES: usize = 2_000;
 
+/// The induction tried before any unrolling (`BmcTactics::induct_first`) takes at most this
+/// share of the time left (and at most [`INDUCT_FIRST_SECS`]): the unrolling needs the rest.
+const INDUCT_FIRST_SHARE: u32 = 4;
+
+/// The most seconds the induction tried before any unrolling takes.
+const INDUCT_FIRST_SECS: u64 = 10;
+
+/// The time the induction before any unrolling may take: [`INDUCT_FIRST_SHARE`] of the time
+/// left, at most [`INDUCT_FIRST_SECS`].
+fn first_share(budget: &BmcBudget) -> std::time::Duration {
+    let cap = std::time::Duration::from_secs(INDUCT_FIRST_SECS);
+    budget.deadline.map_or(cap, |d| {
+        (d.saturating_duration_since(Instant::now()) / INDUCT_FIRST_SHARE).min(cap)
+    })
+}
+
+/// When the induction runs: before any unrolling, or once the unrolling is a few steps deep.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InductWhen {
+    /// Before the first depth, with a share of the time (`induct_first`); on a system with
+    /// too many cheap candidates, plain k-induction (no invariant).
+    First,
+    /// Once, mid-unrolling on a deep system (`induct`), with an invariant or not at all.
+    Midway,
+}
+
 /// Retires every open obligation a closed and re-checked k-induction proves (no reachable
 /// state has its bad step enabled, so it is violated at no depth), as unreachable to the
-/// system's depth; returns the solver calls made. The later turns of a deep system repeat the
-/// first turn's nodes, and each per-depth question re-refutes every path of that length: the
-/// shop at 4 turns asked 240 such questions (10 s) where the induction closes all five open
+/// system's depth, and records it in `inductive` (it holds for every run, however many
+/// commands); returns the solver calls made. The later turns of a deep system repeat the first
+/// turn's nodes, and each per-depth question re-refutes every path of that length: the shop at
+/// 4 turns asked 240 such questions (10 s) where the induction closes all five open
 /// obligations with a 1-step invariant. What the induction leaves open is asked as before.
 fn close_by_induction(
     ts: &TransitionSystem,
     obligations: &[Obligation],
     budget: &BmcBudget,
+    when: InductWhen,
     verdicts: &mut [Option<Verdict>],
+    inductive: &mut Vec<usize>,
 ) -> u64 {
     let open: Vec<usize> = (0..obligations.len())
         .filter(|i| verdicts[*i].is_none())
         .collect();
-    if open.is_empty() || induction::cheap_candidates(ts) > INDUCT_MAX_CANDIDATES {
+    let houdini = induction::cheap_candidates(ts) <= INDUCT_MAX_CANDIDATES;
+    // Before any unrolling, plain k-induction (no Houdini invariant) rarely closes anything and
+    // takes its share from the unrolling (the family's ≤300-node graphs, benchmarks/README.md):
+    // it is tried first only where the unrolling alone cannot decide "unreachable" (batches).
+    let plain_first = when == InductWhen::First && !houdini && !ts.has_batches();
+    if open.is_empty() || (when == InductWhen::Midway && !houdini) || plain_first {
         return 0;
     }
+    let mut bounded = budget.clone();
+    if when == InductWhen::First {
+        bounded.deadline = Some(Instant::now() + first_share(budget));
+    }
     let b = induction::InductionBudget {
-        bounded: budget.clone(),
+        bounded,
         pairs: false,
+        houdini,
         max_rounds: INDUCTION_ROUNDS,
         ..Default::default()
     };
     let (closed, calls) = induction::close(ts, obligations, open, &b);
     for (oi, _) in closed {
         verdicts[oi] = Some(unreachable(ts));
+        inductive.push(oi);
     }
+    inductive.sort_unstable();
     calls
 }
 
@@ -288,9 +329,27 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         .iter()
         .map(|o| o.commands.is_empty().then_some(unreachable(ts)))
         .collect();
+    // ... in every run, however many commands it takes.
+    let mut inductive: Vec<usize> = (0..obligations.len())
+        .filter(|i| obligations[*i].commands.is_empty())
+        .collect();
     let mut calls = 0u64;
     let (mut from, mut span) = (0usize, 1usize);
     let mut inducted = false;
+    if budget.tactics.induct_first {
+        let t = Instant::now();
+        calls += close_by_induction(
+            ts,
+            obligations,
+            &budget,
+            InductWhen::First,
+            &mut verdicts,
+            &mut inductive,
+        );
+        // The mid-way attempt would ask the same questions again (or, on a system with too many
+        // candidates, is not made at all), unless the first one ran out of its share of time.
+        inducted = t.elapsed() < first_share(&budget);
+    }
     let mut asserted = 0usize;
     for k in 0..ts.depth as usize {
         if k > 0 {
@@ -320,7 +379,14 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         from = k + 1;
         if !inducted && induction_due(ts, &budget.tactics, asserted, k) {
             inducted = true;
-            calls += close_by_induction(ts, obligations, &budget, &mut verdicts);
+            calls += close_by_induction(
+                ts,
+                obligations,
+                &budget,
+                InductWhen::Midway,
+                &mut verdicts,
+                &mut inductive,
+            );
         }
         if verdicts.iter().all(|v| v.is_some()) {
             break;
@@ -331,7 +397,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         .into_iter()
         .map(|v| v.unwrap_or_else(|| unreachable(ts)))
         .collect();
-    finish(verdicts, calls, start)
+    finish(verdicts, calls, start, inductive)
 }
 
 /// Unreachable within the system's depth: what an obligation no depth's question found is.
@@ -410,7 +476,11 @@ pub fn run_any_length(
     b: InductionBudget,
 ) -> EngineRun {
     let start = Instant::now();
-    let bounded = run(ts, obligations, b.bounded.clone());
+    // The induction below tries every obligation the bounded run leaves without a witness
+    // (with pairs, and a larger budget): trying it first there too would ask it twice.
+    let mut first = b.bounded.clone();
+    first.tactics.induct_first = false;
+    let bounded = run(ts, obligations, first);
     let mut calls = bounded.cost.solver_calls;
     let mut verdicts = bounded.verdicts;
     // An obligation no command can violate holds by construction: an induction of depth 0
@@ -431,8 +501,12 @@ pub fn run_any_length(
         .collect();
     let (closed, more) = induction::close(ts, obligations, open, &b);
     calls += more;
+    let mut inductive = bounded.inductive;
     for (oi, how) in closed {
         verdicts[oi] = Verdict::UnreachableAnyLength(how);
+        inductive.push(oi);
     }
-    finish(verdicts, calls, start)
+    inductive.sort_unstable();
+    inductive.dedup();
+    finish(verdicts, calls, start, inductive)
 }

@@ -35,6 +35,9 @@ pub struct InductionBudget {
     /// The most questions one Houdini search may ask; past it no invariant is used. A count,
     /// not a time, so what the induction closes does not depend on the machine's load.
     pub max_rounds: usize,
+    /// Whether an invariant is searched for at all: without one, plain k-induction (simple
+    /// paths, the domains) on a system whose candidates are too many to drop one by one.
+    pub houdini: bool,
 }
 
 impl Default for InductionBudget {
@@ -46,6 +49,7 @@ impl Default for InductionBudget {
             bounded: BmcBudget::default(),
             pairs: true,
             max_rounds: usize::MAX,
+            houdini: true,
         }
     }
 }
@@ -172,12 +176,16 @@ const SEED_VALUATIONS: usize = 4_096;
 /// a breadth-first walk of at most [`SEED_STATES`] states. This only ever drops, and only what
 /// a concrete path falsifies; what stays is for the solver to decide, so a walk that missed a
 /// state costs questions, never soundness.
-fn seed(ts: &TransitionSystem, alive: &mut Vec<Conjunct>) {
+fn seed(ts: &TransitionSystem, alive: &mut Vec<Conjunct>, until: Instant) {
     let mut seen = std::collections::HashSet::new();
     let mut queue = std::collections::VecDeque::new();
     seen.insert(ts.init.clone());
     queue.push_back(ts.init.clone());
     while let Some(state) = queue.pop_front() {
+        // Stopping early only leaves more candidates for the solver to drop.
+        if Instant::now() >= until {
+            break;
+        }
         let node = state[ts.node_var.0 as usize] as usize;
         for &cid in ts.by_node.get(node).map(Vec::as_slice).unwrap_or(&[]) {
             let c = ts.command(cid);
@@ -236,7 +244,7 @@ fn houdini(
     until: Instant,
     max_rounds: usize,
 ) -> Option<Vec<Conjunct>> {
-    seed(ts, &mut alive);
+    seed(ts, &mut alive, until);
     let solver = fresh_solver();
     set_timeout(&solver, per_query);
     let mut u = Unroller::new(ts);
@@ -396,14 +404,21 @@ fn search(
         })
         .collect();
     let solver = fresh_solver();
-    set_timeout(&solver, b.query_time());
     let mut u = Unroller::new(ts);
     u.add_state(&solver, 0);
     let mut todo: Vec<usize> = open.to_vec();
     for k in 0..=b.max_depth as usize {
+        if b.out_of_time() {
+            break;
+        }
         extend(&mut u, &solver, inv, k);
         let mut left = Vec::new();
         for oi in todo {
+            // Past the deadline what is left stays open (no question asked).
+            if b.out_of_time() {
+                continue;
+            }
+            set_timeout(&solver, b.query_time());
             let o = &obligations[oi];
             let mut assumptions: Vec<Bool> = (0..k).map(|j| u.bad(o, j).not()).collect();
             assumptions.push(u.bad(o, k));
@@ -448,15 +463,20 @@ pub(crate) fn close(
             break;
         }
         let mut start_from = std::mem::take(&mut inv);
-        start_from.extend(candidates(ts, kind));
+        if b.houdini {
+            start_from.extend(candidates(ts, kind));
+        }
         let until = Instant::now() + b.invariant_time;
         if b.out_of_time() {
             break;
         }
         let until = b.bounded.deadline.map_or(until, |d| d.min(until));
-        match houdini(ts, start_from, b.query_time(), until, b.max_rounds)
-            .filter(|inv| invariant_checks(ts, inv, b.query_time()))
-        {
+        let found = match b.houdini {
+            true => houdini(ts, start_from, b.query_time(), until, b.max_rounds)
+                .filter(|inv| invariant_checks(ts, inv, b.query_time())),
+            false => None,
+        };
+        match found {
             Some(found) => inv = found,
             // Without the pairs there is nothing new to try; without any invariant plain
             // k-induction (simple paths, the domains) may still close some.
@@ -492,6 +512,10 @@ fn confirm(
             left.push(oi);
             continue;
         };
+        if b.out_of_time() {
+            left.push(oi);
+            continue;
+        }
         let o = &obligations[oi];
         calls += 1 + k as u64;
         if step_case(ts, inv, o, k as usize, b.query_time()) == SatResult::Unsat

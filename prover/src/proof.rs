@@ -71,6 +71,9 @@ pub struct Options {
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
     /// Search per slice (`defaults::SLICE`); off to compare against the whole-system search.
     pub slice: bool,
+    /// Z3's encodings and tactics (`BmcTactics::default()`; the benchmarks switch one off to
+    /// measure it side by side).
+    pub bmc_tactics: bmc::BmcTactics,
     /// Test-only fault: the BFS engine reports every reachable verdict as unreachable, so the
     /// cross-check's QG312 can be seen to fire.
     pub fault_bfs_blind: bool,
@@ -88,6 +91,7 @@ impl Options {
             max_memory: defaults::MAX_MEMORY_BYTES,
             progress: None,
             slice: defaults::SLICE,
+            bmc_tactics: bmc::BmcTactics::default(),
             fault_bfs_blind: false,
         }
     }
@@ -192,10 +196,11 @@ fn for_any_length(v: Verdict) -> Verdict {
 /// With batches (SPEC §3 Batches) a run may take more commands than steps, and Z3 unrolls the
 /// system's depth in commands: its "no bad step within d" covers runs of d commands, not every
 /// run of d steps, so alone it proves nothing (the BFS searches every state and decides). Its
-/// proof for any length (a closed induction) and its witnesses stand.
-fn for_batches(v: Verdict) -> Verdict {
+/// witnesses stand, and so does an unreachable verdict it proved for every reachable state
+/// (`inductive`: a closed k-induction, or no command violates the obligation at all).
+pub fn for_batches(v: Verdict, inductive: bool) -> Verdict {
     match v {
-        Verdict::Unreachable { depth } => Verdict::undecided(
+        Verdict::Unreachable { depth } if !inductive => Verdict::undecided(
             StopReason::BatchesBounded,
             format!(
                 "no bad step within {depth} commands, but a batch of calls may take more \
@@ -224,6 +229,7 @@ fn run_engines(
     let any = o.session_steps == SessionSteps::Any;
     let bmc_budget = bmc::BmcBudget {
         deadline: Some(deadline),
+        tactics: o.bmc_tactics,
         progress: o.progress.clone(),
         ..Default::default()
     };
@@ -310,6 +316,7 @@ fn run_per_slice_accepting(
     let empty = || EngineRun {
         verdicts: vec![Verdict::undecided(StopReason::NoEngine, "not searched"); obls.len()],
         cost: Cost::default(),
+        inductive: Vec::new(),
     };
     let mut bfs = (o.engines != Engines::Bmc).then(empty);
     let mut bmc = (o.engines != Engines::Bfs).then(empty);
@@ -327,6 +334,9 @@ fn run_per_slice_accepting(
             let (Some(run), Some(all)) = (run, into.as_mut()) else {
                 continue;
             };
+            all.inductive
+                .extend(run.inductive.iter().map(|k| g.members[*k]));
+            all.inductive.sort_unstable();
             for (v, i) in run.verdicts.into_iter().zip(&g.members) {
                 all.verdicts[*i] = match &g.slice {
                     Some(s) => lift(ts, s, &obls[*i], v),
@@ -413,7 +423,10 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             let mv = m.as_ref().map(|r| r.verdicts[i].clone());
             let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
             let mv = match mv {
-                Some(v) if ts.has_batches() => Some(for_batches(v)),
+                Some(v) if ts.has_batches() => {
+                    let inductive = m.as_ref().is_some_and(|r| r.inductive.contains(&i));
+                    Some(for_batches(v, inductive))
+                }
                 other => other,
             };
             let mut verdict = combine(bv.as_ref(), mv.as_ref());
@@ -573,5 +586,15 @@ mod tests {
         let bounded = Verdict::Unreachable { depth: 8 };
         assert_eq!(combine(Some(&bounded), Some(&proved)), proved);
         assert_eq!(combine(Some(&proved), Some(&bounded)), proved);
+    }
+
+    #[test]
+    fn with_batches_only_an_inductive_unreachable_answer_of_z3_stands() {
+        let bounded = Verdict::Unreachable { depth: 12 };
+        assert!(matches!(
+            for_batches(bounded.clone(), false),
+            Verdict::Undecided(u) if u.why == StopReason::BatchesBounded
+        ));
+        assert_eq!(for_batches(bounded.clone(), true), bounded);
     }
 }

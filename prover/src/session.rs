@@ -262,6 +262,7 @@ impl Session {
                 .outputs
                 .progress
                 .then(|| Arc::new(crate::progress::Progress::default())),
+            bmc_tactics: crate::bmc::BmcTactics::default(),
             fault_bfs_blind: false,
             slice: crate::proof::defaults::SLICE,
         };

@@ -34,6 +34,11 @@ pub struct BmcTactics {
     pub induct: bool,
     /// Tell the `QF_BV` solver's SAT core not to re-simplify its clauses at every check.
     pub delay_simplify: bool,
+    /// Before unrolling at all, try k-induction (`induction::close`) on every obligation with
+    /// a small share of the time: what it closes holds at every depth, so only what it leaves
+    /// open is unrolled, and on a system with batches Z3 then decides it too (its bounded
+    /// answer alone is "bounded only" there, `proof::for_batches`).
+    pub induct_first: bool,
 }
 
 impl Default for BmcTactics {
@@ -46,6 +51,7 @@ impl Default for BmcTactics {
             ranges: false,
             induct: true,
             delay_simplify: true,
+            induct_first: true,
         }
     }
 }
@@ -62,6 +68,7 @@ impl BmcTactics {
             ranges: false,
             induct: false,
             delay_simplify: false,
+            induct_first: false,
         }
     }
 }
@@ -477,12 +484,21 @@ fn common_width(ts: &TransitionSystem, tactics: &BmcTactics) -> Option<u32> {
 
 /// A solver engine's run: its verdicts, the solver calls it made and the time since `start`
 /// (no states: only the BFS counts them).
-pub(crate) fn finish(verdicts: Vec<Verdict>, calls: u64, start: Instant) -> EngineRun {
+pub(crate) fn finish(
+    verdicts: Vec<Verdict>,
+    calls: u64,
+    start: Instant,
+    inductive: Vec<usize>,
+) -> EngineRun {
     let ms = start.elapsed().as_millis() as u64;
     let cost = Cost {
         solver_calls: calls,
         ms,
         ..Cost::default()
     };
-    EngineRun { verdicts, cost }
+    EngineRun {
+        verdicts,
+        cost,
+        inductive,
+    }
 }

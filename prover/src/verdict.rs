@@ -230,6 +230,12 @@ pub struct EngineRun {
     pub verdicts: Vec<Verdict>,
     /// What it spent.
     pub cost: Cost,
+    /// The obligations (indices into `verdicts`, ascending) this engine proved for *every*
+    /// reachable state of the system, not only within its depth: a closed and re-checked
+    /// k-induction (Z3's). Their `Unreachable` stands even where the depth in commands does not
+    /// bound the runs (batches, `proof::for_batches`). Not part of any report.
+    #[serde(skip)]
+    pub inductive: Vec<usize>,
 }
 
 /// Whether two engines' verdicts on one obligation disagree (QG312): reachable against

@@ -4,16 +4,17 @@
 //! release from the repository root:
 //!
 //! ```text
-//! cargo run --release -p benchmarks --bin family -- run [--seeds 70] [--timeout 60] [--jobs 1] [--out family.txt]
+//! cargo run --release -p benchmarks --bin family -- run [--from 0] [--seeds 70] [--engines bfs,bmc,bmc-unroll-first] [--timeout 60] [--jobs 1] [--out family.txt]
 //! cargo run --release -p benchmarks --bin family -- table family.txt
-//! cargo run --release -p benchmarks --bin family -- one SEED small|medium|large bfs|bmc [TIMEOUT]
+//! cargo run --release -p benchmarks --bin family -- one SEED small|medium|large bfs|bmc|bmc-unroll-first [TIMEOUT]
 //! cargo run --release -p benchmarks --bin family -- vars SEED small|medium|large
 //! cargo run --release -p benchmarks --bin family -- options SEED small|medium|large
 //! ```
 //!
 //! `run` starts `one` for every (seed, size, engine), seeds interleaved over the sizes so a run
 //! cut short still covers all three, appends each child's result line to `--out` as it comes and
-//! prints the table at the end; `table` prints it again from the file. A child runs its engine
+//! prints the table at the end (with Z3's two orders side by side: induction first, as `qls
+//! verify` runs it, and unrolling first); `table` prints it again from the file. A child runs its engine
 //! the way `qls verify` does (`proof::run_per_slice` with the job's default budgets, the
 //! `--timeout` as its deadline; QG003's re-proof excluded) and is killed 20 s past its timeout.
 //! `vars` prints, for one graph, every state variable that varies among the reachable states
@@ -21,12 +22,20 @@
 //! commands with the most valuations of their choices (what the compiled BFS expands first).
 
 use ir::testkit::{family, SizeClass};
-use prover::proof::{run_per_slice, Engines, Options};
+use prover::bmc::BmcTactics;
+use prover::proof::{for_batches, run_per_slice, Engines, Options};
 use prover::verdict::{StopReason, Verdict};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The engines `run` starts by default: the BFS, Z3 as `qls verify` runs it (induction first),
+/// and Z3 unrolling first (`BmcTactics::induct_first` off: the order before issue 27).
+const ENGINES: &[&str] = &["bfs", "bmc", BMC_UNROLL_FIRST];
+
+/// Z3 with the induction tried only mid-way on deep systems, as before issue 27.
+const BMC_UNROLL_FIRST: &str = "bmc-unroll-first";
 
 fn size_of(s: &str) -> SizeClass {
     match s {
@@ -74,15 +83,26 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
     let o = Options {
         engines,
         timeout: Duration::from_secs(timeout),
+        bmc_tactics: BmcTactics {
+            induct_first: engine != BMC_UNROLL_FIRST,
+            ..BmcTactics::default()
+        },
         ..Options::for_project(p)
     };
     let t = Instant::now();
     let (b, m, _) = run_per_slice(&ts, &obls, &o, t + o.timeout);
     let took = t.elapsed();
+    let bmc = m.is_some();
     let run = b.or(m).expect("the engine ran");
     let mut why: BTreeMap<StopReason, usize> = BTreeMap::new();
     let (mut reach, mut und) = (0, 0);
-    for v in &run.verdicts {
+    for (i, v) in run.verdicts.iter().enumerate() {
+        // As `proof::prove` reads Z3's answer: with batches, "no bad step within d commands"
+        // alone is bounded only (undecided), unless an induction proved it for every run.
+        let v = &match v {
+            v if bmc && ts.has_batches() => for_batches(v.clone(), run.inductive.contains(&i)),
+            v => v.clone(),
+        };
         match v {
             Verdict::Undecided(u) => {
                 und += 1;
@@ -97,10 +117,11 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         .map(|(r, n)| format!("{}:{n}", r.phrase().replace(' ', "_")))
         .collect();
     println!(
-        "seed={seed} size={} engine={engine} nodes={} desks={} turns={turns} step_limit={} vars={} commands={} obligations={} lower_ms={} engine_ms={} total_ms={} states={} calls={} reachable={reach} undecided={und} why={} hwm_kib={}",
+        "seed={seed} size={} engine={engine} nodes={} desks={} batch_nodes={} turns={turns} step_limit={} vars={} commands={} obligations={} lower_ms={} engine_ms={} total_ms={} states={} calls={} reachable={reach} undecided={und} inductive={} why={} hwm_kib={}",
         size_word(size),
         f.nodes,
         f.desks,
+        p.graph.nodes.iter().filter(|n| n.is_batch()).count(),
         p.settings.step_limit,
         ts.vars.len(),
         ts.commands.len(),
@@ -110,6 +131,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         t0.elapsed().as_millis(),
         run.cost.states,
         run.cost.solver_calls,
+        run.inductive.len(),
         if why.is_empty() { "-".to_string() } else { why.join(",") },
         vm_hwm_kib()
     );
@@ -246,6 +268,8 @@ struct Row {
     obligations: u64,
     undecided: u64,
     states: u64,
+    inductive: u64,
+    batch_nodes: u64,
     why: String,
     /// The child did not print (killed past its timeout, or crashed).
     failed: bool,
@@ -267,6 +291,8 @@ impl Row {
             obligations: n("obligations"),
             undecided: n("undecided"),
             states: n("states"),
+            inductive: n("inductive"),
+            batch_nodes: n("batch_nodes"),
             why: kv.get("why").unwrap_or(&"-").to_string(),
             failed: kv.contains_key("failed"),
         })
@@ -320,7 +346,7 @@ fn child(seed: u64, size: SizeClass, engine: &str, timeout: u64) -> String {
 
 /// Every (seed, size, engine) not yet in `out`, `jobs` children at a time, seeds interleaved
 /// over the sizes; each result line appended to `out` as it comes.
-fn run(seeds: u64, timeout: u64, jobs: usize, out: &str) {
+fn run(seeds: std::ops::Range<u64>, engines: &[String], timeout: u64, jobs: usize, out: &str) {
     let done: std::collections::BTreeSet<(u64, String, String)> = std::fs::read_to_string(out)
         .unwrap_or_default()
         .lines()
@@ -328,11 +354,11 @@ fn run(seeds: u64, timeout: u64, jobs: usize, out: &str) {
         .map(|r| (r.seed, r.size, r.engine))
         .collect();
     let mut tasks = Vec::new();
-    for seed in 0..seeds {
+    for seed in seeds {
         for size in SizeClass::ALL {
-            for engine in ["bfs", "bmc"] {
-                if !done.contains(&(seed, size_word(size).to_string(), engine.to_string())) {
-                    tasks.push((seed, size, engine));
+            for engine in engines {
+                if !done.contains(&(seed, size_word(size).to_string(), engine.clone())) {
+                    tasks.push((seed, size, engine.as_str()));
                 }
             }
         }
@@ -405,9 +431,14 @@ fn table(out: &str) {
             .filter(|r| r.engine == engine && r.size == size_word(size))
             .collect()
     };
+    let engines: Vec<&str> = ENGINES
+        .iter()
+        .copied()
+        .filter(|e| rows.iter().any(|r| r.engine == *e))
+        .collect();
     println!("| engine | size | graphs | median | p95 | worst (seed) | peak memory median / p95 / worst | graphs with undecided | obligations undecided / all |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    for engine in ["bfs", "bmc"] {
+    for &engine in &engines {
         for size in SizeClass::ALL {
             let mut rs = of(engine, size);
             if rs.is_empty() {
@@ -463,8 +494,58 @@ fn table(out: &str) {
         );
     }
     println!();
+    // Z3 in both orders, graph by graph (same run).
+    for size in SizeClass::ALL {
+        let by_seed = |e: &str| -> BTreeMap<u64, &Row> {
+            of(e, size).into_iter().map(|r| (r.seed, r)).collect()
+        };
+        let (first, deep) = (by_seed("bmc"), by_seed(BMC_UNROLL_FIRST));
+        let both: Vec<u64> = first
+            .keys()
+            .filter(|k| deep.contains_key(k))
+            .copied()
+            .collect();
+        if both.is_empty() {
+            continue;
+        }
+        let decided = |m: &BTreeMap<u64, &Row>| -> u64 {
+            both.iter().map(|k| m[k].obligations - m[k].undecided).sum()
+        };
+        let all: u64 = both.iter().map(|k| first[k].obligations).sum();
+        let sum_ms = |m: &BTreeMap<u64, &Row>| -> u64 { both.iter().map(|k| m[k].wall_ms).sum() };
+        let more = both
+            .iter()
+            .filter(|k| first[k].undecided < deep[k].undecided)
+            .count();
+        let fewer = both
+            .iter()
+            .filter(|k| first[k].undecided > deep[k].undecided)
+            .count();
+        let batch_graphs: Vec<&u64> = both.iter().filter(|k| first[k].batch_nodes > 0).collect();
+        let decided_b = |m: &BTreeMap<u64, &Row>| -> u64 {
+            batch_graphs
+                .iter()
+                .map(|k| m[k].obligations - m[k].undecided)
+                .sum()
+        };
+        let all_b: u64 = batch_graphs.iter().map(|k| first[k].obligations).sum();
+        println!(
+            "{}: Z3 induction first / unrolling first, {} graphs: obligations decided {} / {} of {all}; graphs where induction first decided more {more}, fewer {fewer}; summed wall time {} / {}; with batch nodes ({} graphs) decided {} / {} of {all_b}; inductive {}",
+            size.name(),
+            both.len(),
+            decided(&first),
+            decided(&deep),
+            secs(sum_ms(&first)),
+            secs(sum_ms(&deep)),
+            batch_graphs.len(),
+            decided_b(&first),
+            decided_b(&deep),
+            both.iter().map(|k| first[k].inductive).sum::<u64>(),
+        );
+    }
+    println!();
     println!("Outliers (the {OUTLIERS} slowest per engine and size; killed ones first):");
-    for engine in ["bfs", "bmc"] {
+    for &engine in &engines {
         for size in SizeClass::ALL {
             let mut rs = of(engine, size);
             rs.sort_by_key(|r| (std::cmp::Reverse(r.failed), std::cmp::Reverse(r.wall_ms)));
@@ -509,14 +590,18 @@ fn main() {
         "vars" => vars(arg(2).parse().expect("seed"), size_of(arg(3))),
         "options" => options(arg(2).parse().expect("seed"), size_of(arg(3))),
         "run" => run(
-            opt("--seeds", "70").parse().expect("seeds"),
+            opt("--from", "0").parse().expect("from")..opt("--seeds", "70").parse().expect("seeds"),
+            &opt("--engines", &ENGINES.join(","))
+                .split(',')
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
             opt("--timeout", "60").parse().expect("timeout"),
             opt("--jobs", "1").parse().expect("jobs"),
             &opt("--out", "family.txt"),
         ),
         "table" => table(arg(2)),
         _ => eprintln!(
-            "usage: family run [--seeds N] [--timeout SECS] [--jobs N] [--out FILE] | family table FILE | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
+            "usage: family run [--from N] [--seeds N] [--engines bfs,bmc,bmc-unroll-first] [--timeout SECS] [--jobs N] [--out FILE] | family table FILE | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
         ),
     }
 }

@@ -246,6 +246,7 @@ fn tactics() -> bmc::BmcTactics {
             ranges: t.contains("ranges"),
             induct: t.contains("induct"),
             delay_simplify: t.contains("delay_simplify"),
+            induct_first: t.contains("induct_first"),
         },
         Err(_) => bmc::BmcTactics::default(),
     }

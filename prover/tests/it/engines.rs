@@ -2,7 +2,7 @@
 //! same verdict and the same shortest depth on every obligation, BFS agreeing with a brute-force
 //! path enumeration on the tiniest ones, and the cross-check's QG312 firing under a fault.
 
-use crate::common::{enabled, random_project};
+use crate::common::{enabled, random_project, random_project_with, Shapes};
 use encoder::ts::lower::lower;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::Project;
@@ -155,6 +155,36 @@ fn witnesses_replay_on_the_transition_system() {
                     assert!(ts.eval_bool(&c.guard, &s, &st.choices));
                     s = ts.apply(c, &s, &st.choices);
                 }
+            }
+        }
+    }
+}
+
+proptest! {
+    // CI size; `QLS_INDUCTIVE_CASES` for a longer local run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("QLS_INDUCTIVE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200),
+        .. ProptestConfig::default()
+    })]
+
+    /// What Z3 proves by induction holds for every run, however many commands a batch takes:
+    /// on random systems with batches (where its bounded "no bad step within d" is not a
+    /// decision), every obligation it lists as `inductive` is unreachable by the BFS's
+    /// exhaustive search, and every witness it finds the BFS finds too.
+    #[test]
+    fn inductive_answers_hold_with_batches(seed in any::<u64>()) {
+        let p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
+        let (ts, obls) = system(&p);
+        let (rts, robls) = ts.without_unread(&obls);
+        let b = bfs::run(&rts, &robls, bfs::BfsBudget::default());
+        let m = bmc::run(&rts, &robls, bmc::BmcBudget::default());
+        for &i in &m.inductive {
+            prop_assert!(matches!(m.verdicts[i], Verdict::Unreachable { .. }), "{} on seed {}", robls[i].id, seed);
+            prop_assert!(b.verdicts[i].is_unreachable(), "Z3's induction closed {} but the BFS finds {:?} on seed {}", robls[i].id, b.verdicts[i].word(), seed);
+        }
+        for (i, v) in m.verdicts.iter().enumerate() {
+            if matches!(v, Verdict::Reachable(_)) {
+                prop_assert!(matches!(b.verdicts[i], Verdict::Reachable(_)), "{} on seed {}", robls[i].id, seed);
             }
         }
     }
