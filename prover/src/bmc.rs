@@ -23,7 +23,7 @@
 
 use crate::induction::{self, InductionBudget};
 use crate::unroll::{finish, new_solver, Unroller};
-pub use crate::unroll::{BmcBudget, BmcTactics};
+pub use crate::unroll::{BmcBudget, BmcTactics, InductFirst};
 use crate::verdict::{AnyLength, EngineRun, StopReason, Verdict};
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::Instant;
@@ -336,7 +336,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
     let mut calls = 0u64;
     let (mut from, mut span) = (0usize, 1usize);
     let mut inducted = false;
-    if budget.tactics.induct_first {
+    if budget.tactics.induct_first.applies(ts) {
         let t = Instant::now();
         calls += close_by_induction(
             ts,
@@ -479,7 +479,7 @@ pub fn run_any_length(
     // The induction below tries every obligation the bounded run leaves without a witness
     // (with pairs, and a larger budget): trying it first there too would ask it twice.
     let mut first = b.bounded.clone();
-    first.tactics.induct_first = false;
+    first.tactics.induct_first = InductFirst::Never;
     let bounded = run(ts, obligations, first);
     let mut calls = bounded.cost.solver_calls;
     let mut verdicts = bounded.verdicts;

@@ -84,7 +84,11 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         engines,
         timeout: Duration::from_secs(timeout),
         bmc_tactics: BmcTactics {
-            induct_first: engine != BMC_UNROLL_FIRST,
+            induct_first: if engine == BMC_UNROLL_FIRST {
+                prover::bmc::InductFirst::Never
+            } else {
+                prover::bmc::InductFirst::Always
+            },
             ..BmcTactics::default()
         },
         ..Options::for_project(p)

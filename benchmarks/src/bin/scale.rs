@@ -246,7 +246,11 @@ fn tactics() -> bmc::BmcTactics {
             ranges: t.contains("ranges"),
             induct: t.contains("induct"),
             delay_simplify: t.contains("delay_simplify"),
-            induct_first: t.contains("induct_first"),
+            induct_first: if t.contains("induct_first") {
+                prover::bmc::InductFirst::Always
+            } else {
+                prover::bmc::InductFirst::Never
+            },
         },
         Err(_) => bmc::BmcTactics::default(),
     }
