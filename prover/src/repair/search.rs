@@ -691,6 +691,43 @@ mod tests {
     }
 
     #[test]
+    fn a_code_contradiction_teaches_only_the_declaration_about_it() {
+        let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qc104-fires");
+        let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
+        let run = session.verify().unwrap();
+        let files = Files::read(session.job(), session.project()).unwrap();
+        let mut space = super::super::space::changes(session.project(), &files);
+        let code = run.report.code.as_ref().unwrap();
+        let before = space.len();
+        super::super::declare::code_changes(session.project(), &files, code, &mut space);
+        assert_eq!(space.len(), before + 1, "one argument without a kind");
+        let f = code
+            .findings
+            .iter()
+            .find(|c| c.rule.id() == "QC104")
+            .unwrap();
+        let clause = learn_code(&space, f, &[], false);
+        assert_eq!(clause.any, vec![before]);
+        assert_eq!(
+            space[before].kind,
+            Kind::DeclareCode {
+                tool: "run_report".into(),
+                what: crate::repair::CodeDeclaration::Shell { arg: "name".into() }
+            }
+        );
+        // Under a set that holds it, a finding still there leaves nothing to try.
+        assert!(learn_code(&space, f, &[before], false).any.is_empty());
+        // The declaration restricts the tool's calls: a witness calling it is affected.
+        assert_eq!(
+            space[before].scope,
+            Scope::Code {
+                rule: "QC104",
+                tool: "run_report".into()
+            }
+        );
+    }
+
+    #[test]
     fn changes_on_the_same_bytes_cannot_be_chosen_together() {
         let (space, _) = qg001();
         let edit = |offset, delete| crate::repair::text::Edit {
