@@ -262,17 +262,8 @@ pub(super) fn code_changes(
         let Some(t) = p.catalogue.get(name) else {
             continue;
         };
-        let Some(key) = files.resolve(&t.at.file) else {
+        let Some((key, doc, json, tool)) = super::space::tool_entry(files, &t.at.file, name) else {
             continue; // a tool from an MCP answer or a model API's list: not edited
-        };
-        let text = files.text(&key);
-        let doc = Doc::new(text);
-        let json = text.trim_start().starts_with('{');
-        let Some(tool) = doc
-            .get(doc.root(), "tools")
-            .and_then(|ts| doc.get(ts, name))
-        else {
-            continue;
         };
         let quoted = |s: &str| {
             if json {

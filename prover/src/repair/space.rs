@@ -316,6 +316,24 @@ pub(super) fn push(
     });
 }
 
+/// Where a tool is declared in a qls catalogue under the inputs' folder (YAML or JSON): the
+/// file's key, its text, whether it is JSON, and the tool's mapping. `None` for a tool another
+/// format declares (an MCP answer, a model API's list) or a file outside the folder.
+pub(super) fn tool_entry<'f>(
+    files: &'f Files,
+    file: &str,
+    name: &str,
+) -> Option<(String, Doc<'f>, bool, Val)> {
+    let key = files.resolve(file)?;
+    let text = files.text(&key);
+    let doc = Doc::new(text);
+    let json = text.trim_start().starts_with('{');
+    let tool = doc
+        .get(doc.root(), "tools")
+        .and_then(|ts| doc.get(ts, name))?;
+    Some((key, doc, json, tool))
+}
+
 fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
     let used: std::collections::BTreeSet<&str> = p
         .graph
@@ -343,16 +361,7 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         if !used.contains(name.as_str()) {
             continue;
         }
-        let Some(key) = files.resolve(&t.at.file) else {
-            continue;
-        };
-        let text = files.text(&key);
-        let doc = Doc::new(text);
-        let json = text.trim_start().starts_with('{');
-        let Some(tool) = doc
-            .get(doc.root(), "tools")
-            .and_then(|ts| doc.get(ts, name))
-        else {
+        let Some((key, doc, json, tool)) = tool_entry(files, &t.at.file, name) else {
             continue;
         };
         let mut offer = |kind: Kind, edits: Vec<Edit>| {
