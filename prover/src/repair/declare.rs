@@ -1,11 +1,12 @@
 //! Changes that declare what the inputs left unsaid or out of date, rather than restrict a
 //! tool: a dependency pinned to the version its advisories name as fixed (QG022), a `dynamic`
-//! edge's targets listed (QG016), and a person's approval put in front of an unguarded
+//! edge's targets listed (QG016), a person's approval put in front of an unguarded
 //! LangGraph ToolNode (`metadata.__interrupt: before`, LangGraph's own drawing of
-//! `interrupt_before`). Each is located and written in the file's own text, like the rest of
+//! `interrupt_before`), and a tool declared as its code acts where a code check found the
+//! catalogue contradicted (QC101–QC104). Each is located and written in the file's own text, like the rest of
 //! the space (`space.rs`); the search proves each as it proves any other change.
 
-use super::space::{push, Kind, Scope};
+use super::space::{push, CodeDeclaration, Kind, Scope};
 use super::text::{Doc, Edit, Val};
 use super::{Change, Files};
 use ir::deps::{DepFormat, Requirement};
@@ -217,6 +218,89 @@ pub(super) fn interrupt_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec
         if let Some(edit) = edit {
             let kind = Kind::Interrupt { node: n.id.clone() };
             push(out, kind, Scope::Node(n.id.clone()), key, doc, vec![edit]);
+        }
+    }
+}
+
+/// Per tool a gate-failing code finding of QC101–QC104 says the catalogue contradicts: the
+/// declaration that states what the code does (`effect: write`, `sends_out: true`, `returns:
+/// untrusted`, or for QC104 one argument without a kind declared `shell`: each such argument is
+/// offered, and the proof finds which the code runs). Scoped to the finding's rule and tool;
+/// the declaration also makes stricter rules apply to the tool's calls, which the search
+/// re-proves with every set.
+pub(super) fn code_changes(
+    p: &Project,
+    files: &Files,
+    code: &codecheck::CodeReport,
+    out: &mut Vec<Change>,
+) {
+    let mut seen = BTreeSet::new();
+    for f in code.findings.iter().filter(|f| f.rule.info().fails_gate) {
+        let Some(name) = &f.tool else { continue };
+        let whats: Vec<CodeDeclaration> = match f.rule.id() {
+            "QC101" => vec![CodeDeclaration::Write],
+            "QC102" => vec![CodeDeclaration::SendsOut],
+            "QC103" => vec![CodeDeclaration::Untrusted],
+            "QC104" => {
+                let Some(t) = p.catalogue.get(name) else {
+                    continue;
+                };
+                t.args
+                    .as_ref()
+                    .and_then(|a| a.get("properties"))
+                    .and_then(|p| p.as_object())
+                    .map(|o| {
+                        o.keys()
+                            .filter(|k| !t.arg_kinds.contains_key(k.as_str()))
+                            .map(|arg| CodeDeclaration::Shell { arg: arg.clone() })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+            _ => continue,
+        };
+        let Some(t) = p.catalogue.get(name) else {
+            continue;
+        };
+        let Some((key, doc, json, tool)) = super::space::tool_entry(files, &t.at.file, name) else {
+            continue; // a tool from an MCP answer or a model API's list: not edited
+        };
+        let quoted = |s: &str| {
+            if json {
+                format!("\"{s}\"")
+            } else {
+                s.to_string()
+            }
+        };
+        for what in whats {
+            if !seen.insert((name.clone(), what.clone())) {
+                continue;
+            }
+            let edit = match &what {
+                CodeDeclaration::Write => doc.set(tool, "effect", &quoted("write"), json),
+                CodeDeclaration::SendsOut => doc.set(tool, "sends_out", "true", json),
+                CodeDeclaration::Untrusted => doc.set(tool, "returns", &quoted("untrusted"), json),
+                CodeDeclaration::Shell { arg } => match doc.get(tool, "arg_kinds") {
+                    None => {
+                        let v = format!("{{{}: {}}}", quoted(arg), quoted("shell"));
+                        doc.set(tool, "arg_kinds", &v, json)
+                    }
+                    Some(kinds @ (Val::Flow { .. } | Val::Block { .. })) => {
+                        doc.set(kinds, arg, &quoted("shell"), json)
+                    }
+                    Some(_) => None,
+                },
+            };
+            let Some(edit) = edit else { continue };
+            let scope = Scope::Code {
+                rule: what.rule(),
+                tool: name.clone(),
+            };
+            let kind = Kind::DeclareCode {
+                tool: name.clone(),
+                what,
+            };
+            push(out, kind, scope, &key, &doc, vec![edit]);
         }
     }
 }

@@ -1,11 +1,13 @@
-//! `qls repair`: for the gate-failing reachability findings of a verify run, a cheapest set of
-//! changes to the inputs under which every one of them is unreachable and nothing that held
-//! before becomes reachable, found by counterexample-guided synthesis and re-proved by both
+//! `qls repair`: for the gate-failing reachability findings of a verify run (and those a
+//! declaration of the space is about: a dependency's advisory, a dynamic edge's targets, a code
+//! check's contradiction of the catalogue), a cheapest set of changes to the inputs under which
+//! every one of them is gone and nothing that held before becomes reachable, found by counterexample-guided synthesis and re-proved by both
 //! engines on the changed inputs (docs/repair.md).
 //!
 //! - `space.rs`: the declared changes, their costs and scopes, located in the inputs' text;
 //! - `declare.rs`: the changes that declare what the inputs left unsaid or out of date (a
-//!   dependency's fixed version, a dynamic edge's targets, an interrupt before a ToolNode);
+//!   dependency's fixed version, a dynamic edge's targets, an interrupt before a ToolNode, a
+//!   tool declared as its code acts);
 //! - `text.rs`: the text locators and edits (comments and layout kept) and the unified diff;
 //! - `search.rs`: the loop — Z3 chooses a cheapest set blocking every counterexample so far
 //!   (`crate::optimise`, the engine layer), a session proves the changed inputs, each witness
@@ -24,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use search::{repair, Options};
-pub use space::{Change, Kind, Scope};
+pub use space::{Change, CodeDeclaration, Kind, Scope};
 
 /// Why a repair could not run.
 #[derive(Debug, thiserror::Error)]

@@ -15,11 +15,12 @@
 //! target only when a declaration of the space is scoped to it; its clause is "one of those
 //! declarations is made" (`Scope::Finding`), since nothing else the space edits decides it.
 
-use super::{Change, Files, Minimality, Outcome, RepairError, Repaired, Scope, Target};
+use super::{Change, Files, Kind, Minimality, Outcome, RepairError, Repaired, Scope, Target};
 use crate::job::{GraphInputs, Inputs, Job};
 use crate::optimise::{cheapest, Choice, Clause};
 use crate::report::{Finding, Report};
 use crate::session::Session;
+use codecheck::CodeFinding;
 use ir::agent::SessionSteps;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -86,6 +87,26 @@ fn outside_why(f: &Finding) -> String {
     format!("{what}; fix it as its rule's fix text says")
 }
 
+/// A code finding's identity across runs: its rule and place (a catalogue edit moves no line
+/// of the source).
+fn code_id(c: &CodeFinding) -> Target {
+    Target {
+        rule: c.rule.id().to_string(),
+        subject: c.place(),
+    }
+}
+
+/// Whether the change `c` can close the code finding `f`: a declaration of what the tool's
+/// code does, for that rule (and *confirm a read*, which also declares the tool a write).
+fn affects_code(c: &Change, f: &CodeFinding) -> bool {
+    let Some(tool) = &f.tool else { return false };
+    match (&c.scope, &c.kind) {
+        (Scope::Code { rule, tool: t }, _) => *rule == f.rule.id() && t == tool,
+        (_, Kind::ConfirmRead { tool: t }) => f.rule.id() == "QC101" && t == tool,
+        _ => false,
+    }
+}
+
 /// Whether the change `c` can affect the witness of `f` (see the module's doc).
 fn affects(c: &Change, f: &Finding) -> bool {
     if let Scope::Finding {
@@ -113,7 +134,7 @@ fn affects(c: &Change, f: &Finding) -> bool {
         Scope::Finding { .. } => unreachable!("answered above"),
         Scope::Agent(a) => w.steps.iter().any(|s| s.label.agent.as_deref() == Some(a)),
         Scope::Everything => true,
-        Scope::Tool(t) => {
+        Scope::Tool(t) | Scope::Code { tool: t, .. } => {
             f.subject == *t || w.steps.iter().any(|s| s.label.tool.as_deref() == Some(t))
         }
         Scope::Node(n) => w.steps.iter().any(|s| s.node == *n || s.label.node == *n),
@@ -174,6 +195,9 @@ enum Tried {
         left: Vec<Finding>,
         appeared: Vec<Finding>,
         undecided: bool,
+        /// Code findings targeted and left, and gate-failing ones that appeared.
+        code_left: Vec<CodeFinding>,
+        code_appeared: Vec<CodeFinding>,
     },
 }
 
@@ -219,6 +243,9 @@ struct Prover<'a> {
     options: &'a Options,
     before: BTreeSet<Target>,
     targets: BTreeSet<Target>,
+    /// The code findings before any change, and those the search targets.
+    code_before: BTreeSet<Target>,
+    code_targets: BTreeSet<Target>,
     proofs: usize,
 }
 
@@ -290,13 +317,32 @@ impl Prover<'_> {
             .cloned()
             .collect();
         let undecided = !r.undecided_gate.is_empty() || !r.agree;
-        if left.is_empty() && appeared.is_empty() && !undecided {
+        let code: Vec<&CodeFinding> = r
+            .code
+            .iter()
+            .flat_map(|c| &c.findings)
+            .filter(|c| c.rule.info().fails_gate)
+            .collect();
+        let code_left: Vec<CodeFinding> = code
+            .iter()
+            .filter(|c| self.code_targets.contains(&code_id(c)))
+            .map(|c| (*c).clone())
+            .collect();
+        let code_appeared: Vec<CodeFinding> = code
+            .iter()
+            .filter(|c| !self.code_before.contains(&code_id(c)))
+            .map(|c| (*c).clone())
+            .collect();
+        let clean = code_left.is_empty() && code_appeared.is_empty();
+        if left.is_empty() && appeared.is_empty() && !undecided && clean {
             Ok(Tried::Works(Box::new(r)))
         } else {
             Ok(Tried::Fails {
                 left,
                 appeared,
                 undecided,
+                code_left,
+                code_appeared,
             })
         }
     }
@@ -313,6 +359,17 @@ fn learn(space: &[Change], f: &Finding, set: &[usize], appeared: bool) -> Clause
     }
 }
 
+/// The clause a code finding teaches under the set `set`: a declaration about it not in `set`
+/// (and, when it appeared, not all of `set`).
+fn learn_code(space: &[Change], f: &CodeFinding, set: &[usize], appeared: bool) -> Clause {
+    Clause {
+        any: (0..space.len())
+            .filter(|i| !set.contains(i) && affects_code(&space[*i], f))
+            .collect(),
+        not_all: if appeared { set.to_vec() } else { vec![] },
+    }
+}
+
 /// Searches the space for a cheapest set of changes that closes every gate-failing
 /// reachability finding of `run` (the verify run of `files`' inputs) with no new finding.
 pub fn repair(
@@ -321,8 +378,12 @@ pub fn repair(
     run: &Report,
     options: &Options,
 ) -> Result<Repaired, RepairError> {
-    let space = super::space::changes(project, &files);
+    let mut space = super::space::changes(project, &files);
+    if let Some(code) = &run.code {
+        super::declare::code_changes(project, &files, code, &mut space);
+    }
     let mut targets = Vec::new();
+    let mut code_targets: Vec<(Target, CodeFinding)> = Vec::new();
     let mut outside = Vec::new();
     for f in &run.findings {
         if !(f.rule.fails_gate && f.standing == crate::report::Standing::New) {
@@ -334,14 +395,21 @@ pub fn repair(
             outside.push((id(f), outside_why(f)));
         }
     }
-    // The code checks' gate-failing findings: the space edits declarations, never code.
+    // The code checks' gate-failing findings: a target when a declaration of the space is
+    // about it (QC101–QC104, a contradiction of the catalogue), else outside: the space edits
+    // declarations, never code.
     if let Some(code) = &run.code {
         for c in code.findings.iter().filter(|c| c.rule.info().fails_gate) {
-            let t = Target {
-                rule: c.rule.id().to_string(),
-                subject: format!("{}:{}", c.file, c.line),
+            if space.iter().any(|ch| affects_code(ch, c)) {
+                code_targets.push((code_id(c), c.clone()));
+                continue;
+            }
+            let why = if c.tool.is_some() {
+                "a contradiction of the catalogue that no declaration of the space can state here (the tool is not declared in a qls catalogue under the inputs' folder, or its argument already has another kind); fix the declaration or the code as its rule's fix text says"
+            } else {
+                "a code check of the tools' source: the space edits declarations, never code; fix it as its rule's fix text says"
             };
-            outside.push((t, "a code check of the tools' source: the space edits declarations, never code; fix it as its rule's fix text says".into()));
+            outside.push((code_id(c), why.into()));
         }
         for f in code.files.iter().filter(|f| f.unparsed.is_some()) {
             let t = Target {
@@ -357,7 +425,11 @@ pub fn repair(
     }
     let mut result = Repaired {
         subject: run.subject.clone(),
-        targets: targets.iter().map(|(t, _)| t.clone()).collect(),
+        targets: targets
+            .iter()
+            .map(|(t, _)| t.clone())
+            .chain(code_targets.iter().map(|(t, _)| t.clone()))
+            .collect(),
         outside,
         space: space.clone(),
         outcome: Outcome::Nothing,
@@ -365,7 +437,7 @@ pub fn repair(
         counterexamples: 0,
         files: files.clone(),
     };
-    if targets.is_empty() {
+    if targets.is_empty() && code_targets.is_empty() {
         return Ok(result);
     }
     let dir = std::env::temp_dir().join(format!(
@@ -386,6 +458,13 @@ pub fn repair(
         options,
         before: run.findings.iter().map(id).collect(),
         targets: targets.iter().map(|(t, _)| t.clone()).collect(),
+        code_before: run
+            .code
+            .iter()
+            .flat_map(|c| &c.findings)
+            .map(code_id)
+            .collect(),
+        code_targets: code_targets.iter().map(|(t, _)| t.clone()).collect(),
         proofs: 0,
     };
     let costs: Vec<u32> = space.iter().map(|c| c.cost).collect();
@@ -397,6 +476,10 @@ pub fn repair(
         clauses.insert(learn(&space, f, &[], false));
         counterexamples += 1;
     }
+    for (_, f) in &code_targets {
+        clauses.insert(learn_code(&space, f, &[], false));
+        counterexamples += 1;
+    }
     let found = loop {
         if prover.proofs >= options.max_proofs {
             break None;
@@ -406,7 +489,7 @@ pub fn repair(
             Choice::Cheapest(set, cost) => (set, cost),
             Choice::None | Choice::Unknown(_) => {
                 result.outcome = Outcome::Impossible {
-                    why: impossible(&space, &targets, &stuck),
+                    why: impossible(&space, &targets, &code_targets, &stuck),
                 };
                 break None;
             }
@@ -423,6 +506,8 @@ pub fn repair(
                 left,
                 appeared,
                 undecided,
+                code_left,
+                code_appeared,
             } => {
                 let before = clauses.len();
                 for f in &left {
@@ -438,6 +523,21 @@ pub fn repair(
                 for f in &appeared {
                     counterexamples += 1;
                     clauses.insert(learn(&space, f, &set.0, true));
+                }
+                for f in &code_left {
+                    counterexamples += 1;
+                    let clause = learn_code(&space, f, &set.0, false);
+                    if clause.any.is_empty() {
+                        stuck.entry(code_id(f)).or_insert_with(|| {
+                            "the code check still finds it with every declaration about it made"
+                                .into()
+                        });
+                    }
+                    clauses.insert(clause);
+                }
+                for f in &code_appeared {
+                    counterexamples += 1;
+                    clauses.insert(learn_code(&space, f, &set.0, true));
                 }
                 if clauses.len() == before || undecided {
                     // Nothing new learned (or an undecided proof): exclude this exact set.
@@ -467,9 +567,18 @@ pub fn repair(
                     minimal = Minimality::NotChecked;
                 }
                 Tried::Broken => {}
-                Tried::Fails { left, appeared, .. } => {
+                Tried::Fails {
+                    left,
+                    appeared,
+                    code_left,
+                    code_appeared,
+                    ..
+                } => {
                     for f in left.iter().chain(&appeared) {
                         needed_by.entry(id(f)).or_default().push(c);
+                    }
+                    for f in code_left.iter().chain(&code_appeared) {
+                        needed_by.entry(code_id(f)).or_default().push(c);
                     }
                 }
             }
@@ -510,8 +619,15 @@ fn stuck_why(space: &[Change], set: &[usize], f: &Finding) -> String {
 fn impossible(
     space: &[Change],
     targets: &[(Target, Finding)],
+    code_targets: &[(Target, CodeFinding)],
     stuck: &BTreeMap<Target, String>,
 ) -> Vec<(Target, String)> {
+    let code = code_targets.iter().map(|(t, _)| {
+        let why = stuck.get(t).cloned().unwrap_or_else(|| {
+            "each declaration about it, with the other changes needed, was proved to leave a finding or to add one".into()
+        });
+        (t.clone(), why)
+    });
     targets
         .iter()
         .map(|(t, f)| {
@@ -524,6 +640,7 @@ fn impossible(
             };
             (t.clone(), why)
         })
+        .chain(code)
         .collect()
 }
 
@@ -571,6 +688,43 @@ mod tests {
         let again = learn(&space, &f, &[guard], true);
         assert!(!again.any.contains(&guard));
         assert_eq!(again.not_all, vec![guard]);
+    }
+
+    #[test]
+    fn a_code_contradiction_teaches_only_the_declaration_about_it() {
+        let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qc104-fires");
+        let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
+        let run = session.verify().unwrap();
+        let files = Files::read(session.job(), session.project()).unwrap();
+        let mut space = super::super::space::changes(session.project(), &files);
+        let code = run.report.code.as_ref().unwrap();
+        let before = space.len();
+        super::super::declare::code_changes(session.project(), &files, code, &mut space);
+        assert_eq!(space.len(), before + 1, "one argument without a kind");
+        let f = code
+            .findings
+            .iter()
+            .find(|c| c.rule.id() == "QC104")
+            .unwrap();
+        let clause = learn_code(&space, f, &[], false);
+        assert_eq!(clause.any, vec![before]);
+        assert_eq!(
+            space[before].kind,
+            Kind::DeclareCode {
+                tool: "run_report".into(),
+                what: crate::repair::CodeDeclaration::Shell { arg: "name".into() }
+            }
+        );
+        // Under a set that holds it, a finding still there leaves nothing to try.
+        assert!(learn_code(&space, f, &[before], false).any.is_empty());
+        // The declaration restricts the tool's calls: a witness calling it is affected.
+        assert_eq!(
+            space[before].scope,
+            Scope::Code {
+                rule: "QC104",
+                tool: "run_report".into()
+            }
+        );
     }
 
     #[test]

@@ -96,6 +96,15 @@ pub enum Kind {
         /// The fixed version.
         to: String,
     },
+    /// A code check's contradiction closed in the catalogue: the tool declared as its code
+    /// acts (QC101 `effect: write`, QC102 `sends_out: true`, QC103 `returns: untrusted`, QC104
+    /// an argument's kind `shell`); the rules that then apply are re-proved.
+    DeclareCode {
+        /// The tool.
+        tool: String,
+        /// What is declared.
+        what: CodeDeclaration,
+    },
     /// `taint_policy: refuse`: a tainted write is refused, not confirmed.
     TaintRefuse,
     /// `write_policy: confirm`: every write needs a person or a token.
@@ -127,6 +136,34 @@ pub enum Kind {
     },
 }
 
+/// What a [`Kind::DeclareCode`] declares: the catalogue key the code check found contradicted.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CodeDeclaration {
+    /// QC101: `effect: write` (the code writes).
+    Write,
+    /// QC102: `sends_out: true` (the code requests a URL from an argument).
+    SendsOut,
+    /// QC103: `returns: untrusted` (the code returns what it fetched).
+    Untrusted,
+    /// QC104: `arg_kinds: {arg: shell}` (the code runs a process from the argument).
+    Shell {
+        /// The argument.
+        arg: String,
+    },
+}
+
+impl CodeDeclaration {
+    /// The code rule whose finding the declaration closes.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            CodeDeclaration::Write => "QC101",
+            CodeDeclaration::SendsOut => "QC102",
+            CodeDeclaration::Untrusted => "QC103",
+            CodeDeclaration::Shell { .. } => "QC104",
+        }
+    }
+}
+
 /// The part of a run a change can affect.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -149,6 +186,14 @@ pub enum Scope {
         subject: String,
         /// Whether `subject` is a prefix of the finding's.
         prefix: bool,
+    },
+    /// A code check's findings of `rule` about the tool, and calls of the tool (a declaration
+    /// of what its code does: the rules that then apply restrict its calls like a tool change).
+    Code {
+        /// The code rule.
+        rule: &'static str,
+        /// The tool.
+        tool: String,
     },
     /// Any run (a setting).
     Everything,
@@ -173,12 +218,13 @@ pub struct Change {
 
 impl Kind {
     /// The cost of the change: 1 moves a call behind the check it should already pass, 2–3
-    /// ask a person or refuse one tool's risky calls, 3–4 change a setting every call reads,
+    /// ask a person or refuse one tool's risky calls (2 also declares what a tool's code does:
+    /// the stricter rules that then apply), 3–4 change a setting every call reads,
     /// 8–10 take a capability away (docs/repair.md).
     pub fn cost(&self) -> u32 {
         match self {
             Kind::Guard { .. } | Kind::Pin { .. } | Kind::Targets { .. } => 1,
-            Kind::Interrupt { .. } => 2,
+            Kind::Interrupt { .. } | Kind::DeclareCode { .. } => 2,
             Kind::NotAfter { .. } | Kind::Irreversible { .. } => 3,
             Kind::ExitAfter { .. } => 5,
             Kind::Budget { steps, .. } => 8 - (*steps).min(3),
@@ -212,6 +258,12 @@ impl Kind {
             Kind::Interrupt { node } => format!("put a person's approval in front of `{node}` (`\"__interrupt\": \"before\"`: compile the app with `interrupt_before=[\"{node}\"]`)"),
             Kind::Targets { from, count } => format!("list the targets of the dynamic edge from `{from}`: all {count} nodes, the widest list (narrow it to where the code routes; a narrower list only removes runs)"),
             Kind::Pin { package, from, to } => format!("upgrade `{package}` from {from} to {to}, the version its advisories name as fixed (re-lock with the package manager so hashes follow)"),
+            Kind::DeclareCode { tool, what } => match what {
+                CodeDeclaration::Write => format!("declare `{tool}` a write, as its code is (`effect: write`)"),
+                CodeDeclaration::SendsOut => format!("declare that `{tool}` sends out, as its code does (`sends_out: true`)"),
+                CodeDeclaration::Untrusted => format!("declare `{tool}`'s result untrusted, as its code returns fetched content (`returns: untrusted`)"),
+                CodeDeclaration::Shell { arg } => format!("declare `{tool}`'s argument `{arg}` a shell command, as its code runs it (`arg_kinds: {{{arg}: shell}}`)"),
+            },
             Kind::TaintRefuse => "refuse tainted writes (`taint_policy: refuse`)".into(),
             Kind::WriteConfirm => "confirm every write (`write_policy: confirm`)".into(),
             Kind::HistoryShared => "count order rules over the whole session (`history: shared`)".into(),
@@ -264,6 +316,24 @@ pub(super) fn push(
     });
 }
 
+/// Where a tool is declared in a qls catalogue under the inputs' folder (YAML or JSON): the
+/// file's key, its text, whether it is JSON, and the tool's mapping. `None` for a tool another
+/// format declares (an MCP answer, a model API's list) or a file outside the folder.
+pub(super) fn tool_entry<'f>(
+    files: &'f Files,
+    file: &str,
+    name: &str,
+) -> Option<(String, Doc<'f>, bool, Val)> {
+    let key = files.resolve(file)?;
+    let text = files.text(&key);
+    let doc = Doc::new(text);
+    let json = text.trim_start().starts_with('{');
+    let tool = doc
+        .get(doc.root(), "tools")
+        .and_then(|ts| doc.get(ts, name))?;
+    Some((key, doc, json, tool))
+}
+
 fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
     let used: std::collections::BTreeSet<&str> = p
         .graph
@@ -291,16 +361,7 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         if !used.contains(name.as_str()) {
             continue;
         }
-        let Some(key) = files.resolve(&t.at.file) else {
-            continue;
-        };
-        let text = files.text(&key);
-        let doc = Doc::new(text);
-        let json = text.trim_start().starts_with('{');
-        let Some(tool) = doc
-            .get(doc.root(), "tools")
-            .and_then(|ts| doc.get(ts, name))
-        else {
+        let Some((key, doc, json, tool)) = tool_entry(files, &t.at.file, name) else {
             continue;
         };
         let mut offer = |kind: Kind, edits: Vec<Edit>| {

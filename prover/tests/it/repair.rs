@@ -16,10 +16,12 @@ fn root() -> PathBuf {
 }
 
 /// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
-/// obligation, a dependency advisory or a dynamic edge without targets), all but
+/// obligation, a dependency advisory, a dynamic edge without targets or a code check's
+/// contradiction of the catalogue, QC101–QC104), all but
 /// `langgraph-json-swarm`, whose unguarded tools nodes are in LangGraph's own JSON, where only
 /// a person's approval can be put in front of them and QG001 asks for the check
-/// (`no_change_closes_the_swarm_and_it_says_why`). The others fail the gate on a code check, a
+/// (`no_change_closes_the_swarm_and_it_says_why`). The others fail the gate on a code check
+/// of the code alone (QC001–QC008), a
 /// refused rulebook, a rail's advisory or a dynamic edge of LangGraph's own JSON, which `qls
 /// repair` reports as outside its space, with why (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
@@ -36,8 +38,12 @@ const CASES: &[&str] = &[
     "langgraph-customer-support-no-approval",
     "langgraph-customer-support",
     "qc008-clean",
+    "qc101-fires",
     "qc102-clean",
+    "qc102-fires",
     "qc103-clean",
+    "qc103-fires",
+    "qc104-fires",
     "qg001-fires",
     "qg002-fires",
     "qg003-fires",
@@ -89,6 +95,7 @@ fn scratch(name: &str) -> PathBuf {
 
 type Found = BTreeSet<(String, String)>;
 
+/// The gate and every finding, the code checks' included (rule, place).
 fn verify(inputs: Inputs) -> (bool, Found) {
     let run = Session::open(Job::new(inputs)).unwrap().verify().unwrap();
     let found = run
@@ -96,6 +103,13 @@ fn verify(inputs: Inputs) -> (bool, Found) {
         .findings
         .iter()
         .map(|f| (f.rule.id.to_string(), f.subject.clone()))
+        .chain(
+            run.report
+                .code
+                .iter()
+                .flat_map(|c| &c.findings)
+                .map(|c| (c.rule.id().to_string(), c.place())),
+        )
         .collect();
     (run.report.passed, found)
 }
@@ -378,6 +392,9 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
         "regression-graph-without-agents-fires",
         "dependency-advisory-uv-lock-fires",
         "dependency-advisory-package-lock-fires",
+        "qc101-fires",
+        "qc103-fires",
+        "qc104-fires",
     ] {
         let src = root().join("corpus").join(case);
         let r = repair(Inputs::Case(src.clone()));
@@ -416,6 +433,7 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
         "AtMostOnce",
         "DropEdge",
         "DropTool",
+        "DeclareCode",
     ] {
         assert!(kinds.contains(k), "no case offered a {k} change: {kinds:?}");
     }
@@ -448,5 +466,47 @@ fn apply_writes_the_repair_in_place() {
     assert!(kept + 1 >= before.lines().count(), "{after}");
     let (passed, _) = verify(Inputs::Agent(work.join("agent.yaml")));
     assert!(passed, "verify passes on the applied repair");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_code_contradiction_is_declared_in_a_json_catalogue_too() {
+    // qc104-fires with its catalogue in JSON: the argument's kind is written as JSON, the
+    // repaired inputs load and pass the gate.
+    let work = scratch("qc104-json");
+    copy_dir(&root().join("corpus/qc104-fires"), &work);
+    std::fs::remove_file(work.join("tools.catalogue.yaml")).unwrap();
+    std::fs::write(
+        work.join("tools.catalogue.json"),
+        "{\n  \"tools\": {\n    \"run_report\": {\n      \"effect\": \"write\",\n      \"irreversible\": true,\n      \"args\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}}, \"required\": [\"name\"], \"additionalProperties\": false}\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    let agent = work.join("agent.yaml");
+    let text = std::fs::read_to_string(&agent)
+        .unwrap()
+        .replace("tools.catalogue.yaml", "tools.catalogue.json");
+    std::fs::write(&agent, text).unwrap();
+    let (passed, _) = verify(Inputs::Agent(agent.clone()));
+    assert!(!passed, "QC104 fails the gate before");
+    let r = repair(Inputs::Agent(agent.clone()));
+    assert!(
+        matches!(r.outcome, Outcome::Found { .. }),
+        "{:?}",
+        r.outcome
+    );
+    let written = r.written();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(
+        written[0]
+            .1
+            .contains("\"arg_kinds\": {\"name\": \"shell\"},"),
+        "{}",
+        written[0].1
+    );
+    for (path, text) in written {
+        std::fs::write(path, text).unwrap();
+    }
+    let (passed, _) = verify(Inputs::Agent(agent));
+    assert!(passed, "the repaired JSON catalogue passes the gate");
     let _ = std::fs::remove_dir_all(&work);
 }
