@@ -292,11 +292,7 @@ fn close_by_induction(
         .filter(|i| verdicts[*i].is_none())
         .collect();
     let houdini = induction::cheap_candidates(ts) <= INDUCT_MAX_CANDIDATES;
-    // Before any unrolling, plain k-induction (no Houdini invariant) rarely closes anything and
-    // takes its share from the unrolling (the family's ≤300-node graphs, benchmarks/README.md):
-    // it is tried first only where the unrolling alone cannot decide "unreachable" (batches).
-    let plain_first = when == InductWhen::First && !houdini && !ts.has_batches();
-    if open.is_empty() || (when == InductWhen::Midway && !houdini) || plain_first {
+    if open.is_empty() || (when == InductWhen::Midway && !houdini) {
         return 0;
     }
     let mut bounded = budget.clone();
