@@ -188,30 +188,34 @@ fn cert_none(v: &Val) -> bool {
 /// namespace name.
 fn plain_http(cx: &FileCtx, out: &mut Vec<Hit>) {
     for l in cx.unit.literals.iter().filter(|l| !l.prose) {
-        let t = l.text.trim();
-        if !t
-            .get(..7)
-            .is_some_and(|p| p.eq_ignore_ascii_case("http://"))
-            || t.contains(char::is_whitespace)
-        {
-            continue;
-        }
-        let Some(host) = secrets::url_host(t) else {
+        let Some(host) = plain_http_host(l.text.trim()) else {
             continue;
         };
-        if host.is_empty()
-            || secrets::local_host(host)
-            || secrets::namespace_host(host)
-            || host.contains(['{', '$', '<', '%'])
-        {
-            continue;
-        }
         out.push(Hit::new(
             CodeRule::PlainHttp,
             l.at,
             format!("plain-HTTP endpoint `http://{host}`"),
         ));
     }
+}
+
+/// The host of a literal's trimmed text that QC004 fires on: an `http://` URL (no whitespace)
+/// to a host that is neither local, private, reserved, a namespace name nor a placeholder. The
+/// one predicate the rule and its source edit (`fixes.rs`) read.
+pub(crate) fn plain_http_host(t: &str) -> Option<&str> {
+    if !t
+        .get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"))
+        || t.contains(char::is_whitespace)
+    {
+        return None;
+    }
+    let host = secrets::url_host(t)?;
+    let skip = host.is_empty()
+        || secrets::local_host(host)
+        || secrets::namespace_host(host)
+        || host.contains(['{', '$', '<', '%']);
+    (!skip).then_some(host)
 }
 
 /// QC005: Python's `requests` (module functions and sessions) without `timeout=` (or with

@@ -11,11 +11,13 @@
 mod checks;
 mod declarations;
 mod effects;
+pub mod fixes;
 pub mod lang;
 pub mod model;
 pub mod rules;
 mod secrets;
 
+pub use fixes::{fixes, SourceFix, TextEdit};
 pub use rules::{rules_hash, CodeRule, CodeRuleInfo};
 
 use ir::catalogue::Catalogue;

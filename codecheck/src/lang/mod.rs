@@ -30,6 +30,22 @@ pub fn walk(lang: Language, text: &str) -> Result<Unit, ParseError> {
 
 /// [`walk`], and whether the grammar found syntax errors (and recovered from them).
 pub fn walk_checked(lang: Language, text: &str) -> Result<(Unit, bool), ParseError> {
+    let tree = parse(lang, text)?;
+    let src = Src { text };
+    let mut unit = match lang {
+        Language::Python => python::walk(&src, tree.root_node()),
+        Language::JavaScript | Language::TypeScript | Language::Tsx => {
+            js::walk(&src, tree.root_node())
+        }
+        Language::Go => go::walk(&src, tree.root_node()),
+    };
+    unit.attach_registrations();
+    Ok((unit, tree.root_node().has_error()))
+}
+
+/// `text`'s syntax tree under `lang`'s grammar: the one parse the walks and the source fixes
+/// (`fixes.rs`) read.
+pub(crate) fn parse(lang: Language, text: &str) -> Result<tree_sitter::Tree, ParseError> {
     let grammar: tree_sitter::Language = match lang {
         Language::Python => tree_sitter_python::LANGUAGE.into(),
         Language::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
@@ -41,19 +57,9 @@ pub fn walk_checked(lang: Language, text: &str) -> Result<(Unit, bool), ParseErr
     parser
         .set_language(&grammar)
         .map_err(|e| ParseError::Grammar(lang.name(), e.to_string()))?;
-    let tree = parser
+    parser
         .parse(text, None)
-        .ok_or(ParseError::NoTree(lang.name()))?;
-    let src = Src { text };
-    let mut unit = match lang {
-        Language::Python => python::walk(&src, tree.root_node()),
-        Language::JavaScript | Language::TypeScript | Language::Tsx => {
-            js::walk(&src, tree.root_node())
-        }
-        Language::Go => go::walk(&src, tree.root_node()),
-    };
-    unit.attach_registrations();
-    Ok((unit, tree.root_node().has_error()))
+        .ok_or(ParseError::NoTree(lang.name()))
 }
 
 /// The text a tree was parsed from.

@@ -46,6 +46,13 @@ pub fn sarif_repaired(
                 res["fixes"] = fixes;
             }
         }
+        // The code findings' results follow, in the same order as the report's.
+        let code = r.code.iter().flat_map(|c| &c.findings);
+        for (res, f) in results.iter_mut().skip(r.findings.len()).zip(code) {
+            if let Some(fixes) = super::repair::sarif_fixes(repaired, f.rule.id(), &f.place()) {
+                res["fixes"] = fixes;
+            }
+        }
     }
     serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
 }

@@ -222,6 +222,108 @@ pub(super) fn interrupt_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec
     }
 }
 
+/// Per tools node of LangGraph's own JSON that lists its tools in `metadata.__tools`: each tool
+/// taken away from it (the item removed from the list; the app's ToolNode and its model's
+/// bound tools lose it). It removes every run that calls the tool there and adds none, as
+/// *take a tool away* does in agent.yaml; LangGraph's JSON has no other place to say it.
+pub(super) fn node_tool_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<Change>) {
+    let Some(nodes) = doc.get(doc.root(), "nodes") else {
+        return;
+    };
+    for n in &p.graph.nodes {
+        if n.kind != NodeKind::Tools {
+            continue;
+        }
+        let Some(list) = doc
+            .element_with(nodes, "id", &n.id)
+            .and_then(|obj| doc.get(obj, "metadata"))
+            .and_then(|meta| doc.get(meta, "__tools"))
+        else {
+            continue;
+        };
+        for t in &n.tools {
+            if let Some(e) = doc.remove_item(list, t) {
+                let kind = Kind::DropNodeTool {
+                    node: n.id.clone(),
+                    tool: t.clone(),
+                };
+                push(out, kind, Scope::Tool(t.clone()), key, doc, vec![e]);
+            }
+        }
+    }
+}
+
+/// When the reader of LangGraph's own JSON drew dynamic edges without targets from exactly one
+/// node (a `Send` fan-out or an undrawn `Command` it cannot see, QG016): that node's
+/// conditional edge given a path map of every node but `__start__` — the edges LangGraph draws
+/// for `add_conditional_edges(node, route, [every node])`, the widest path map there is (a
+/// narrower one the person writes only removes runs). From several nodes the reader cannot
+/// tell which one routes, so nothing is offered.
+pub(super) fn path_map_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<Change>) {
+    let dynamic: BTreeSet<&str> = p
+        .graph
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Dynamic && e.to.is_none() && e.targets.is_none())
+        .map(|e| e.from.as_str())
+        .collect();
+    let dynamic: Vec<&str> = dynamic.into_iter().collect();
+    let [from] = dynamic[..] else { return };
+    let (Some(nodes), Some(edges)) = (doc.get(doc.root(), "nodes"), doc.get(doc.root(), "edges"))
+    else {
+        return;
+    };
+    let field = |v: Val, k: &str| doc.get(v, k).and_then(|x| doc.scalar(x)).map(str::to_string);
+    let (mut drawn, mut last) = (BTreeSet::new(), None);
+    for i in 0.. {
+        let Some(e) = doc.element(edges, i) else { break };
+        if field(e, "source").as_deref() == Some(from) {
+            drawn.extend(field(e, "target"));
+        }
+        last = Some(e);
+    }
+    let Some(Val::Flow { close, open }) = last else {
+        return;
+    };
+    let ids: Vec<String> = (0..)
+        .map_while(|i| doc.element(nodes, i))
+        .filter_map(|n| field(n, "id"))
+        .filter(|id| id != "__start__" && !drawn.contains(id))
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let line_start = doc.text[..open].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let indent = &doc.text[line_start..open];
+    let indent = if indent.trim().is_empty() { indent } else { " " };
+    let json = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let insert: String = ids
+        .iter()
+        .map(|t| {
+            format!(
+                ",\n{indent}{{\"source\": {}, \"target\": {}, \"conditional\": true}}",
+                json(from),
+                json(t)
+            )
+        })
+        .collect();
+    let edit = Edit {
+        offset: close + 1,
+        delete: 0,
+        insert,
+    };
+    let kind = Kind::PathMap {
+        from: from.to_string(),
+        count: ids.len(),
+    };
+    let scope = Scope::Finding {
+        rule: "QG016",
+        subject: from.to_string(),
+        prefix: false,
+    };
+    push(out, kind, scope, key, doc, vec![edit]);
+}
+
 /// Per tool a gate-failing code finding of QC101–QC104 says the catalogue contradicts: the
 /// declaration that states what the code does (`effect: write`, `sends_out: true`, `returns:
 /// untrusted`, or for QC104 one argument without a kind declared `shell`: each such argument is

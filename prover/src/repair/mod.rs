@@ -8,6 +8,8 @@
 //! - `declare.rs`: the changes that declare what the inputs left unsaid or out of date (a
 //!   dependency's fixed version, a dynamic edge's targets, an interrupt before a ToolNode, a
 //!   tool declared as its code acts);
+//! - `source.rs`: the edits of the tools' source that remove a code finding (`codecheck::fixes`)
+//!   and a code finding's place across them;
 //! - `text.rs`: the text locators and edits (comments and layout kept) and the unified diff;
 //! - `search.rs`: the loop — Z3 chooses a cheapest set blocking every counterexample so far
 //!   (`crate::optimise`, the engine layer), a session proves the changed inputs, each witness
@@ -17,6 +19,7 @@
 
 pub mod declare;
 pub mod search;
+pub mod source;
 pub mod space;
 pub mod text;
 
@@ -59,6 +62,8 @@ pub struct Files {
     inputs: Inputs,
     /// The dependency files (`--dependencies`, or the case's), proved with every set.
     dependencies: Vec<PathBuf>,
+    /// The tools' source files the code checks read, by the name their findings give them.
+    sources: BTreeMap<String, String>,
 }
 
 impl Files {
@@ -84,6 +89,7 @@ impl Files {
             settings: None,
             inputs: inner.clone(),
             dependencies,
+            sources: BTreeMap::new(),
         };
         match &inner {
             Inputs::Agent(a) => {
@@ -114,7 +120,25 @@ impl Files {
                 }
             }
         }
+        // The source files the code checks read, named relative to agent.yaml's folder: a
+        // source edit (`source.rs`) changes them.
+        if let Inputs::Agent(a) = &inner {
+            let dir = parent(a);
+            for sf in &p.sources.files {
+                let path = dir.join(&sf.file);
+                if path.is_file() {
+                    if let Some(key) = f.add_path(&path)? {
+                        f.sources.insert(sf.file.clone(), key);
+                    }
+                }
+            }
+        }
         Ok(f)
+    }
+
+    /// The key of a source file as the code checks named it.
+    pub fn source_key(&self, name: &str) -> Option<&str> {
+        self.sources.get(name).map(|s| s.as_str())
     }
 
     /// Reads `path` when it lies under the root; its key.

@@ -79,7 +79,7 @@ fn outside_why(f: &Finding) -> String {
             "QG005" => "the rulebook is refused as written, so nothing about it is proved; which statement the author meant is not something a proof can choose (dropping the refused line would change the policy)",
             "QG022" if !f.subject.contains('@') => "the rulebook uses a rail or action with a published advisory; replacing the rail changes the policy, and the rulebook names no fixed version to move to",
             "QG022" => "no version the advisories name as fixed clears every advisory, the dependency is not pinned to one version (a range or an address), or its lock entry records a hash of the old artefact (re-lock with the package manager)",
-            "QG016" => "the dynamic edge is in LangGraph's own JSON, which has no place for a `Send`'s targets (give the conditional edge a path map, which LangGraph then draws, or export with the qls package)",
+            "QG016" => "the dynamic edges are in LangGraph's own JSON, drawn from several nodes because no drawn edge reaches a node and the reader cannot tell which node's code routes there, and the JSON has no place for a `Send`'s targets (give the routing node's conditional edge a path map, which LangGraph then draws, or export with the qls package)",
             "QG312" => "the engines disagree: the proof itself is in doubt",
             _ => "it is not a reachable obligation of the transition system (a structural, rulebook, dependency or code finding), and no declaration of the space is about it",
         }
@@ -99,6 +99,9 @@ fn code_id(c: &CodeFinding) -> Target {
 /// Whether the change `c` can close the code finding `f`: a declaration of what the tool's
 /// code does, for that rule (and *confirm a read*, which also declares the tool a write).
 fn affects_code(c: &Change, f: &CodeFinding) -> bool {
+    if let Scope::Source { rule, place } = &c.scope {
+        return *rule == f.rule.id() && *place == f.place();
+    }
     let Some(tool) = &f.tool else { return false };
     match (&c.scope, &c.kind) {
         (Scope::Code { rule, tool: t }, _) => *rule == f.rule.id() && t == tool,
@@ -109,6 +112,9 @@ fn affects_code(c: &Change, f: &CodeFinding) -> bool {
 
 /// Whether the change `c` can affect the witness of `f` (see the module's doc).
 fn affects(c: &Change, f: &Finding) -> bool {
+    if matches!(c.scope, Scope::Source { .. }) {
+        return false; // an edit of the code: the engines read declarations, not code
+    }
     if let Scope::Finding {
         rule,
         subject,
@@ -131,7 +137,7 @@ fn affects(c: &Change, f: &Finding) -> bool {
         return true;
     };
     match &c.scope {
-        Scope::Finding { .. } => unreachable!("answered above"),
+        Scope::Finding { .. } | Scope::Source { .. } => unreachable!("answered above"),
         Scope::Agent(a) => w.steps.iter().any(|s| s.label.agent.as_deref() == Some(a)),
         Scope::Everything => true,
         Scope::Tool(t) | Scope::Code { tool: t, .. } => {
@@ -317,21 +323,23 @@ impl Prover<'_> {
             .cloned()
             .collect();
         let undecided = !r.undecided_gate.is_empty() || !r.agree;
-        let code: Vec<&CodeFinding> = r
+        // Each code finding named by its place before the set's source edits.
+        let code: Vec<CodeFinding> = r
             .code
             .iter()
             .flat_map(|c| &c.findings)
             .filter(|c| c.rule.info().fails_gate)
+            .map(|c| super::source::original(self.files, &chosen, c))
             .collect();
         let code_left: Vec<CodeFinding> = code
             .iter()
             .filter(|c| self.code_targets.contains(&code_id(c)))
-            .map(|c| (*c).clone())
+            .cloned()
             .collect();
         let code_appeared: Vec<CodeFinding> = code
             .iter()
             .filter(|c| !self.code_before.contains(&code_id(c)))
-            .map(|c| (*c).clone())
+            .cloned()
             .collect();
         let clean = code_left.is_empty() && code_appeared.is_empty();
         if left.is_empty() && appeared.is_empty() && !undecided && clean {
@@ -381,6 +389,7 @@ pub fn repair(
     let mut space = super::space::changes(project, &files);
     if let Some(code) = &run.code {
         super::declare::code_changes(project, &files, code, &mut space);
+        super::source::source_changes(project, &files, code, &mut space);
     }
     let mut targets = Vec::new();
     let mut code_targets: Vec<(Target, CodeFinding)> = Vec::new();
@@ -395,21 +404,16 @@ pub fn repair(
             outside.push((id(f), outside_why(f)));
         }
     }
-    // The code checks' gate-failing findings: a target when a declaration of the space is
-    // about it (QC101–QC104, a contradiction of the catalogue), else outside: the space edits
-    // declarations, never code.
+    // The code checks' gate-failing findings: a target when a change of the space is about it
+    // (a declaration for QC101–QC104, a contradiction of the catalogue; a source edit for
+    // QC003, QC004, QC005, QC008), else outside, with why.
     if let Some(code) = &run.code {
         for c in code.findings.iter().filter(|c| c.rule.info().fails_gate) {
             if space.iter().any(|ch| affects_code(ch, c)) {
                 code_targets.push((code_id(c), c.clone()));
                 continue;
             }
-            let why = if c.tool.is_some() {
-                "a contradiction of the catalogue that no declaration of the space can state here (the tool is not declared in a qls catalogue under the inputs' folder, or its argument already has another kind); fix the declaration or the code as its rule's fix text says"
-            } else {
-                "a code check of the tools' source: the space edits declarations, never code; fix it as its rule's fix text says"
-            };
-            outside.push((code_id(c), why.into()));
+            outside.push((code_id(c), super::source::outside_why(c).into()));
         }
         for f in code.files.iter().filter(|f| f.unparsed.is_some()) {
             let t = Target {

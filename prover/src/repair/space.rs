@@ -87,6 +87,21 @@ pub enum Kind {
         /// How many nodes are listed.
         count: usize,
     },
+    /// A dynamic edge of LangGraph's own JSON given a path map: conditional edges from its node
+    /// to every node but `__start__` (QG016).
+    PathMap {
+        /// The edge's source.
+        from: String,
+        /// How many edges are drawn.
+        count: usize,
+    },
+    /// A tool taken away from a ToolNode of LangGraph's own JSON (`metadata.__tools`).
+    DropNodeTool {
+        /// The node.
+        node: String,
+        /// The tool.
+        tool: String,
+    },
     /// A dependency pinned to the version its advisories name as fixed (QG022).
     Pin {
         /// The package as the file spells it.
@@ -104,6 +119,15 @@ pub enum Kind {
         tool: String,
         /// What is declared.
         what: CodeDeclaration,
+    },
+    /// A code check's finding removed by an edit of the tools' source (QC003 TLS verification
+    /// back on, QC004 `https://`, QC005 a timeout, QC008 a command's argument list without the
+    /// shell: `codecheck::fixes`); the code checks re-run on the edited file prove it.
+    SourceEdit {
+        /// The code rule.
+        rule: &'static str,
+        /// What the edit does.
+        what: String,
     },
     /// `taint_policy: refuse`: a tainted write is refused, not confirmed.
     TaintRefuse,
@@ -195,6 +219,15 @@ pub enum Scope {
         /// The tool.
         tool: String,
     },
+    /// Only the code finding of `rule` at `place` (`file:line:column`): an edit of the source
+    /// that removes it; the engines' runs are not affected (the proof reads declarations, not
+    /// code).
+    Source {
+        /// The code rule.
+        rule: &'static str,
+        /// The finding's place.
+        place: String,
+    },
     /// Any run (a setting).
     Everything,
 }
@@ -223,7 +256,13 @@ impl Kind {
     /// 8–10 take a capability away (docs/repair.md).
     pub fn cost(&self) -> u32 {
         match self {
-            Kind::Guard { .. } | Kind::Pin { .. } | Kind::Targets { .. } => 1,
+            Kind::Guard { .. } | Kind::Pin { .. } | Kind::Targets { .. } | Kind::PathMap { .. } => 1,
+            // TLS verification back on and `https://` restore what the call should already do;
+            // a timeout or a command without the shell can make a call fail that ran before.
+            Kind::SourceEdit { rule, .. } => match *rule {
+                "QC003" | "QC004" => 1,
+                _ => 2,
+            },
             Kind::Interrupt { .. } | Kind::DeclareCode { .. } => 2,
             Kind::NotAfter { .. } | Kind::Irreversible { .. } => 3,
             Kind::ExitAfter { .. } => 5,
@@ -237,7 +276,7 @@ impl Kind {
             Kind::HistoryShared | Kind::KeepMarks => 3,
             Kind::TaintRefuse => 4,
             Kind::WriteConfirm => 4,
-            Kind::DropTool { .. } => 8,
+            Kind::DropTool { .. } | Kind::DropNodeTool { .. } => 8,
             Kind::DropHandoff { .. } | Kind::DropEdge { .. } => 10,
         }
     }
@@ -257,6 +296,8 @@ impl Kind {
             Kind::ExitAfter { shown, .. } => format!("let the edge {shown} be taken at most once a turn (`exit_after: 1`)"),
             Kind::Interrupt { node } => format!("put a person's approval in front of `{node}` (`\"__interrupt\": \"before\"`: compile the app with `interrupt_before=[\"{node}\"]`)"),
             Kind::Targets { from, count } => format!("list the targets of the dynamic edge from `{from}`: all {count} nodes, the widest list (narrow it to where the code routes; a narrower list only removes runs)"),
+            Kind::PathMap { from, count } => format!("give the conditional edge from `{from}` a path map of every node ({count} conditional edges drawn, as `add_conditional_edges(\"{from}\", route, [every node])` draws them; narrow it to where the code sends, a narrower map only removes runs)"),
+            Kind::DropNodeTool { node, tool } => format!("take `{tool}` away from the ToolNode `{node}` (`metadata.__tools`; and from its model's bound tools)"),
             Kind::Pin { package, from, to } => format!("upgrade `{package}` from {from} to {to}, the version its advisories name as fixed (re-lock with the package manager so hashes follow)"),
             Kind::DeclareCode { tool, what } => match what {
                 CodeDeclaration::Write => format!("declare `{tool}` a write, as its code is (`effect: write`)"),
@@ -264,6 +305,7 @@ impl Kind {
                 CodeDeclaration::Untrusted => format!("declare `{tool}`'s result untrusted, as its code returns fetched content (`returns: untrusted`)"),
                 CodeDeclaration::Shell { arg } => format!("declare `{tool}`'s argument `{arg}` a shell command, as its code runs it (`arg_kinds: {{{arg}: shell}}`)"),
             },
+            Kind::SourceEdit { rule, what } => format!("edit the source ({rule}): {what}"),
             Kind::TaintRefuse => "refuse tainted writes (`taint_policy: refuse`)".into(),
             Kind::WriteConfirm => "confirm every write (`write_policy: confirm`)".into(),
             Kind::HistoryShared => "count order rules over the whole session (`history: shared`)".into(),
@@ -566,6 +608,8 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         // LangGraph's own JSON: a person's approval in front of a ToolNode; the catalogue and
         // settings are edited as for any graph.
         super::declare::interrupt_changes(p, &doc, &key, out);
+        super::declare::path_map_changes(p, &doc, &key, out);
+        super::declare::node_tool_changes(p, &doc, &key, out);
         return;
     }
     super::declare::target_changes(p, &doc, &key, out);

@@ -16,14 +16,11 @@ fn root() -> PathBuf {
 }
 
 /// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
-/// obligation, a dependency advisory, a dynamic edge without targets or a code check's
-/// contradiction of the catalogue, QC101–QC104), all but
-/// `langgraph-json-swarm`, whose unguarded tools nodes are in LangGraph's own JSON, where only
-/// a person's approval can be put in front of them and QG001 asks for the check
-/// (`no_change_closes_the_swarm_and_it_says_why`). The others fail the gate on a code check
-/// of the code alone (QC001–QC008), a
-/// refused rulebook, a rail's advisory or a dynamic edge of LangGraph's own JSON, which `qls
-/// repair` reports as outside its space, with why (`outside_the_space_is_said…`).
+/// obligation, a dependency advisory, a dynamic edge without targets, a code check's
+/// contradiction of the catalogue, QC101–QC104, or a code finding a source edit removes,
+/// QC003, QC004, QC005, QC008). The others fail the gate on a secret in the source or in a log
+/// (QC001, QC002, QC006, QC007), a refused rulebook or a rail's advisory, which `qls repair`
+/// reports as outside its space, with why (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
     "agentdojo-banking",
     "batch-third-call-breaks-at-most-fires",
@@ -37,7 +34,13 @@ const CASES: &[&str] = &[
     "langgraph-customer-support-approval",
     "langgraph-customer-support-no-approval",
     "langgraph-customer-support",
+    "langgraph-json-send-fanout",
+    "langgraph-json-swarm",
+    "qc003-fires",
+    "qc004-fires",
+    "qc005-fires",
     "qc008-clean",
+    "qc008-fires",
     "qc101-fires",
     "qc102-clean",
     "qc102-fires",
@@ -320,22 +323,15 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
         text.contains("the rulebook is refused as written"),
         "{text}"
     );
-    // A code check, a rail's advisory and a LangGraph JSON dynamic edge, likewise.
+    // A secret in the source, a credential in a log and a rail's advisory, likewise.
     for (case, rule, why) in [
-        (
-            "corpus/qc001-fires",
-            "QC001",
-            "the space edits declarations, never code",
-        ),
+        ("corpus/qc001-fires", "QC001", "a secret in the source"),
+        ("corpus/qc006-fires", "QC006", "a secret in the source"),
+        ("corpus/qc007-fires", "QC007", "a credential written to a log"),
         (
             "corpus/qg022-fires",
             "QG022",
             "the rulebook uses a rail or action",
-        ),
-        (
-            "corpus/langgraph-json-send-fanout",
-            "QG016",
-            "no place for a `Send`'s targets",
         ),
     ] {
         let text = repair_text(case, 1);
@@ -358,23 +354,58 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
 }
 
 #[test]
-fn no_change_closes_the_swarm_and_it_says_why() {
-    let text = repair_text("corpus/langgraph-json-swarm", 1);
-    assert!(
-        text.contains("No change in the space closes these findings:\n  QG001 book_flight: "),
-        "{text}"
-    );
-    assert!(
-        text.contains("was proved to leave a witness or to add a finding"),
-        "{text}"
-    );
-    // A person's approval in front of the hotel's ToolNode is in the space (it closes QG012
-    // there, not QG001, which asks for the check).
+fn code_findings_get_source_edits_in_the_diff_and_in_sarif() {
+    // qc005-fires: the request gets `timeout=30`; the diff edits tools.py, and the SARIF
+    // result of the QC005 finding carries the replacement at its place.
+    let src = root().join("corpus/qc005-fires");
+    let text = repair_text("corpus/qc005-fires", 0);
+    assert!(text.contains("QC005 tools.py:8:9\n  Fix (proved): edit the source (QC005)"), "{text}");
+    assert!(text.contains("+++ b/"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(&src)
+        .args(["--format", "sarif"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    crate::sarif::assert_valid(&doc);
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    let qc005 = results.iter().find(|r| r["ruleId"] == "QC005").unwrap();
+    let change = &qc005["fixes"][0]["artifactChanges"][0];
+    assert!(change["artifactLocation"]["uri"]
+        .as_str()
+        .unwrap()
+        .ends_with("tools.py"));
+    let rep = &change["replacements"][0];
+    assert_eq!(rep["insertedContent"]["text"], ", timeout=30");
+    assert_eq!(rep["deletedRegion"]["charLength"], 0);
+    // The insertion is right after the call's last argument.
+    let py = std::fs::read_to_string(src.join("tools.py")).unwrap();
+    let at = rep["deletedRegion"]["charOffset"].as_u64().unwrap() as usize;
+    let before: String = py.chars().take(at).collect();
+    assert!(before.ends_with("os.environ['SHOP_KEY']}\"}"), "{before}");
+}
+
+#[test]
+fn the_swarm_and_the_send_fanout_are_closed_in_langgraphs_json() {
+    // The swarm: the unguarded bookings are taken away from their ToolNodes.
     let r = repair(Inputs::Case(root().join("corpus/langgraph-json-swarm")));
-    assert!(r.space.iter().any(|c| matches!(
-        &c.kind,
-        prover::repair::Kind::Interrupt { node } if node == "hotel_assistant:tools"
-    )));
+    let Outcome::Found { .. } = &r.outcome else {
+        panic!("no repair: {:?}", r.outcome);
+    };
+    let kinds: Vec<_> = r.chosen().iter().map(|c| c.kind.clone()).collect();
+    assert!(
+        kinds.iter().all(|k| matches!(k, prover::repair::Kind::DropNodeTool { .. })),
+        "{kinds:?}"
+    );
+    // The fan-out: the planner's conditional edge gets a path map.
+    let r = repair(Inputs::Case(root().join("corpus/langgraph-json-send-fanout")));
+    let kinds: Vec<_> = r.chosen().iter().map(|c| c.kind.clone()).collect();
+    assert!(
+        matches!(&kinds[..], [prover::repair::Kind::PathMap { from, .. }] if from == "plan"),
+        "{kinds:?}"
+    );
 }
 
 /// Every change the space offers, made alone, leaves inputs the readers take: the text edits
@@ -395,6 +426,11 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
         "qc101-fires",
         "qc103-fires",
         "qc104-fires",
+        "qc003-fires",
+        "qc004-fires",
+        "qc005-fires",
+        "qc008-fires",
+        "langgraph-json-send-fanout",
     ] {
         let src = root().join("corpus").join(case);
         let r = repair(Inputs::Case(src.clone()));
@@ -434,6 +470,9 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
         "DropEdge",
         "DropTool",
         "DeclareCode",
+        "SourceEdit",
+        "PathMap",
+        "DropNodeTool",
     ] {
         assert!(kinds.contains(k), "no case offered a {k} change: {kinds:?}");
     }
