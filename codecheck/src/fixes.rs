@@ -211,9 +211,10 @@ impl<'t> Fixer<'t> {
                     let mut edits = Vec::new();
                     let mut what = Vec::new();
                     for a in self.args(call) {
-                        let (Some(k), Some(v)) =
-                            (a.child_by_field_name("name"), a.child_by_field_name("value"))
-                        else {
+                        let (Some(k), Some(v)) = (
+                            a.child_by_field_name("name"),
+                            a.child_by_field_name("value"),
+                        ) else {
                             continue;
                         };
                         match (self.of(k), v.kind()) {
@@ -240,7 +241,10 @@ impl<'t> Fixer<'t> {
                 }
                 // `session.verify = False`.
                 let a = self.starting_at(byte, &["assignment"]).into_iter().next()?;
-                let (l, r) = (a.child_by_field_name("left")?, a.child_by_field_name("right")?);
+                let (l, r) = (
+                    a.child_by_field_name("left")?,
+                    a.child_by_field_name("right")?,
+                );
                 (l.kind() == "attribute"
                     && l.child_by_field_name("attribute").map(|x| self.of(x)) == Some("verify")
                     && r.kind() == "false")
@@ -269,12 +273,8 @@ impl<'t> Fixer<'t> {
                     let v = p.child_by_field_name("value")?;
                     let k = p.child_by_field_name("key").map(|k| self.of(k))?;
                     let k = k.trim_matches(['"', '\'']);
-                    return (v.kind() == "false").then(|| {
-                        (
-                            vec![edit(v, "true")],
-                            format!("`{k}: false` → `{k}: true`"),
-                        )
-                    });
+                    return (v.kind() == "false")
+                        .then(|| (vec![edit(v, "true")], format!("`{k}: false` → `{k}: true`")));
                 }
                 // `process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0'`: the statement removed.
                 let a = self
@@ -298,8 +298,8 @@ impl<'t> Fixer<'t> {
             .find('\n')
             .map(|i| e + i + 1)
             .unwrap_or(self.text.len());
-        let alone = self.text[line_start..s].trim().is_empty()
-            && self.text[e..line_end].trim().is_empty();
+        let alone =
+            self.text[line_start..s].trim().is_empty() && self.text[e..line_end].trim().is_empty();
         if alone {
             TextEdit {
                 start: line_start,
@@ -441,7 +441,10 @@ impl<'t> Fixer<'t> {
                         insert_at(last.end_byte(), &format!("{fill}, {{ {prop} }}"))
                     }
                 };
-                Some((vec![e], format!("`{prop}` (ms) added to the request's config")))
+                Some((
+                    vec![e],
+                    format!("`{prop}` (ms) added to the request's config"),
+                ))
             }
         }
     }
@@ -482,7 +485,11 @@ impl<'t> Fixer<'t> {
         let (shell_arg, shell) = self.kwarg(call, "shell")?;
         if shell.kind() != "true"
             || self.kwarg(call, "executable").is_some()
-            || args.iter().filter(|a| a.kind() != "keyword_argument").count() != 1
+            || args
+                .iter()
+                .filter(|a| a.kind() != "keyword_argument")
+                .count()
+                != 1
             || args
                 .iter()
                 .any(|a| matches!(a.kind(), "list_splat" | "dictionary_splat"))
@@ -633,7 +640,10 @@ mod tests {
 
     /// The edit is offered for `rule`, gives `want`, and the rule no longer fires on it.
     fn fixes_to(rule: CodeRule, lang: Language, text: &str, want: &str) {
-        assert!(rules(lang, text).contains(&rule), "{rule:?} fires on {text}");
+        assert!(
+            rules(lang, text).contains(&rule),
+            "{rule:?} fires on {text}"
+        );
         let (out, fx) = fixed(lang, text);
         assert!(fx.iter().any(|f| f.rule == rule), "{rule:?}: {fx:?}");
         assert_eq!(out, want);

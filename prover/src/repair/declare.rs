@@ -273,10 +273,16 @@ pub(super) fn path_map_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<
     else {
         return;
     };
-    let field = |v: Val, k: &str| doc.get(v, k).and_then(|x| doc.scalar(x)).map(str::to_string);
+    let field = |v: Val, k: &str| {
+        doc.get(v, k)
+            .and_then(|x| doc.scalar(x))
+            .map(str::to_string)
+    };
     let (mut drawn, mut last) = (BTreeSet::new(), None);
     for i in 0.. {
-        let Some(e) = doc.element(edges, i) else { break };
+        let Some(e) = doc.element(edges, i) else {
+            break;
+        };
         if field(e, "source").as_deref() == Some(from) {
             drawn.extend(field(e, "target"));
         }
@@ -295,7 +301,11 @@ pub(super) fn path_map_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<
     }
     let line_start = doc.text[..open].rfind('\n').map(|i| i + 1).unwrap_or(0);
     let indent = &doc.text[line_start..open];
-    let indent = if indent.trim().is_empty() { indent } else { " " };
+    let indent = if indent.trim().is_empty() {
+        indent
+    } else {
+        " "
+    };
     let json = |s: &str| serde_json::to_string(s).unwrap_or_default();
     let insert: String = ids
         .iter()
@@ -374,6 +384,23 @@ pub(super) fn code_changes(
                 s.to_string()
             }
         };
+        // A read whose argument becomes a `shell` kind is one *confirm a read* is offered for
+        // (space.rs offers it only where the catalogue already gives a kind): the argument
+        // rule the declaration brings in (QG017) is what a person's confirmation answers.
+        let shell = whats
+            .iter()
+            .any(|w| matches!(w, CodeDeclaration::Shell { .. }));
+        let offered = out
+            .iter()
+            .any(|c| matches!(&c.kind, Kind::ConfirmRead { tool } if tool == name));
+        if shell && !t.is_write() && !offered {
+            let a = doc.set(tool, "effect", &quoted("write"), json);
+            let b = doc.set(tool, "requires_confirmation", "true", json);
+            if let (Some(a), Some(b)) = (a, b) {
+                let kind = Kind::ConfirmRead { tool: name.clone() };
+                push(out, kind, Scope::Tool(name.clone()), &key, &doc, vec![a, b]);
+            }
+        }
         for what in whats {
             if !seen.insert((name.clone(), what.clone())) {
                 continue;

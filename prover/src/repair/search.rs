@@ -88,7 +88,8 @@ fn outside_why(f: &Finding) -> String {
 }
 
 /// A code finding's identity across runs: its rule and place (a catalogue edit moves no line
-/// of the source).
+/// of the source; a source edit's findings are named by their place in the original text,
+/// `source::original`, before they get here).
 fn code_id(c: &CodeFinding) -> Target {
     Target {
         rule: c.rule.id().to_string(),

@@ -13,12 +13,7 @@ use codecheck::{CodeFinding, CodeReport};
 use ir::Project;
 
 /// Per gate-failing code finding with a source edit: the edit, scoped to the finding.
-pub(super) fn source_changes(
-    p: &Project,
-    files: &Files,
-    code: &CodeReport,
-    out: &mut Vec<Change>,
-) {
+pub(super) fn source_changes(p: &Project, files: &Files, code: &CodeReport, out: &mut Vec<Change>) {
     for sf in &p.sources.files {
         let Some(key) = files.source_key(&sf.file) else {
             continue;
@@ -30,9 +25,10 @@ pub(super) fn source_changes(
         let doc = Doc::new(text);
         for fix in codecheck::fixes(sf.language, text) {
             let place = format!("{}:{}:{}", sf.file, fix.line, fix.column);
-            let found = code.findings.iter().any(|f| {
-                f.rule == fix.rule && f.rule.info().fails_gate && f.place() == place
-            });
+            let found = code
+                .findings
+                .iter()
+                .any(|f| f.rule == fix.rule && f.rule.info().fails_gate && f.place() == place);
             if !found {
                 continue;
             }
@@ -100,7 +96,9 @@ pub(super) fn original(files: &Files, chosen: &[&Change], c: &CodeFinding) -> Co
         }
         delta += e.insert.len() as isize - e.delete as isize;
     }
-    let orig = orig.unwrap_or((at as isize - delta) as usize).min(old.len());
+    let orig = orig
+        .unwrap_or((at as isize - delta) as usize)
+        .min(old.len());
     let (line, column) = place_of(old, orig);
     CodeFinding {
         line,

@@ -256,7 +256,9 @@ impl Kind {
     /// 8–10 take a capability away (docs/repair.md).
     pub fn cost(&self) -> u32 {
         match self {
-            Kind::Guard { .. } | Kind::Pin { .. } | Kind::Targets { .. } | Kind::PathMap { .. } => 1,
+            Kind::Guard { .. } | Kind::Pin { .. } | Kind::Targets { .. } | Kind::PathMap { .. } => {
+                1
+            }
             // TLS verification back on and `https://` restore what the call should already do;
             // a timeout or a command without the shell can make a call fail that ran before.
             Kind::SourceEdit { rule, .. } => match *rule {

@@ -327,7 +327,11 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
     for (case, rule, why) in [
         ("corpus/qc001-fires", "QC001", "a secret in the source"),
         ("corpus/qc006-fires", "QC006", "a secret in the source"),
-        ("corpus/qc007-fires", "QC007", "a credential written to a log"),
+        (
+            "corpus/qc007-fires",
+            "QC007",
+            "a credential written to a log",
+        ),
         (
             "corpus/qg022-fires",
             "QG022",
@@ -359,7 +363,10 @@ fn code_findings_get_source_edits_in_the_diff_and_in_sarif() {
     // result of the QC005 finding carries the replacement at its place.
     let src = root().join("corpus/qc005-fires");
     let text = repair_text("corpus/qc005-fires", 0);
-    assert!(text.contains("QC005 tools.py:8:9\n  Fix (proved): edit the source (QC005)"), "{text}");
+    assert!(
+        text.contains("QC005 tools.py:8:9\n  Fix (proved): edit the source (QC005)"),
+        "{text}"
+    );
     assert!(text.contains("+++ b/"), "{text}");
     let out = Command::new(env!("CARGO_BIN_EXE_qls"))
         .arg("repair")
@@ -396,11 +403,15 @@ fn the_swarm_and_the_send_fanout_are_closed_in_langgraphs_json() {
     };
     let kinds: Vec<_> = r.chosen().iter().map(|c| c.kind.clone()).collect();
     assert!(
-        kinds.iter().all(|k| matches!(k, prover::repair::Kind::DropNodeTool { .. })),
+        kinds
+            .iter()
+            .all(|k| matches!(k, prover::repair::Kind::DropNodeTool { .. })),
         "{kinds:?}"
     );
     // The fan-out: the planner's conditional edge gets a path map.
-    let r = repair(Inputs::Case(root().join("corpus/langgraph-json-send-fanout")));
+    let r = repair(Inputs::Case(
+        root().join("corpus/langgraph-json-send-fanout"),
+    ));
     let kinds: Vec<_> = r.chosen().iter().map(|c| c.kind.clone()).collect();
     assert!(
         matches!(&kinds[..], [prover::repair::Kind::PathMap { from, .. }] if from == "plan"),
