@@ -213,6 +213,20 @@ fn repair_text(case: &str, code: i32) -> String {
     text
 }
 
+/// `qls repair --case <src> --format sarif`, validated against the SARIF 2.1.0 schema.
+fn repair_sarif(src: &Path) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .arg("repair")
+        .arg("--case")
+        .arg(src)
+        .args(["--format", "sarif"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    crate::sarif::assert_valid(&doc);
+    doc
+}
+
 #[test]
 fn every_repairable_gate_failing_case_is_repaired_and_the_diff_applies() {
     for case in CASES {
@@ -281,15 +295,7 @@ fn the_shops_failing_variant_is_repaired() {
 #[test]
 fn sarif_with_fixes_validates_and_carries_the_changes() {
     let src = root().join("corpus/qg001-fires");
-    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
-        .arg("repair")
-        .arg("--case")
-        .arg(&src)
-        .args(["--format", "sarif"])
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    crate::sarif::assert_valid(&doc);
+    let doc = repair_sarif(&src);
     let results = doc["runs"][0]["results"].as_array().unwrap();
     let qg001 = results.iter().find(|r| r["ruleId"] == "QG001").unwrap();
     let fix = &qg001["fixes"][0];
@@ -368,15 +374,7 @@ fn code_findings_get_source_edits_in_the_diff_and_in_sarif() {
         "{text}"
     );
     assert!(text.contains("+++ b/"), "{text}");
-    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
-        .arg("repair")
-        .arg("--case")
-        .arg(&src)
-        .args(["--format", "sarif"])
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    crate::sarif::assert_valid(&doc);
+    let doc = repair_sarif(&src);
     let results = doc["runs"][0]["results"].as_array().unwrap();
     let qc005 = results.iter().find(|r| r["ruleId"] == "QC005").unwrap();
     let change = &qc005["fixes"][0]["artifactChanges"][0];
