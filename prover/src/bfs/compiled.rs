@@ -15,7 +15,7 @@ mod fold;
 use encoder::ts::flow::Liveness;
 use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
 use fold::{constant, fold, known, reads_var, tested, Facts, Known};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -501,7 +501,6 @@ fn compile_command(
         });
         let mut sp = Specialiser {
             l,
-            ch,
             memo: &mut memo,
             facts: vec![],
             select: vec![],
@@ -573,6 +572,9 @@ struct Memo {
     code: HashMap<usize, Arc<Code>>,
     conditions: HashMap<usize, Option<Arc<Condition>>>,
     tests: HashMap<usize, Arc<[(VarId, u32)]>>,
+    /// Parts refolded under facts: options that differ only in their choices split a part
+    /// they share under the same facts, and it is folded once.
+    refolds: HashMap<Facts, HashMap<usize, Part>>,
 }
 
 /// A part's address, as the memo's key (the part is interned, so the memo keeps it alive).
@@ -588,6 +590,21 @@ impl Memo {
         let p = Arc::new(e);
         self.interned.insert(p.clone());
         p
+    }
+
+    /// A part (with no choice left in it) folded under `facts`.
+    fn refold(&mut self, p: &Part, facts: &Facts) -> Part {
+        if let Some(r) = self.refolds.get(facts).and_then(|m| m.get(&key(p))) {
+            return r.clone();
+        }
+        let r = self.intern(fold(p, None, facts));
+        if !self.refolds.contains_key(facts) {
+            self.refolds.insert(facts.clone(), HashMap::default());
+        }
+        if let Some(m) = self.refolds.get_mut(facts) {
+            m.insert(key(p), r.clone());
+        }
+        r
     }
 
     fn code(&mut self, p: &Part, l: &Layout) -> Arc<Code> {
@@ -618,12 +635,11 @@ impl Memo {
     }
 }
 
-/// The option being specialised: the layout it is compiled for, the values of its choices and
+/// The option being specialised (its choices substituted): the layout it is compiled for and
 /// its command's memo, with the facts and word tests of the splits so far and the variants made
 /// (in the order they are tried).
 struct Specialiser<'a> {
     l: &'a Layout,
-    ch: &'a [u32],
     memo: &'a mut Memo,
     facts: Facts,
     select: Vec<WordTest>,
@@ -688,7 +704,8 @@ impl Specialiser<'_> {
     /// a folded part with more facts is folding the original with them all), the others shared.
     fn refold(&mut self, parts: &Parts, v: VarId) -> Parts {
         parts.map(|_, p| match reads_var(p, v) {
-            true => self.memo.intern(fold(p, Some(self.ch), &self.facts)),
+            // The option's choices are substituted already: the refold depends on the facts only.
+            true => self.memo.refold(p, &self.facts),
             false => p.clone(),
         })
     }
@@ -823,7 +840,7 @@ mod tests {
         max: usize,
     ) -> usize {
         let c = Compiled::new(ts, obls, liveness, None).expect("no deadline");
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut queue = VecDeque::from([ts.init.clone()]);
         seen.insert(ts.init.clone());
         let mut checked = 0;

@@ -9,7 +9,7 @@
 use encoder::ts::{ex, Expr, VarId};
 
 /// What a variant of an option knows about a state variable (see `compiled::Variant`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Known {
     /// The variable has this value.
     Is(u32),
