@@ -202,7 +202,7 @@ mod tests {
                     VarId(v as u32),
                     Known::NoneOf(
                         (0..4)
-                            .filter(|k| *k != x && (k + p as u32) % 2 == 0)
+                            .filter(|k| *k != x && (k + p as u32).is_multiple_of(2))
                             .collect(),
                     ),
                 )),
