@@ -938,7 +938,7 @@ mod tests {
         std::env::var("QLS_COMPILED_CASES")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(150)
+            .unwrap_or(1000)
     }
 
     /// The same comparison on random systems of every shape SPEC allows (the prover's
