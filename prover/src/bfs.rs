@@ -10,6 +10,7 @@ use compiled::Compiled;
 use encoder::ts::{CmdId, Command, Obligation, TransitionSystem, VarId};
 use hashbrown::HashTable;
 use rayon::prelude::*;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 /// Budgets for the search. Running out of any is `undecided` for every obligation still open,
@@ -339,7 +340,10 @@ fn search(
 ) -> (EngineRun, Option<u32>) {
     let start = Instant::now();
     let liveness = liveness_for(ts, obligations, &budget, bound);
-    let system = Compiled::new(ts, obligations, liveness.as_ref());
+    let system = match Compiled::new(ts, obligations, liveness.as_ref(), budget.deadline) {
+        Ok(system) => system,
+        Err(stopped) => return (compile_stopped(obligations.len(), stopped, start), None),
+    };
     let mut x = Explored {
         store: Store::new(system.layout.words),
         found: vec![None; obligations.len()],
@@ -386,6 +390,25 @@ fn search(
         inductive: Vec::new(),
     };
     (run, fixpoint_turns)
+}
+
+/// The run of a search whose deadline passed while it compiled the system: every obligation
+/// undecided (never clean), nothing searched.
+fn compile_stopped(obligations: usize, stopped: compiled::OutOfTime, start: Instant) -> EngineRun {
+    let why = format!(
+        "the time budget ran out while compiling the system for the search ({} of {} commands \
+         compiled)",
+        stopped.compiled, stopped.commands
+    );
+    EngineRun {
+        verdicts: vec![Verdict::undecided(StopReason::CompileTimeBudget, why); obligations],
+        cost: Cost {
+            states: 0,
+            solver_calls: 0,
+            ms: start.elapsed().as_millis() as u64,
+        },
+        inductive: Vec::new(),
+    }
 }
 
 /// The dead-variable reduction of a bounded search (`BfsBudget::drop_dead`): the liveness of
@@ -468,6 +491,10 @@ impl Level<'_> {
         let mut next = vec![0u64; words];
         let mut hits: Vec<(u32, CmdId, u32)> = vec![];
         for si in self.states.clone() {
+            if (si - self.states.start).is_multiple_of(CHUNK_STATES) && budget.out_of_time() {
+                x.exhausted = Some(StopReason::TimeBudget);
+                return;
+            }
             // A copy: admitting successors may grow (move) the arena the state is read from.
             cur.copy_from_slice(x.store.state(si as u32));
             let si = si as u32;
@@ -503,11 +530,16 @@ impl Level<'_> {
         let words = system.layout.words;
         let open: Vec<bool> = x.found.iter().map(|f| f.is_none()).collect();
         let frontier = &x.store.arena[self.states.start * words..self.states.end * words];
+        let late = std::sync::atomic::AtomicBool::new(false);
         let results: Vec<Expansion> = frontier
             .par_chunks(CHUNK_STATES * words)
             .enumerate()
             .map(|(k, chunk)| {
                 let mut e = Expansion::default();
+                if late.load(Relaxed) || budget.out_of_time() {
+                    late.store(true, Relaxed);
+                    return e;
+                }
                 let mut next = vec![0u64; words];
                 for (j, p) in chunk.chunks_exact(words).enumerate() {
                     let si = (self.states.start + k * CHUNK_STATES + j) as u32;
@@ -542,6 +574,10 @@ impl Level<'_> {
                 );
             }
         }
+        if late.into_inner() {
+            // Chunks were skipped: the level is not complete.
+            x.exhausted.get_or_insert(StopReason::TimeBudget);
+        }
     }
 }
 
@@ -560,7 +596,8 @@ fn out_of_budget(why: StopReason, budget: &BfsBudget, level: u32) -> Verdict {
     Verdict::undecided(why, format!("{what} at depth {level}"))
 }
 
-/// Frontier states per parallel task.
+/// Frontier states per parallel task, and how many states are expanded between two looks at the
+/// deadline.
 const CHUNK_STATES: usize = 64;
 
 /// Stores successor `s` of state `si` unless it is known. Past a budget nothing new is stored

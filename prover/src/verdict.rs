@@ -125,6 +125,9 @@ pub struct Undecided {
 pub enum StopReason {
     /// The proof's time budget (`--timeout`) ran out.
     TimeBudget,
+    /// The proof's time budget ran out while the BFS compiled the system (`bfs/compiled.rs`),
+    /// before it searched a state.
+    CompileTimeBudget,
     /// The BFS stored as many states as it may.
     StateBudget,
     /// The BFS's state store reached its memory budget.
@@ -155,6 +158,7 @@ impl StopReason {
     pub fn phrase(self) -> &'static str {
         match self {
             StopReason::TimeBudget => "time budget",
+            StopReason::CompileTimeBudget => "time budget, compiling",
             StopReason::StateBudget => "state budget",
             StopReason::MemoryBudget => "memory budget",
             StopReason::SolverUnknown => "solver unknown",

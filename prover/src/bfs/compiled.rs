@@ -10,8 +10,14 @@
 //! value is stored truncated to its variable's width as the packed store always did. The engine
 //! property tests compare the BFS with Z3 and with the concrete runtime on random systems.
 
+mod fold;
+
 use encoder::ts::flow::Liveness;
 use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
+use fold::{constant, fold, known, reads_var, tested, Facts, Known};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Where a variable sits in a packed state: one word, a shift and a mask of its width. A
 /// variable never straddles two words, so reading or writing it is a shift and a mask.
@@ -126,115 +132,6 @@ impl Code {
             Code::Lt(a, b) => a.int(p) < b.int(p),
             other => other.int(p) != 0,
         }
-    }
-}
-
-/// A constant an expression folded to: integers, and booleans as `eval_int` reads them.
-fn constant(e: &Expr) -> Option<u32> {
-    match e {
-        Expr::Const(c) => Some(*c),
-        Expr::Bool(b) => Some(*b as u32),
-        _ => None,
-    }
-}
-
-/// What a variant of an option knows about a state variable (see [`Variant`]).
-#[derive(Clone, Debug)]
-enum Known {
-    /// The variable has this value.
-    Is(u32),
-    /// The variable has none of these values.
-    NoneOf(Vec<u32>),
-}
-
-/// What a variant knows: a few variables' values or excluded values.
-type Facts = Vec<(VarId, Known)>;
-
-fn known(facts: &Facts, v: VarId) -> Option<&Known> {
-    facts.iter().rev().find(|(x, _)| *x == v).map(|(_, k)| k)
-}
-
-/// An expression with the choices substituted, the variables `facts` fix replaced by their
-/// values, and every subterm that is then constant evaluated. A comparison of a variable with a
-/// value `facts` exclude is false.
-fn fold(e: &Expr, ch: &[u32], facts: &Facts) -> Expr {
-    use encoder::ts::ex;
-    let f = |x: &Expr| fold(x, ch, facts);
-    match e {
-        Expr::Choice(c) => Expr::Const(ch[c.0 as usize]),
-        Expr::Var(v) => match known(facts, *v) {
-            Some(Known::Is(c)) => Expr::Const(*c),
-            _ => e.clone(),
-        },
-        Expr::Bool(_) | Expr::Const(_) => e.clone(),
-        Expr::Not(a) => match f(a) {
-            Expr::Const(c) => Expr::Bool(c == 0),
-            other => ex::not(other),
-        },
-        Expr::And(es) => ex::and(es.iter().map(|x| as_bool(f(x))).collect()),
-        Expr::Or(es) => ex::or(es.iter().map(|x| as_bool(f(x))).collect()),
-        Expr::Eq(a, b) => {
-            let (a, b) = (f(a), f(b));
-            match (&a, &b, constant(&a), constant(&b)) {
-                (_, _, Some(x), Some(y)) => Expr::Bool(x == y),
-                (Expr::Var(v), _, _, Some(k)) | (_, Expr::Var(v), Some(k), _) if matches!(known(facts, *v), Some(Known::NoneOf(ks)) if ks.contains(&k)) => {
-                    Expr::Bool(false)
-                }
-                _ => Expr::Eq(Box::new(a), Box::new(b)),
-            }
-        }
-        Expr::Lt(a, b) => {
-            let (a, b) = (f(a), f(b));
-            match (constant(&a), constant(&b)) {
-                (Some(x), Some(y)) => Expr::Bool(x < y),
-                _ => Expr::Lt(Box::new(a), Box::new(b)),
-            }
-        }
-        Expr::Add(a, k) => {
-            let a = f(a);
-            match constant(&a) {
-                Some(c) => Expr::Const(c.wrapping_add(*k)),
-                None => Expr::Add(Box::new(a), *k),
-            }
-        }
-        Expr::Ite(c, a, b) => match as_bool(f(c)) {
-            Expr::Bool(true) => f(a),
-            Expr::Bool(false) => f(b),
-            c => Expr::Ite(Box::new(c), Box::new(f(a)), Box::new(f(b))),
-        },
-    }
-}
-
-/// The `var == const` comparisons left in an expression, as (variable, value) pairs.
-fn tested(e: &Expr, out: &mut Vec<(VarId, u32)>) {
-    match e {
-        Expr::Eq(a, b) => match (&**a, &**b, constant(a), constant(b)) {
-            (Expr::Var(v), _, _, Some(k)) | (_, Expr::Var(v), Some(k), _) => out.push((*v, k)),
-            _ => {
-                tested(a, out);
-                tested(b, out);
-            }
-        },
-        Expr::Not(a) | Expr::Add(a, _) => tested(a, out),
-        Expr::And(es) | Expr::Or(es) => es.iter().for_each(|x| tested(x, out)),
-        Expr::Lt(a, b) => {
-            tested(a, out);
-            tested(b, out);
-        }
-        Expr::Ite(c, a, b) => {
-            tested(c, out);
-            tested(a, out);
-            tested(b, out);
-        }
-        Expr::Bool(_) | Expr::Const(_) | Expr::Var(_) | Expr::Choice(_) => {}
-    }
-}
-
-/// A constant integer read as a condition (`eval_bool` of an integer is "not zero").
-fn as_bool(e: Expr) -> Expr {
-    match e {
-        Expr::Const(c) => Expr::Bool(c != 0),
-        other => other,
     }
 }
 
@@ -370,13 +267,14 @@ struct Variant {
     /// The part of the guard that reads the choices, folded with them and the facts; `None`
     /// when it is false on every state the variant selects (the variant stays, so that those
     /// states do not fall through to a later variant whose facts they contradict).
-    guard: Option<Condition>,
+    guard: Option<Arc<Condition>>,
     /// Updates to constants.
     writes: Vec<WordWrite>,
-    /// Updates that read the pre-state.
-    computed: Vec<(Slot, Code)>,
+    /// Updates that read the pre-state (shared with every variant and option of the command
+    /// whose update folded to the same expression, see [`Memo`]).
+    computed: Vec<(Slot, Arc<Code>)>,
     /// Obligations whose condition can hold on this option, with what is left of it.
-    hits: Vec<(u32, Condition)>,
+    hits: Vec<(u32, Arc<Condition>)>,
 }
 
 /// At most this many variants per option: a variable is split on only while the product of
@@ -388,6 +286,20 @@ struct Cmd {
     id: u32,
     guard: Condition,
     options: Vec<Option_>,
+}
+
+/// The deadline passed while the system was being compiled: the search must not start.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct OutOfTime {
+    /// Commands compiled before it passed.
+    pub(super) compiled: usize,
+    /// Commands in the system.
+    pub(super) commands: usize,
+}
+
+/// Whether `deadline` has passed.
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
 }
 
 /// The whole system compiled, commands grouped by the node they leave.
@@ -412,12 +324,14 @@ pub(super) struct Step<'a> {
 
 impl Compiled {
     /// Compiles the system, its obligations' conditions and (per node) the dead variables to
-    /// reset (`None`: keep every variable).
+    /// reset (`None`: keep every variable). Compiling a wide system takes seconds, so it looks at
+    /// the deadline before every command and every option: past it, [`OutOfTime`].
     pub(super) fn new(
         ts: &TransitionSystem,
         obligations: &[Obligation],
         liveness: Option<&Liveness>,
-    ) -> Compiled {
+        deadline: Option<Instant>,
+    ) -> Result<Compiled, OutOfTime> {
         let layout = Layout::new(ts);
         let mut conds: Vec<Vec<(u32, &Expr)>> = vec![vec![]; ts.commands.len()];
         for (i, o) in obligations.iter().enumerate() {
@@ -425,15 +339,28 @@ impl Compiled {
                 conds[c.0 as usize].push((i as u32, cond));
             }
         }
-        let by_node = ts
-            .by_node
-            .iter()
-            .map(|cmds| {
-                cmds.iter()
-                    .filter_map(|&cid| compile_command(ts, &layout, cid, &conds[cid.0 as usize]))
-                    .collect()
-            })
-            .collect();
+        let mut compiled = 0;
+        let mut by_node = Vec::with_capacity(ts.by_node.len());
+        for cmds in &ts.by_node {
+            let mut here = Vec::with_capacity(cmds.len());
+            for &cid in cmds {
+                let out_of_time = OutOfTime {
+                    compiled,
+                    commands: ts.commands.len(),
+                };
+                if past(deadline) {
+                    return Err(out_of_time);
+                }
+                let conds = &conds[cid.0 as usize];
+                match compile_command(ts, &layout, cid, conds, deadline) {
+                    Ok(Some(c)) => here.push(c),
+                    Ok(None) => {}
+                    Err(()) => return Err(out_of_time),
+                }
+                compiled += 1;
+            }
+            by_node.push(here);
+        }
         let reset = (0..ts.by_node.len() as u32)
             .map(|n| {
                 let mut w = vec![];
@@ -445,13 +372,13 @@ impl Compiled {
                 w
             })
             .collect();
-        Compiled {
+        Ok(Compiled {
             node: layout.slot(ts.node_var),
             step: layout.slot(ts.step_var),
             layout,
             by_node,
             reset,
-        }
+        })
     }
 
     /// Calls `step` for every successor of packed state `p` in command-then-valuation order
@@ -520,97 +447,224 @@ impl Compiled {
     }
 }
 
-/// One command compiled with its options; `None` when its guard can never hold.
+/// One command compiled with its options; `Ok(None)` when its guard can never hold, `Err` when
+/// the deadline passed (checked before every option).
+///
+/// The parts of the command (the guard's choice part, the updates, the obligations' conditions)
+/// are folded once for the command with the choices left open; an option refolds only the parts
+/// that read a choice, and a split only the parts that read the variable split on. Every folded
+/// part is interned in the command's [`Memo`], so a part that folds the same way in many options
+/// and variants is compiled once and its code shared.
 fn compile_command(
     ts: &TransitionSystem,
     l: &Layout,
     cid: CmdId,
     conds: &[(u32, &Expr)],
-) -> Option<Cmd> {
+    deadline: Option<Instant>,
+) -> Result<Option<Cmd>, ()> {
     let c = ts.command(cid);
-    let no_choices = vec![0u32; ts.choices.len()];
+    let none = Facts::new();
     let (state_part, choice_part) = split_guard(c);
-    let guard = condition(&fold(&Expr::And(state_part), &no_choices, &vec![]), l)?;
-    let choice_part = Expr::And(choice_part);
-    let updates = last_update_of_each(&c.updates);
+    let Some(guard) = condition(&fold(&Expr::And(state_part), None, &none), l) else {
+        return Ok(None);
+    };
+    let mut memo = Memo::default();
+    let shared = Parts {
+        guard: memo.intern(fold(&Expr::And(choice_part), None, &none)),
+        updates: last_update_of_each(&c.updates)
+            .into_iter()
+            .map(|(v, e)| (*v, memo.intern(fold(e, None, &none))))
+            .collect(),
+        conds: conds
+            .iter()
+            .map(|(ob, e)| (*ob, memo.intern(fold(e, None, &none))))
+            .collect(),
+    };
+    let reads_choice: Vec<bool> = shared
+        .all()
+        .map(|p| {
+            let mut read = vec![];
+            p.choices_read(&mut read);
+            !read.is_empty()
+        })
+        .collect();
     let mut options = vec![];
+    let mut out_of_time = false;
     crate::bfs::for_each_choice(ts, c, |ch, val| {
-        let parts = Parts {
-            guard: &choice_part,
-            updates: &updates,
-            conds,
-        };
+        if out_of_time || past(deadline) {
+            out_of_time = true;
+            return;
+        }
+        let parts = shared.map(|i, p| match reads_choice[i] {
+            true => memo.intern(fold(p, Some(ch), &none)),
+            false => p.clone(),
+        });
         let mut sp = Specialiser {
             l,
-            parts: &parts,
-            ch,
+            memo: &mut memo,
             facts: vec![],
             select: vec![],
             out: vec![],
         };
-        sp.specialise(1);
+        sp.specialise(&parts, 1);
         let variants = sp.out;
         if variants.iter().any(|v| v.guard.is_some()) {
             options.push(Option_ { val, variants });
         }
     });
-    Some(Cmd {
+    if out_of_time {
+        return Err(());
+    }
+    Ok(Some(Cmd {
         id: cid.0,
         guard,
         options,
-    })
+    }))
 }
 
-/// What an option is made of before it is compiled.
-struct Parts<'a> {
-    guard: &'a Expr,
-    updates: &'a [(&'a VarId, &'a Expr)],
-    conds: &'a [(u32, &'a Expr)],
+/// A folded part of an option, shared between the options and variants it is the same in.
+type Part = Arc<Expr>;
+
+/// What an option is made of, folded so far: the guard's choice part, the updates that take
+/// effect and the obligations' conditions.
+struct Parts {
+    guard: Part,
+    updates: Vec<(VarId, Part)>,
+    conds: Vec<(u32, Part)>,
 }
 
-/// The option being specialised: the layout it is compiled for, what it is made of and the
-/// values of its choices, with the facts and word tests of the splits so far and the variants
-/// made (in the order they are tried).
+impl Parts {
+    /// Every part: the guard, the updates, the conditions.
+    fn all(&self) -> impl Iterator<Item = &Part> {
+        std::iter::once(&self.guard)
+            .chain(self.updates.iter().map(|(_, e)| e))
+            .chain(self.conds.iter().map(|(_, e)| e))
+    }
+
+    /// The parts made by `f` from each part and its index in [`Parts::all`]'s order.
+    fn map(&self, mut f: impl FnMut(usize, &Part) -> Part) -> Parts {
+        let n = self.updates.len();
+        Parts {
+            guard: f(0, &self.guard),
+            updates: self
+                .updates
+                .iter()
+                .enumerate()
+                .map(|(i, (v, e))| (*v, f(1 + i, e)))
+                .collect(),
+            conds: self
+                .conds
+                .iter()
+                .enumerate()
+                .map(|(i, (ob, e))| (*ob, f(1 + n + i, e)))
+                .collect(),
+        }
+    }
+}
+
+/// One command's folded parts and what was compiled from them. A part is interned (equal folds
+/// are one allocation), so its address names its content while the memo holds it, and its code,
+/// its condition and its `var == const` tests are made once whatever the number of options and
+/// variants it appears in.
+#[derive(Default)]
+struct Memo {
+    interned: HashSet<Part>,
+    code: HashMap<usize, Arc<Code>>,
+    conditions: HashMap<usize, Option<Arc<Condition>>>,
+    tests: HashMap<usize, Arc<[(VarId, u32)]>>,
+    /// Parts refolded under facts: options that differ only in their choices split a part
+    /// they share under the same facts, and it is folded once.
+    refolds: HashMap<Facts, HashMap<usize, Part>>,
+}
+
+/// A part's address, as the memo's key (the part is interned, so the memo keeps it alive).
+fn key(p: &Part) -> usize {
+    Arc::as_ptr(p) as usize
+}
+
+impl Memo {
+    fn intern(&mut self, e: Expr) -> Part {
+        if let Some(p) = self.interned.get(&e) {
+            return p.clone();
+        }
+        let p = Arc::new(e);
+        self.interned.insert(p.clone());
+        p
+    }
+
+    /// A part (with no choice left in it) folded under `facts`.
+    fn refold(&mut self, p: &Part, facts: &Facts) -> Part {
+        if let Some(r) = self.refolds.get(facts).and_then(|m| m.get(&key(p))) {
+            return r.clone();
+        }
+        let r = self.intern(fold(p, None, facts));
+        if !self.refolds.contains_key(facts) {
+            self.refolds.insert(facts.clone(), HashMap::default());
+        }
+        if let Some(m) = self.refolds.get_mut(facts) {
+            m.insert(key(p), r.clone());
+        }
+        r
+    }
+
+    fn code(&mut self, p: &Part, l: &Layout) -> Arc<Code> {
+        self.code
+            .entry(key(p))
+            .or_insert_with(|| Arc::new(code(p, l)))
+            .clone()
+    }
+
+    /// [`condition`], `None` when it cannot hold.
+    fn condition(&mut self, p: &Part, l: &Layout) -> Option<Arc<Condition>> {
+        self.conditions
+            .entry(key(p))
+            .or_insert_with(|| condition(p, l).map(Arc::new))
+            .clone()
+    }
+
+    /// [`tested`].
+    fn tested(&mut self, p: &Part) -> Arc<[(VarId, u32)]> {
+        self.tests
+            .entry(key(p))
+            .or_insert_with(|| {
+                let mut out = vec![];
+                tested(p, &mut out);
+                out.into()
+            })
+            .clone()
+    }
+}
+
+/// The option being specialised (its choices substituted): the layout it is compiled for and
+/// its command's memo, with the facts and word tests of the splits so far and the variants made
+/// (in the order they are tried).
 struct Specialiser<'a> {
     l: &'a Layout,
-    parts: &'a Parts<'a>,
-    ch: &'a [u32],
+    memo: &'a mut Memo,
     facts: Facts,
     select: Vec<WordTest>,
     out: Vec<Variant>,
 }
 
 impl Specialiser<'_> {
-    /// Compiles an option under the facts into variants, splitting on the variable its folded code
-    /// compares with constants most often: one variant per value compared (the variable tested
-    /// equal to it) and then one for every other value (no test: the earlier variants did not
-    /// hold). A variant whose guard folds to false is kept, disabled, so its states stop there.
-    /// `product` is how many variants the splits so far can make.
-    fn specialise(&mut self, product: usize) {
-        let guard = fold(self.parts.guard, self.ch, &self.facts);
-        if guard == Expr::Bool(false) {
+    /// Compiles an option's parts (folded under the facts) into variants, splitting on the
+    /// variable its folded code compares with constants most often: one variant per value
+    /// compared (the variable tested equal to it) and then one for every other value (no test:
+    /// the earlier variants did not hold). A variant whose guard folds to false is kept,
+    /// disabled, so its states stop there. `product` is how many variants the splits so far
+    /// can make.
+    fn specialise(&mut self, parts: &Parts, product: usize) {
+        if *parts.guard == Expr::Bool(false) {
             self.out.push(Variant::disabled(&self.select));
             return;
         }
-        let updates: Vec<(VarId, Expr)> = self
-            .parts
-            .updates
-            .iter()
-            .map(|(v, e)| (**v, fold(e, self.ch, &self.facts)))
-            .collect();
-        let conds: Vec<(u32, Expr)> = self
-            .parts
-            .conds
-            .iter()
-            .map(|(ob, e)| (*ob, fold(e, self.ch, &self.facts)))
-            .collect();
-        if let Some((v, values)) = split_variable(&guard, &updates, &conds, &self.facts, product) {
+        if let Some((v, values)) = self.split_variable(parts, product) {
             let product = product * (values.len() + 1);
-            self.split_on(product, v, values);
+            self.split_on(parts, product, v, values);
             return;
         }
-        let variant = match condition(&guard, self.l) {
-            Some(guard) => enabled(self.l, &self.select, guard, updates, &conds),
+        let variant = match self.memo.condition(&parts.guard, self.l) {
+            Some(guard) => self.enabled(guard, parts),
             None => Variant::disabled(&self.select),
         };
         self.out.push(variant);
@@ -619,7 +673,7 @@ impl Specialiser<'_> {
     /// Specialises the option once per value of `v` in `values` (that value known, its bits
     /// selected), then once for every other value (none of them known, nothing selected: the
     /// earlier variants are tried first). A value outside the variable's bits is no state's.
-    fn split_on(&mut self, product: usize, v: VarId, values: Vec<u32>) {
+    fn split_on(&mut self, parts: &Parts, product: usize, v: VarId, values: Vec<u32>) {
         let s = self.l.slot(v);
         for &k in &values {
             if k as u64 & !s.mask != 0 {
@@ -631,7 +685,8 @@ impl Specialiser<'_> {
                 mask: s.mask << s.shift,
                 bits: (k as u64) << s.shift,
             });
-            self.specialise(product);
+            let split = self.refold(parts, v);
+            self.specialise(&split, product);
             self.select.pop();
             self.facts.pop();
         }
@@ -640,42 +695,73 @@ impl Specialiser<'_> {
             excluded.extend(before);
         }
         self.facts.push((v, Known::NoneOf(excluded)));
-        self.specialise(product);
+        let split = self.refold(parts, v);
+        self.specialise(&split, product);
         self.facts.pop();
     }
-}
 
-/// The variant of an option whose guard can hold: its updates split into constant writes and
-/// computed ones, and the obligations whose condition can still hold on it.
-fn enabled(
-    l: &Layout,
-    select: &[WordTest],
-    guard: Condition,
-    updates: Vec<(VarId, Expr)>,
-    conds: &[(u32, Expr)],
-) -> Variant {
-    let mut writes = vec![];
-    let mut computed = vec![];
-    for (v, e) in updates {
-        if e == Expr::Var(v) {
-            // `v := v` changes nothing.
-            continue;
+    /// The parts after a split on `v`: those that read `v` folded again with the facts (folding
+    /// a folded part with more facts is folding the original with them all), the others shared.
+    fn refold(&mut self, parts: &Parts, v: VarId) -> Parts {
+        parts.map(|_, p| match reads_var(p, v) {
+            // The option's choices are substituted already: the refold depends on the facts only.
+            true => self.memo.refold(p, &self.facts),
+            false => p.clone(),
+        })
+    }
+
+    /// The variant of an option whose guard can hold: its updates split into constant writes
+    /// and computed ones, and the obligations whose condition can still hold on it.
+    fn enabled(&mut self, guard: Arc<Condition>, parts: &Parts) -> Variant {
+        let mut writes = vec![];
+        let mut computed = vec![];
+        for (v, e) in &parts.updates {
+            if **e == Expr::Var(*v) {
+                // `v := v` changes nothing.
+                continue;
+            }
+            match constant(e) {
+                Some(k) => add_write(&mut writes, self.l.slot(*v), k),
+                None => computed.push((self.l.slot(*v), self.memo.code(e, self.l))),
+            }
         }
-        match constant(&e) {
-            Some(k) => add_write(&mut writes, l.slot(v), k),
-            None => computed.push((l.slot(v), code(&e, l))),
+        let hits = parts
+            .conds
+            .iter()
+            .filter_map(|(ob, e)| self.memo.condition(e, self.l).map(|k| (*ob, k)))
+            .collect();
+        Variant {
+            select: self.select.clone(),
+            guard: Some(guard),
+            writes,
+            computed,
+            hits,
         }
     }
-    let hits = conds
-        .iter()
-        .filter_map(|(ob, e)| condition(e, l).map(|k| (*ob, k)))
-        .collect();
-    Variant {
-        select: select.to_vec(),
-        guard: Some(guard),
-        writes,
-        computed,
-        hits,
+
+    /// The variable to split an option on next, with the values compared (sorted): the one
+    /// compared most often among those the facts do not settle, when splitting keeps the
+    /// variants within [`MAX_VARIANTS`]; `None` when there is nothing left worth splitting on.
+    fn split_variable(&mut self, parts: &Parts, product: usize) -> Option<(VarId, Vec<u32>)> {
+        let mut by_var: std::collections::BTreeMap<
+            VarId,
+            (usize, std::collections::BTreeSet<u32>),
+        > = Default::default();
+        for p in parts.all() {
+            for &(v, k) in self.memo.tested(p).iter() {
+                if matches!(known(&self.facts, v), Some(Known::Is(_))) {
+                    continue;
+                }
+                let e = by_var.entry(v).or_default();
+                e.0 += 1;
+                e.1.insert(k);
+            }
+        }
+        by_var
+            .into_iter()
+            .filter(|(_, (_, ks))| product * (ks.len() + 1) <= MAX_VARIANTS)
+            .max_by_key(|(v, (n, _))| (*n, std::cmp::Reverse(*v)))
+            .map(|(v, (_, ks))| (v, ks.into_iter().collect()))
     }
 }
 
@@ -691,41 +777,6 @@ impl Variant {
             hits: vec![],
         }
     }
-}
-
-/// The variable to split an option on next, with the values compared (sorted): the one
-/// compared most often among those the facts do not settle, when splitting keeps the variants
-/// within [`MAX_VARIANTS`]; `None` when there is nothing left worth splitting on.
-fn split_variable(
-    guard: &Expr,
-    updates: &[(VarId, Expr)],
-    conds: &[(u32, Expr)],
-    facts: &Facts,
-    product: usize,
-) -> Option<(VarId, Vec<u32>)> {
-    let mut atoms = vec![];
-    tested(guard, &mut atoms);
-    for (_, e) in updates {
-        tested(e, &mut atoms);
-    }
-    for (_, e) in conds {
-        tested(e, &mut atoms);
-    }
-    let mut by_var: std::collections::BTreeMap<VarId, (usize, std::collections::BTreeSet<u32>)> =
-        Default::default();
-    for (v, k) in atoms {
-        if matches!(known(facts, v), Some(Known::Is(_))) {
-            continue;
-        }
-        let e = by_var.entry(v).or_default();
-        e.0 += 1;
-        e.1.insert(k);
-    }
-    by_var
-        .into_iter()
-        .filter(|(_, (_, ks))| product * (ks.len() + 1) <= MAX_VARIANTS)
-        .max_by_key(|(v, (n, _))| (*n, std::cmp::Reverse(*v)))
-        .map(|(v, (_, ks))| (v, ks.into_iter().collect()))
 }
 
 /// The updates that take effect: every update reads the pre-state and a later update of a
@@ -764,15 +815,104 @@ fn split_guard(c: &Command) -> (Vec<Expr>, Vec<Expr>) {
     (state, choice)
 }
 
+/// The prover's property-test generator of random projects (every shape SPEC allows).
+#[cfg(test)]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::{HashSet, VecDeque};
+    use std::collections::VecDeque;
 
-    /// Every successor and obligation hit the compiled system gives equals the interpreter's
-    /// (`eval_bool` / `apply`, choices enumerated as `for_each_choice` does), in the same
-    /// order, on every state reachable in the shop at 2 turns and in a corpus case with
-    /// routers and hand-offs — the compiled form is the same system, not an approximation.
+    use super::common;
+
+    /// Compares every successor and obligation hit the compiled system gives with the
+    /// interpreter's (`eval_bool` / `apply`, choices enumerated as `for_each_choice` does, each
+    /// value truncated to its width and, with `liveness`, the variables dead at the successor's
+    /// node reset to their initial values), in the same order, on the states reachable from the
+    /// initial one, expanding at most `max` of them. Returns how many were compared.
+    fn compare_with_interpreter(
+        what: &str,
+        ts: &TransitionSystem,
+        obls: &[Obligation],
+        liveness: Option<&Liveness>,
+        max: usize,
+    ) -> usize {
+        let c = Compiled::new(ts, obls, liveness, None).expect("no deadline");
+        let mut seen = HashSet::default();
+        let mut queue = VecDeque::from([ts.init.clone()]);
+        seen.insert(ts.init.clone());
+        let mut checked = 0;
+        while let Some(state) = queue.pop_front() {
+            let mut want = vec![];
+            let mut want_hits = vec![];
+            let node = state[ts.node_var.0 as usize] as usize;
+            for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
+                let cmd = ts.command(cid);
+                crate::bfs::for_each_choice(ts, cmd, |ch, val| {
+                    if !ts.eval_bool(&cmd.guard, &state, ch) {
+                        return;
+                    }
+                    for (o, ob) in obls.iter().enumerate() {
+                        for (oc, cond) in ob.commands.iter().zip(&ob.conds) {
+                            if *oc == cid && ts.eval_bool(cond, &state, ch) {
+                                want_hits.push((o as u32, cid, val));
+                            }
+                        }
+                    }
+                    let mut next: Vec<u32> = ts
+                        .apply(cmd, &state, ch)
+                        .iter()
+                        .zip(&ts.vars)
+                        .map(|(v, d)| {
+                            let w = TransitionSystem::bits(d.domain);
+                            if w == 0 {
+                                0
+                            } else {
+                                v & ((1u64 << w) - 1) as u32
+                            }
+                        })
+                        .collect();
+                    if let Some(l) = liveness {
+                        for &v in l.dead_at(next[ts.node_var.0 as usize]) {
+                            next[v.0 as usize] = ts.init[v.0 as usize];
+                        }
+                    }
+                    want.push((cid.0, val, next));
+                });
+            }
+            let packed = c.layout.pack(&state);
+            let mut scratch = vec![0u64; c.layout.words];
+            let mut got = vec![];
+            let mut got_hits = vec![];
+            c.expand(
+                &packed,
+                &mut scratch,
+                |_| true,
+                |o, cid, val| got_hits.push((o, cid, val)),
+                |st| got.push((st.cmd, st.val, c.layout.unpack(st.next))),
+            );
+            want_hits.sort();
+            got_hits.sort();
+            assert_eq!(got_hits, want_hits, "{what}: hits from {state:?}");
+            assert_eq!(got, want, "{what}: successors of {state:?}");
+            checked += 1;
+            if checked >= max {
+                break;
+            }
+            for (_, _, next) in want {
+                if seen.insert(next.clone()) {
+                    queue.push_back(next);
+                }
+            }
+        }
+        checked
+    }
+
+    /// Every step and obligation hit of the compiled system equals the interpreter's on every
+    /// state reachable (up to 3,000) in the shop at 2 turns and in corpus cases with routers
+    /// and hand-offs — the compiled form is the same system, not an approximation.
     #[test]
     fn compiled_steps_equal_interpreted_steps() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -785,72 +925,73 @@ mod tests {
                 panic!("{file} loads");
             };
             let lowered = encoder::ts::lower::lower(&project, turns, steps);
-            let ts = &lowered.ts;
             let obls = obligations::reach::obligations(&project, &lowered);
-            let c = Compiled::new(ts, &obls, None);
-            let mut seen = HashSet::new();
-            let mut queue = VecDeque::from([ts.init.clone()]);
-            seen.insert(ts.init.clone());
-            let mut checked = 0;
-            while let Some(state) = queue.pop_front() {
-                let mut want = vec![];
-                let mut want_hits = vec![];
-                let node = state[ts.node_var.0 as usize] as usize;
-                for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
-                    let cmd = ts.command(cid);
-                    crate::bfs::for_each_choice(ts, cmd, |ch, val| {
-                        if !ts.eval_bool(&cmd.guard, &state, ch) {
-                            return;
-                        }
-                        for (o, ob) in obls.iter().enumerate() {
-                            for (oc, cond) in ob.commands.iter().zip(&ob.conds) {
-                                if *oc == cid && ts.eval_bool(cond, &state, ch) {
-                                    want_hits.push((o as u32, cid, val));
-                                }
-                            }
-                        }
-                        let next: Vec<u32> = ts
-                            .apply(cmd, &state, ch)
-                            .iter()
-                            .zip(&ts.vars)
-                            .map(|(v, d)| {
-                                let w = TransitionSystem::bits(d.domain);
-                                if w == 0 {
-                                    0
-                                } else {
-                                    v & ((1u64 << w) - 1) as u32
-                                }
-                            })
-                            .collect();
-                        want.push((cid.0, val, next));
-                    });
-                }
-                let packed = c.layout.pack(&state);
-                let mut scratch = vec![0u64; c.layout.words];
-                let mut got = vec![];
-                let mut got_hits = vec![];
-                c.expand(
-                    &packed,
-                    &mut scratch,
-                    |_| true,
-                    |o, cid, val| got_hits.push((o, cid, val)),
-                    |st| got.push((st.cmd, st.val, c.layout.unpack(st.next))),
-                );
-                want_hits.sort();
-                got_hits.sort();
-                assert_eq!(got_hits, want_hits, "{file}: hits from {state:?}");
-                assert_eq!(got, want, "{file}: successors of {state:?}");
-                checked += 1;
-                if checked > 3000 {
-                    continue;
-                }
-                for (_, _, next) in want {
-                    if seen.insert(next.clone()) {
-                        queue.push_back(next);
-                    }
-                }
-            }
+            let checked = compare_with_interpreter(file, &lowered.ts, &obls, None, 3000);
             assert!(checked > 20, "{file}: only {checked} states checked");
+        }
+    }
+
+    /// How many random systems [`compiled_steps_equal_interpreted_steps_on_random_systems`]
+    /// compares: `QLS_COMPILED_CASES`, by default as many as a debug build checks in a few
+    /// seconds.
+    fn cases() -> u32 {
+        std::env::var("QLS_COMPILED_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000)
+    }
+
+    /// The same comparison on random systems of every shape SPEC allows (the prover's
+    /// property-test generator, `Shapes::ALL`), searched whole and with the dead-variable
+    /// reduction's resets, as the BFS compiles them.
+    #[test]
+    fn compiled_steps_equal_interpreted_steps_on_random_systems() {
+        let mut compared = 0;
+        for case in 0..cases() as u64 {
+            let seed = case.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5157;
+            let p = common::random_project_with(seed, common::Shapes::ALL);
+            let lowered =
+                encoder::ts::lower::lower(&p, p.settings.session_steps, p.settings.step_limit);
+            let ts = &lowered.ts;
+            let obls = obligations::reach::obligations(&p, &lowered);
+            let what = format!("seed {seed}");
+            let budget = crate::bfs::BfsBudget::default();
+            let liveness = crate::bfs::liveness_for(ts, &obls, &budget, crate::bfs::Bound::of(ts))
+                .filter(|_| case % 2 == 0);
+            compared += compare_with_interpreter(&what, ts, &obls, liveness.as_ref(), 400);
+        }
+        assert!(
+            compared > cases() as usize * 20,
+            "only {compared} states compared"
+        );
+    }
+
+    /// Past its deadline, compiling stops and says how far it got: the search must not start.
+    #[test]
+    fn compiling_stops_at_the_deadline() {
+        let p = ir::testkit::handoff_chain(8);
+        let lowered = encoder::ts::lower::lower(&p, 2, 20);
+        let obls = obligations::reach::obligations(&p, &lowered);
+        let past = Instant::now() - std::time::Duration::from_millis(1);
+        let Err(stopped) = Compiled::new(&lowered.ts, &obls, None, Some(past)) else {
+            panic!("compiled past the deadline");
+        };
+        assert_eq!(stopped.compiled, 0);
+        assert_eq!(stopped.commands, lowered.ts.commands.len());
+        let run = crate::bfs::run(
+            &lowered.ts,
+            &obls,
+            crate::bfs::BfsBudget {
+                deadline: Some(past),
+                ..Default::default()
+            },
+        );
+        assert!(!obls.is_empty());
+        for v in &run.verdicts {
+            assert!(
+                matches!(v, crate::verdict::Verdict::Undecided(u) if u.why == crate::verdict::StopReason::CompileTimeBudget),
+                "{v:?}"
+            );
         }
     }
 }
