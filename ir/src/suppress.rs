@@ -1,17 +1,20 @@
-//! Suppressions: findings a team accepted, each with a reason and optionally an expiry date
-//! (`suppress:` in `agent.yaml`). A suppressed finding is still reported, under its own heading;
-//! an unmatched or expired suppression is a lint; QG312 (the engines disagree) is never
-//! suppressed. Matching and reporting live in the prover's report; this module only reads.
+//! Findings a team accepted: suppressions, each with a reason and optionally an expiry date
+//! (`suppress:` in `agent.yaml`), and a baseline (`--baseline`, a previous `qls-findings/1`
+//! report; `qls diff` compares two). A suppressed finding is still reported, under its own
+//! heading; an unmatched or expired suppression is a lint; QG312 (the engines disagree) is never
+//! suppressed. The readers read both; matching and reporting live in the prover's triage.
 
 use crate::loc::Loc;
+use crate::vocab::{RuleId, Severity};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One accepted finding.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suppression {
-    /// The rule (`QG023`), read with `RuleId::from_name`: a suppression of no rule is an input
+    /// The rule (`QG023`), read with `RuleId::read`: a suppression of no rule is an input
     /// error at its line.
-    pub rule: crate::vocab::RuleId,
+    pub rule: RuleId,
     /// The finding's subject (`cycle:desk_model`, a tool name), as the report prints it.
     pub subject: String,
     /// Why the team accepts it (required: a suppression without a reason is refused).
@@ -20,6 +23,28 @@ pub struct Suppression {
     pub until: Option<Date>,
     /// Where it is written.
     pub at: Loc,
+}
+
+/// A previous `qls-findings/1` report, by fingerprint.
+#[derive(Clone, Debug, Default)]
+pub struct Baseline {
+    /// Fingerprint → the finding.
+    pub findings: BTreeMap<String, BaselineFinding>,
+}
+
+/// One finding of a baseline or of a report being compared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaselineFinding {
+    /// The rule, read with `RuleId::read` (a finding of no rule is an input error at its line).
+    pub rule: RuleId,
+    /// The subject.
+    pub subject: String,
+    /// Its severity, read back from the report's name (`Severity::from_name`).
+    pub severity: Severity,
+    /// The message.
+    pub message: String,
+    /// The locations as `file:line`.
+    pub locations: Vec<String>,
 }
 
 /// A calendar day, compared as (year, month, day).

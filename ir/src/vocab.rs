@@ -178,6 +178,78 @@ words!(RuleId {
     QG312 => "QG312",
 });
 
+impl RuleId {
+    /// A rule id stored in a file the user keeps (a suppression, a baseline), read once: the
+    /// rule, or why the text names none (`is no rule of this qls …` for a well-formed id that
+    /// names no rule, `is not a rule id …` otherwise), for the caller to put after the text it
+    /// quotes, at the text's `file:line`.
+    pub fn read(text: &str) -> Result<RuleId, String> {
+        if let Some(rule) = RuleId::from_name(text) {
+            return Ok(rule);
+        }
+        let well_formed = text.len() == 5
+            && text.starts_with("QG")
+            && text[2..].chars().all(|c| c.is_ascii_digit());
+        Err(if well_formed {
+            format!(
+                "is no rule of this qls (QG001 to {}; docs/rules.md lists them)",
+                RuleId::ALL[RuleId::ALL.len() - 1]
+            )
+        } else {
+            "is not a rule id such as `QG023`".to_string()
+        })
+    }
+}
+
+/// An obligation's id, `QG001:charge_card`: its rule and its subject, made in one place
+/// ([`ObligationId::new`]) and printed, ordered and serialised as that text, so reports,
+/// witnesses and `expected.json` read as they always did. No stage splits it back: the
+/// obligation carries its rule and subject beside it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ObligationId(String);
+
+impl ObligationId {
+    /// The id of `rule`'s obligation on `subject`.
+    pub fn new(rule: RuleId, subject: &str) -> ObligationId {
+        ObligationId(format!("{rule}:{subject}"))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ObligationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Compared with the text it prints (tests and `expected.json` name obligations by it).
+impl PartialEq<&str> for ObligationId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+/// Read back from a witness: a rule id, a colon, the subject (which may hold colons itself:
+/// `QG023:cycle:desk`), rebuilt by [`ObligationId::new`].
+impl<'de> Deserialize<'de> for ObligationId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let (rule, subject) = text.split_once(':').ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not an obligation id such as `QG001:tool`"
+            ))
+        })?;
+        let rule = RuleId::read(rule)
+            .map_err(|why| serde::de::Error::custom(format!("the rule of `{text}` {why}")))?;
+        Ok(ObligationId::new(rule, subject))
+    }
+}
+
 /// A finding's severity (SPEC §4: High for a vulnerability, Medium for a bug, Review for a
 /// hotspot; the code checks use High and Medium). Ordered most severe first, which is the
 /// report's order; printed and serialised as its name, so reports read as they always did.
@@ -753,6 +825,33 @@ impl fmt::Display for VarKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn obligation_ids_print_as_rule_colon_subject_and_read_back() {
+        let id = ObligationId::new(RuleId::QG023, "cycle:desk");
+        assert_eq!(id.to_string(), "QG023:cycle:desk");
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, "\"QG023:cycle:desk\"");
+        assert_eq!(serde_json::from_str::<ObligationId>(&json).unwrap(), id);
+        assert!(serde_json::from_str::<ObligationId>("\"QG999:x\"").is_err());
+        assert!(serde_json::from_str::<ObligationId>("\"nothing\"").is_err());
+        // Ordered as the text was, so maps keyed by it keep their order.
+        assert!(ObligationId::new(RuleId::QG001, "b") < ObligationId::new(RuleId::QG001, "c"));
+    }
+
+    #[test]
+    fn stored_rule_ids_read_once() {
+        assert_eq!(RuleId::read("QG012"), Ok(RuleId::QG012));
+        assert!(RuleId::read("QG099")
+            .unwrap_err()
+            .starts_with("is no rule of this qls"));
+        assert!(RuleId::read("QG23")
+            .unwrap_err()
+            .starts_with("is not a rule id"));
+        assert!(RuleId::read("qg012")
+            .unwrap_err()
+            .starts_with("is not a rule id"));
+    }
 
     #[test]
     fn serde_and_display_agree() {

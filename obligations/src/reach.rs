@@ -10,22 +10,15 @@ use crate::catalog::*;
 use crate::rules::{self, rulebook, tool_check};
 use encoder::ts::ex::*;
 use encoder::ts::lower::Lowered;
-use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation, VarId};
+use encoder::ts::{CmdId, Command, Expr, LabelKind, Obligation};
 use indexmap::IndexMap;
 use ir::catalogue::Tool;
-use ir::vocab::Answer;
+use ir::vocab::{Answer, ObligationId};
 use ir::Project;
 
 /// Whether a command runs a tool.
 fn is_execution(c: &Command) -> bool {
     c.label.kind == LabelKind::Execution
-}
-
-/// A per-agent flag of the lowered system is set (false where the agent has none).
-pub(crate) fn flag(map: &IndexMap<String, VarId>, agent: &str) -> Expr {
-    map.get(agent)
-        .map(|v| var_is(*v, 1))
-        .unwrap_or(Expr::Bool(false))
 }
 
 /// Whether an agent of the graph is high-privilege.
@@ -36,9 +29,9 @@ fn high_privilege(p: &Project, agent: &str) -> bool {
 /// An obligation being collected: rule, subject, (command, condition) pairs, inverted.
 type Pending = (RuleId, String, Vec<(CmdId, Expr)>, bool);
 
-/// The obligations collected so far, by `rule:subject`, in the order first named.
+/// The obligations collected so far, by id, in the order first named.
 pub(crate) struct Acc {
-    by_id: IndexMap<String, Pending>,
+    by_id: IndexMap<ObligationId, Pending>,
 }
 
 impl Acc {
@@ -55,9 +48,8 @@ impl Acc {
         if cond == Expr::Bool(false) {
             return;
         }
-        let id = format!("{rule}:{subject}");
         self.by_id
-            .entry(id)
+            .entry(ObligationId::new(rule, subject))
             .or_insert_with(|| (rule, subject.to_string(), vec![], inverted))
             .2
             .push((cmd, cond));
@@ -65,9 +57,8 @@ impl Acc {
 
     /// Lists the rule's obligation on `subject`, with or without bad commands.
     pub(crate) fn declare(&mut self, rule: RuleId, subject: &str, inverted: bool) {
-        let id = format!("{rule}:{subject}");
         self.by_id
-            .entry(id)
+            .entry(ObligationId::new(rule, subject))
             .or_insert_with(|| (rule, subject.to_string(), vec![], inverted));
     }
 }

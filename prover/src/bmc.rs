@@ -506,3 +506,33 @@ pub fn run_any_length(
     inductive.dedup();
     finish(verdicts, calls, start, inductive)
 }
+
+/// The bounded search and the induction together on a looping system (`run_any_length`), on
+/// the induction's small counter.
+#[cfg(test)]
+mod tests {
+    use super::run_any_length as run;
+    use super::*;
+    use crate::induction::tests::{counter, when_x_is};
+
+    #[test]
+    fn induction_closes_where_nothing_reaches_and_finds_what_does_beyond_the_bound() {
+        let ts = counter();
+        let run = run(
+            &ts,
+            &[when_x_is(3), when_x_is(2)],
+            InductionBudget::default(),
+        );
+        assert!(
+            matches!(
+                run.verdicts[0],
+                Verdict::UnreachableAnyLength(AnyLength::Induction { .. })
+            ),
+            "{:?}",
+            run.verdicts[0]
+        );
+        // x = 2 is reached only at the third step, past the bounded answer's one step: the
+        // induction must not close on it, so the answer stays bounded.
+        assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
+    }
+}

@@ -19,7 +19,7 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<u8> {
     let read = |p: &PathBuf| -> anyhow::Result<crate::triage::Baseline> {
         let name = p.display().to_string();
         let text = readers::read_text(p, &name)?;
-        Ok(crate::triage::Baseline::read(&name, &text)?)
+        Ok(readers::suppress::read_baseline(&name, &text)?)
     };
     let d = crate::triage::diff(&read(&args.old)?, &read(&args.new)?);
     print!("{}", d.text());

@@ -135,7 +135,7 @@ impl Expected {
             obligations: proof
                 .outcomes
                 .iter()
-                .map(|o| (o.obligation.id.clone(), o.verdict.word().to_string()))
+                .map(|o| (o.obligation.id.to_string(), o.verdict.word().to_string()))
                 .collect(),
             gate: if report.passed { "passed" } else { "failed" }.to_string(),
         }

@@ -416,7 +416,7 @@ fn write_obligations(out: &mut String, obls: &[Obligation]) {
             out,
             "/* obligation {}: {}{} */",
             k + 1,
-            o.id.replace("*/", "* /"),
+            o.id.as_str().replace("*/", "* /"),
             if o.inverted { " (inverted)" } else { "" }
         );
     }
@@ -473,7 +473,7 @@ mod tests {
     fn tiny_system_has_globals_options_temps_and_assertions() {
         let ts = tiny();
         let obl = Obligation {
-            id: "QG001:x".into(),
+            id: ir::vocab::ObligationId::new(ir::vocab::RuleId::QG001, "x"),
             rule: ir::vocab::RuleId::QG001,
             subject: "x".into(),
             commands: vec![CmdId(0)],

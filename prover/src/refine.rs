@@ -525,7 +525,7 @@ mod tests {
 
     fn obligation_on(cmd: u32) -> Obligation {
         Obligation {
-            id: format!("QG001:c{cmd}"),
+            id: ir::vocab::ObligationId::new(ir::vocab::RuleId::QG001, "x"),
             rule: ir::vocab::RuleId::QG001,
             subject: "x".into(),
             commands: vec![CmdId(cmd)],

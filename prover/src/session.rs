@@ -197,7 +197,7 @@ fn read_baseline(job: &Job) -> Result<Option<Baseline>, SessionError> {
         Some(path) => {
             let name = path.display().to_string();
             let text = readers::read_text(path, &name)?;
-            Some(Baseline::read(&name, &text)?)
+            Some(readers::suppress::read_baseline(&name, &text)?)
         }
         None => None,
     })

@@ -6,10 +6,9 @@
 use crate::report::{Finding, Report, Standing};
 use encoder::ts::TransitionSystem;
 use ir::suppress::Date;
-use ir::vocab::Severity;
-use ir::{InputError, Project};
+pub use ir::suppress::{Baseline, BaselineFinding};
+use ir::Project;
 use obligations::lints::{Lint, LintCode};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -120,97 +119,6 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
 
 fn lint(code: LintCode, rule: &str, subject: &str, message: String) -> Lint {
     Lint::new(code, &format!("{rule} {subject}"), message)
-}
-
-/// A previous `qls-findings/1` report, by fingerprint: each finding's severity.
-#[derive(Clone, Debug, Default)]
-pub struct Baseline {
-    /// Fingerprint → (rule, subject, severity).
-    pub findings: BTreeMap<String, BaselineFinding>,
-}
-
-/// One finding of a baseline or of a report being compared.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BaselineFinding {
-    /// The rule id.
-    pub rule: String,
-    /// The subject.
-    pub subject: String,
-    /// Its severity, read back from the report's name.
-    pub severity: Severity,
-    /// The message.
-    pub message: String,
-    /// The locations as `file:line`.
-    pub locations: Vec<String>,
-}
-
-impl Baseline {
-    /// Reads a `qls-findings/1` file written by `qls verify --format json`.
-    pub fn read(file: &str, text: &str) -> Result<Baseline, InputError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| {
-            InputError::at(file, e.line() as u32, format!("JSON syntax error: {e}"))
-        })?;
-        if v.get("format").and_then(|f| f.as_str()) != Some("qls-findings/1") {
-            return Err(InputError::at(
-                file,
-                1,
-                "expected a `qls-findings/1` report (`qls verify --format json`)",
-            ));
-        }
-        let list = v
-            .get("findings")
-            .and_then(|f| f.as_array())
-            .ok_or_else(|| InputError::at(file, 1, "missing the `findings` list"))?;
-        let mut out = Baseline::default();
-        for (i, f) in list.iter().enumerate() {
-            let s = |k: &str| f.get(k).and_then(|x| x.as_str()).map(str::to_string);
-            let fp = s("fingerprint").ok_or_else(|| {
-                InputError::at(
-                    file,
-                    1,
-                    format!(
-                        "finding {i} has no `fingerprint`: write the baseline again with this qls"
-                    ),
-                )
-            })?;
-            let severity = s("severity").unwrap_or_default();
-            let severity = Severity::from_name(&severity).ok_or_else(|| {
-                InputError::at(
-                    file,
-                    1,
-                    format!(
-                        "finding {i} has severity `{severity}`; expected High, Medium or Review"
-                    ),
-                )
-            })?;
-            let locations = f
-                .get("locations")
-                .and_then(|l| l.as_array())
-                .map(|l| {
-                    l.iter()
-                        .map(|a| {
-                            format!(
-                                "{}:{}",
-                                a.get("file").and_then(|x| x.as_str()).unwrap_or(""),
-                                a.get("line").and_then(|x| x.as_u64()).unwrap_or(0)
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            out.findings.insert(
-                fp,
-                BaselineFinding {
-                    rule: s("rule").unwrap_or_default(),
-                    subject: s("subject").unwrap_or_default(),
-                    severity,
-                    message: s("message").unwrap_or_default(),
-                    locations,
-                },
-            );
-        }
-        Ok(out)
-    }
 }
 
 /// Marks as existing every new finding the baseline already holds at the same or a higher

@@ -1,13 +1,16 @@
-//! Suppressions: findings a team accepted, each with a reason and optionally an expiry date
-//! (`suppress:` in `agent.yaml`). A suppressed finding is still reported, under its own heading;
-//! an unmatched or expired suppression is a lint; QG312 (the engines disagree) is never
-//! suppressed. Matching and reporting live in the prover's report; this module only reads.
+//! Findings a team accepted: suppressions (`suppress:` in `agent.yaml`, each with a reason and
+//! optionally an expiry date) and baselines (a previous `qls-findings/1` report, for
+//! `--baseline` and `qls diff`). Each stored rule id is read once, with `RuleId::read`, and an
+//! id that names no rule is an input error at its line: a suppression or a baseline entry that
+//! could never match is refused, not silently kept. Matching lives in the prover's triage; this
+//! module only reads.
 
-use crate::yaml::{as_map, as_seq};
+use crate::yaml::{as_map, as_seq, line_of, to_json};
 use ir::diag::InputError;
 use ir::loc::Loc;
-use ir::suppress::{Date, Suppression};
-use ir::vocab::RuleId;
+use ir::suppress::{Baseline, BaselineFinding, Date, Suppression};
+use ir::vocab::{RuleId, Severity};
+use serde_json::Value;
 
 /// Reads the `suppress:` list of `agent.yaml`.
 pub fn read_suppressions(
@@ -19,20 +22,8 @@ pub fn read_suppressions(
         let m = as_map(file, item, "a `suppress` entry")?;
         m.check_keys(&["rule", "subject", "reason", "until"])?;
         let text = m.req_str("rule")?;
-        let Some(rule) = RuleId::from_name(&text) else {
-            let well_formed = text.len() == 5
-                && text.starts_with("QG")
-                && text[2..].chars().all(|c| c.is_ascii_digit());
-            let why = if well_formed {
-                format!(
-                    "`rule: {text}` is no rule of this qls (QG001 to {}; docs/rules.md lists them)",
-                    RuleId::ALL.last().map(|r| r.as_str()).unwrap_or("QG001")
-                )
-            } else {
-                format!("`rule: {text}` is not a rule id such as `QG023`")
-            };
-            return Err(InputError::at(file, m.key_line("rule"), why));
-        };
+        let rule = RuleId::read(&text)
+            .map_err(|why| m.error_at("rule", format!("`rule: {text}` {why}")))?;
         if rule == RuleId::QG312 {
             return Err(InputError::at(
                 file,
@@ -68,6 +59,74 @@ pub fn read_suppressions(
             until,
             at: Loc::new(file, m.line()),
         });
+    }
+    Ok(out)
+}
+
+/// Reads a `qls-findings/1` report written by `qls verify --format json` as a baseline: each
+/// finding's fingerprint, rule (`RuleId::read`) and severity (`Severity::from_name`), every
+/// mistake at its line.
+pub fn read_baseline(file: &str, text: &str) -> Result<Baseline, InputError> {
+    let root = crate::yaml::load_json(file, text)?;
+    let top = as_map(file, &root, "the report")?;
+    if top.get("format").map(to_json) != Some(Value::from("qls-findings/1")) {
+        return Err(top.error_at(
+            "format",
+            "expected a `qls-findings/1` report (`qls verify --format json`)",
+        ));
+    }
+    let list = match top.get("findings") {
+        Some(l) => as_seq(file, l, "`findings`")?,
+        None => return Err(top.error_at("findings", "missing the `findings` list")),
+    };
+    let mut out = Baseline::default();
+    for (i, item) in list.iter().enumerate() {
+        let f = as_map(file, item, "a finding")?;
+        let text = |k: &str| f.get(k).map(crate::yaml::scalar_text);
+        let fp = text("fingerprint").ok_or_else(|| {
+            InputError::at(
+                file,
+                line_of(item),
+                format!("finding {i} has no `fingerprint`: write the baseline again with this qls"),
+            )
+        })?;
+        let rule = text("rule").unwrap_or_default();
+        let rule = RuleId::read(&rule).map_err(|why| {
+            f.error_at(
+                "rule",
+                format!("finding {i} has `rule: {rule}`, which {why}"),
+            )
+        })?;
+        let severity = text("severity").unwrap_or_default();
+        let severity = Severity::from_name(&severity).ok_or_else(|| {
+            f.error_at(
+                "severity",
+                format!("finding {i} has severity `{severity}`; expected High, Medium or Review"),
+            )
+        })?;
+        let locations = match f.get("locations").map(to_json) {
+            Some(Value::Array(l)) => l
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{}:{}",
+                        a.get("file").and_then(|x| x.as_str()).unwrap_or(""),
+                        a.get("line").and_then(|x| x.as_u64()).unwrap_or(0)
+                    )
+                })
+                .collect(),
+            _ => vec![],
+        };
+        out.findings.insert(
+            fp,
+            BaselineFinding {
+                rule,
+                subject: text("subject").unwrap_or_default(),
+                severity,
+                message: text("message").unwrap_or_default(),
+                locations,
+            },
+        );
     }
     Ok(out)
 }
@@ -126,5 +185,39 @@ mod tests {
         let e = read("- {rule: QG023, subject: x, reason: y, until: 2027-13-01}\n").unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("YYYY-MM-DD"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_baseline_reads_rule_and_severity_typed_with_errors_at_their_line() {
+        let report = |rule: &str, severity: &str| {
+            format!(
+                "{{\n  \"format\": \"qls-findings/1\",\n  \"findings\": [\n    {{\n      \"rule\": \"{rule}\",\n      \"severity\": \"{severity}\",\n      \"subject\": \"w\",\n      \"message\": \"m: n\",\n      \"locations\": [{{\"file\": \"agent.yaml\", \"line\": 3}}],\n      \"fingerprint\": \"ab\"\n    }}\n  ]\n}}\n"
+            )
+        };
+        let b = read_baseline("base.json", &report("QG001", "High")).expect("reads");
+        let f = &b.findings["ab"];
+        assert_eq!(
+            (f.rule, f.severity, f.subject.as_str(), f.message.as_str()),
+            (RuleId::QG001, Severity::High, "w", "m: n")
+        );
+        assert_eq!(f.locations, vec!["agent.yaml:3".to_string()]);
+        let e = read_baseline("base.json", &report("QG099", "High")).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("base.json", 5), "{}", e.message);
+        assert!(
+            e.message.contains("is no rule of this qls"),
+            "{}",
+            e.message
+        );
+        let e = read_baseline("base.json", &report("QG1", "High")).unwrap_err();
+        assert!(e.message.contains("is not a rule id"), "{}", e.message);
+        let e = read_baseline("base.json", &report("QG001", "Critical")).unwrap_err();
+        assert_eq!(e.line, 6, "{}", e.message);
+        assert!(
+            e.message.contains("expected High, Medium or Review"),
+            "{}",
+            e.message
+        );
+        let e = read_baseline("base.json", "{\"format\": \"qls-graph/1\"}").unwrap_err();
+        assert!(e.message.contains("qls-findings/1"), "{}", e.message);
     }
 }

@@ -34,7 +34,7 @@ pub struct Witness {
     /// Always [`FORMAT`].
     pub format: String,
     /// The obligation (`QG012:refund_card`).
-    pub obligation: String,
+    pub obligation: ir::vocab::ObligationId,
     /// The rule.
     pub rule: String,
     /// The subject.

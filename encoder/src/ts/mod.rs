@@ -255,8 +255,9 @@ pub struct Command {
 /// A bad transition: one of `commands` taken with `cond` true (over pre-state and choices).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Obligation {
-    /// A stable id: `QG001:charge_card`.
-    pub id: String,
+    /// A stable id, `QG001:charge_card`: made from `rule` and `subject` by
+    /// `ObligationId::new`.
+    pub id: ir::vocab::ObligationId,
     /// The rule.
     pub rule: ir::vocab::RuleId,
     /// The subject (a tool, an agent, a cycle…).

@@ -100,7 +100,7 @@ pub enum LiftError {
     #[error("the last step does not violate {obligation} in the whole system")]
     NoViolation {
         /// The obligation's id.
-        obligation: String,
+        obligation: ir::vocab::ObligationId,
     },
 }
 
@@ -441,6 +441,7 @@ mod tests {
     use super::*;
     use crate::ts::ex::{and, var_is};
     use crate::ts::{ChoiceId, Decl, Expr, Label, LabelKind};
+    use ir::vocab::{ObligationId, RuleId};
 
     /// Whether an expression reads only kept variables.
     fn reads_only(e: &Expr, keep: &[VarId]) -> bool {
@@ -513,7 +514,7 @@ mod tests {
             depth: 3,
         };
         let bad = Obligation {
-            id: "QG001:goal".into(),
+            id: ObligationId::new(RuleId::QG001, "goal"),
             rule: ir::vocab::RuleId::QG001,
             subject: "goal".into(),
             commands: vec![CmdId(3)],
@@ -525,7 +526,7 @@ mod tests {
         };
         // Violated at the dead end: its slice is the whole system.
         let loop_obl = Obligation {
-            id: "QG001:loop".into(),
+            id: ObligationId::new(RuleId::QG001, "loop"),
             subject: "loop".into(),
             commands: vec![CmdId(2)],
             conds: vec![Expr::Bool(true)],
@@ -580,13 +581,13 @@ mod tests {
         let (ts, mut obls) = tiny();
         // Another condition on the goal's step reading the same variable: the same slice.
         let twin = Obligation {
-            id: "QG001:goal2".into(),
+            id: ObligationId::new(RuleId::QG001, "goal2"),
             conds: vec![var_is(VarId(5), 0)],
             ..obls[0].clone()
         };
         // Violated at the dead end or at the goal: every node and every variable is needed.
         let either = Obligation {
-            id: "QG001:either".into(),
+            id: ObligationId::new(RuleId::QG001, "either"),
             commands: vec![CmdId(2), CmdId(3)],
             conds: vec![Expr::Bool(true), var_is(VarId(5), 1)],
             ..obls[0].clone()

@@ -3,8 +3,9 @@
 
 use super::{Concrete, Reach};
 use crate::catalog::{rule, Rule, RuleId, QG019, QG020, QG021};
-use crate::reach::{flag, Acc, Compensation, Exec, Subject};
+use crate::reach::{Acc, Compensation, Exec, Subject};
 use encoder::ts::ex::*;
+use encoder::ts::lower::MarkVar;
 use encoder::ts::Expr;
 use ir::catalogue::Tool;
 use ir::vocab::Mark;
@@ -35,7 +36,7 @@ pub(crate) fn qg019_confidential_data_leaves(x: &Exec<'_>, acc: &mut Acc) {
         x.add(
             acc,
             QG019,
-            x.unconfirmed_and(flag(&x.l.sv.prov_conf, x.agent)),
+            x.unconfirmed_and(x.l.sv.mark_set(MarkVar::Prov(Mark::Confidential), x.agent)),
         );
     }
 }
@@ -51,7 +52,7 @@ pub(crate) fn qg019_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
     if x.ut.sends_out {
         let held = and(vec![
             x.unconfirmed.clone(),
-            flag(&x.l.sv.prov_conf, x.agent),
+            x.l.sv.mark_set(MarkVar::Prov(Mark::Confidential), x.agent),
         ]);
         let returned = x.earlier_unconfirmed(&|t| t.confidential);
         x.add(acc, QG019, or(vec![held, returned]));
@@ -84,7 +85,7 @@ pub(crate) fn qg021_untrusted_content_persisted(x: &Exec<'_>, acc: &mut Acc) {
         x.add(
             acc,
             QG021,
-            x.unconfirmed_and(flag(&x.l.sv.prov_ext, x.agent)),
+            x.unconfirmed_and(x.l.sv.mark_set(MarkVar::Prov(Mark::External), x.agent)),
         );
     }
 }
@@ -98,7 +99,10 @@ pub(crate) fn qg021_subject(s: &Subject<'_>) -> bool {
 /// by a compensation the same rollback may run first.
 pub(crate) fn qg021_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
     if persists(x.ut) {
-        let held = and(vec![x.unconfirmed.clone(), flag(&x.l.sv.prov_ext, x.agent)]);
+        let held = and(vec![
+            x.unconfirmed.clone(),
+            x.l.sv.mark_set(MarkVar::Prov(Mark::External), x.agent),
+        ]);
         let returned = x.earlier_unconfirmed(&|t| t.returns_untrusted);
         x.add(acc, QG021, or(vec![held, returned]));
     }

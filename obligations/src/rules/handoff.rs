@@ -4,8 +4,9 @@
 
 use super::{Concrete, Reach};
 use crate::catalog::{rule, Rule, QG011, QG012};
-use crate::reach::{flag, Acc, Compensation, Exec, Subject};
+use crate::reach::{Acc, Compensation, Exec, Subject};
 use encoder::ts::ex::*;
+use encoder::ts::lower::MarkVar;
 use ir::vocab::Mark;
 
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
@@ -22,7 +23,10 @@ pub(crate) fn qg011_confused_deputy(x: &Exec<'_>, acc: &mut Acc) {
         x.add(
             acc,
             QG011,
-            x.unconfirmed_and(flag(&x.l.sv.steered, x.agent)),
+            x.unconfirmed_and(
+                x.l.sv
+                    .mark_set(MarkVar::Seen(Mark::SteeredFromLower), x.agent),
+            ),
         );
     }
 }
@@ -35,7 +39,9 @@ pub(crate) fn qg011_subject(s: &Subject<'_>) -> bool {
 /// QG011 on a compensation a rollback runs for a high-privilege agent.
 pub(crate) fn qg011_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
     if x.ut.is_write() && x.high {
-        let steered = flag(&x.l.sv.steered, x.agent);
+        let steered =
+            x.l.sv
+                .mark_set(MarkVar::Seen(Mark::SteeredFromLower), x.agent);
         x.add(acc, QG011, and(vec![x.unconfirmed.clone(), steered]));
     }
 }
@@ -44,7 +50,9 @@ pub(crate) fn qg011_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
 /// hand-off.
 pub(crate) fn qg012_cascading_injection(x: &Exec<'_>, acc: &mut Acc) {
     if x.t.is_write() {
-        let handed = flag(&x.l.sv.prov_ext_handed, x.agent);
+        let handed =
+            x.l.sv
+                .mark_set(MarkVar::Prov(Mark::ExternalHanded), x.agent);
         x.add(acc, QG012, x.unconfirmed_and(handed));
     }
 }
@@ -57,7 +65,9 @@ pub(crate) fn qg012_subject(s: &Subject<'_>) -> bool {
 /// QG012 on a compensation a rollback runs.
 pub(crate) fn qg012_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
     if x.ut.is_write() {
-        let handed = flag(&x.l.sv.prov_ext_handed, x.agent);
+        let handed =
+            x.l.sv
+                .mark_set(MarkVar::Prov(Mark::ExternalHanded), x.agent);
         x.add(acc, QG012, and(vec![x.unconfirmed.clone(), handed]));
     }
 }

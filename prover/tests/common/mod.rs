@@ -50,7 +50,7 @@ pub struct Shapes {
     pub batches: bool,
     /// One more order rule drawn on a repeated compensable write's compensation (`after` the
     /// write or another tool, `not_after` the write). Off in [`Shapes::BEFORE_COMPENSATION_ORDER`],
-    /// the generator the regression seeds of `prover/tests/agreement.rs` were found with.
+    /// the generator the regression seeds of `prover/tests/it/agreement.rs` were found with.
     pub compensation_order: bool,
 }
 

@@ -33,7 +33,7 @@ fn answers(p: &Project) -> Answers {
                 .position(|b| b.id == o.id)
                 .unwrap_or_else(|| panic!("{} has no bounded twin", o.id));
             (
-                o.id.clone(),
+                o.id.to_string(),
                 fix.verdicts[i].clone(),
                 z3.verdicts[i].clone(),
                 bounded.verdicts[j].clone(),

@@ -3,7 +3,9 @@
 //! `bmc.rs`, `induction.rs` and `optimise.rs` (the repair's optimisation) name z3 (and the induction never reaches back into `bmc.rs`), no library prints, the runtime tool check and the encoder depend on
 //! the IR alone, the concrete explorer never reads the lowering, only the files ARCHITECTURE.md
 //! lists read a file or start a process, and no tracked file reaches outside the repository
-//! for `shared/`.
+//! for `shared/`. Every workspace crate's `src/` is scanned, and with it the two crates kept out
+//! of the workspace: the Python wheel's native module (`python/src`) and the fuzz targets
+//! (`fuzz/fuzz_targets`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -165,7 +167,9 @@ fn test_module(text: &str) -> Option<usize> {
         .map(|(i, m)| i + m.len())
         .find(|&i| {
             let rest = text[i..].trim_start();
-            rest.starts_with("mod ") || rest.starts_with("pub mod ")
+            rest.starts_with("mod ")
+                || rest.starts_with("pub mod ")
+                || rest.starts_with("pub(crate) mod ")
         })
         .map(|i| i - "#[cfg(test)]".len())
 }
@@ -187,16 +191,36 @@ fn only_the_z3_engines_name_z3() {
             let names_z3 = code_lines(&code).any(|l| l.contains("z3::") || l.contains("use z3"));
             let allowed = Z3_FILES.iter().any(|f| file.ends_with(f));
             assert!(!names_z3 || allowed, "{file} names z3");
-            // The unrolling is shared from below: the induction never imports the bounded
-            // search (which calls the induction), so the two are no cycle.
-            if file.ends_with("prover/src/induction.rs") || file.ends_with("prover/src/unroll.rs") {
-                assert!(
-                    !code_lines(&code).any(|l| l.contains("crate::bmc")),
-                    "{file} imports bmc.rs: the bmc/induction cycle is back"
-                );
-            }
         }
     }
+    // The unrolling is shared from below: the induction never imports the bounded search (which
+    // calls the induction), not even in its tests, so the two are no cycle.
+    for file in ["prover/src/induction.rs", "prover/src/unroll.rs"] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        assert!(
+            !code_lines(&text).any(|l| l.contains("crate::bmc") || l.contains("super::bmc")),
+            "{file} imports bmc.rs: the bmc/induction cycle is back"
+        );
+    }
+}
+
+/// The Rust kept out of the workspace (each its own workspace): the Python wheel's native
+/// module and the fuzz targets. Held to the same rules as a crate's `src/`.
+const OUTSIDE_THE_WORKSPACE: [&str; 2] = ["python/src", "fuzz/fuzz_targets"];
+
+/// Every library and binary source file: each workspace crate's `src/`, then the Rust outside
+/// the workspace.
+fn all_sources() -> Vec<(String, String)> {
+    let out: Vec<_> = crates()
+        .map(|k| format!("{k}/src"))
+        .chain(OUTSIDE_THE_WORKSPACE.iter().map(|d| d.to_string()))
+        .flat_map(|d| {
+            let s = sources(&d);
+            assert!(!s.is_empty(), "{d} has no Rust file");
+            s
+        })
+        .collect();
+    out
 }
 
 #[test]
@@ -206,8 +230,12 @@ fn libraries_never_print() {
             .iter()
             .any(|p| l.contains(p))
     };
-    for krate in LIBRARIES {
-        for (file, code) in sources(&format!("{krate}/src")) {
+    let libraries = LIBRARIES
+        .iter()
+        .map(|k| format!("{k}/src"))
+        .chain(OUTSIDE_THE_WORKSPACE.iter().map(|d| d.to_string()));
+    for dir in libraries {
+        for (file, code) in sources(&dir) {
             assert!(!code_lines(&code).any(prints), "{file} prints");
         }
     }
@@ -227,7 +255,7 @@ fn libraries_never_print() {
 #[test]
 fn the_concrete_explorer_never_reads_the_lowering() {
     // Test code: the reference explorer ships in no library (it is the conformance test's own).
-    let explorer = sources("prover/tests/conformance/explore");
+    let explorer = sources("prover/tests/it/conformance/explore");
     assert!(
         !explorer.is_empty(),
         "the reference explorer is in explore/"
@@ -300,11 +328,12 @@ const FILE_READS: &[&str] = &[
     "deps::read(",
 ];
 
-/// Every library and binary source file of every crate but `readers`.
+/// Every library and binary source file of every crate but `readers`, and the Rust outside the
+/// workspace.
 fn sources_outside_readers() -> Vec<(String, String)> {
-    crates()
-        .filter(|k| *k != "readers")
-        .flat_map(|k| sources(&format!("{k}/src")))
+    all_sources()
+        .into_iter()
+        .filter(|(f, _)| !f.starts_with("readers/"))
         .collect()
 }
 
@@ -347,15 +376,18 @@ fn only_cmd_mcp_starts_a_process_or_opens_a_socket() {
         .iter()
         .any(|p| l.contains(p))
     };
-    for krate in crates() {
-        for (file, code) in sources(&format!("{krate}/src")) {
-            assert!(
-                !code_lines(&code).any(starts)
-                    || file == "prover/src/cmd_mcp.rs"
-                    || file == "benchmarks/src/bin/family.rs",
-                "{file} starts a process or opens a socket"
-            );
-        }
+    let scanned = all_sources();
+    assert!(scanned.iter().any(|(f, _)| f.starts_with("python/src/")));
+    assert!(scanned
+        .iter()
+        .any(|(f, _)| f.starts_with("fuzz/fuzz_targets/")));
+    for (file, code) in scanned {
+        assert!(
+            !code_lines(&code).any(starts)
+                || file == "prover/src/cmd_mcp.rs"
+                || file == "benchmarks/src/bin/family.rs",
+            "{file} starts a process or opens a socket"
+        );
     }
 }
 

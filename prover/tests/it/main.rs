@@ -1,12 +1,15 @@
 //! The prover's integration tests as one test binary: one module per former test file, so z3,
-//! tokio and rmcp are linked once. `agreement.rs` and `conformance/` stay their own binaries.
-//! Run one module with `cargo test -p prover --test it corpus::`.
+//! tokio and rmcp are linked once (the agreement and conformance tests included; `conformance/`
+//! keeps its reference explorer in `conformance/explore/`). Run one module with
+//! `cargo test -p prover --test it corpus::`, an ignored debugging aid with
+//! `cargo test -p prover --test it conformance::dump_one_seed -- --ignored`.
 
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../mcp_common/mod.rs"]
 mod mcp_common;
 
+mod agreement;
 mod anylen_cli;
 mod anylen_corpus;
 mod anylen_engines;
@@ -16,6 +19,7 @@ mod budget;
 mod check_cli;
 mod ci_workflow;
 mod cli;
+mod conformance;
 mod corpus;
 mod engines;
 mod langgraph;

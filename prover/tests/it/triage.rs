@@ -193,6 +193,50 @@ fn a_baseline_with_an_unknown_severity_is_refused_with_its_file() {
 }
 
 #[test]
+fn a_baseline_naming_no_rule_is_refused_at_its_line() {
+    // Stored rule ids are read once, with `RuleId::read`: a baseline entry of a rule this qls
+    // does not have could never match, so it is an input error (exit 2) at its line.
+    let dir = copy_example("handoff", "baseline-rule");
+    let first = verify(&dir, &["--format", "json"]);
+    let report = out(&first);
+    let at = report.find("\"rule\": \"QG").expect("a finding's rule");
+    let line = report[..at].lines().count();
+    let edited = format!(
+        "{}\"rule\": \"QG099\"{}",
+        &report[..at],
+        &report[at + "\"rule\": \"QG000\"".len()..]
+    );
+    std::fs::write(dir.join("base.json"), edited).unwrap();
+    let again = verify(&dir, &["--baseline", "base.json"]);
+    assert_eq!(again.status.code(), Some(2), "{}", out(&again));
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert!(
+        err.contains(&format!("base.json:{line}")) && err.contains("is no rule of this qls"),
+        "line {line}: {err}"
+    );
+    // `qls diff` reads reports the same way.
+    let d = qls(&["diff", "base.json", "base.json"], &dir);
+    assert_eq!(d.status.code(), Some(2), "{}", out(&d));
+    assert!(String::from_utf8_lossy(&d.stderr).contains(&format!("base.json:{line}")));
+}
+
+#[test]
+fn a_suppression_naming_no_rule_is_refused_at_its_line() {
+    let dir = copy_example("handoff", "suppress-rule");
+    let text = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();
+    suppress(&dir, &text, "  - {rule: QG099, subject: x, reason: y}\n");
+    let line = text.lines().count() + 2;
+    let o = verify(&dir, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains(&format!("agent.yaml:{line}"))
+            && e.contains("`rule: QG099` is no rule of this qls"),
+        "line {line}: {e}"
+    );
+}
+
+#[test]
 fn a_suppression_is_shown_with_its_reason_and_an_expired_one_is_a_lint() {
     let dir = copy_example("shop", "suppress");
     let text = std::fs::read_to_string(dir.join("agent.yaml")).unwrap();

@@ -482,18 +482,10 @@ impl B<'_> {
 
     /// Whether a write's inputs carry marks less trusted than its `trust` accepts.
     pub(super) fn taint_expr(&self, t: &Tool, agent: &str) -> Expr {
-        let ext = self
-            .sv
-            .mark_ext
-            .get(agent)
-            .map(|v| var_is(*v, 1))
-            .unwrap_or(Expr::Bool(false));
+        let ext = self.sv.mark_set(MarkVar::Seen(Mark::External), agent);
         let steered = self
             .sv
-            .steered
-            .get(agent)
-            .map(|v| var_is(*v, 1))
-            .unwrap_or(Expr::Bool(false));
+            .mark_set(MarkVar::Seen(Mark::SteeredFromLower), agent);
         // `trust: external` accepts every mark, the hand-off label included (SPEC §2 step 8).
         // Otherwise external content counts, and an instruction handed from a lower-privilege
         // agent counts for a privileged requirement and whenever the acting agent is

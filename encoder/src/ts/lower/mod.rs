@@ -39,6 +39,27 @@ pub const VIA_TYPED: u32 = 1;
 /// From the router's confirm-yes: the held call with its token.
 pub const VIA_TOKEN: u32 = 2;
 
+/// What one per-agent mark variable holds: a mark the check sees (`VarKey::Mark`) or the
+/// provenance the obligations read (`VarKey::Prov`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MarkVar {
+    /// The mark the check sees (SPEC §2 step 8); a turn's end clears it unless memory keeps
+    /// marks.
+    Seen(Mark),
+    /// Provenance: what entered the agent's context in the session, never cleared.
+    Prov(Mark),
+}
+
+impl MarkVar {
+    /// The key of the state variable it is.
+    fn key(self, agent: &str) -> VarKey {
+        match self {
+            MarkVar::Seen(m) => VarKey::Mark(m, agent.to_string()),
+            MarkVar::Prov(m) => VarKey::Prov(m, agent.to_string()),
+        }
+    }
+}
+
 /// Names of the state variables the obligations read, resolved to ids.
 #[derive(Clone, Debug, Default)]
 pub struct StateVars {
@@ -62,18 +83,12 @@ pub struct StateVars {
     pub model_steps: IndexMap<String, VarId>,
     /// Per-edge counters for `exit_after` edges.
     pub exits: IndexMap<usize, VarId>,
-    /// Marks the check sees: external.
-    pub mark_ext: IndexMap<String, VarId>,
-    /// Marks the check sees: confidential.
-    pub mark_conf: IndexMap<String, VarId>,
-    /// The hand-off label `steered_from_lower`.
-    pub steered: IndexMap<String, VarId>,
-    /// Provenance: external content in the agent's context.
-    pub prov_ext: IndexMap<String, VarId>,
-    /// Provenance: external content that entered through another agent.
-    pub prov_ext_handed: IndexMap<String, VarId>,
-    /// Provenance: confidential content.
-    pub prov_conf: IndexMap<String, VarId>,
+    /// Per agent, its mark variables (SPEC §3 State, Hand-offs), by what each holds: the marks
+    /// the check sees (external, confidential, the hand-off label `steered_from_lower`) and the
+    /// provenance the obligations read (external, external that came over a hand-off,
+    /// confidential). One map, in declaration order; an agent has no variable for a mark
+    /// nothing in the graph can set.
+    pub marks: IndexMap<(MarkVar, String), VarId>,
     /// Per compensable write: its runs in the session (saturating at 2, SPEC §3 Further pins).
     pub comp_runs: IndexMap<String, VarId>,
     /// Per compensable write: the undos of it in the session (saturating at 2).
@@ -106,6 +121,28 @@ pub struct StateVars {
     pub approved: Option<VarId>,
     /// Held (tool, holding node) pairs, value = index + 1.
     pub held_pairs: Vec<(String, u32)>,
+}
+
+impl StateVars {
+    /// An agent's variable for a mark, if it has one.
+    pub fn mark(&self, m: MarkVar, agent: &str) -> Option<VarId> {
+        self.marks.get(&(m, agent.to_string())).copied()
+    }
+
+    /// An agent's mark is set (false where the agent has no variable for it).
+    pub fn mark_set(&self, m: MarkVar, agent: &str) -> Expr {
+        self.mark(m, agent)
+            .map(|v| var_is(v, 1))
+            .unwrap_or(Expr::Bool(false))
+    }
+
+    /// Every agent's variable for a mark, in declaration order.
+    pub fn marks_of(&self, m: MarkVar) -> impl Iterator<Item = VarId> + '_ {
+        self.marks
+            .iter()
+            .filter(move |((k, _), _)| *k == m)
+            .map(|(_, v)| *v)
+    }
 }
 
 /// The lowered system with the names obligations need.

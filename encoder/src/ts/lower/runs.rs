@@ -82,18 +82,19 @@ impl B<'_> {
         if let Some(&(v, cap)) = sv.count_agent.get(&(t.name.clone(), agent.to_string())) {
             upd.insert(v, inc_sat(v, cap));
         }
+        let mut sets = vec![];
         if t.returns_untrusted {
-            for m in [&sv.mark_ext, &sv.prov_ext] {
-                if let Some(&v) = m.get(agent) {
-                    upd.insert(v, Expr::Const(1));
-                }
-            }
+            sets.extend([MarkVar::Seen(Mark::External), MarkVar::Prov(Mark::External)]);
         }
         if t.confidential {
-            for m in [&sv.mark_conf, &sv.prov_conf] {
-                if let Some(&v) = m.get(agent) {
-                    upd.insert(v, Expr::Const(1));
-                }
+            sets.extend([
+                MarkVar::Seen(Mark::Confidential),
+                MarkVar::Prov(Mark::Confidential),
+            ]);
+        }
+        for m in sets {
+            if let Some(v) = sv.mark(m, agent) {
+                upd.insert(v, Expr::Const(1));
             }
         }
         if t.is_write() {
@@ -411,7 +412,7 @@ struct CompCounts {
 /// `unconfirmed` only from them). Without this a write that was rolled back and ran again
 /// saturated its counts, and an undo then looked as though it might name a run that no longer
 /// existed: a rollback the concrete run does not make, an unconfirmed undo of a confirmed run
-/// (seeds in `prover/tests/agreement.rs`). Exact: only runs still to undo are ever read
+/// (seeds in `prover/tests/it/agreement.rs`). Exact: only runs still to undo are ever read
 /// (whether an undo may run, and whether it is confirmed).
 fn comp_counts_after(
     before: CompCounts,

@@ -165,25 +165,24 @@ impl B<'_> {
         let any_conf = cat.tools.values().any(|t| t.confidential);
         let any_handoff = g.edges.iter().any(|e| e.kind == EdgeKind::Handoff);
         for a in &agents {
+            let mut kinds = vec![];
             if any_untrusted {
-                let v = self.flag(VarKey::Mark(Mark::External, a.clone()));
-                self.sv.mark_ext.insert(a.clone(), v);
-                let v = self.flag(VarKey::Prov(Mark::External, a.clone()));
-                self.sv.prov_ext.insert(a.clone(), v);
+                kinds.push(MarkVar::Seen(Mark::External));
+                kinds.push(MarkVar::Prov(Mark::External));
                 if any_handoff {
-                    let v = self.flag(VarKey::Prov(Mark::ExternalHanded, a.clone()));
-                    self.sv.prov_ext_handed.insert(a.clone(), v);
+                    kinds.push(MarkVar::Prov(Mark::ExternalHanded));
                 }
             }
             if any_conf {
-                let v = self.flag(VarKey::Mark(Mark::Confidential, a.clone()));
-                self.sv.mark_conf.insert(a.clone(), v);
-                let v = self.flag(VarKey::Prov(Mark::Confidential, a.clone()));
-                self.sv.prov_conf.insert(a.clone(), v);
+                kinds.push(MarkVar::Seen(Mark::Confidential));
+                kinds.push(MarkVar::Prov(Mark::Confidential));
             }
             if any_handoff {
-                let v = self.flag(VarKey::Mark(Mark::SteeredFromLower, a.clone()));
-                self.sv.steered.insert(a.clone(), v);
+                kinds.push(MarkVar::Seen(Mark::SteeredFromLower));
+            }
+            for m in kinds {
+                let v = self.flag(m.key(a));
+                self.sv.marks.insert((m, a.clone()), v);
             }
         }
     }

@@ -162,8 +162,8 @@ impl B<'_> {
         resets.extend(sv.turn_run_counts.values().map(|(v, _)| *v));
         resets.extend(sv.turn_after.values().copied());
         if !self.p.settings.memory_keeps_marks {
-            resets.extend(sv.mark_ext.values().copied());
-            resets.extend(sv.mark_conf.values().copied());
+            resets.extend(sv.marks_of(MarkVar::Seen(Mark::External)));
+            resets.extend(sv.marks_of(MarkVar::Seen(Mark::Confidential)));
         }
         for v in resets {
             let normal = upd.get(&v).cloned().unwrap_or(Expr::Var(v));
@@ -360,18 +360,20 @@ impl B<'_> {
             e => eq(e, Expr::Const(1)),
         };
         let mut copies: Vec<(VarId, VarId)> = vec![];
-        let mut pair = |from: &IndexMap<String, VarId>, to: &IndexMap<String, VarId>| {
-            if let (Some(&fa), Some(&tb)) = (from.get(a), to.get(b)) {
+        let mut pair = |from: MarkVar, to: MarkVar| {
+            if let (Some(fa), Some(tb)) = (sv.mark(from, a), sv.mark(to, b)) {
                 copies.push((fa, tb));
             }
         };
-        pair(&sv.prov_ext, &sv.prov_ext);
-        pair(&sv.prov_conf, &sv.prov_conf);
-        pair(&sv.prov_ext, &sv.prov_ext_handed);
+        let (ext, conf) = (Mark::External, Mark::Confidential);
+        pair(MarkVar::Prov(ext), MarkVar::Prov(ext));
+        pair(MarkVar::Prov(conf), MarkVar::Prov(conf));
+        pair(MarkVar::Prov(ext), MarkVar::Prov(Mark::ExternalHanded));
         if carries {
-            pair(&sv.mark_ext, &sv.mark_ext);
-            pair(&sv.mark_conf, &sv.mark_conf);
-            pair(&sv.steered, &sv.steered);
+            pair(MarkVar::Seen(ext), MarkVar::Seen(ext));
+            pair(MarkVar::Seen(conf), MarkVar::Seen(conf));
+            let steered = MarkVar::Seen(Mark::SteeredFromLower);
+            pair(steered, steered);
         }
         let new: Vec<(VarId, Expr)> = copies
             .into_iter()
@@ -384,7 +386,7 @@ impl B<'_> {
             upd.insert(v, e);
         }
         if self.privilege(a) < self.privilege(b) {
-            if let Some(&tb) = sv.steered.get(b) {
+            if let Some(tb) = sv.mark(MarkVar::Seen(Mark::SteeredFromLower), b) {
                 upd.insert(tb, Expr::Const(1));
             }
         }

@@ -59,7 +59,10 @@ fn summary(prefix: &str, name: &str, text: &str) -> String {
     }
 }
 
-const EXPECTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nemo_examples.expected");
+const EXPECTED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/it/nemo_examples.expected"
+);
 
 /// Each file's result is written down in `nemo_examples.expected`; a change in what any file
 /// compiles to (or where it is refused) shows here. `QLS_UPDATE_EXPECTED=1` rewrites the file.

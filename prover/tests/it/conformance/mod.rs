@@ -8,17 +8,15 @@
 //! deeper than the concrete run.
 //!
 //! `QLS_CONFORMANCE_GRAPHS` sets the number of random graphs (2,000 by default; 100,000 for the
-//! long local run: `QLS_CONFORMANCE_GRAPHS=100000 cargo test -p prover --test conformance`).
+//! long local run: `QLS_CONFORMANCE_GRAPHS=100000 cargo test -p prover --test it conformance::`).
 //! `QLS_CONFORMANCE_SEED` sets the first seed. Each distinct mismatch is printed once with its
 //! count, its first seed, the concrete step, the abstract states before it and every candidate
 //! command with why it could not be taken; `QLS_CONFORMANCE_SEED=<seed> cargo test -p prover
-//! --test conformance -- --ignored dump_one_seed --nocapture` prints that seed's project.
+//! --test it conformance::dump_one_seed -- --ignored --nocapture` prints that seed's project.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod explore;
 
-use common::{random_project_with, Shapes};
+use crate::common::{random_project_with, Shapes};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::regions::eval_literal;
 use encoder::ts::{CmdId, Label, LabelKind};
@@ -553,7 +551,7 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
         ));
     }
     for (id, (d, ri)) in shallowest {
-        let Some(oi) = obls.iter().position(|o| o.id == id) else {
+        let Some(oi) = obls.iter().position(|o| o.id.as_str() == id.as_str()) else {
             f.depth_failures.push((
                 seed,
                 format!(
@@ -626,7 +624,7 @@ fn refined_witness_replays(
     let r = prover::refine::refine(p, ts, ob, depth, Default::default());
     let ok = matches!(&r, prover::refine::Refined::Reproduced(w2) if w2.depth() <= d);
     if !ok {
-        let rule = ob.id.split(':').next().unwrap_or("");
+        let rule = ob.rule;
         f.depth_failures.push((
             seed,
             format!("{rule} refinement misses a concrete violation"),

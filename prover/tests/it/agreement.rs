@@ -3,9 +3,7 @@
 //! concrete runtime, and every guarded step must get the same decision (and every tracked
 //! state the same value). Every BFS witness must also replay as `reproduced`.
 
-mod common;
-
-use common::{enabled, random_project, random_project_with, Rng, Shapes};
+use crate::common::{enabled, random_project, random_project_with, Rng, Shapes};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
@@ -39,7 +37,7 @@ fn random_walk(ts: &TransitionSystem, r: &mut Rng) -> RawWitness {
 /// is only a label (QG312, the rule for qls's own disagreements).
 fn walk_obligation() -> Obligation {
     Obligation {
-        id: "walk".into(),
+        id: ir::vocab::ObligationId::new(ir::vocab::RuleId::QG312, "walk"),
         rule: ir::vocab::RuleId::QG312,
         subject: "walk".into(),
         commands: vec![],
@@ -230,7 +228,7 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
 }
 
 /// One graph of the witness property, by its graph seed (the `seed` a failure prints):
-/// `QLS_GRAPH_SEED=<seed> cargo test -p prover --test agreement one_graph_seed -- --ignored`.
+/// `QLS_GRAPH_SEED=<seed> cargo test -p prover --test it agreement::one_graph_seed -- --ignored`.
 #[test]
 #[ignore = "runs the graph seed QLS_GRAPH_SEED names"]
 fn one_graph_seed() {
@@ -282,8 +280,8 @@ fn regression_witnesses_after_a_rolled_back_write_replay_with_no_tolerance() {
 }
 
 /// The regression seeds whose refinement searches tens of thousands of product states (minutes
-/// on a loaded machine, so not in CI's run): `cargo test -p prover --test agreement -- --ignored
-/// slow_refinement`. 4502221175394843302 (a `rollback_observation` of the last session: QG014 on
+/// on a loaded machine, so not in CI's run): `cargo test -p prover --test it --
+/// --ignored agreement::slow_refinement`. 4502221175394843302 (a `rollback_observation` of the last session: QG014 on
 /// t1, unreachable on the concrete runtime after 36,798 product states) and
 /// 9310646376655761262 (the long local run's: QG014 on t1, where refinement gave up at 200,000
 /// product states before product states left out the history's origins and the search pruned
