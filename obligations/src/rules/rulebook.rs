@@ -190,16 +190,19 @@ struct Advisory {
     summary: String,
 }
 
+/// The shipped advisory list (empty when the data does not parse; a unit test keeps it parsing).
+fn advisory_list() -> Vec<Advisory> {
+    serde_json::from_str::<AdvisoryList>(ADVISORIES)
+        .map(|l| l.advisories)
+        .unwrap_or_default()
+}
+
 /// QG022: every flow of the rulebook, and every action it executes, that a published advisory
 /// names.
 pub fn advised_rails(p: &Project) -> Vec<Raw> {
     let Some(rb) = &p.rulebook else { return vec![] };
-    let list: AdvisoryList = match serde_json::from_str(ADVISORIES) {
-        Ok(l) => l,
-        Err(_) => return vec![],
-    };
     let mut out = Vec::new();
-    for a in &list.advisories {
+    for a in &advisory_list() {
         let advised = |subject: &str, at: &Loc, what: String| {
             let message = format!("{what}, which advisory {} names: {}", a.id, a.summary);
             raw(QG022, subject, Some(at.clone()), message)
@@ -218,4 +221,34 @@ pub fn advised_rails(p: &Project) -> Vec<Raw> {
         }
     }
     out
+}
+
+/// Per QG022 subject of `rb` (as [`advised_rails`] names them), the flows that carry it: the
+/// flow itself, or every flow that executes the action. Without those flows the finding is
+/// gone, which is what a repair that drops a rail offers.
+pub fn advised_flows(rb: &Rulebook) -> std::collections::BTreeMap<String, Vec<&str>> {
+    let mut out: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for a in &advisory_list() {
+        for f in rb.flows.iter().filter(|f| a.flows.contains(&f.name)) {
+            out.entry(f.name.clone()).or_default().push(&f.name);
+        }
+        for e in rb.executes.iter().filter(|e| a.actions.contains(&e.action)) {
+            let flows = out.entry(e.action.clone()).or_default();
+            if !flows.contains(&e.flow.as_str()) {
+                flows.push(&e.flow);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_advisories_parse() {
+        let list: AdvisoryList = serde_json::from_str(ADVISORIES).expect("advisories.json");
+        assert!(!list.advisories.is_empty());
+    }
 }

@@ -8,6 +8,8 @@
 //! - `declare.rs`: the changes that declare what the inputs left unsaid or out of date (a
 //!   dependency's fixed version, a dynamic edge's targets, an interrupt before a ToolNode, a
 //!   tool declared as its code acts);
+//! - `rulebook.rs`: the changes of the rulebook's text (a refused sheet's rules merged, a
+//!   refused Colang statement dropped, a rail an advisory names dropped);
 //! - `source.rs`: the edits of the tools' source that remove a code finding (`codecheck::fixes`)
 //!   and a code finding's place across them;
 //! - `text.rs`: the text locators and edits (comments and layout kept) and the unified diff;
@@ -18,6 +20,7 @@
 //! Like a session, a repair never prints: the result is data that `print::repair` formats.
 
 pub mod declare;
+pub mod rulebook;
 pub mod search;
 pub mod source;
 pub mod space;
@@ -111,6 +114,13 @@ impl Files {
             .values()
             .map(|t| t.at.file.as_str())
             .chain(p.dependencies.iter().map(|d| d.at.file.as_str()))
+            // The rulebook's files: a repair may edit a refused or advised rulebook.
+            .chain(p.rulebook_refusal.iter().map(|e| e.file.as_str()))
+            .chain(
+                p.rulebook
+                    .iter()
+                    .flat_map(|r| r.flows.iter().map(|f| f.at.file.as_str())),
+            )
             .collect();
         for name in cats {
             let candidates = [f.root.join(name), PathBuf::from(name)];

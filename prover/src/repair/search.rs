@@ -52,20 +52,20 @@ fn targeted(f: &Finding, space: &[Change]) -> bool {
     f.rule.fails_gate
         && f.standing == crate::report::Standing::New
         && (f.obligation.is_some()
-            || space
-                .iter()
-                .any(|c| matches!(c.scope, Scope::Finding { .. }) && affects(c, f)))
+            || space.iter().any(|c| {
+                matches!(c.scope, Scope::Finding { .. } | Scope::Rulebook { .. }) && affects(c, f)
+            }))
 }
 
 /// Rules whose findings have no witness and depend only on what a declaration of the space
-/// edits: only a change scoped to the finding can close one (QG022: a dependency's version;
-/// QG016: a dynamic edge, which dropping the edge also changes).
+/// edits: only a change scoped to the finding can close one (QG022: a dependency's version or
+/// the rail's flow; QG016: a dynamic edge, which dropping the edge also changes; QG005: the
+/// refused rulebook's text).
 fn declared_only(f: &Finding, c: &Change) -> Option<bool> {
     match (f.rule.id, &c.scope) {
-        ("QG022", Scope::Finding { .. }) | ("QG016", Scope::Finding { .. } | Scope::Edge(_)) => {
-            None
-        }
-        ("QG022" | "QG016", _) => Some(false),
+        ("QG022", Scope::Finding { .. } | Scope::Rulebook { .. })
+        | ("QG016", Scope::Finding { .. } | Scope::Edge(_)) => None,
+        ("QG022" | "QG016" | "QG005", _) => Some(false),
         _ => None,
     }
 }
@@ -76,8 +76,8 @@ fn outside_why(f: &Finding) -> String {
         "the engines left it undecided, so no witness says what a change must block"
     } else {
         match f.rule.id {
-            "QG005" => "the rulebook is refused as written, so nothing about it is proved; which statement the author meant is not something a proof can choose (dropping the refused line would change the policy)",
-            "QG022" if !f.subject.contains('@') => "the rulebook uses a rail or action with a published advisory; replacing the rail changes the policy, and the rulebook names no fixed version to move to",
+            "QG005" => "the rulebook is refused as written and no change of the space makes it compile: the sheet's two rules for one action share a key (which value applies is the author's choice), more than 8 statements are refused, the rulebook is a folder, or the refusal is not of a statement or rule (YAML outside the sheet's subset, a syntax error)",
+            "QG022" if !f.subject.contains('@') => "the rulebook uses a rail or action with a published advisory, and no flow carrying it could be dropped leaving a rulebook that compiles; the rulebook names no fixed version to move to",
             "QG022" => "no version the advisories name as fixed clears every advisory, the dependency is not pinned to one version (a range or an address), or its lock entry records a hash of the old artefact (re-lock with the package manager)",
             "QG016" => "the dynamic edges are in LangGraph's own JSON, drawn from several nodes because no drawn edge reaches a node and the reader cannot tell which node's code routes there, and the JSON has no place for a `Send`'s targets (give the routing node's conditional edge a path map, which LangGraph then draws, or export with the qls package)",
             "QG312" => "the engines disagree: the proof itself is in doubt",
@@ -131,6 +131,13 @@ fn affects(c: &Change, f: &Finding) -> bool {
                 f.subject == *subject
             };
     }
+    if let Scope::Rulebook { rule, subjects } = &c.scope {
+        // The rulebook finding it is about; and any witness, since the rulebook governs runs.
+        if f.obligation.is_none() {
+            return f.rule.id == *rule && subjects.contains(&f.subject);
+        }
+        return true;
+    }
     if let Some(v) = declared_only(f, c) {
         return v;
     }
@@ -138,7 +145,9 @@ fn affects(c: &Change, f: &Finding) -> bool {
         return true;
     };
     match &c.scope {
-        Scope::Finding { .. } | Scope::Source { .. } => unreachable!("answered above"),
+        Scope::Finding { .. } | Scope::Source { .. } | Scope::Rulebook { .. } => {
+            unreachable!("answered above")
+        }
         Scope::Agent(a) => w.steps.iter().any(|s| s.label.agent.as_deref() == Some(a)),
         Scope::Everything => true,
         Scope::Tool(t) | Scope::Code { tool: t, .. } => {

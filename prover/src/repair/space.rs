@@ -151,6 +151,23 @@ pub enum Kind {
         /// The agent handed to.
         to: String,
     },
+    /// A rule sheet's second rule for one action merged into its first, so both apply (QG005).
+    MergeRules {
+        /// The action.
+        action: String,
+    },
+    /// Colang statements the reader refuses dropped, with what is indented under them (QG005).
+    DropStatements {
+        /// Each statement as written.
+        statements: Vec<String>,
+        /// Their lines (1-based).
+        lines: Vec<usize>,
+    },
+    /// A flow an advisory names, or that executes an action one names, dropped (QG022).
+    DropFlow {
+        /// The flow.
+        flow: String,
+    },
     /// A graph edge is removed.
     DropEdge {
         /// Its index in the graph's edges.
@@ -228,6 +245,14 @@ pub enum Scope {
         /// The finding's place.
         place: String,
     },
+    /// The rulebook findings of `rule` about `subjects`, and any run (a change of the rulebook's
+    /// text: what it governs can change any witness).
+    Rulebook {
+        /// The rule.
+        rule: &'static str,
+        /// The findings' subjects.
+        subjects: Vec<String>,
+    },
     /// Any run (a setting).
     Everything,
 }
@@ -278,7 +303,11 @@ impl Kind {
             Kind::HistoryShared | Kind::KeepMarks => 3,
             Kind::TaintRefuse => 4,
             Kind::WriteConfirm => 4,
+            // Both sheet rules kept, as one: the strictest reading of what was written.
+            Kind::MergeRules { .. } => 2,
             Kind::DropTool { .. } | Kind::DropNodeTool { .. } => 8,
+            // Part of the written policy removed: what it meant is the author's to restate.
+            Kind::DropStatements { .. } | Kind::DropFlow { .. } => 10,
             Kind::DropHandoff { .. } | Kind::DropEdge { .. } => 10,
         }
     }
@@ -315,6 +344,9 @@ impl Kind {
             Kind::DropTool { agent, tool } => format!("take `{tool}` away from agent `{agent}`"),
             Kind::DropHandoff { agent, to } => format!("drop the hand-off from `{agent}` to `{to}`"),
             Kind::DropEdge { shown, .. } => format!("drop the edge {shown}"),
+            Kind::MergeRules { action } => format!("merge the sheet's two rules for `{action}` into one, so the keys of both apply (the strictest reading; check it is what you meant)"),
+            Kind::DropStatements { statements, lines } => format!("drop the statement{} the rulebook reader refuses ({}): the rest of the rulebook is then proved; restate what {} meant in the supported subset", if statements.len() == 1 { "" } else { "s" }, statements.iter().zip(lines).map(|(s, l)| format!("`{s}` at line {l}")).collect::<Vec<_>>().join(", "), if statements.len() == 1 { "it" } else { "they" }),
+            Kind::DropFlow { flow } => format!("drop the flow `{flow}`, the rail a published advisory names (replace it with a rail no advisory names; every obligation proved with it was re-proved without it)"),
         }
     }
 }
@@ -335,6 +367,7 @@ pub fn changes(p: &Project, files: &Files) -> Vec<Change> {
     agent_changes(p, files, &mut out);
     graph_changes(p, files, &mut out);
     super::declare::dependency_changes(p, files, &mut out);
+    super::rulebook::rulebook_changes(p, files, &mut out);
     out
 }
 

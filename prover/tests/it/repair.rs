@@ -15,12 +15,11 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
-/// obligation, a dependency advisory, a dynamic edge without targets, a code check's
-/// contradiction of the catalogue, QC101–QC104, or a code finding a source edit removes,
-/// QC003, QC004, QC005, QC008). The others fail the gate on a secret in the source or in a log
-/// (QC001, QC002, QC006, QC007), a refused rulebook or a rail's advisory, which `qls repair`
-/// reports as outside its space, with why (`outside_the_space_is_said…`).
+/// Every gate-failing corpus case (`every_gate_failing_case_is_listed` keeps the list whole):
+/// each gate-failing finding is a reachable obligation, a dependency advisory, a dynamic edge
+/// without targets, a code check's contradiction of the catalogue (QC101–QC104), a code
+/// finding a source edit removes, a refused rulebook (QG005) or a rail's advisory (QG022).
+/// What stays outside the space is said with why (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
     "agentdojo-banking",
     "batch-third-call-breaks-at-most-fires",
@@ -48,6 +47,7 @@ const CASES: &[&str] = &[
     "qc103-fires",
     "qc104-fires",
     "qg001-fires",
+    "qg005-fires",
     "qg002-fires",
     "qg003-fires",
     "qg016-fires",
@@ -61,6 +61,7 @@ const CASES: &[&str] = &[
     "qg019-fires",
     "qg020-fires",
     "qg021-fires",
+    "qg022-fires",
     "regression-confirm-yes-without-router-clean",
     "regression-confirm-yes-without-router-fires",
     "regression-exit-after-spent-fires",
@@ -74,6 +75,7 @@ const CASES: &[&str] = &[
     "regression-trust-external-steered-write-fires",
     "regression-undeclared-context-fires",
     "regression-undo-of-unconfirmed-write-fires",
+    "sheet-refused",
     "taubench-airline",
 ];
 
@@ -228,6 +230,27 @@ fn repair_sarif(src: &Path) -> serde_json::Value {
 }
 
 #[test]
+fn every_gate_failing_case_is_listed() {
+    let mut missing = Vec::new();
+    for e in std::fs::read_dir(root().join("corpus")).unwrap() {
+        let dir = e.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(dir.join("expected.json")) else {
+            continue;
+        };
+        let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        if expected["gate"] == "failed" && !CASES.contains(&name.as_str()) {
+            missing.push(name);
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "gate-failing cases with no repair test: {missing:?}"
+    );
+}
+
+#[test]
 fn every_repairable_gate_failing_case_is_repaired_and_the_diff_applies() {
     for case in CASES {
         let src = root().join("corpus").join(case);
@@ -319,37 +342,22 @@ fn sarif_with_fixes_validates_and_carries_the_changes() {
 
 #[test]
 fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
-    // QG005 (a refused rulebook) is outside the space, and the report says why.
-    let text = repair_text("corpus/qg005-fires", 1);
+    // A sheet refused for two rules about one action that share a key: which value applies is
+    // the author's to choose, so no merge is offered; QG005 is outside, and the report says why.
+    let work = scratch("sheet-shared-key");
+    copy_dir(&root().join("corpus/sheet-refused"), &work);
+    std::fs::write(
+        work.join("rules.yaml"),
+        "rules:\n- action: refund_card\n  at_most: 2\n- action: refund_card\n  at_most: 1\n",
+    )
+    .unwrap();
+    let text = repair_text(&work.to_string_lossy(), 1);
     assert!(
         text.contains("Outside the change space (not repaired):\n  QG005"),
         "{text}"
     );
-    assert!(
-        text.contains("the rulebook is refused as written"),
-        "{text}"
-    );
-    // A secret in the source, a credential in a log and a rail's advisory, likewise.
-    for (case, rule, why) in [
-        ("corpus/qc001-fires", "QC001", "a secret in the source"),
-        ("corpus/qc006-fires", "QC006", "a secret in the source"),
-        (
-            "corpus/qc007-fires",
-            "QC007",
-            "a credential written to a log",
-        ),
-        (
-            "corpus/qg022-fires",
-            "QG022",
-            "the rulebook uses a rail or action",
-        ),
-    ] {
-        let text = repair_text(case, 1);
-        assert!(
-            text.contains(&format!("  {rule} ")) && text.contains(why),
-            "{case}: {text}"
-        );
-    }
+    assert!(text.contains("share a key"), "{text}");
+    let _ = std::fs::remove_dir_all(&work);
     let text = repair_text("corpus/qg012-fires", 0);
     assert!(text.contains("  Fix (proved): "), "{text}");
     assert!(
@@ -427,6 +435,7 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
         "langgraph-json-swarm",
         "qg012-fires",
         "qg021-fires",
+        "qg022-fires",
         "qg014-fires",
         "agentdojo-workspace",
         "regression-graph-without-agents-fires",
