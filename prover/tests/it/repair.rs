@@ -18,9 +18,8 @@ fn root() -> PathBuf {
 /// The gate-failing corpus cases in the change space (every gate-failing finding a reachable
 /// obligation, a dependency advisory, a dynamic edge without targets, a code check's
 /// contradiction of the catalogue, QC101–QC104, or a code finding a source edit removes,
-/// QC003, QC004, QC005, QC008). The others fail the gate on a secret in the source or in a log
-/// (QC001, QC002, QC006, QC007), a refused rulebook or a rail's advisory, which `qls repair`
-/// reports as outside its space, with why (`outside_the_space_is_said…`).
+/// QC001–QC008). The others fail the gate on a refused rulebook or a rail's advisory, which
+/// `qls repair` reports as outside its space, with why (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
     "agentdojo-banking",
     "batch-third-call-breaks-at-most-fires",
@@ -36,9 +35,13 @@ const CASES: &[&str] = &[
     "langgraph-customer-support",
     "langgraph-json-send-fanout",
     "langgraph-json-swarm",
+    "qc001-fires",
+    "qc002-fires",
     "qc003-fires",
     "qc004-fires",
     "qc005-fires",
+    "qc006-fires",
+    "qc007-fires",
     "qc008-clean",
     "qc008-fires",
     "qc101-fires",
@@ -329,27 +332,38 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
         text.contains("the rulebook is refused as written"),
         "{text}"
     );
-    // A secret in the source, a credential in a log and a rail's advisory, likewise.
-    for (case, rule, why) in [
-        ("corpus/qc001-fires", "QC001", "a secret in the source"),
-        ("corpus/qc006-fires", "QC006", "a secret in the source"),
+    // A secret in the source and a credential in a log are repaired by source edits (the
+    // secret moved to an environment variable, the log line redacted).
+    for (case, rule, says) in [
         (
-            "corpus/qc007-fires",
-            "QC007",
-            "a credential written to a log",
+            "corpus/qc001-fires",
+            "QC001",
+            "the secret read from the environment variable OPENAI_API_KEY; set it where the tool runs and rotate the leaked value (it stays in the history)",
         ),
         (
-            "corpus/qg022-fires",
-            "QG022",
-            "the rulebook uses a rail or action",
+            "corpus/qc002-fires",
+            "QC002",
+            "the secret read from the environment variable CLIENT_SECRET",
         ),
+        (
+            "corpus/qc006-fires",
+            "QC006",
+            "the secret read from the environment variable API_ACME_SHOP_COM_PASSWORD",
+        ),
+        ("corpus/qc007-fires", "QC007", "`${apiKey}` → `[redacted]`"),
     ] {
-        let text = repair_text(case, 1);
+        let text = repair_text(case, 0);
         assert!(
-            text.contains(&format!("  {rule} ")) && text.contains(why),
+            text.contains(&format!("Fix (proved): edit the source ({rule}): {says}")),
             "{case}: {text}"
         );
     }
+    // A rail's advisory, like QG005.
+    let text = repair_text("corpus/qg022-fires", 1);
+    assert!(
+        text.contains("  QG022 ") && text.contains("the rulebook uses a rail or action"),
+        "{text}"
+    );
     let text = repair_text("corpus/qg012-fires", 0);
     assert!(text.contains("  Fix (proved): "), "{text}");
     assert!(
