@@ -79,6 +79,7 @@ pub(super) fn original(files: &Files, chosen: &[&Change], c: &CodeFinding) -> Co
         return c.clone();
     }
     edits.sort();
+    edits.dedup(); // an insertion two changes make is made once (`text::apply`)
     let old = files.text(key);
     let new = super::text::apply(old, &edits);
     let Some(at) = offset_of(&new, c.line, c.column) else {

@@ -407,6 +407,38 @@ fn code_findings_get_source_edits_in_the_diff_and_in_sarif() {
 }
 
 #[test]
+fn two_secrets_of_a_module_without_os_share_one_import() {
+    // Each secret's move adds `import os` at the same place; together the line is written
+    // once (the search had refused the two edits together as a clash of inserts).
+    let work = scratch("two-secrets");
+    copy_dir(&root().join("corpus/qc001-fires"), &work.join("case"));
+    let py = work.join("case/tools.py");
+    let text = std::fs::read_to_string(&py)
+        .unwrap()
+        .replace("import os\n", "")
+        .replace(
+            "API = \"https://api.shop.example.com/v1\"\n",
+            "API = \"https://api.shop.example.com/v1\"\nAWS = \"AKIAZ7VRSQ3TPLKW4M2N\"\n",
+        );
+    std::fs::write(&py, text).unwrap();
+    let original = scratch("two-secrets-original");
+    copy_dir(&work.join("case"), &original);
+    let diff = repair_and_apply(&work, &["--case", "case"]);
+    assert_eq!(diff.matches("+import os\n").count(), 1, "{diff}");
+    assert!(
+        diff.contains("+AWS = os.environ[\"AWS_ACCESS_KEY_ID\"]"),
+        "{diff}"
+    );
+    check_repair(
+        "two-secrets",
+        Inputs::Case(original.clone()),
+        Inputs::Case(work.join("case")),
+    );
+    let _ = std::fs::remove_dir_all(&work);
+    let _ = std::fs::remove_dir_all(&original);
+}
+
+#[test]
 fn the_swarm_and_the_send_fanout_are_closed_in_langgraphs_json() {
     // The swarm: the unguarded bookings are taken away from their ToolNodes.
     let r = repair(Inputs::Case(root().join("corpus/langgraph-json-swarm")));
