@@ -387,11 +387,9 @@ impl<'t> Fixer<'t> {
     fn redact_in(&self, v: Node, edits: &mut Vec<TextEdit>, shown: &mut Vec<String>) {
         let secret = |x: Node| PATHS.contains(&x.kind()) && known::credential_name(self.of(x));
         match v.kind() {
-            k if PATHS.contains(&k) => {
-                if secret(v) {
-                    edits.push(edit(v, &format!("\"{REDACTED}\"")));
-                    shown.push(format!("`{}`", self.of(v)));
-                }
+            _ if secret(v) => {
+                edits.push(edit(v, &format!("\"{REDACTED}\"")));
+                shown.push(format!("`{}`", self.of(v)));
             }
             "string" | "template_string" => {
                 for s in all_children(v) {
