@@ -7,7 +7,7 @@
 //!   TypeScript `process.env.NAME`; Go `os.Getenv("NAME")` when the file imports `os` and the
 //!   literal is not in a `const`). A key or a password that is only part of a string makes the
 //!   string an f-string (Python) or a template literal (JavaScript) with the read in its place;
-//!   Go's partial literals are not edited. NAME is the provider's conventional variable for a
+//!   Go's partial literals and a tagged template's text are not edited. NAME is the provider's conventional variable for a
 //!   key (`secrets::provider_env`), the SCREAMING_SNAKE_CASE of the name a QC002 literal is
 //!   bound to (`clientSecret` → `CLIENT_SECRET`), and the URL's host with `_PASSWORD` for a
 //!   password. The edit keeps the program's behaviour where the variable holds the value; the
@@ -257,6 +257,13 @@ impl<'t> Fixer<'t> {
             _ => {
                 let read = format!("process.env.{name}");
                 if lit.kind() == "string_fragment" {
+                    // A tagged template's tag reads its values apart from its text (`sql`…``).
+                    if parent
+                        .parent()
+                        .is_some_and(|t| t.kind() == "call_expression")
+                    {
+                        return None;
+                    }
                     vec![TextEdit {
                         start: span.start,
                         end: span.end,

@@ -374,6 +374,11 @@ fn qc006_moves_only_the_password_of_a_url() {
             JavaScript,
             "fetch('https://bob:Zk3LmP9q@api.shop.com/${x}');\n",
         ),
+        // A tagged template (its tag reads the values apart from the text).
+        (
+            JavaScript,
+            "q(sql`https://bob:Zk3LmP9q@api.shop.com/${x}`);\n",
+        ),
         (
             Python,
             "import os\nu = f\"{'https://bob:Zk3LmP9q@api.shop.com/x'}\"\n",
