@@ -408,7 +408,7 @@ pub fn repair(
     }
     // The code checks' gate-failing findings: a target when a change of the space is about it
     // (a declaration for QC101–QC104, a contradiction of the catalogue; a source edit for
-    // QC003, QC004, QC005, QC008), else outside, with why.
+    // QC001–QC008 in the forms `codecheck::fixes` edits), else outside, with why.
     if let Some(code) = &run.code {
         for c in code.findings.iter().filter(|c| c.rule.info().fails_gate) {
             if space.iter().any(|ch| affects_code(ch, c)) {
