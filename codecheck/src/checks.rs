@@ -201,7 +201,7 @@ fn plain_http(cx: &FileCtx, out: &mut Vec<Hit>) {
 
 /// The host of a literal's trimmed text that QC004 fires on: an `http://` URL (no whitespace)
 /// to a host that is neither local, private, reserved, a namespace name nor a placeholder. The
-/// one predicate the rule and its source edit (`fixes.rs`) read.
+/// one predicate the rule and its source edit (`fixes/`) read.
 pub(crate) fn plain_http_host(t: &str) -> Option<&str> {
     if !t
         .get(..7)

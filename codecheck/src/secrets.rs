@@ -3,6 +3,7 @@
 //! that are this machine or its private network, and URLs with credentials in them.
 
 use regex::Regex;
+use std::ops::Range;
 use std::sync::OnceLock;
 
 /// Provider key formats: (provider, pattern over the whole literal or a word in it).
@@ -31,6 +32,30 @@ const KEY_FORMATS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Per provider of [`KEY_FORMATS`], the environment variable its SDKs and documentation read the
+/// key from: the name a repair moves a leaked key to (`qls repair`, `fixes/secrets.rs`).
+const PROVIDER_ENV: &[(&str, &str)] = &[
+    ("Anthropic", "ANTHROPIC_API_KEY"),
+    ("OpenAI", "OPENAI_API_KEY"),
+    ("OpenAI-style", "OPENAI_API_KEY"),
+    ("AWS", "AWS_ACCESS_KEY_ID"),
+    ("GitHub", "GITHUB_TOKEN"),
+    ("Slack", "SLACK_TOKEN"),
+    ("Google", "GOOGLE_API_KEY"),
+    ("GitLab", "GITLAB_TOKEN"),
+    ("Stripe", "STRIPE_SECRET_KEY"),
+    ("Hugging Face", "HF_TOKEN"),
+    ("private key", "PRIVATE_KEY"),
+];
+
+/// The conventional environment variable of a provider [`provider_key`] names.
+pub fn provider_env(provider: &str) -> Option<&'static str> {
+    PROVIDER_ENV
+        .iter()
+        .find(|(p, _)| *p == provider)
+        .map(|(_, v)| *v)
+}
+
 fn key_regexes() -> &'static [(&'static str, Regex)] {
     static R: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
     R.get_or_init(|| {
@@ -43,13 +68,24 @@ fn key_regexes() -> &'static [(&'static str, Regex)] {
 
 /// The provider whose key format the literal holds, if one (examples and placeholders aside).
 pub fn provider_key(text: &str) -> Option<&'static str> {
+    provider_key_at(text).map(|(p, _)| p)
+}
+
+/// [`provider_key`], and the bytes of `text` the key is: the format's match, or the whole text
+/// for a private key (its header is what matches; the key is the whole block).
+pub fn provider_key_at(text: &str) -> Option<(&'static str, Range<usize>)> {
     if is_placeholder(text) {
         return None;
     }
-    key_regexes()
-        .iter()
-        .find(|(_, r)| r.find(text).is_some_and(|m| !is_placeholder(m.as_str())))
-        .map(|(p, _)| *p)
+    key_regexes().iter().find_map(|(p, r)| {
+        let m = r.find(text).filter(|m| !is_placeholder(m.as_str()))?;
+        let span = if *p == "private key" {
+            0..text.len()
+        } else {
+            m.range()
+        };
+        Some((*p, span))
+    })
 }
 
 /// Placeholder words: documentation keys, `xxxx`, `your-key-here`, `<token>`, `${VAR}`.
@@ -187,6 +223,24 @@ pub fn credential_name(name: &str) -> bool {
     ];
     (lastw == "key" && before("key").is_some_and(|b| KEY_OWNERS.contains(&b)))
         || (lastw == "token" && before("token").is_some_and(|b| TOKEN_OWNERS.contains(&b)))
+}
+
+/// The environment variable a name's value is moved to: its words in SCREAMING_SNAKE_CASE
+/// (`clientSecret` → `CLIENT_SECRET`, `self.db_password` → `DB_PASSWORD`); `None` when it has
+/// no word or starts with a digit (not a variable name every language reads).
+pub fn env_name(name: &str) -> Option<String> {
+    let words: Vec<String> = words(name)
+        .into_iter()
+        .map(|w| {
+            w.chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect::<String>()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let out = words.join("_").to_ascii_uppercase();
+    out.starts_with(|c: char| c.is_ascii_alphabetic())
+        .then_some(out)
 }
 
 /// An identifier's words, lower case (`clientSecret` → client, secret; `API_KEY` → api, key).
@@ -371,6 +425,18 @@ pub fn url_with_password(url: &str) -> bool {
     }
 }
 
+/// The bytes of `url` its password is (`https://user:` *pass* `@host/…`), when it has one:
+/// the part [`url_with_password`] reads.
+pub fn url_password_at(url: &str) -> Option<Range<usize>> {
+    let (_, rest) = url.split_once("://")?;
+    let rest_at = url.len() - rest.len();
+    let auth = rest.split(['/', '?', '#']).next()?;
+    let (user, _) = auth.rsplit_once('@')?;
+    let (name, pass) = user.split_once(':')?;
+    let start = rest_at + name.len() + 1;
+    (!pass.is_empty()).then_some(start..start + pass.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +457,30 @@ mod tests {
         assert_eq!(provider_key("sk-..."), None);
         assert_eq!(provider_key("your-api-key"), None);
         assert_eq!(provider_key("skip-this"), None);
+    }
+
+    #[test]
+    fn every_provider_has_its_environment_variable() {
+        for (p, _) in KEY_FORMATS {
+            assert!(provider_env(p).is_some(), "{p}");
+        }
+        let key = "sk-proj-Zk3LmP9qRt7WvX2yB5nC8dF1gH4jK6mN0pQ3rS5tU7vW9xY2zA";
+        let text = format!("Bearer {key}");
+        assert_eq!(provider_key_at(&text), Some(("OpenAI", 7..text.len())));
+        assert_eq!(provider_env("OpenAI"), Some("OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn names_become_environment_variables() {
+        assert_eq!(env_name("clientSecret").as_deref(), Some("CLIENT_SECRET"));
+        assert_eq!(env_name("self.db_password").as_deref(), Some("DB_PASSWORD"));
+        assert_eq!(env_name("API_KEY").as_deref(), Some("API_KEY"));
+        assert_eq!(env_name("x-api-key").as_deref(), Some("X_API_KEY"));
+        assert_eq!(env_name("2fa_secret"), None);
+        assert_eq!(env_name("__"), None);
+        let u = "https://shop:Zk3LmP9qRt7W@api.acme-shop.com/v1";
+        assert_eq!(&u[url_password_at(u).unwrap()], "Zk3LmP9qRt7W");
+        assert_eq!(url_password_at("https://shop@api.acme-shop.com/v1"), None);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub fn walk_checked(lang: Language, text: &str) -> Result<(Unit, bool), ParseErr
 }
 
 /// `text`'s syntax tree under `lang`'s grammar: the one parse the walks and the source fixes
-/// (`fixes.rs`) read.
+/// (`fixes/`) read.
 pub(crate) fn parse(lang: Language, text: &str) -> Result<tree_sitter::Tree, ParseError> {
     let grammar: tree_sitter::Language = match lang {
         Language::Python => tree_sitter_python::LANGUAGE.into(),

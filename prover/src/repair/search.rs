@@ -162,7 +162,7 @@ fn affects(c: &Change, f: &Finding) -> bool {
 }
 
 /// Changes that cannot be made together (they edit the same bytes, or both add a top-level
-/// key): a clause each.
+/// key; the same insertion at one place is made once, so it does not clash): a clause each.
 fn conflicts(space: &[Change]) -> Vec<Clause> {
     let mut out = Vec::new();
     for i in 0..space.len() {
@@ -177,7 +177,8 @@ fn conflicts(space: &[Change]) -> Vec<Clause> {
                     let same_insert = x.offset == y.offset
                         && (x.delete > 0
                             || y.delete > 0
-                            || inserted_key(&x.insert) == inserted_key(&y.insert));
+                            || (x.insert != y.insert
+                                && inserted_key(&x.insert) == inserted_key(&y.insert)));
                     overlap || same_insert
                 })
             });
@@ -416,7 +417,7 @@ pub fn repair(
     }
     // The code checks' gate-failing findings: a target when a change of the space is about it
     // (a declaration for QC101–QC104, a contradiction of the catalogue; a source edit for
-    // QC003, QC004, QC005, QC008), else outside, with why.
+    // QC001–QC008 in the forms `codecheck::fixes` edits), else outside, with why.
     if let Some(code) = &run.code {
         for c in code.findings.iter().filter(|c| c.rule.info().fails_gate) {
             if space.iter().any(|ch| affects_code(ch, c)) {
@@ -782,5 +783,14 @@ mod tests {
             }]
         );
         assert_eq!(inserted_key("\"exit_after\": 1, "), Some("exit_after"));
+        // One insertion two changes each need (`import os` for two secrets) is made once.
+        let (mut g, mut h) = (space[0].clone(), space[0].clone());
+        g.edits = vec![insert("import os\n")];
+        h.edits = vec![insert("import os\n"), edit(60, 2)];
+        assert!(conflicts(&[g.clone(), h.clone()]).is_empty());
+        let text = "x".repeat(70);
+        let both = crate::repair::text::apply(&text, &[&g.edits[0], &h.edits[0], &h.edits[1]]);
+        assert_eq!(both.matches("import os\n").count(), 1);
+        assert_eq!(both.len(), 70 + "import os\n".len() - 2);
     }
 }

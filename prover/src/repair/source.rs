@@ -1,5 +1,6 @@
 //! Source edits as changes of the space: per gate-failing code finding that `codecheck::fixes`
-//! has an edit for (QC003, QC004, QC005, QC008), the edit of the tools' source file, scoped to
+//! has an edit for (QC001, QC002 and QC006 a secret moved to an environment variable, QC003,
+//! QC004, QC005, QC007 a logged credential redacted, QC008), the edit of the tools' source file, scoped to
 //! that finding alone (the engines read declarations, not code, so no witness is affected). The
 //! search proves a set holding one as any other: a whole verify run on the working copy, in
 //! which the code checks re-read the edited file. Since an edit moves the text after it, a code
@@ -57,8 +58,8 @@ pub(super) fn outside_why(c: &CodeFinding) -> &'static str {
         return "a contradiction of the catalogue that no declaration of the space can state here (the tool is not declared in a qls catalogue under the inputs' folder, or its argument already has another kind); fix the declaration or the code as its rule's fix text says";
     }
     match c.rule.id() {
-        "QC001" | "QC002" | "QC006" => "a secret in the source: a repair would have to say where the secret lives instead (an environment variable, a secret store), which nothing in the inputs says, and the leaked value must be rotated anyway; move it out and rotate it as the rule's fix text says",
-        "QC007" => "a credential written to a log: which part of the line to keep (drop the line, the value, or log that it is set) is the author's choice, and each changes what the log says; fix it as the rule's fix text says",
+        "QC001" | "QC002" | "QC006" => "a secret in the source in a form the move to an environment variable does not edit (a Go literal that is part of a string, in a `const` or in a file without `import \"os\"`; bytes; a value that is not one plain literal; a place where the read would not parse); move it out and rotate it as the rule's fix text says",
+        "QC007" => "a credential written to a log in a form the redaction does not edit (the value passed through a call, a structured log's field); fix it as the rule's fix text says",
         _ => "no source edit of the space removes this form of it (docs/repair.md lists the forms edited); fix it as its rule's fix text says",
     }
 }
@@ -78,6 +79,7 @@ pub(super) fn original(files: &Files, chosen: &[&Change], c: &CodeFinding) -> Co
         return c.clone();
     }
     edits.sort();
+    edits.dedup(); // an insertion two changes make is made once (`text::apply`)
     let old = files.text(key);
     let new = super::text::apply(old, &edits);
     let Some(at) = offset_of(&new, c.line, c.column) else {

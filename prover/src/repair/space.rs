@@ -120,9 +120,11 @@ pub enum Kind {
         /// What is declared.
         what: CodeDeclaration,
     },
-    /// A code check's finding removed by an edit of the tools' source (QC003 TLS verification
-    /// back on, QC004 `https://`, QC005 a timeout, QC008 a command's argument list without the
-    /// shell: `codecheck::fixes`); the code checks re-run on the edited file prove it.
+    /// A code check's finding removed by an edit of the tools' source (QC001/QC002/QC006 the
+    /// secret read from an environment variable, QC003 TLS verification back on, QC004
+    /// `https://`, QC005 a timeout, QC007 the logged credential redacted, QC008 a command's
+    /// argument list without the shell: `codecheck::fixes`); the code checks re-run on the
+    /// edited file prove it.
     SourceEdit {
         /// The code rule.
         rule: &'static str,
@@ -284,10 +286,11 @@ impl Kind {
             Kind::Guard { .. } | Kind::Pin { .. } | Kind::Targets { .. } | Kind::PathMap { .. } => {
                 1
             }
-            // TLS verification back on and `https://` restore what the call should already do;
-            // a timeout or a command without the shell can make a call fail that ran before.
+            // TLS verification back on, `https://` and a redacted log line restore what the
+            // code should already do; a timeout, a command without the shell or a secret read
+            // from the environment (unset, the call fails) can make a call fail that ran before.
             Kind::SourceEdit { rule, .. } => match *rule {
-                "QC003" | "QC004" => 1,
+                "QC003" | "QC004" | "QC007" => 1,
                 _ => 2,
             },
             Kind::Interrupt { .. } | Kind::DeclareCode { .. } => 2,

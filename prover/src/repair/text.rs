@@ -551,10 +551,20 @@ impl<'a> Doc<'a> {
     }
 }
 
-/// `text` with `edits` applied (they must not overlap; at one offset, in the order given).
+/// `text` with `edits` applied (they must not overlap; at one offset, in the order given). One
+/// insertion that two changes each make (a Python module's `import os` for two secrets moved
+/// to the environment) is made once.
 pub fn apply(text: &str, edits: &[&Edit]) -> String {
     let mut sorted: Vec<(usize, &Edit)> = edits.iter().copied().enumerate().collect();
     sorted.sort_by_key(|(i, e)| (e.offset, *i));
+    let mut inserted: Vec<&Edit> = Vec::new();
+    sorted.retain(|(_, e)| {
+        let again = e.delete == 0 && inserted.contains(e);
+        if e.delete == 0 && !again {
+            inserted.push(e);
+        }
+        !again
+    });
     let mut out = String::with_capacity(text.len() + 64);
     let mut at = 0;
     for (_, e) in sorted {

@@ -35,9 +35,13 @@ const CASES: &[&str] = &[
     "langgraph-customer-support",
     "langgraph-json-send-fanout",
     "langgraph-json-swarm",
+    "qc001-fires",
+    "qc002-fires",
     "qc003-fires",
     "qc004-fires",
     "qc005-fires",
+    "qc006-fires",
+    "qc007-fires",
     "qc008-clean",
     "qc008-fires",
     "qc101-fires",
@@ -358,6 +362,53 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
     );
     assert!(text.contains("share a key"), "{text}");
     let _ = std::fs::remove_dir_all(&work);
+    // A secret in the source and a credential in a log are repaired by source edits (the
+    // secret moved to an environment variable, the log line redacted).
+    for (case, rule, says) in [
+        (
+            "corpus/qc001-fires",
+            "QC001",
+            "the secret read from the environment variable OPENAI_API_KEY; set it where the tool runs and rotate the leaked value (it stays in the history)",
+        ),
+        (
+            "corpus/qc002-fires",
+            "QC002",
+            "the secret read from the environment variable CLIENT_SECRET",
+        ),
+        (
+            "corpus/qc006-fires",
+            "QC006",
+            "the secret read from the environment variable API_ACME_SHOP_COM_PASSWORD",
+        ),
+        ("corpus/qc007-fires", "QC007", "`${apiKey}` → `[redacted]`"),
+    ] {
+        let text = repair_text(case, 0);
+        assert!(
+            text.contains(&format!("Fix (proved): edit the source ({rule}): {says}")),
+            "{case}: {text}"
+        );
+    }
+    // The corpus's refused rulebooks and its advisory's rail are repaired by rulebook changes.
+    for (case, says) in [
+        (
+            "corpus/qg005-fires",
+            "drop the statement the rulebook reader refuses (`frobnicate the ledger` at line 8)",
+        ),
+        (
+            "corpus/sheet-refused",
+            "merge the sheet's two rules for `refund_card` into one",
+        ),
+        (
+            "corpus/qg022-fires",
+            "drop the flow `qls test vulnerable rail`",
+        ),
+    ] {
+        let text = repair_text(case, 0);
+        assert!(
+            text.contains(&format!("Fix (proved): {says}")),
+            "{case}: {text}"
+        );
+    }
     let text = repair_text("corpus/qg012-fires", 0);
     assert!(text.contains("  Fix (proved): "), "{text}");
     assert!(
@@ -398,6 +449,38 @@ fn code_findings_get_source_edits_in_the_diff_and_in_sarif() {
     let at = rep["deletedRegion"]["charOffset"].as_u64().unwrap() as usize;
     let before: String = py.chars().take(at).collect();
     assert!(before.ends_with("os.environ['SHOP_KEY']}\"}"), "{before}");
+}
+
+#[test]
+fn two_secrets_of_a_module_without_os_share_one_import() {
+    // Each secret's move adds `import os` at the same place; together the line is written
+    // once (the search had refused the two edits together as a clash of inserts).
+    let work = scratch("two-secrets");
+    copy_dir(&root().join("corpus/qc001-fires"), &work.join("case"));
+    let py = work.join("case/tools.py");
+    let text = std::fs::read_to_string(&py)
+        .unwrap()
+        .replace("import os\n", "")
+        .replace(
+            "API = \"https://api.shop.example.com/v1\"\n",
+            "API = \"https://api.shop.example.com/v1\"\nAWS = \"AKIAZ7VRSQ3TPLKW4M2N\"\n",
+        );
+    std::fs::write(&py, text).unwrap();
+    let original = scratch("two-secrets-original");
+    copy_dir(&work.join("case"), &original);
+    let diff = repair_and_apply(&work, &["--case", "case"]);
+    assert_eq!(diff.matches("+import os\n").count(), 1, "{diff}");
+    assert!(
+        diff.contains("+AWS = os.environ[\"AWS_ACCESS_KEY_ID\"]"),
+        "{diff}"
+    );
+    check_repair(
+        "two-secrets",
+        Inputs::Case(original.clone()),
+        Inputs::Case(work.join("case")),
+    );
+    let _ = std::fs::remove_dir_all(&work);
+    let _ = std::fs::remove_dir_all(&original);
 }
 
 #[test]

@@ -20,6 +20,10 @@
 //!   arguments are the same and only the shell's reading of the values (splitting, globbing,
 //!   metacharacters) is gone.
 //!
+//! - QC001, QC002, QC006: the secret moved to an environment variable, QC007: a logged
+//!   credential replaced by `[redacted]` (`secrets.rs`, which says how; each checked by
+//!   re-parsing and re-checking the edited text before it is offered).
+//!
 //! A form with no edit here (an unverified SSL context, `check_hostname`, a template's URL with a
 //! port, a command with quotes or shell syntax, Go's `http.Get`…) is not offered: the repair
 //! lists it as outside its space.
@@ -28,6 +32,7 @@ use crate::checks;
 use crate::effects::FileCtx;
 use crate::lang::{self, all_children, children};
 use crate::rules::CodeRule;
+use crate::Hit;
 use ir::code::Language;
 use tree_sitter::Node;
 
@@ -81,17 +86,23 @@ pub fn fixes(lang: Language, text: &str) -> Vec<SourceFix> {
     hits.dedup_by_key(|h| (h.at.byte, h.rule));
     let f = Fixer { text, lang, root };
     let mut out = Vec::new();
-    for h in hits {
+    for h in &hits {
         let found = match h.rule {
             CodeRule::TlsOff => f.tls(h.at.byte),
             CodeRule::PlainHttp => f.https(h.at.byte),
             CodeRule::NoTimeout => f.timeout(h.at.byte),
             CodeRule::ShellInjection => f.argv(&cx, h.at.byte),
+            CodeRule::ProviderKey | CodeRule::UrlCredentials => f.secret_literal(h.rule, h.at.byte),
+            CodeRule::SecretLiteral => f.secret_value(h.at.byte),
+            CodeRule::LoggedCredential => f.redact(h.at.byte),
             _ => None,
         };
         if let Some((mut edits, what)) = found {
             edits.sort_by_key(|e| e.start);
             if edits.windows(2).any(|w| w[0].end > w[1].start) {
+                continue;
+            }
+            if secrets::rechecked(h.rule) && !closes(lang, text, &hits, h.rule, &edits) {
                 continue;
             }
             out.push(SourceFix {
@@ -104,6 +115,35 @@ pub fn fixes(lang: Language, text: &str) -> Vec<SourceFix> {
         }
     }
     out
+}
+
+/// Whether `edits` leave a file that parses without error and on which the checks find one
+/// `rule` finding fewer and no other finding more: the guard of the edits whose form depends on
+/// where the literal stands (a string moved to an expression, a value cut out of a log line),
+/// so an edit that would not parse or would not close its finding is never offered.
+fn closes(lang: Language, text: &str, before: &[Hit], rule: CodeRule, edits: &[TextEdit]) -> bool {
+    let after = apply(text, edits);
+    let Ok(tree) = lang::parse(lang, &after) else {
+        return false;
+    };
+    if tree.root_node().has_error() {
+        return false;
+    }
+    let Ok(unit) = lang::walk(lang, &after) else {
+        return false;
+    };
+    let mut now = checks::run(&FileCtx::new(lang, &unit));
+    now.sort_by_key(|h| (h.at.byte, h.rule));
+    now.dedup_by_key(|h| (h.at.byte, h.rule));
+    let count = |hs: &[Hit], r: CodeRule| hs.iter().filter(|h| h.rule == r).count();
+    CodeRule::ALL.iter().all(|&r| {
+        let (was, is) = (count(before, r), count(&now, r));
+        if r == rule {
+            is < was
+        } else {
+            is <= was
+        }
+    })
 }
 
 /// Applies edits (sorted, not overlapping) to `text`.
@@ -395,7 +435,7 @@ impl<'t> Fixer<'t> {
                     .starting_at(byte, &["composite_literal"])
                     .into_iter()
                     .next()?;
-                if !self.imports_time() {
+                if !self.imports("time") {
                     return None;
                 }
                 let body = lit.child_by_field_name("body")?;
@@ -449,13 +489,14 @@ impl<'t> Fixer<'t> {
         }
     }
 
-    /// Whether the Go file imports `time` under its own name.
-    fn imports_time(&self) -> bool {
+    /// Whether the Go file imports `path` (`time`, `os`) under its own name.
+    fn imports(&self, path: &str) -> bool {
+        let quoted = format!("\"{path}\"");
         let mut found = false;
         lang::each_node(self.root, &mut |n| {
             if n.kind() == "import_spec"
                 && n.child_by_field_name("name").is_none()
-                && n.child_by_field_name("path").map(|p| self.of(p)) == Some("\"time\"")
+                && n.child_by_field_name("path").map(|p| self.of(p)) == Some(quoted.as_str())
             {
                 found = true;
             }
@@ -624,196 +665,6 @@ fn fixed(lang: Language, text: &str) -> (String, Vec<SourceFix>) {
     (apply(text, &all), fx)
 }
 
+mod secrets;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rules::CodeRule::{self, *};
-    use ir::catalogue::Catalogue;
-    use Language::*;
-
-    fn rules(lang: Language, text: &str) -> Vec<CodeRule> {
-        crate::findings_of(lang, text, &Catalogue::default(), false)
-            .into_iter()
-            .map(|f| f.rule)
-            .collect()
-    }
-
-    /// The edit is offered for `rule`, gives `want`, and the rule no longer fires on it.
-    fn fixes_to(rule: CodeRule, lang: Language, text: &str, want: &str) {
-        assert!(
-            rules(lang, text).contains(&rule),
-            "{rule:?} fires on {text}"
-        );
-        let (out, fx) = fixed(lang, text);
-        assert!(fx.iter().any(|f| f.rule == rule), "{rule:?}: {fx:?}");
-        assert_eq!(out, want);
-        assert!(
-            !rules(lang, &out).contains(&rule),
-            "{rule:?} still fires on {out}"
-        );
-        let tree = lang::parse(lang, &out).unwrap();
-        assert!(!tree.root_node().has_error(), "{out}");
-    }
-
-    /// The rule fires and no edit is offered for it.
-    fn not_offered(rule: CodeRule, lang: Language, text: &str) {
-        let fx = fixes(lang, text);
-        assert!(!fx.iter().any(|f| f.rule == rule), "{rule:?}: {fx:?}");
-    }
-
-    #[test]
-    fn qc003_turns_verification_back_on() {
-        fixes_to(
-            TlsOff,
-            Python,
-            "import requests\nrequests.get(u, verify=False, timeout=5)\n",
-            "import requests\nrequests.get(u, verify=True, timeout=5)\n",
-        );
-        fixes_to(
-            TlsOff,
-            Python,
-            "import aiohttp\nasync def f(s):\n    await aiohttp.request('GET', u, ssl=False)\n",
-            "import aiohttp\nasync def f(s):\n    await aiohttp.request('GET', u)\n",
-        );
-        fixes_to(
-            TlsOff,
-            Go,
-            "package p\nvar c = &tls.Config{InsecureSkipVerify: true}\n",
-            "package p\nvar c = &tls.Config{InsecureSkipVerify: false}\n",
-        );
-        fixes_to(
-            TlsOff,
-            TypeScript,
-            "const agent = new https.Agent({ rejectUnauthorized: false });\n",
-            "const agent = new https.Agent({ rejectUnauthorized: true });\n",
-        );
-        fixes_to(
-            TlsOff,
-            JavaScript,
-            "const a = 1;\nprocess.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';\nconst b = 2;\n",
-            "const a = 1;\nconst b = 2;\n",
-        );
-        // An unverified context has no edit here: check_hostname cannot be turned on while
-        // verify_mode is CERT_NONE.
-        not_offered(
-            TlsOff,
-            Python,
-            "import ssl\nctx = ssl._create_unverified_context()\nctx.check_hostname = False\n",
-        );
-        not_offered(
-            TlsOff,
-            Python,
-            "import requests\nrequests.get(u, verify=False, cert_reqs=ssl.CERT_NONE, timeout=5)\n",
-        );
-    }
-
-    #[test]
-    fn qc004_moves_a_portless_url_to_https() {
-        fixes_to(
-            PlainHttp,
-            JavaScript,
-            "const API = \"http://api.acme-shop.com/v1\";\n",
-            "const API = \"https://api.acme-shop.com/v1\";\n",
-        );
-        fixes_to(
-            PlainHttp,
-            Python,
-            "BASE = f'http://api.shop.com/v1/{x}'\n",
-            "BASE = f'https://api.shop.com/v1/{x}'\n",
-        );
-        fixes_to(
-            PlainHttp,
-            TypeScript,
-            "await fetch(`http://api.shop.com/v1/orders/${id}`);\n",
-            "await fetch(`https://api.shop.com/v1/orders/${id}`);\n",
-        );
-        fixes_to(
-            PlainHttp,
-            Go,
-            "package p\nconst u = \"http://api.shop.com\"\n",
-            "package p\nconst u = \"https://api.shop.com\"\n",
-        );
-        // A port says where a plain server listens: no edit.
-        not_offered(PlainHttp, Python, "BASE = 'http://api.shop.com:8080/v1'\n");
-        // A local address does not fire, so nothing is offered.
-        assert!(fixes(Python, "BASE = 'http://localhost:8080'\n").is_empty());
-    }
-
-    #[test]
-    fn qc005_adds_a_timeout() {
-        fixes_to(
-            NoTimeout,
-            Python,
-            "import requests\nr = requests.get(f\"{API}/x\", headers=h)\n",
-            "import requests\nr = requests.get(f\"{API}/x\", headers=h, timeout=30)\n",
-        );
-        fixes_to(
-            NoTimeout,
-            Python,
-            "import httpx\nhttpx.get(url, timeout=None)\n",
-            "import httpx\nhttpx.get(url, timeout=30)\n",
-        );
-        fixes_to(
-            NoTimeout,
-            JavaScript,
-            "import axios from 'axios';\nawait axios.get(url);\nawait axios.post(url);\nawait axios.put(url, d, { headers: h });\n",
-            "import axios from 'axios';\nawait axios.get(url, { timeout: 30000 });\nawait axios.post(url, undefined, { timeout: 30000 });\nawait axios.put(url, d, { timeout: 30000, headers: h });\n",
-        );
-        fixes_to(
-            NoTimeout,
-            Go,
-            "package p\nimport (\n\t\"net/http\"\n\t\"time\"\n)\nvar c = &http.Client{Transport: t}\n",
-            "package p\nimport (\n\t\"net/http\"\n\t\"time\"\n)\nvar c = &http.Client{Timeout: 30 * time.Second, Transport: t}\n",
-        );
-        // Without `time` imported the edit would not compile: not offered; nor for http.Get.
-        not_offered(
-            NoTimeout,
-            Go,
-            "package p\nimport \"net/http\"\nvar c = &http.Client{}\nfunc f() { http.Get(u) }\n",
-        );
-        // A config the code builds elsewhere is not edited.
-        not_offered(
-            NoTimeout,
-            JavaScript,
-            "import axios from 'axios';\nawait axios.get(url, cfg);\n",
-        );
-    }
-
-    #[test]
-    fn qc008_gives_the_command_as_its_words() {
-        fixes_to(
-            ShellInjection,
-            Python,
-            "import subprocess\nsubprocess.run(f\"grep {order_id} orders.csv\", shell=True, capture_output=True, text=True)\n",
-            "import subprocess\nsubprocess.run([\"grep\", f\"{order_id}\", \"orders.csv\"], capture_output=True, text=True)\n",
-        );
-        fixes_to(
-            ShellInjection,
-            Python,
-            "from subprocess import check_output\ncheck_output(f'ls -l --color=never {d}/x', shell=True)\n",
-            "from subprocess import check_output\ncheck_output(['ls', '-l', '--color=never', f'{d}/x'])\n",
-        );
-        // Shell syntax in the command (a pipe, quotes, a glob), a builtin, or a command that
-        // is not an f-string: no edit.
-        for text in [
-            "import subprocess\nsubprocess.run(f\"grep {q} x | wc -l\", shell=True)\n",
-            "import subprocess\nsubprocess.run(f\"grep '{q}' x\", shell=True)\n",
-            "import subprocess\nsubprocess.run(f\"ls {d}/*.csv\", shell=True)\n",
-            "import subprocess\nsubprocess.run(f\"cd {d}\", shell=True)\n",
-            "import subprocess\nsubprocess.run(\"ls \" + d, shell=True)\n",
-            "import subprocess\nsubprocess.run(f\"{prog} x\", shell=True)\n",
-            "import os\nos.system(f\"ls {d}\")\n",
-        ] {
-            not_offered(ShellInjection, Python, text);
-        }
-    }
-
-    #[test]
-    fn a_fix_carries_its_findings_place() {
-        let text = "import requests\n\nx = 1;   requests.get(u)\n";
-        let f = crate::findings_of(Python, text, &Catalogue::default(), false);
-        let fx = fixes(Python, text);
-        assert_eq!((fx[0].line, fx[0].column), (f[0].line, f[0].column));
-        assert_eq!(fx[0].rule, f[0].rule);
-    }
-}
+mod tests;
