@@ -4,7 +4,7 @@
 
 use crate::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use crate::{bfs, bmc, induction, refine};
-use encoder::ts::lower::lower;
+use encoder::ts::lower::lower_by;
 use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults
 /// and the engines' `Default`s read them).
 pub mod defaults {
-    /// Seconds the whole proof may take (both engines and the QG003 re-proof).
+    /// Seconds the whole proof may take (lowering, both engines and the QG003 re-proof).
     pub const TIMEOUT_SECS: u64 = 300;
     /// Distinct states the BFS may store.
     pub const MAX_STATES: usize = 20_000_000;
@@ -60,8 +60,8 @@ pub struct Options {
     pub step_limit: u32,
     /// Engines.
     pub engines: Engines,
-    /// The whole proof's time budget: both engines run within it, and what is open when it
-    /// runs out is undecided (never clean).
+    /// The whole proof's time budget: lowering and both engines run within it, and what is
+    /// open when it runs out is undecided (never clean).
     pub timeout: Duration,
     /// BFS state budget.
     pub max_states: usize,
@@ -135,9 +135,9 @@ pub struct Proof {
     /// Under `any`: K, the turns within which the BFS fixpoint reached every reachable state
     /// (`None` when it did not run or ran out of its state budget).
     pub fixpoint_turns: Option<u32>,
-    /// Why no proof ran, when none could (the rulebook was refused, QG005): every obligation
-    /// is then undecided, and the report says the proof did not run (SPEC §3 Nothing is proved
-    /// silently less).
+    /// Why no proof ran, when none could (the rulebook was refused, QG005, or the time budget
+    /// ran out before the system was lowered): every obligation is then undecided, the report
+    /// says the proof did not run (SPEC §3 Nothing is proved silently less) and the gate fails.
     pub not_run: Option<String>,
 }
 
@@ -393,14 +393,30 @@ fn lift(ts: &TransitionSystem, s: &Slice, ob: &Obligation, v: Verdict) -> Verdic
 
 /// Proves a project.
 pub fn prove(p: &Project, o: &Options) -> Proof {
+    // One deadline from the start: lowering and building the obligations spend it too, and the
+    // engines get what remains (ARCHITECTURE.md Decisions, "The time budget covers lowering").
     let deadline = Instant::now() + o.timeout;
-    let (ts, obls) = system(p, o.session_steps, o.step_limit);
+    let built = system_by(p, o.session_steps, o.step_limit, Some(deadline));
     if let Some(e) = &p.rulebook_refusal {
         // Without its rulebook the system is not the agent's: proving it would claim what the
         // rulebook may not allow. Nothing is decided.
         let why = format!("the rulebook {} was refused (QG005)", e.file);
-        return not_run(ts, &obls, why);
+        let (ts, obls) = built.unwrap_or_else(|u| (u.ts, u.obligations));
+        return not_run(ts, &obls, why, StopReason::NotRun, None);
     }
+    let (ts, obls) = match built {
+        Ok(system) => system,
+        Err(u) => {
+            let why = format!("the time budget ran out while {}", u.stage);
+            return not_run(
+                u.ts,
+                &u.obligations,
+                why,
+                StopReason::LoweringTimeBudget,
+                Some(o.engines),
+            );
+        }
+    };
     // The BFS keeps, per obligation, the first witness that replays on the concrete runtime
     // (SPEC §6): where the transition system over-approximates, its shortest violation may not
     // be a real run while a longer one is. An obligation none of whose witnesses replays stays
@@ -494,15 +510,33 @@ fn refine_unreplayed(
     }
 }
 
-/// The proof that was not run, for reason `why`: every obligation undecided, no engine's run.
-fn not_run(ts: TransitionSystem, obls: &[Obligation], why: String) -> Proof {
+/// The proof that was not run, for reason `why`: every obligation undecided for `stop`. The
+/// `engines` asked, when they were to run and were stopped before they started (the time budget
+/// ran out while lowering), report every obligation so, for the per-engine summary.
+fn not_run(
+    ts: TransitionSystem,
+    obls: &[Obligation],
+    why: String,
+    stop: StopReason,
+    engines: Option<Engines>,
+) -> Proof {
+    let undecided = Verdict::undecided(stop, why.clone());
+    let run = |wanted: bool| {
+        wanted.then(|| EngineRun {
+            verdicts: vec![undecided.clone(); obls.len()],
+            cost: Cost::default(),
+            inductive: Vec::new(),
+        })
+    };
+    let bfs = run(engines.is_some_and(|e| e != Engines::Bmc));
+    let bmc = run(engines.is_some_and(|e| e != Engines::Bfs));
     let outcomes = obls
         .iter()
         .map(|ob| Outcome {
             obligation: ob.clone(),
-            bfs: None,
-            bmc: None,
-            verdict: Verdict::undecided(StopReason::NotRun, why.clone()),
+            bfs: bfs.as_ref().map(|_| undecided.clone()),
+            bmc: bmc.as_ref().map(|_| undecided.clone()),
+            verdict: undecided.clone(),
             disagreement: false,
             multi_turn: false,
             refined: None,
@@ -511,8 +545,8 @@ fn not_run(ts: TransitionSystem, obls: &[Obligation], why: String) -> Proof {
     Proof {
         ts,
         outcomes,
-        bfs: None,
-        bmc: None,
+        bfs,
+        bmc,
         fixpoint_turns: None,
         not_run: Some(why),
     }
@@ -536,7 +570,11 @@ fn mark_multi_turn(
     if candidates.is_empty() {
         return;
     }
-    let (one, obls1) = system(p, 1, o.step_limit);
+    // Past the deadline the one-turn system is not lowered: no finding is folded, as when its
+    // search runs out of time.
+    let Ok((one, obls1)) = system_by(p, 1, o.step_limit, Some(deadline)) else {
+        return;
+    };
     let run = bfs::run(&one, &obls1, o.bfs_budget(deadline));
     for i in candidates {
         let id = &outcomes[i].obligation.id;
@@ -564,9 +602,65 @@ pub fn system(
     session_steps: impl Into<SessionSteps>,
     step_limit: u32,
 ) -> (TransitionSystem, Vec<Obligation>) {
-    let lowered = lower(p, session_steps, step_limit);
-    let obls = obligations::reach::obligations(p, &lowered);
-    lowered.ts.without_unread(&obls)
+    match system_by(p, session_steps, step_limit, None) {
+        Ok(system) => system,
+        Err(_) => unreachable!("a system built without a deadline is built to the end"),
+    }
+}
+
+/// The deadline passed before the system the engines search was whole (`system_by`): no engine
+/// may search it, and every obligation is undecided for the time budget.
+#[derive(Clone, Debug)]
+pub struct Unbuilt {
+    /// The part lowered (the state declared, the commands of the nodes lowered): the report's
+    /// system, never searched.
+    pub ts: TransitionSystem,
+    /// The obligations named by then: every (rule, subject) the rules declare, and those the
+    /// commands read so far named. Others, of the commands not lowered, may be missing; the
+    /// gate fails all the same (a proof that did not run never passes it).
+    pub obligations: Vec<Obligation>,
+    /// Where it stopped, in words: "lowering the system (812 of 5006 nodes lowered)".
+    pub stage: String,
+}
+
+/// [`system`] within a deadline: lowering (`lower_by`) and building the obligations
+/// (`obligations_by`) look at it as they go, and past it the answer is [`Unbuilt`].
+pub fn system_by(
+    p: &Project,
+    session_steps: impl Into<SessionSteps>,
+    step_limit: u32,
+    deadline: Option<Instant>,
+) -> Result<(TransitionSystem, Vec<Obligation>), Unbuilt> {
+    let lowered = match lower_by(p, session_steps, step_limit, deadline) {
+        Ok(lowered) => lowered,
+        Err(stopped) => {
+            // The declarations of the part lowered name every subject the rules call for.
+            let obligations = match obligations::reach::obligations_by(p, &stopped.part, deadline)
+            {
+                Ok(obls) => obls,
+                Err(partial) => partial.named,
+            };
+            return Err(Unbuilt {
+                ts: stopped.part.ts,
+                obligations,
+                stage: format!(
+                    "lowering the system ({} of {} nodes lowered)",
+                    stopped.lowered, stopped.nodes
+                ),
+            });
+        }
+    };
+    match obligations::reach::obligations_by(p, &lowered, deadline) {
+        Ok(obls) => Ok(lowered.ts.without_unread(&obls)),
+        Err(stopped) => Err(Unbuilt {
+            ts: lowered.ts,
+            obligations: stopped.named,
+            stage: format!(
+                "building the obligations ({} of {} commands read)",
+                stopped.read, stopped.commands
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
