@@ -401,7 +401,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         // Without its rulebook the system is not the agent's: proving it would claim what the
         // rulebook may not allow. Nothing is decided.
         let why = format!("the rulebook {} was refused (QG005)", e.file);
-        let (ts, obls) = built.unwrap_or_else(|u| (u.ts, u.obligations));
+        let (ts, obls) = built.unwrap_or_else(|u| (*u.ts, u.obligations));
         return not_run(ts, &obls, why, StopReason::NotRun, None);
     }
     let (ts, obls) = match built {
@@ -409,7 +409,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         Err(u) => {
             let why = format!("the time budget ran out while {}", u.stage);
             return not_run(
-                u.ts,
+                *u.ts,
                 &u.obligations,
                 why,
                 StopReason::LoweringTimeBudget,
@@ -614,7 +614,7 @@ pub fn system(
 pub struct Unbuilt {
     /// The part lowered (the state declared, the commands of the nodes lowered): the report's
     /// system, never searched.
-    pub ts: TransitionSystem,
+    pub ts: Box<TransitionSystem>,
     /// The obligations named by then: every (rule, subject) the rules declare, and those the
     /// commands read so far named. Others, of the commands not lowered, may be missing; the
     /// gate fails all the same (a proof that did not run never passes it).
@@ -635,13 +635,12 @@ pub fn system_by(
         Ok(lowered) => lowered,
         Err(stopped) => {
             // The declarations of the part lowered name every subject the rules call for.
-            let obligations = match obligations::reach::obligations_by(p, &stopped.part, deadline)
-            {
+            let obligations = match obligations::reach::obligations_by(p, &stopped.part, deadline) {
                 Ok(obls) => obls,
                 Err(partial) => partial.named,
             };
             return Err(Unbuilt {
-                ts: stopped.part.ts,
+                ts: Box::new(stopped.part.ts),
                 obligations,
                 stage: format!(
                     "lowering the system ({} of {} nodes lowered)",
@@ -653,7 +652,7 @@ pub fn system_by(
     match obligations::reach::obligations_by(p, &lowered, deadline) {
         Ok(obls) => Ok(lowered.ts.without_unread(&obls)),
         Err(stopped) => Err(Unbuilt {
-            ts: lowered.ts,
+            ts: Box::new(lowered.ts),
             obligations: stopped.named,
             stage: format!(
                 "building the obligations ({} of {} commands read)",

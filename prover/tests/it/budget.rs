@@ -74,10 +74,12 @@ fn z3_out_of_memory_leaves_obligations_undecided_for_the_memory_budget() {
 
 /// Every outcome undecided for the lowering's time budget, for the verdict and each engine.
 fn stopped_lowering(proof: &prover::proof::Proof) -> bool {
-    let lowering = |v: &Verdict| matches!(v, Verdict::Undecided(u) if u.why == StopReason::LoweringTimeBudget);
-    proof.outcomes.iter().all(|x| {
-        lowering(&x.verdict) && x.bfs.iter().chain(&x.bmc).all(lowering) && !x.multi_turn
-    })
+    let lowering =
+        |v: &Verdict| matches!(v, Verdict::Undecided(u) if u.why == StopReason::LoweringTimeBudget);
+    proof
+        .outcomes
+        .iter()
+        .all(|x| lowering(&x.verdict) && x.bfs.iter().chain(&x.bmc).all(lowering) && !x.multi_turn)
 }
 
 #[test]
