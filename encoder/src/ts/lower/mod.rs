@@ -215,6 +215,14 @@ struct B<'a> {
     routers: Vec<Option<u32>>,
     /// Per node, the agents that can be active when the run is there (sorted).
     active_at: Vec<Vec<u32>>,
+    /// Per node id, the first node with it (`Graph::node`'s answer, without its scan: the
+    /// lowering asks once per edge, which made it quadratic in the nodes).
+    first_node: std::collections::HashMap<&'a str, usize>,
+    /// Per node, the edges leaving it, ascending (`out_edges`, without a scan of every edge).
+    edges_from: Vec<Vec<usize>>,
+    /// The held pairs whose holding node's agent has no router, as (value, node): where a turn
+    /// may resume (`resume_at_turn_start`, asked at every turn end; set after the state).
+    unrouted_held: Vec<(u32, u32)>,
 }
 
 /// One refusal of the check at a guarded call (SPEC §2): its reason, when the call may be
@@ -349,9 +357,29 @@ pub fn lower_by(
             })
             .collect(),
         active_at: Vec::new(),
+        first_node: std::collections::HashMap::new(),
+        edges_from: vec![Vec::new(); p.graph.nodes.len()],
+        unrouted_held: Vec::new(),
     };
+    let mut all_with_id: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, n) in p.graph.nodes.iter().enumerate() {
+        b.first_node.entry(n.id.as_str()).or_insert(i);
+        all_with_id.entry(n.id.as_str()).or_default().push(i);
+    }
+    for (ei, e) in p.graph.edges.iter().enumerate() {
+        for &ni in all_with_id.get(e.from.as_str()).into_iter().flatten() {
+            b.edges_from[ni].push(ei);
+        }
+    }
     let nodes = p.graph.nodes.len();
     b.declare_state();
+    b.unrouted_held =
+        b.sv.held_pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, ni))| b.router_of_node(*ni as usize).is_none())
+            .map(|(k, (_, ni))| (k as u32 + 1, *ni))
+            .collect();
     if past(deadline) {
         return Err(b.stopped(0, nodes));
     }
@@ -436,6 +464,11 @@ impl<'a> B<'a> {
         let id = ChoiceId(self.choices.len() as u32 - 1);
         self.choice_ids.insert(key, id);
         id
+    }
+
+    /// The first node with id `id`, as `Graph::node` finds it.
+    fn node_by_id(&self, id: &str) -> Option<&'a ir::graph::GraphNode> {
+        self.first_node.get(id).map(|&i| &self.p.graph.nodes[i])
     }
 
     fn tool(&self, name: &str) -> Option<&'a Tool> {
