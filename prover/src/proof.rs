@@ -10,6 +10,7 @@ use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
 use ir::agent::SessionSteps;
 use ir::Project;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults
@@ -420,15 +421,26 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     // The BFS keeps, per obligation, the first witness that replays on the concrete runtime
     // (SPEC §6): where the transition system over-approximates, its shortest violation may not
     // be a real run while a longer one is. An obligation none of whose witnesses replays stays
-    // reachable with its shortest one, and replay reports it (QG312).
+    // reachable with its shortest one, and replay reports it (QG312). A replay takes as long
+    // as lowering the project (it reads the system's names), so none starts past the deadline:
+    // the BFS then keeps its first witness, and `refine_unreplayed` says the time ran out.
+    // Which obligations' kept witness replayed is remembered, so it is not replayed again.
     let depth = (o.session_steps, o.step_limit);
+    let replayed: Vec<AtomicBool> = obls.iter().map(|_| AtomicBool::new(false)).collect();
     let replays = |i: usize, w: &RawWitness| {
         let ob = &obls[i];
-        ob.inverted
-            || witnesses::replay::replay(
-                p,
-                &crate::report::witness_doc(p, &ts, w, ob, "bfs", depth),
-            ) == witnesses::replay::ReplayOutcome::Reproduced
+        if ob.inverted {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        let doc = crate::report::witness_doc(p, &ts, w, ob, "bfs", depth);
+        let ok = witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced;
+        if ok {
+            replayed[i].store(true, Ordering::Relaxed);
+        }
+        ok
     };
     let (b, m, fixpoint_turns) = run_per_slice_accepting(&ts, &obls, o, deadline, Some(&replays));
     let mut outcomes: Vec<Outcome> = obls
@@ -460,7 +472,8 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             }
         })
         .collect();
-    refine_unreplayed(p, o, &ts, &mut outcomes, deadline);
+    let replayed: Vec<bool> = replayed.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+    refine_unreplayed(p, o, &ts, &mut outcomes, &replayed, deadline);
     if o.session_steps != SessionSteps::Turns(1) {
         mark_multi_turn(p, o, &ts, &mut outcomes, deadline);
     }
@@ -480,20 +493,35 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
 /// (every violation the engines saw is one of the system's over-approximations, none a concrete
 /// run), or — when the search gave up — its first witness, with the reason kept for QG312;
 /// under `any`, where no search of bounded sessions proves anything for longer ones, a witness
-/// that replays or undecided (`refine::settle`).
+/// that replays or undecided (`refine::settle`). The BFS's witness that already replayed
+/// (`replayed`, per obligation) is not replayed again; past the deadline no replay starts, and a
+/// witness not known to replay leaves its obligation undecided for the time budget (a
+/// violation of the system was found, but whether it is a real run was not checked).
 fn refine_unreplayed(
     p: &Project,
     o: &Options,
     ts: &TransitionSystem,
     outcomes: &mut [Outcome],
+    replayed: &[bool],
     deadline: Instant,
 ) {
     let depth = (o.session_steps, o.step_limit);
-    for x in outcomes.iter_mut() {
+    for (i, x) in outcomes.iter_mut().enumerate() {
         let Verdict::Reachable(w) = &x.verdict else {
             continue;
         };
         if x.obligation.inverted {
+            continue;
+        }
+        if replayed[i] && matches!(&x.bfs, Some(Verdict::Reachable(b)) if b == w) {
+            continue;
+        }
+        if Instant::now() >= deadline {
+            x.verdict = Verdict::undecided(
+                StopReason::TimeBudget,
+                "a violation of the transition system was found, but the time budget ran out \
+                 before its witness was replayed on the concrete runtime",
+            );
             continue;
         }
         let doc = crate::report::witness_doc(p, ts, w, &x.obligation, "bfs", depth);
