@@ -710,6 +710,42 @@ mod tests {
     }
 
     #[test]
+    fn past_the_deadline_a_witness_not_known_to_replay_is_undecided_for_time() {
+        let p = ir::testkit::handoff_chain(2);
+        let mut o = Options::for_project(&p);
+        o.session_steps = 1.into();
+        o.step_limit = 20;
+        o.engines = Engines::Bfs;
+        let proof = prove(&p, &o);
+        let reachable: Vec<usize> = (0..proof.outcomes.len())
+            .filter(|i| {
+                let x = &proof.outcomes[*i];
+                matches!(x.verdict, Verdict::Reachable(_)) && !x.obligation.inverted
+            })
+            .collect();
+        assert!(!reachable.is_empty(), "the chain has reachable findings");
+        let past = Instant::now();
+        // Known to replay (the BFS's test replayed the witness it kept): it stands.
+        let mut known = proof.outcomes.clone();
+        let all = vec![true; known.len()];
+        refine_unreplayed(&p, &o, &proof.ts, &mut known, &all, past);
+        for i in &reachable {
+            assert_eq!(known[*i].verdict, proof.outcomes[*i].verdict);
+        }
+        // Not known, and no time to replay it: undecided for the time budget, never clean.
+        let mut unknown = proof.outcomes.clone();
+        let none = vec![false; unknown.len()];
+        refine_unreplayed(&p, &o, &proof.ts, &mut unknown, &none, past);
+        for i in &reachable {
+            assert!(
+                matches!(&unknown[*i].verdict, Verdict::Undecided(u) if u.why == StopReason::TimeBudget),
+                "{:?}",
+                unknown[*i].verdict
+            );
+        }
+    }
+
+    #[test]
     fn with_batches_only_an_inductive_unreachable_answer_of_z3_stands() {
         let bounded = Verdict::Unreachable { depth: 12 };
         assert!(matches!(
