@@ -175,8 +175,8 @@ pub struct VerifyArgs {
     /// Worker threads (the output is identical whatever the count).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Seconds the whole proof may take (both engines); what is open when it runs out is
-    /// undecided, never clean.
+    /// Seconds the whole proof may take (lowering and both engines); what is open when it runs
+    /// out is undecided, never clean.
     #[arg(long, default_value_t = crate::proof::defaults::TIMEOUT_SECS)]
     pub timeout: u64,
     /// Print each engine's cost (states, solver calls, wall-clock ms) to stderr after the report.

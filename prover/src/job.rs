@@ -86,7 +86,7 @@ pub struct Depth {
 /// The budgets a proof runs within.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budgets {
-    /// The whole proof's time (both engines and the QG003 re-proof).
+    /// The whole proof's time (lowering, both engines and the QG003 re-proof).
     pub timeout: Duration,
     /// Distinct states the BFS may store.
     pub max_states: usize,

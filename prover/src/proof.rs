@@ -4,18 +4,19 @@
 
 use crate::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use crate::{bfs, bmc, induction, refine};
-use encoder::ts::lower::lower;
+use encoder::ts::lower::lower_by;
 use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
 use ir::agent::SessionSteps;
 use ir::Project;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults
 /// and the engines' `Default`s read them).
 pub mod defaults {
-    /// Seconds the whole proof may take (both engines and the QG003 re-proof).
+    /// Seconds the whole proof may take (lowering, both engines and the QG003 re-proof).
     pub const TIMEOUT_SECS: u64 = 300;
     /// Distinct states the BFS may store.
     pub const MAX_STATES: usize = 20_000_000;
@@ -60,8 +61,8 @@ pub struct Options {
     pub step_limit: u32,
     /// Engines.
     pub engines: Engines,
-    /// The whole proof's time budget: both engines run within it, and what is open when it
-    /// runs out is undecided (never clean).
+    /// The whole proof's time budget: lowering and both engines run within it, and what is
+    /// open when it runs out is undecided (never clean).
     pub timeout: Duration,
     /// BFS state budget.
     pub max_states: usize,
@@ -135,9 +136,9 @@ pub struct Proof {
     /// Under `any`: K, the turns within which the BFS fixpoint reached every reachable state
     /// (`None` when it did not run or ran out of its state budget).
     pub fixpoint_turns: Option<u32>,
-    /// Why no proof ran, when none could (the rulebook was refused, QG005): every obligation
-    /// is then undecided, and the report says the proof did not run (SPEC §3 Nothing is proved
-    /// silently less).
+    /// Why no proof ran, when none could (the rulebook was refused, QG005, or the time budget
+    /// ran out before the system was lowered): every obligation is then undecided, the report
+    /// says the proof did not run (SPEC §3 Nothing is proved silently less) and the gate fails.
     pub not_run: Option<String>,
 }
 
@@ -393,26 +394,53 @@ fn lift(ts: &TransitionSystem, s: &Slice, ob: &Obligation, v: Verdict) -> Verdic
 
 /// Proves a project.
 pub fn prove(p: &Project, o: &Options) -> Proof {
+    // One deadline from the start: lowering and building the obligations spend it too, and the
+    // engines get what remains (ARCHITECTURE.md Decisions, "The time budget covers lowering").
     let deadline = Instant::now() + o.timeout;
-    let (ts, obls) = system(p, o.session_steps, o.step_limit);
+    let built = system_by(p, o.session_steps, o.step_limit, Some(deadline));
     if let Some(e) = &p.rulebook_refusal {
         // Without its rulebook the system is not the agent's: proving it would claim what the
         // rulebook may not allow. Nothing is decided.
         let why = format!("the rulebook {} was refused (QG005)", e.file);
-        return not_run(ts, &obls, why);
+        let (ts, obls) = built.unwrap_or_else(|u| (*u.ts, u.obligations));
+        return not_run(ts, &obls, why, StopReason::NotRun, None);
     }
+    let (ts, obls) = match built {
+        Ok(system) => system,
+        Err(u) => {
+            let why = format!("the time budget ran out while {}", u.stage);
+            return not_run(
+                *u.ts,
+                &u.obligations,
+                why,
+                StopReason::LoweringTimeBudget,
+                Some(o.engines),
+            );
+        }
+    };
     // The BFS keeps, per obligation, the first witness that replays on the concrete runtime
     // (SPEC §6): where the transition system over-approximates, its shortest violation may not
     // be a real run while a longer one is. An obligation none of whose witnesses replays stays
-    // reachable with its shortest one, and replay reports it (QG312).
+    // reachable with its shortest one, and replay reports it (QG312). A replay takes as long
+    // as lowering the project (it reads the system's names), so none starts past the deadline:
+    // the BFS then keeps its first witness, and `refine_unreplayed` says the time ran out.
+    // Which obligations' kept witness replayed is remembered, so it is not replayed again.
     let depth = (o.session_steps, o.step_limit);
+    let replayed: Vec<AtomicBool> = obls.iter().map(|_| AtomicBool::new(false)).collect();
     let replays = |i: usize, w: &RawWitness| {
         let ob = &obls[i];
-        ob.inverted
-            || witnesses::replay::replay(
-                p,
-                &crate::report::witness_doc(p, &ts, w, ob, "bfs", depth),
-            ) == witnesses::replay::ReplayOutcome::Reproduced
+        if ob.inverted {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        let doc = crate::report::witness_doc(p, &ts, w, ob, "bfs", depth);
+        let ok = witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced;
+        if ok {
+            replayed[i].store(true, Ordering::Relaxed);
+        }
+        ok
     };
     let (b, m, fixpoint_turns) = run_per_slice_accepting(&ts, &obls, o, deadline, Some(&replays));
     let mut outcomes: Vec<Outcome> = obls
@@ -444,7 +472,8 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             }
         })
         .collect();
-    refine_unreplayed(p, o, &ts, &mut outcomes, deadline);
+    let replayed: Vec<bool> = replayed.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+    refine_unreplayed(p, o, &ts, &mut outcomes, &replayed, deadline);
     if o.session_steps != SessionSteps::Turns(1) {
         mark_multi_turn(p, o, &ts, &mut outcomes, deadline);
     }
@@ -464,20 +493,35 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
 /// (every violation the engines saw is one of the system's over-approximations, none a concrete
 /// run), or — when the search gave up — its first witness, with the reason kept for QG312;
 /// under `any`, where no search of bounded sessions proves anything for longer ones, a witness
-/// that replays or undecided (`refine::settle`).
+/// that replays or undecided (`refine::settle`). The BFS's witness that already replayed
+/// (`replayed`, per obligation) is not replayed again; past the deadline no replay starts, and a
+/// witness not known to replay leaves its obligation undecided for the time budget (a
+/// violation of the system was found, but whether it is a real run was not checked).
 fn refine_unreplayed(
     p: &Project,
     o: &Options,
     ts: &TransitionSystem,
     outcomes: &mut [Outcome],
+    replayed: &[bool],
     deadline: Instant,
 ) {
     let depth = (o.session_steps, o.step_limit);
-    for x in outcomes.iter_mut() {
+    for (i, x) in outcomes.iter_mut().enumerate() {
         let Verdict::Reachable(w) = &x.verdict else {
             continue;
         };
         if x.obligation.inverted {
+            continue;
+        }
+        if replayed[i] && matches!(&x.bfs, Some(Verdict::Reachable(b)) if b == w) {
+            continue;
+        }
+        if Instant::now() >= deadline {
+            x.verdict = Verdict::undecided(
+                StopReason::TimeBudget,
+                "a violation of the transition system was found, but the time budget ran out \
+                 before its witness was replayed on the concrete runtime",
+            );
             continue;
         }
         let doc = crate::report::witness_doc(p, ts, w, &x.obligation, "bfs", depth);
@@ -494,15 +538,33 @@ fn refine_unreplayed(
     }
 }
 
-/// The proof that was not run, for reason `why`: every obligation undecided, no engine's run.
-fn not_run(ts: TransitionSystem, obls: &[Obligation], why: String) -> Proof {
+/// The proof that was not run, for reason `why`: every obligation undecided for `stop`. The
+/// `engines` asked, when they were to run and were stopped before they started (the time budget
+/// ran out while lowering), report every obligation so, for the per-engine summary.
+fn not_run(
+    ts: TransitionSystem,
+    obls: &[Obligation],
+    why: String,
+    stop: StopReason,
+    engines: Option<Engines>,
+) -> Proof {
+    let undecided = Verdict::undecided(stop, why.clone());
+    let run = |wanted: bool| {
+        wanted.then(|| EngineRun {
+            verdicts: vec![undecided.clone(); obls.len()],
+            cost: Cost::default(),
+            inductive: Vec::new(),
+        })
+    };
+    let bfs = run(engines.is_some_and(|e| e != Engines::Bmc));
+    let bmc = run(engines.is_some_and(|e| e != Engines::Bfs));
     let outcomes = obls
         .iter()
         .map(|ob| Outcome {
             obligation: ob.clone(),
-            bfs: None,
-            bmc: None,
-            verdict: Verdict::undecided(StopReason::NotRun, why.clone()),
+            bfs: bfs.as_ref().map(|_| undecided.clone()),
+            bmc: bmc.as_ref().map(|_| undecided.clone()),
+            verdict: undecided.clone(),
             disagreement: false,
             multi_turn: false,
             refined: None,
@@ -511,8 +573,8 @@ fn not_run(ts: TransitionSystem, obls: &[Obligation], why: String) -> Proof {
     Proof {
         ts,
         outcomes,
-        bfs: None,
-        bmc: None,
+        bfs,
+        bmc,
         fixpoint_turns: None,
         not_run: Some(why),
     }
@@ -536,7 +598,11 @@ fn mark_multi_turn(
     if candidates.is_empty() {
         return;
     }
-    let (one, obls1) = system(p, 1, o.step_limit);
+    // Past the deadline the one-turn system is not lowered: no finding is folded, as when its
+    // search runs out of time.
+    let Ok((one, obls1)) = system_by(p, 1, o.step_limit, Some(deadline)) else {
+        return;
+    };
     let run = bfs::run(&one, &obls1, o.bfs_budget(deadline));
     for i in candidates {
         let id = &outcomes[i].obligation.id;
@@ -564,9 +630,64 @@ pub fn system(
     session_steps: impl Into<SessionSteps>,
     step_limit: u32,
 ) -> (TransitionSystem, Vec<Obligation>) {
-    let lowered = lower(p, session_steps, step_limit);
-    let obls = obligations::reach::obligations(p, &lowered);
-    lowered.ts.without_unread(&obls)
+    match system_by(p, session_steps, step_limit, None) {
+        Ok(system) => system,
+        Err(_) => unreachable!("a system built without a deadline is built to the end"),
+    }
+}
+
+/// The deadline passed before the system the engines search was whole (`system_by`): no engine
+/// may search it, and every obligation is undecided for the time budget.
+#[derive(Clone, Debug)]
+pub struct Unbuilt {
+    /// The part lowered (the state declared, the commands of the nodes lowered): the report's
+    /// system, never searched.
+    pub ts: Box<TransitionSystem>,
+    /// The obligations named by then: every (rule, subject) the rules declare, and those the
+    /// commands read so far named. Others, of the commands not lowered, may be missing; the
+    /// gate fails all the same (a proof that did not run never passes it).
+    pub obligations: Vec<Obligation>,
+    /// Where it stopped, in words: "lowering the system (812 of 5006 nodes lowered)".
+    pub stage: String,
+}
+
+/// [`system`] within a deadline: lowering (`lower_by`) and building the obligations
+/// (`obligations_by`) look at it as they go, and past it the answer is [`Unbuilt`].
+pub fn system_by(
+    p: &Project,
+    session_steps: impl Into<SessionSteps>,
+    step_limit: u32,
+    deadline: Option<Instant>,
+) -> Result<(TransitionSystem, Vec<Obligation>), Unbuilt> {
+    let lowered = match lower_by(p, session_steps, step_limit, deadline) {
+        Ok(lowered) => lowered,
+        Err(stopped) => {
+            // The declarations of the part lowered name every subject the rules call for.
+            let obligations = match obligations::reach::obligations_by(p, &stopped.part, deadline) {
+                Ok(obls) => obls,
+                Err(partial) => partial.named,
+            };
+            return Err(Unbuilt {
+                ts: Box::new(stopped.part.ts),
+                obligations,
+                stage: format!(
+                    "lowering the system ({} of {} nodes lowered)",
+                    stopped.lowered, stopped.nodes
+                ),
+            });
+        }
+    };
+    match obligations::reach::obligations_by(p, &lowered, deadline) {
+        Ok(obls) => Ok(lowered.ts.without_unread(&obls)),
+        Err(stopped) => Err(Unbuilt {
+            ts: Box::new(lowered.ts),
+            obligations: stopped.named,
+            stage: format!(
+                "building the obligations ({} of {} commands read)",
+                stopped.read, stopped.commands
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -586,6 +707,42 @@ mod tests {
         let bounded = Verdict::Unreachable { depth: 8 };
         assert_eq!(combine(Some(&bounded), Some(&proved)), proved);
         assert_eq!(combine(Some(&proved), Some(&bounded)), proved);
+    }
+
+    #[test]
+    fn past_the_deadline_a_witness_not_known_to_replay_is_undecided_for_time() {
+        let p = ir::testkit::handoff_chain(2);
+        let mut o = Options::for_project(&p);
+        o.session_steps = 1.into();
+        o.step_limit = 20;
+        o.engines = Engines::Bfs;
+        let proof = prove(&p, &o);
+        let reachable: Vec<usize> = (0..proof.outcomes.len())
+            .filter(|i| {
+                let x = &proof.outcomes[*i];
+                matches!(x.verdict, Verdict::Reachable(_)) && !x.obligation.inverted
+            })
+            .collect();
+        assert!(!reachable.is_empty(), "the chain has reachable findings");
+        let past = Instant::now();
+        // Known to replay (the BFS's test replayed the witness it kept): it stands.
+        let mut known = proof.outcomes.clone();
+        let all = vec![true; known.len()];
+        refine_unreplayed(&p, &o, &proof.ts, &mut known, &all, past);
+        for i in &reachable {
+            assert_eq!(known[*i].verdict, proof.outcomes[*i].verdict);
+        }
+        // Not known, and no time to replay it: undecided for the time budget, never clean.
+        let mut unknown = proof.outcomes.clone();
+        let none = vec![false; unknown.len()];
+        refine_unreplayed(&p, &o, &proof.ts, &mut unknown, &none, past);
+        for i in &reachable {
+            assert!(
+                matches!(&unknown[*i].verdict, Verdict::Undecided(u) if u.why == StopReason::TimeBudget),
+                "{:?}",
+                unknown[*i].verdict
+            );
+        }
     }
 
     #[test]

@@ -599,14 +599,17 @@ fn fingerprint_and_order(r: &mut Report, ts: &TransitionSystem) {
 }
 
 /// **The one place the gate is decided**: it fails on a *new* finding of a gate-failing rule, on
-/// an undecided gate-failing obligation, and on a code finding (or a source file the code checks
-/// could not parse).
+/// an undecided gate-failing obligation, on a proof that did not run (its obligations are all
+/// undecided, and when the time budget ran out while lowering, those of the nodes not lowered
+/// may not even be listed), and on a code finding (or a source file the code checks could not
+/// parse).
 fn decide_gate(r: &mut Report) {
     r.passed = !r
         .findings
         .iter()
         .any(|f| f.rule.fails_gate && f.standing == Standing::New)
         && r.undecided_gate.is_empty()
+        && r.not_run.is_none()
         && r.code.as_ref().is_none_or(codecheck::CodeReport::passes);
 }
 

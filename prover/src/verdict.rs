@@ -128,6 +128,9 @@ pub enum StopReason {
     /// The proof's time budget ran out while the BFS compiled the system (`bfs/compiled.rs`),
     /// before it searched a state.
     CompileTimeBudget,
+    /// The proof's time budget ran out while the system the engines search was being lowered
+    /// (or its obligations built), before any engine started (`proof::system_by`).
+    LoweringTimeBudget,
     /// The BFS stored as many states as it may.
     StateBudget,
     /// The BFS's state store reached its memory budget.
@@ -159,6 +162,7 @@ impl StopReason {
         match self {
             StopReason::TimeBudget => "time budget",
             StopReason::CompileTimeBudget => "time budget, compiling",
+            StopReason::LoweringTimeBudget => "time budget, lowering",
             StopReason::StateBudget => "state budget",
             StopReason::MemoryBudget => "memory budget",
             StopReason::SolverUnknown => "solver unknown",

@@ -10,6 +10,7 @@
 //! cargo run --release -p benchmarks --bin scale -- row chain:60 [--sliced]
 //! cargo run --release -p benchmarks --bin scale -- row file:benchmarks/fixtures/banking-two-desks/agent.yaml 3 12
 //! cargo run --release -p benchmarks --bin scale -- turns
+//! cargo run --release -p benchmarks --bin scale -- prove synthetic:1540 --timeout 3
 //! ```
 
 use prover::verdict::{EngineRun, Verdict};
@@ -311,6 +312,36 @@ fn turns() {
     }
 }
 
+/// The whole proof of a row (`proof::prove`, what `qls verify` runs) under a time budget of
+/// `timeout` seconds: how long it took from the project built to the proof returned, and its
+/// obligations by verdict and stop reason. `--timeout` bounds the whole run, lowering included
+/// (ARCHITECTURE.md Decisions), so the time is about the budget or less.
+fn prove_row(what: &str, turns: u32, step_limit: u32, timeout: f64) {
+    let p = project(what);
+    let mut o = prover::proof::Options::for_project(&p);
+    o.session_steps = turns.into();
+    o.step_limit = step_limit;
+    o.timeout = Duration::from_secs_f64(timeout);
+    let t = Instant::now();
+    let proof = prover::proof::prove(&p, &o);
+    let took = t.elapsed();
+    let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+    for x in &proof.outcomes {
+        let key = match &x.verdict {
+            Verdict::Undecided(u) => format!("undecided({})", u.why.phrase()),
+            v => v.word().to_string(),
+        };
+        *by.entry(key).or_default() += 1;
+    }
+    println!(
+        "{what} turns={turns} step_limit={step_limit} nodes={} timeout_s={timeout} prove_ms={} obligations={} not_run={:?} {by:?}",
+        p.graph.nodes.len(),
+        ms(took),
+        proof.outcomes.len(),
+        proof.not_run
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let num = |i: usize, d: u32| {
@@ -336,6 +367,16 @@ fn main() {
             flag("--sliced"),
         ),
         Some("turns") => turns(),
-        _ => eprintln!("usage: scale row WHAT [TURNS] [STEP_LIMIT] [--current-only] [--before SECS] [--sliced] | scale turns"),
+        Some("prove") => prove_row(
+            args.get(2).expect("what"),
+            num(3, 1),
+            num(4, 60),
+            args.iter()
+                .position(|a| a == "--timeout")
+                .and_then(|i| args.get(i + 1))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(300.0),
+        ),
+        _ => eprintln!("usage: scale row WHAT [TURNS] [STEP_LIMIT] [--current-only] [--before SECS] [--sliced] | scale prove WHAT [TURNS] [STEP_LIMIT] [--timeout SECS] | scale turns"),
     }
 }

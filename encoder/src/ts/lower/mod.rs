@@ -22,6 +22,7 @@ use ir::vocab::{
 };
 use ir::Project;
 use serde_json::Value;
+use std::time::Instant;
 
 mod batch;
 mod check;
@@ -214,6 +215,14 @@ struct B<'a> {
     routers: Vec<Option<u32>>,
     /// Per node, the agents that can be active when the run is there (sorted).
     active_at: Vec<Vec<u32>>,
+    /// Per node id, the first node with it (`Graph::node`'s answer, without its scan: the
+    /// lowering asks once per edge, which made it quadratic in the nodes).
+    first_node: std::collections::HashMap<&'a str, usize>,
+    /// Per node, the edges leaving it, ascending (`out_edges`, without a scan of every edge).
+    edges_from: Vec<Vec<usize>>,
+    /// The held pairs whose holding node's agent has no router, as (value, node): where a turn
+    /// may resume (`resume_at_turn_start`, asked at every turn end; set after the state).
+    unrouted_held: Vec<(u32, u32)>,
 }
 
 /// One refusal of the check at a guarded call (SPEC §2): its reason, when the call may be
@@ -274,6 +283,42 @@ impl GuardedCall<'_> {
 /// session that stops after some turn is a prefix of one that goes on, and every obligation is
 /// a bad *step*, so stopping adds no violation (ARCHITECTURE.md Decisions).
 pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> Lowered {
+    match lower_by(p, session, step_limit, None) {
+        Ok(l) => l,
+        Err(_) => unreachable!("a lowering without a deadline runs to its end"),
+    }
+}
+
+/// The lowering's deadline passed before the system was whole (ARCHITECTURE.md Decisions, "The
+/// time budget covers lowering"): what was lowered by then, and how far it got. A wide graph
+/// takes seconds to lower, and `--timeout` bounds the whole run, so the caller reports every
+/// obligation undecided (never clean) rather than waiting for the rest.
+#[derive(Clone, Debug)]
+pub struct OutOfTime {
+    /// The part lowered: every state variable when the declarations finished, and the commands
+    /// of the nodes lowered. Not the agent's system: no verdict may be drawn from it.
+    pub part: Box<Lowered>,
+    /// Nodes lowered before the deadline passed.
+    pub lowered: usize,
+    /// Nodes in the graph.
+    pub nodes: usize,
+}
+
+/// Whether `deadline` has passed.
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// [`lower`] within a deadline: it looks at the deadline after declaring the state, in every
+/// sweep of the fixpoint over the edges (`active_agents`) and before every node (cheap clock
+/// reads against work that takes milliseconds), and past it returns [`OutOfTime`] with the part
+/// lowered.
+pub fn lower_by(
+    p: &Project,
+    session: impl Into<SessionSteps>,
+    step_limit: u32,
+    deadline: Option<Instant>,
+) -> Result<Lowered, OutOfTime> {
     let (session_steps, looping) = match session.into() {
         SessionSteps::Turns(n) => (n, false),
         SessionSteps::Any => (1, true),
@@ -311,34 +356,81 @@ pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> 
                     .map(|r| r as u32)
             })
             .collect(),
-        active_at: active_agents(p),
+        active_at: Vec::new(),
+        first_node: std::collections::HashMap::new(),
+        edges_from: vec![Vec::new(); p.graph.nodes.len()],
+        unrouted_held: Vec::new(),
     };
+    let mut all_with_id: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, n) in p.graph.nodes.iter().enumerate() {
+        b.first_node.entry(n.id.as_str()).or_insert(i);
+        all_with_id.entry(n.id.as_str()).or_default().push(i);
+    }
+    for (ei, e) in p.graph.edges.iter().enumerate() {
+        for &ni in all_with_id.get(e.from.as_str()).into_iter().flatten() {
+            b.edges_from[ni].push(ei);
+        }
+    }
+    let nodes = p.graph.nodes.len();
     b.declare_state();
-    for i in 0..p.graph.nodes.len() {
+    b.unrouted_held =
+        b.sv.held_pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, ni))| b.router_of_node(*ni as usize).is_none())
+            .map(|(k, (_, ni))| (k as u32 + 1, *ni))
+            .collect();
+    if past(deadline) {
+        return Err(b.stopped(0, nodes));
+    }
+    b.active_at = match active_agents(p, deadline) {
+        Some(sets) => sets,
+        None => return Err(b.stopped(0, nodes)),
+    };
+    for i in 0..nodes {
+        if past(deadline) {
+            return Err(b.stopped(i, nodes));
+        }
         b.lower_node(i);
     }
-    let node_var = b.sv.node.unwrap_or(VarId(0));
-    let mut by_node = vec![Vec::new(); b.done as usize + 1];
-    for (i, c) in b.commands.iter().enumerate() {
-        by_node[c.node as usize].push(CmdId(i as u32));
+    Ok(b.finish_system())
+}
+
+impl B<'_> {
+    /// The lowering stopped at its deadline after `lowered` of `nodes` nodes.
+    fn stopped(self, lowered: usize, nodes: usize) -> OutOfTime {
+        OutOfTime {
+            part: Box::new(self.finish_system()),
+            lowered,
+            nodes,
+        }
     }
-    let ts = TransitionSystem {
-        vars: b.vars,
-        choices: b.choices,
-        init: b.init,
-        commands: b.commands,
-        by_node,
-        node_var,
-        turn_var: b.sv.turn.unwrap_or(VarId(0)),
-        step_var: b.sv.step.unwrap_or(VarId(0)),
-        depth: b.session_steps * b.step_limit,
-    };
-    Lowered {
-        ts,
-        sv: b.sv,
-        choice_ids: b.choice_ids,
-        var_keys: b.var_keys,
-        region_values: b.region_values,
+
+    /// The system of the commands lowered, indexed by node, with the names obligations need.
+    fn finish_system(self) -> Lowered {
+        let node_var = self.sv.node.unwrap_or(VarId(0));
+        let mut by_node = vec![Vec::new(); self.done as usize + 1];
+        for (i, c) in self.commands.iter().enumerate() {
+            by_node[c.node as usize].push(CmdId(i as u32));
+        }
+        let ts = TransitionSystem {
+            vars: self.vars,
+            choices: self.choices,
+            init: self.init,
+            commands: self.commands,
+            by_node,
+            node_var,
+            turn_var: self.sv.turn.unwrap_or(VarId(0)),
+            step_var: self.sv.step.unwrap_or(VarId(0)),
+            depth: self.session_steps * self.step_limit,
+        };
+        Lowered {
+            ts,
+            sv: self.sv,
+            choice_ids: self.choice_ids,
+            var_keys: self.var_keys,
+            region_values: self.region_values,
+        }
     }
 }
 
@@ -372,6 +464,11 @@ impl<'a> B<'a> {
         let id = ChoiceId(self.choices.len() as u32 - 1);
         self.choice_ids.insert(key, id);
         id
+    }
+
+    /// The first node with id `id`, as `Graph::node` finds it.
+    fn node_by_id(&self, id: &str) -> Option<&'a ir::graph::GraphNode> {
+        self.first_node.get(id).map(|&i| &self.p.graph.nodes[i])
     }
 
     fn tool(&self, name: &str) -> Option<&'a Tool> {
@@ -448,8 +545,9 @@ impl<'a> B<'a> {
 /// hand-off makes the target's agent active; other nodes keep the agent the run came with; a
 /// session starts at the entry with its agent, and a turn at the active agent's router. A
 /// fixpoint over the edges, so the lowering folds the next turn's start to a constant where only
-/// one agent can be active.
-fn active_agents(p: &Project) -> Vec<Vec<u32>> {
+/// one agent can be active. `None` when `deadline` passed in some sweep (a chain of a thousand
+/// hand-offs takes as many sweeps over every edge).
+fn active_agents(p: &Project, deadline: Option<Instant>) -> Option<Vec<Vec<u32>>> {
     use std::collections::BTreeSet;
     let g = &p.graph;
     let agent_of = |i: usize| {
@@ -477,6 +575,9 @@ fn active_agents(p: &Project) -> Vec<Vec<u32>> {
     }
     let mut changed = true;
     while changed {
+        if past(deadline) {
+            return None;
+        }
         changed = false;
         for e in &g.edges {
             let Some(&u) = index.get(e.from.as_str()) else {
@@ -519,7 +620,7 @@ fn active_agents(p: &Project) -> Vec<Vec<u32>> {
             }
         }
     }
-    sets.into_iter().map(|s| s.into_iter().collect()).collect()
+    Some(sets.into_iter().map(|s| s.into_iter().collect()).collect())
 }
 
 #[cfg(test)]
@@ -602,5 +703,22 @@ mod tests {
             var_values(l.sv.node).last().map(String::as_str),
             Some(NODE_DONE)
         );
+    }
+
+    #[test]
+    fn a_lowering_past_its_deadline_stops_with_the_part_lowered() {
+        let p = ir::testkit::synthetic(40, 4, 7);
+        let whole = lower(&p, 2, 20);
+        // No deadline, or one far off: the same system as `lower`.
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let within = lower_by(&p, 2, 20, Some(far)).expect("an hour lowers forty agents");
+        assert_eq!(within.ts, whole.ts);
+        // A deadline already past: stopped before any node, with the state declared (the
+        // obligations' declarations read it) and no command.
+        let stopped = lower_by(&p, 2, 20, Some(Instant::now())).unwrap_err();
+        assert_eq!((stopped.lowered, stopped.nodes), (0, p.graph.nodes.len()));
+        assert_eq!(stopped.part.ts.vars, whole.ts.vars);
+        assert!(stopped.part.ts.commands.is_empty());
+        assert_eq!(stopped.part.ts.by_node.len(), whole.ts.by_node.len());
     }
 }

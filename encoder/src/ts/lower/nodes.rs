@@ -36,7 +36,7 @@ impl B<'_> {
             self.finish(i, g, upd, vec![], l);
         }
         for (ei, target) in edges {
-            let Some(tn) = self.p.graph.node(&target).cloned() else {
+            let Some(tn) = self.node_by_id(&target).cloned() else {
                 continue;
             };
             let mut upd = IndexMap::new();
@@ -149,7 +149,7 @@ impl B<'_> {
             self.finish(i, and(vec![within, stuck]), upd, vec![], l);
         }
         for (ei, target) in edges {
-            if self.p.graph.node(&target).is_none() {
+            if self.node_by_id(&target).is_none() {
                 continue;
             }
             let e: GraphEdge = self.p.graph.edges[ei].clone();
@@ -334,9 +334,7 @@ impl B<'_> {
             }
             let allowed: Vec<(usize, String)> = edges
                 .iter()
-                .filter(|(_, t)| {
-                    yes || self.p.graph.node(t).map(|n| n.kind) != Some(NodeKind::Tools)
-                })
+                .filter(|(_, t)| yes || self.node_by_id(t).map(|n| n.kind) != Some(NodeKind::Tools))
                 .cloned()
                 .collect();
             let mut l = self.label(i, LabelKind::Route);

@@ -211,14 +211,7 @@ impl B<'_> {
         let Some(held) = self.sv.held else {
             return (None, Expr::Bool(false));
         };
-        let pairs: Vec<(u32, u32)> = self
-            .sv
-            .held_pairs
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, ni))| self.router_of_node(*ni as usize).is_none())
-            .map(|(k, (_, ni))| (k as u32 + 1, *ni))
-            .collect();
+        let pairs = self.unrouted_held.clone();
         if pairs.is_empty() {
             return (None, Expr::Bool(false));
         }
@@ -272,7 +265,7 @@ impl B<'_> {
         label.edge = Some(ei);
         label.edge_at = e.at.clone();
         label.to = Some(target.to_string());
-        let tnode = self.p.graph.node(target);
+        let tnode = self.node_by_id(target);
         if tnode.map(|n| n.kind) == Some(NodeKind::End) {
             label.ends_turn = true;
         } else if let Some(&ti) = self.node_index.get(target) {
@@ -329,13 +322,10 @@ impl B<'_> {
     }
 
     pub(super) fn out_edges(&self, node: usize) -> Vec<(usize, String)> {
-        let id = &self.p.graph.nodes[node].id;
         let mut out = Vec::new();
-        for (i, e) in self.p.graph.edges.iter().enumerate() {
-            if &e.from == id {
-                for t in e.target_ids() {
-                    out.push((i, t.to_string()));
-                }
+        for &i in &self.edges_from[node] {
+            for t in self.p.graph.edges[i].target_ids() {
+                out.push((i, t.to_string()));
             }
         }
         out
