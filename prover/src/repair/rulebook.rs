@@ -255,12 +255,7 @@ fn merge_rules(text: &str, line: usize) -> Option<(String, Vec<Edit>)> {
         insert.push_str(t);
         insert.push('\n');
     }
-    let (at, _) = line_range(text, &starts, first.end, first.end);
-    let at = if first.end >= starts.len() {
-        text.len()
-    } else {
-        at
-    };
+    let at = starts.get(first.end).copied().unwrap_or(text.len());
     let mut prefix = String::new();
     if at == text.len() && !text.ends_with('\n') {
         prefix.push('\n');
@@ -369,6 +364,30 @@ mod tests {
             new,
             "define flow refunds\n  user ask refund\n  if $order_paid\n    execute refund\n"
         );
+    }
+
+    /// Regression guard for the locators: no text and no refused line makes them panic.
+    #[test]
+    fn odd_texts_and_lines_never_panic() {
+        let texts = [
+            "",
+            "\n",
+            "rules:",
+            "rules:\n- action: a\n- action: a",
+            "rules:\r\n- action: a\r\n  at_most: 1\r\n- action: a\r\n  requires: [x]",
+            "- action: a\n\t- action: a\n",
+            "define flow x\n  frob\n\u{3000}wibble\n",
+            "flow x\n  é\n    ü\n",
+            "define flow x",
+        ];
+        for t in texts {
+            for line in 0..8 {
+                let _ = merge_rules(t, line);
+                let mut out = Vec::new();
+                refusal_change("r.yaml", "r.yaml", t, line, &mut out);
+                refusal_change("p.co", "p.co", t, line, &mut out);
+            }
+        }
     }
 
     #[test]
