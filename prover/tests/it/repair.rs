@@ -345,6 +345,33 @@ fn sarif_with_fixes_validates_and_carries_the_changes() {
 }
 
 #[test]
+fn rulebook_repairs_carry_their_edit_as_sarif_fixes() {
+    for (case, rule, file) in [
+        ("corpus/sheet-refused", "QG005", "rules.yaml"),
+        ("corpus/qg005-fires", "QG005", "policy.co"),
+        ("corpus/qg022-fires", "QG022", "policy.co"),
+    ] {
+        let doc = repair_sarif(&root().join(case));
+        let results = doc["runs"][0]["results"].as_array().unwrap();
+        let found: Vec<_> = results.iter().filter(|r| r["ruleId"] == rule).collect();
+        assert!(!found.is_empty(), "{case}: no {rule} result");
+        for r in found {
+            let change = &r["fixes"][0]["artifactChanges"][0];
+            assert!(
+                change["artifactLocation"]["uri"]
+                    .as_str()
+                    .is_some_and(|u| u.ends_with(file)),
+                "{case}: {r}"
+            );
+            assert!(
+                !change["replacements"].as_array().unwrap().is_empty(),
+                "{case}"
+            );
+        }
+    }
+}
+
+#[test]
 fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
     // A sheet refused for two rules about one action that share a key: which value applies is
     // the author's to choose, so no merge is offered; QG005 is outside, and the report says why.
