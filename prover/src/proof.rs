@@ -427,6 +427,9 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     // Which obligations' kept witness replayed is remembered, so it is not replayed again.
     let depth = (o.session_steps, o.step_limit);
     let replayed: Vec<AtomicBool> = obls.iter().map(|_| AtomicBool::new(false)).collect();
+    // One replayer for the proof: the project is lowered for the replays' names once, not per
+    // witness.
+    let replayer = witnesses::replay::Replayer::new(p);
     let replays = |i: usize, w: &RawWitness| {
         let ob = &obls[i];
         if ob.inverted {
@@ -436,7 +439,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             return false;
         }
         let doc = crate::report::witness_doc(p, &ts, w, ob, "bfs", depth);
-        let ok = witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced;
+        let ok = replayer.replay(&doc) == witnesses::replay::ReplayOutcome::Reproduced;
         if ok {
             replayed[i].store(true, Ordering::Relaxed);
         }
@@ -473,7 +476,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         })
         .collect();
     let replayed: Vec<bool> = replayed.iter().map(|r| r.load(Ordering::Relaxed)).collect();
-    refine_unreplayed(p, o, &ts, &mut outcomes, &replayed, deadline);
+    refine_unreplayed(p, o, &ts, &mut outcomes, &replayed, deadline, &replayer);
     if o.session_steps != SessionSteps::Turns(1) {
         mark_multi_turn(p, o, &ts, &mut outcomes, deadline);
     }
@@ -504,6 +507,7 @@ fn refine_unreplayed(
     outcomes: &mut [Outcome],
     replayed: &[bool],
     deadline: Instant,
+    replayer: &witnesses::replay::Replayer<'_>,
 ) {
     let depth = (o.session_steps, o.step_limit);
     for (i, x) in outcomes.iter_mut().enumerate() {
@@ -525,7 +529,7 @@ fn refine_unreplayed(
             continue;
         }
         let doc = crate::report::witness_doc(p, ts, w, &x.obligation, "bfs", depth);
-        if witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced {
+        if replayer.replay(&doc) == witnesses::replay::ReplayOutcome::Reproduced {
             continue;
         }
         let budget = refine::RefineBudget {
@@ -710,6 +714,34 @@ mod tests {
     }
 
     #[test]
+    fn a_replayer_answers_as_replay_does() {
+        let p = ir::testkit::handoff_chain(2);
+        let mut o = Options::for_project(&p);
+        o.session_steps = 1.into();
+        o.step_limit = 20;
+        o.engines = Engines::Bfs;
+        let proof = prove(&p, &o);
+        let replayer = witnesses::replay::Replayer::new(&p);
+        let mut compared = 0;
+        for x in &proof.outcomes {
+            let Verdict::Reachable(w) = &x.verdict else {
+                continue;
+            };
+            let depth = (o.session_steps, o.step_limit);
+            let doc = crate::report::witness_doc(&p, &proof.ts, w, &x.obligation, "bfs", depth);
+            let once = witnesses::replay::replay(&p, &doc);
+            assert_eq!(replayer.replay(&doc), once);
+            assert_eq!(
+                replayer.replay(&doc),
+                once,
+                "the cached keys answer the same"
+            );
+            compared += 1;
+        }
+        assert!(compared > 0, "the chain has reachable findings");
+    }
+
+    #[test]
     fn past_the_deadline_a_witness_not_known_to_replay_is_undecided_for_time() {
         let p = ir::testkit::handoff_chain(2);
         let mut o = Options::for_project(&p);
@@ -728,14 +760,15 @@ mod tests {
         // Known to replay (the BFS's test replayed the witness it kept): it stands.
         let mut known = proof.outcomes.clone();
         let all = vec![true; known.len()];
-        refine_unreplayed(&p, &o, &proof.ts, &mut known, &all, past);
+        let replayer = witnesses::replay::Replayer::new(&p);
+        refine_unreplayed(&p, &o, &proof.ts, &mut known, &all, past, &replayer);
         for i in &reachable {
             assert_eq!(known[*i].verdict, proof.outcomes[*i].verdict);
         }
         // Not known, and no time to replay it: undecided for the time budget, never clean.
         let mut unknown = proof.outcomes.clone();
         let none = vec![false; unknown.len()];
-        refine_unreplayed(&p, &o, &proof.ts, &mut unknown, &none, past);
+        refine_unreplayed(&p, &o, &proof.ts, &mut unknown, &none, past, &replayer);
         for i in &reachable {
             assert!(
                 matches!(&unknown[*i].verdict, Verdict::Undecided(u) if u.why == StopReason::TimeBudget),

@@ -241,6 +241,47 @@ pub fn replay(p: &Project, w: &Witness) -> ReplayOutcome {
     replay_inner(p, w, true)
 }
 
+/// Replays many witnesses of one project, as [`replay`] does, lowering the project once per
+/// depth the witnesses name instead of once per witness: a replay reads the lowered system's
+/// names (`Keys::of`), and lowering a graph of 5,006 nodes takes over a second, which a proof
+/// that tests every BFS witness paid per witness. The keys are those `replay` computes, so
+/// every outcome is the same.
+pub struct Replayer<'p> {
+    p: &'p Project,
+    /// Per (turns, step limit) of the witnesses replayed: the keys.
+    keys: std::sync::Mutex<BTreeMap<(u32, u32), std::sync::Arc<Keys>>>,
+}
+
+impl<'p> Replayer<'p> {
+    /// A replayer of `p`'s witnesses.
+    pub fn new(p: &'p Project) -> Replayer<'p> {
+        Replayer {
+            p,
+            keys: Default::default(),
+        }
+    }
+
+    /// [`replay`] of `w`.
+    pub fn replay(&self, w: &Witness) -> ReplayOutcome {
+        let at = (w.session_steps.max(1), w.step_limit);
+        let cached = self.lock().get(&at).cloned();
+        let keys = match cached {
+            Some(k) => k,
+            None => {
+                // Lowered outside the lock: two threads may both lower, and one keeps its keys.
+                let k = std::sync::Arc::new(Keys::of(self.p, w));
+                self.lock().entry(at).or_insert(k).clone()
+            }
+        };
+        replay_with(self.p, w, true, &keys).0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(u32, u32), std::sync::Arc<Keys>>> {
+        // A poisoned cache holds only whole entries (inserted under the lock): keep using it.
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Replays only the steps (each enabled, each decision the tool check's, each recorded state
 /// the concrete one) without asking for a violation: the agreement test drives random walks
 /// of the transition system through this.
@@ -269,11 +310,20 @@ fn replay_traced_inner(
     w: &Witness,
     want_violation: bool,
 ) -> (ReplayOutcome, Vec<Traced>) {
-    let keys = Keys::of(p, w);
+    replay_with(p, w, want_violation, &Keys::of(p, w))
+}
+
+/// [`replay_traced_inner`] with the system's keys already read.
+fn replay_with(
+    p: &Project,
+    w: &Witness,
+    want_violation: bool,
+    keys: &Keys,
+) -> (ReplayOutcome, Vec<Traced>) {
     let mut picks: Vec<usize> = vec![];
     let mut first: Option<(ReplayOutcome, Vec<Traced>)> = None;
     for _ in 0..UNDO_READINGS {
-        let (out, options, trace) = replay_once(p, w, want_violation, &keys, picks.clone());
+        let (out, options, trace) = replay_once(p, w, want_violation, keys, picks.clone());
         if out == ReplayOutcome::Reproduced {
             return (out, trace);
         }
