@@ -713,14 +713,20 @@ mod tests {
         assert_eq!(combine(Some(&proved), Some(&bounded)), proved);
     }
 
-    #[test]
-    fn a_replayer_answers_as_replay_does() {
+    /// A two-desk hand-off chain proved by the BFS alone: it has reachable findings.
+    fn chain_proof() -> (Project, Options, Proof) {
         let p = ir::testkit::handoff_chain(2);
         let mut o = Options::for_project(&p);
         o.session_steps = 1.into();
         o.step_limit = 20;
         o.engines = Engines::Bfs;
         let proof = prove(&p, &o);
+        (p, o, proof)
+    }
+
+    #[test]
+    fn a_replayer_answers_as_replay_does() {
+        let (p, o, proof) = chain_proof();
         let replayer = witnesses::replay::Replayer::new(&p);
         let mut compared = 0;
         for x in &proof.outcomes {
@@ -730,6 +736,10 @@ mod tests {
             let depth = (o.session_steps, o.step_limit);
             let doc = crate::report::witness_doc(&p, &proof.ts, w, &x.obligation, "bfs", depth);
             let once = witnesses::replay::replay(&p, &doc);
+            if !x.obligation.inverted {
+                // The BFS keeps a witness that replays (SPEC §6).
+                assert_eq!(once, witnesses::replay::ReplayOutcome::Reproduced);
+            }
             assert_eq!(replayer.replay(&doc), once);
             assert_eq!(
                 replayer.replay(&doc),
@@ -743,12 +753,7 @@ mod tests {
 
     #[test]
     fn past_the_deadline_a_witness_not_known_to_replay_is_undecided_for_time() {
-        let p = ir::testkit::handoff_chain(2);
-        let mut o = Options::for_project(&p);
-        o.session_steps = 1.into();
-        o.step_limit = 20;
-        o.engines = Engines::Bfs;
-        let proof = prove(&p, &o);
+        let (p, o, proof) = chain_proof();
         let reachable: Vec<usize> = (0..proof.outcomes.len())
             .filter(|i| {
                 let x = &proof.outcomes[*i];

@@ -390,6 +390,64 @@ mod tests {
         }
     }
 
+    /// On the real Colang files of `fixtures/colang-examples` (NeMo Guardrails' own, with
+    /// their provenance there): an unknown statement put into a flow, as a sibling of its first
+    /// statement, is refused, and the drop offered gives back the file as it was.
+    #[test]
+    fn a_statement_put_into_real_colang_is_dropped_back_to_the_file() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/colang-examples");
+        let mut files = Vec::new();
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|x| x == "co") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        let mut exercised = 0;
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if readers::rulebook::compile_text("real.co", &text).is_err() {
+                continue;
+            }
+            let starts = starts_of(&text);
+            let header = (0..starts.len()).find(|&n| {
+                let l = line_at(&text, &starts, n);
+                indent(l) == 0 && (l.starts_with("define flow ") || l.starts_with("flow "))
+            });
+            let Some(h) = header else { continue };
+            let Some(body) = (h + 1..starts.len())
+                .find(|&n| !line_at(&text, &starts, n).trim().is_empty())
+                .filter(|&n| indent(line_at(&text, &starts, n)) > 0)
+            else {
+                continue;
+            };
+            let at = starts[body];
+            let pad = " ".repeat(indent(line_at(&text, &starts, body)));
+            let bad = format!("{}{pad}frobnicate the ledger\n{}", &text[..at], &text[at..]);
+            let Err(e) = readers::rulebook::compile_text("real.co", &bad) else {
+                continue;
+            };
+            if e.code.as_deref() != Some("rulebook_unsupported") || e.line as usize != body + 1 {
+                continue;
+            }
+            let mut out = Vec::new();
+            refusal_change("real.co", "real.co", &bad, e.line as usize, &mut out);
+            let [c] = out.as_slice() else {
+                panic!("{}: no drop offered", path.display())
+            };
+            assert_eq!(applied(&bad, &c.edits), text, "{}", path.display());
+            exercised += 1;
+        }
+        assert!(exercised >= 40, "only {exercised} real files exercised");
+    }
+
     #[test]
     fn blocks_end_at_the_next_line_as_shallow() {
         let t = "a\n  b\n\n  c\nd\n";
