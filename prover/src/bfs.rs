@@ -5,6 +5,7 @@
 use crate::verdict::{AnyLength, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::flow::Liveness;
 mod compiled;
+mod subsume;
 
 use compiled::Compiled;
 use encoder::ts::{CmdId, Command, Obligation, TransitionSystem, VarId};
@@ -12,6 +13,7 @@ use hashbrown::HashTable;
 use rayon::prelude::*;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
+use subsume::Subsume;
 
 /// Budgets for the search. Running out of any is `undecided` for every obligation still open,
 /// never clean.
@@ -29,6 +31,11 @@ pub struct BfsBudget {
     /// depths are those of the full search (property-tested); only the state count shrinks.
     /// Off for `count_states`, whose count SPIN's must equal.
     pub drop_dead: bool,
+    /// Do not store a state when a stored one, found no deeper, differs from it only in having
+    /// more observers set (`encoder::ts::observe`, `bfs/subsume.rs`): it has all of its
+    /// futures, so verdicts and shortest depths are those of the full search
+    /// (property-tested); only the state count shrinks. Off for `count_states`.
+    pub subsume: bool,
     /// Where to count states and depth as the search goes.
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
 }
@@ -47,6 +54,7 @@ impl Default for BfsBudget {
             max_memory: crate::proof::defaults::MAX_MEMORY_BYTES,
             deadline: None,
             drop_dead: true,
+            subsume: true,
             progress: None,
         }
     }
@@ -57,8 +65,19 @@ impl Default for BfsBudget {
 /// 64-bit avalanche so the table's top bits (its control bytes) vary too.
 #[inline]
 fn hash(s: &[u64]) -> u64 {
+    hash_words(s.iter().copied())
+}
+
+/// [`hash`] of `s` with the bits of `mask` cleared (observer subsumption's control part).
+#[inline]
+fn hash_masked(s: &[u64], mask: &[u64]) -> u64 {
+    hash_words(s.iter().zip(mask).map(|(w, m)| w & !m))
+}
+
+#[inline]
+fn hash_words(s: impl Iterator<Item = u64>) -> u64 {
     let mut h = 0x9e37_79b9_7f4a_7c15u64;
-    for &w in s {
+    for w in s {
         h = (h ^ w).wrapping_mul(0xbf58_476d_1ce4_e5b9).rotate_left(31);
     }
     h ^= h >> 33;
@@ -80,10 +99,12 @@ struct Store {
     /// step into it ended a turn (the step counter is 0 exactly at a turn's start).
     turn: Vec<u32>,
     table: HashTable<u32>,
+    /// Observer subsumption, when the system has observers and the search may use it.
+    subsume: Option<Subsume>,
 }
 
 impl Store {
-    fn new(words: usize) -> Store {
+    fn new(words: usize, subsume: Option<Subsume>) -> Store {
         Store {
             words,
             arena: Vec::new(),
@@ -92,6 +113,7 @@ impl Store {
             val: Vec::new(),
             turn: Vec::new(),
             table: HashTable::new(),
+            subsume,
         }
     }
 
@@ -126,6 +148,9 @@ impl Store {
         self.table.insert_unique(h, i, |&j| {
             hash(&arena[j as usize * words..(j as usize + 1) * words])
         });
+        if let Some(sub) = self.subsume.as_mut() {
+            sub.add(&self.arena, self.words, i);
+        }
     }
 
     fn push(&mut self, s: &[u64], parent: u32, cmd: u32, val: u32, turn: u32) {
@@ -142,6 +167,7 @@ impl Store {
                 + self.turn.capacity())
                 * 4
             + self.table.capacity() * 5
+            + self.subsume.as_ref().map_or(0, Subsume::bytes)
     }
 }
 
@@ -344,8 +370,11 @@ fn search(
         Ok(system) => system,
         Err(stopped) => return (compile_stopped(obligations.len(), stopped, start), None),
     };
+    let subsume = (budget.subsume && bound != Bound::Fixpoint)
+        .then(|| encoder::ts::observe::observers(ts, obligations))
+        .and_then(|obs| Subsume::new(system.layout.bits_of(&obs)));
     let mut x = Explored {
-        store: Store::new(system.layout.words),
+        store: Store::new(system.layout.words, subsume),
         found: vec![None; obligations.len()],
         exhausted: None,
         accept: accept.map(|a| (ts, a)),
@@ -621,6 +650,11 @@ fn admit(
     if store.find(h, s) {
         return;
     }
+    if let Some(sub) = store.subsume.as_mut() {
+        if sub.covered(&store.arena, store.words, s) {
+            return;
+        }
+    }
     if store.len() >= budget.max_states {
         *exhausted = Some(StopReason::StateBudget);
         return;
@@ -675,6 +709,7 @@ fn witness(
 pub fn count_states(ts: &TransitionSystem) -> u64 {
     let full = BfsBudget {
         drop_dead: false,
+        subsume: false,
         ..Default::default()
     };
     run(ts, &[], full).cost.states

@@ -36,6 +36,11 @@ pub mod defaults {
     /// dead-variable reduction already keeps the whole search small; a grouping rule that merges
     /// slices into fewer searches is what would make it pay.
     pub const SLICE: bool = false;
+    /// Let a bounded BFS skip a state when a stored one differs from it only in having more
+    /// observers set (`encoder::ts::observe`, `bfs::BfsBudget::subsume`): the same verdicts and
+    /// depths (property-tested), fewer states where per-agent provenance multiplies them
+    /// (benchmarks/README.md "Observer subsumption").
+    pub const SUBSUME: bool = true;
     /// Bytes Z3 may take (its own count, over every solver in the process): past it a check
     /// answers unknown and what is open is undecided for the memory budget.
     pub const Z3_MAX_MEMORY_BYTES: usize = 4 << 30;
@@ -72,6 +77,8 @@ pub struct Options {
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
     /// Search per slice (`defaults::SLICE`); off to compare against the whole-system search.
     pub slice: bool,
+    /// Observer subsumption in the BFS (`defaults::SUBSUME`); off to compare.
+    pub subsume: bool,
     /// Z3's encodings and tactics (`BmcTactics::default()`; the benchmarks switch one off to
     /// measure it side by side).
     pub bmc_tactics: bmc::BmcTactics,
@@ -92,6 +99,7 @@ impl Options {
             max_memory: defaults::MAX_MEMORY_BYTES,
             progress: None,
             slice: defaults::SLICE,
+            subsume: defaults::SUBSUME,
             bmc_tactics: bmc::BmcTactics::default(),
             fault_bfs_blind: false,
         }
@@ -173,6 +181,7 @@ impl Options {
             max_memory: self.max_memory,
             deadline: Some(deadline),
             progress: self.progress.clone(),
+            subsume: self.subsume,
             ..Default::default()
         }
     }

@@ -265,6 +265,7 @@ impl Session {
             bmc_tactics: crate::bmc::BmcTactics::default(),
             fault_bfs_blind: false,
             slice: crate::proof::defaults::SLICE,
+            subsume: crate::proof::defaults::SUBSUME,
         };
         let pool = match job.budgets.jobs {
             Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build()?),

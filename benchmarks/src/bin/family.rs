@@ -32,7 +32,11 @@ use std::time::{Duration, Instant};
 
 /// The engines `run` starts by default: the BFS, Z3 as `qls verify` runs it (induction first),
 /// and Z3 unrolling first (`BmcTactics::induct_first` off: the order before issue 27).
-const ENGINES: &[&str] = &["bfs", "bmc", BMC_UNROLL_FIRST];
+const ENGINES: &[&str] = &["bfs", BFS_WHOLE, "bmc", BMC_UNROLL_FIRST];
+
+/// The BFS storing every state it finds, none subsumed by a stored state with more observer
+/// flags set (`Options::subsume` off: the search before that reduction).
+const BFS_WHOLE: &str = "bfs-no-subsume";
 
 /// Z3 with the induction tried only mid-way on deep systems, as before issue 27.
 const BMC_UNROLL_FIRST: &str = "bmc-unroll-first";
@@ -67,15 +71,21 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// One graph, one engine, in this process: prints one `key=value` line.
+/// One graph, one engine, in this process: prints one `key=value` line. The deadline starts
+/// before lowering, as `qls verify`'s does: a lowering past it leaves everything undecided.
 fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
     let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs(timeout);
     let f = family(seed, size);
     let p = &f.project;
     let turns = p.settings.session_steps.turns().expect("bounded");
-    let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+    let (ts, obls, whole) =
+        match prover::proof::system_by(p, turns, p.settings.step_limit, Some(deadline)) {
+            Ok((ts, obls)) => (ts, obls, true),
+            Err(u) => (*u.ts, u.obligations, false),
+        };
     let lower = t0.elapsed();
-    let engines = if engine == "bfs" {
+    let engines = if engine.starts_with("bfs") {
         Engines::Bfs
     } else {
         Engines::Bmc
@@ -83,6 +93,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
     let o = Options {
         engines,
         timeout: Duration::from_secs(timeout),
+        subsume: engine != BFS_WHOLE,
         bmc_tactics: BmcTactics {
             induct_first: if engine == BMC_UNROLL_FIRST {
                 prover::bmc::InductFirst::Never
@@ -94,7 +105,18 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         ..Options::for_project(p)
     };
     let t = Instant::now();
-    let (b, m, _) = run_per_slice(&ts, &obls, &o, t + o.timeout);
+    let (b, m, _) = if !whole {
+        // Lowering spent the budget: as `qls verify`, no engine runs.
+        let und = prover::verdict::Verdict::undecided(StopReason::LoweringTimeBudget, "lowering");
+        let run = prover::verdict::EngineRun {
+            verdicts: vec![und; obls.len()],
+            cost: Default::default(),
+            inductive: vec![],
+        };
+        (Some(run), None, None)
+    } else {
+        run_per_slice(&ts, &obls, &o, deadline)
+    };
     let took = t.elapsed();
     let bmc = m.is_some();
     let run = b.or(m).expect("the engine ran");
@@ -435,6 +457,15 @@ fn table(out: &str) {
             .filter(|r| r.engine == engine && r.size == size_word(size))
             .collect()
     };
+    // Two engines' rows of one size by seed, and the seeds both ran.
+    type BySeed<'r> = BTreeMap<u64, &'r Row>;
+    let paired = |a: &str, b: &str, size: SizeClass| -> (BySeed<'_>, BySeed<'_>, Vec<u64>) {
+        let by_seed =
+            |e: &str| -> BySeed<'_> { of(e, size).into_iter().map(|r| (r.seed, r)).collect() };
+        let (x, y) = (by_seed(a), by_seed(b));
+        let both = x.keys().filter(|k| y.contains_key(k)).copied().collect();
+        (x, y, both)
+    };
     let engines: Vec<&str> = ENGINES
         .iter()
         .copied()
@@ -498,17 +529,47 @@ fn table(out: &str) {
         );
     }
     println!();
+    // The BFS with and without observer subsumption, graph by graph (same run).
+    for size in SizeClass::ALL {
+        let (subsume, whole, both) = paired("bfs", BFS_WHOLE, size);
+        if both.is_empty() {
+            continue;
+        }
+        let decided = |m: &BTreeMap<u64, &Row>| -> u64 {
+            both.iter().map(|k| m[k].obligations - m[k].undecided).sum()
+        };
+        let full = |m: &BTreeMap<u64, &Row>| {
+            both.iter()
+                .filter(|k| !m[k].failed && m[k].undecided == 0)
+                .count()
+        };
+        let all: u64 = both.iter().map(|k| subsume[k].obligations).sum();
+        let sum_ms = |m: &BTreeMap<u64, &Row>| -> u64 { both.iter().map(|k| m[k].wall_ms).sum() };
+        // Where both searched everything, the states each stored.
+        let done: Vec<&u64> = both
+            .iter()
+            .filter(|k| subsume[k].undecided == 0 && whole[k].undecided == 0)
+            .collect();
+        let states = |m: &BTreeMap<u64, &Row>| -> u64 { done.iter().map(|k| m[k].states).sum() };
+        println!(
+            "{}: BFS with subsumption / without, {} graphs: obligations decided {} / {} of {all}; graphs decided entirely {} / {}; summed wall time {} / {}; states where both decided everything ({} graphs) {} / {}",
+            size.name(),
+            both.len(),
+            decided(&subsume),
+            decided(&whole),
+            full(&subsume),
+            full(&whole),
+            secs(sum_ms(&subsume)),
+            secs(sum_ms(&whole)),
+            done.len(),
+            states(&subsume),
+            states(&whole),
+        );
+    }
+    println!();
     // Z3 in both orders, graph by graph (same run).
     for size in SizeClass::ALL {
-        let by_seed = |e: &str| -> BTreeMap<u64, &Row> {
-            of(e, size).into_iter().map(|r| (r.seed, r)).collect()
-        };
-        let (first, deep) = (by_seed("bmc"), by_seed(BMC_UNROLL_FIRST));
-        let both: Vec<u64> = first
-            .keys()
-            .filter(|k| deep.contains_key(k))
-            .copied()
-            .collect();
+        let (first, deep, both) = paired("bmc", BMC_UNROLL_FIRST, size);
         if both.is_empty() {
             continue;
         }

@@ -4,6 +4,7 @@
 
 pub mod flow;
 pub mod lower;
+pub mod observe;
 pub mod regions;
 pub mod slice;
 

@@ -59,6 +59,16 @@ impl Layout {
         }
     }
 
+    /// Per word, the bits of the variables `vars`.
+    pub(super) fn bits_of(&self, vars: &[VarId]) -> Vec<u64> {
+        let mut out = vec![0u64; self.words];
+        for v in vars {
+            let s = self.slots[v.0 as usize];
+            out[s.word as usize] |= s.mask << s.shift;
+        }
+        out
+    }
+
     pub(super) fn slot(&self, v: VarId) -> Slot {
         self.slots[v.0 as usize]
     }

@@ -5,6 +5,7 @@
 //! step violates its obligation.
 
 use crate::common::random_project;
+use crate::violates_on_whole_system;
 use encoder::ts::slice::groups;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::Project;
@@ -28,43 +29,6 @@ fn sliced(p: &Project, ts: &TransitionSystem, obls: &[Obligation]) -> (EngineRun
     let (b, m, k) = proof::run_per_slice(ts, obls, &o, deadline);
     assert_eq!(k, None, "a bounded proof has no K");
     (b.expect("the BFS ran"), m.expect("the BMC ran"))
-}
-
-/// The witness is a run of `ts` from its initial state whose last step violates `o`.
-fn violates_on_whole_system(
-    ts: &TransitionSystem,
-    o: &Obligation,
-    v: &Verdict,
-) -> Result<(), String> {
-    let Verdict::Reachable(w) = v else {
-        return Ok(());
-    };
-    let mut s = ts.init.clone();
-    for (i, st) in w.steps.iter().enumerate() {
-        if st.state != s {
-            return Err(format!(
-                "step {i}: the witness's state is not the whole system's"
-            ));
-        }
-        let c = ts.command(st.cmd);
-        if !ts.eval_bool(&c.guard, &s, &st.choices) {
-            return Err(format!("step {i}: command {} is not enabled", st.cmd.0));
-        }
-        if i + 1 < w.steps.len() {
-            s = ts.apply(c, &s, &st.choices);
-        }
-    }
-    let last = w.steps.last().ok_or("an empty witness")?;
-    let hit = o
-        .commands
-        .iter()
-        .zip(&o.conds)
-        .any(|(c, cond)| *c == last.cmd && ts.eval_bool(cond, &last.state, &last.choices));
-    if hit {
-        Ok(())
-    } else {
-        Err("the last step does not violate the obligation".into())
-    }
 }
 
 proptest! {
