@@ -32,7 +32,11 @@ use std::time::{Duration, Instant};
 
 /// The engines `run` starts by default: the BFS, Z3 as `qls verify` runs it (induction first),
 /// and Z3 unrolling first (`BmcTactics::induct_first` off: the order before issue 27).
-const ENGINES: &[&str] = &["bfs", BFS_WHOLE, "bmc", BMC_UNROLL_FIRST];
+const ENGINES: &[&str] = &["bfs", BFS_WHOLE, BFS_BEFORE, "bmc", BMC_UNROLL_FIRST];
+
+/// The BFS of an earlier build, run by a script beside this one's (`one`'s line with its
+/// engine renamed): a change measured side by side in one run.
+const BFS_BEFORE: &str = "bfs-before";
 
 /// The BFS storing every state it finds, none subsumed by a stored state with more observer
 /// flags set (`Options::subsume` off: the search before that reduction).
@@ -529,9 +533,13 @@ fn table(out: &str) {
         );
     }
     println!();
-    // The BFS with and without observer subsumption, graph by graph (same run).
-    for size in SizeClass::ALL {
-        let (subsume, whole, both) = paired("bfs", BFS_WHOLE, size);
+    // The BFS against a baseline (without observer subsumption, or an earlier build), graph by
+    // graph (same run).
+    for (size, baseline) in SizeClass::ALL
+        .into_iter()
+        .flat_map(|s| [(s, BFS_WHOLE), (s, BFS_BEFORE)])
+    {
+        let (subsume, whole, both) = paired("bfs", baseline, size);
         if both.is_empty() {
             continue;
         }
@@ -552,7 +560,7 @@ fn table(out: &str) {
             .collect();
         let states = |m: &BTreeMap<u64, &Row>| -> u64 { done.iter().map(|k| m[k].states).sum() };
         println!(
-            "{}: BFS with subsumption / without, {} graphs: obligations decided {} / {} of {all}; graphs decided entirely {} / {}; summed wall time {} / {}; states where both decided everything ({} graphs) {} / {}",
+            "{}: BFS / {baseline}, {} graphs: obligations decided {} / {} of {all}; graphs decided entirely {} / {}; summed wall time {} / {}; states where both decided everything ({} graphs) {} / {}",
             size.name(),
             both.len(),
             decided(&subsume),

@@ -1,8 +1,9 @@
-//! Observer subsumption (`encoder::ts::observe`, `prover::bfs`) against the full search, on
-//! random systems of every shape SPEC allows and on the family's small graphs (many desks,
-//! hand-offs back, provenance per desk): the BFS gives the same verdicts and shortest depths
-//! with subsumption as without, and every witness it finds is a legal run of the whole system
-//! whose last step violates its obligation.
+//! The BFS's state reductions — observer subsumption (`encoder::ts::observe`) and dead
+//! variables reset (`encoder::ts::flow::Liveness`, with its conditional resets) — against the
+//! full search that stores every state whole, on random systems of every shape SPEC allows and
+//! on the family's small graphs (many desks, hand-offs back, provenance per desk): the BFS as
+//! `prove` runs it gives the same verdicts and shortest depths, and every witness it finds is a
+//! legal run of the whole system whose last step violates its obligation.
 
 use crate::common::{random_project_with, Shapes};
 use crate::violates_on_whole_system;
@@ -18,7 +19,7 @@ fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {
     proof::system(p, p.settings.session_steps, p.settings.step_limit)
 }
 
-/// The BFS as `prove` runs it, with or without observer subsumption.
+/// The BFS as `prove` runs it (with `subsume` as given).
 fn bfs(p: &Project, ts: &TransitionSystem, obls: &[Obligation], subsume: bool) -> EngineRun {
     let o = Options {
         subsume,
@@ -35,14 +36,22 @@ fn bfs(p: &Project, ts: &TransitionSystem, obls: &[Obligation], subsume: bool) -
 fn compare(p: &Project, what: &str) -> Result<(usize, usize, u64, u64), String> {
     let (ts, obls) = system(p);
     let observers = observers(&ts, &obls).len();
-    let whole = bfs(p, &ts, &obls, false);
+    let whole = prover::bfs::run(
+        &ts,
+        &obls,
+        prover::bfs::BfsBudget {
+            drop_dead: false,
+            subsume: false,
+            ..Default::default()
+        },
+    );
     let subsumed = bfs(p, &ts, &obls, true);
     let mut reachable = 0;
     for (i, o) in obls.iter().enumerate() {
         let (w, f) = (&whole.verdicts[i], &subsumed.verdicts[i]);
         if w.word() != f.word() || w.depth() != f.depth() {
             return Err(format!(
-                "{what}: {} is {} at {:?} in full, {} at {:?} with subsumption",
+                "{what}: {} is {} at {:?} in full, {} at {:?} reduced",
                 o.id,
                 w.word(),
                 w.depth(),
