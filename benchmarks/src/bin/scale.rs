@@ -134,6 +134,7 @@ fn row(
     if !current_only {
         let full = bfs::BfsBudget {
             drop_dead: false,
+            subsume: false,
             deadline: Some(Instant::now() + before),
             ..Default::default()
         };
