@@ -650,7 +650,7 @@ fn admit(
     if store.find(h, s) {
         return;
     }
-    if let Some(sub) = store.subsume.as_mut() {
+    if let Some(sub) = &store.subsume {
         if sub.covered(&store.arena, store.words, s) {
             return;
         }

@@ -262,66 +262,32 @@ impl Liveness {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ts::ex::{ite, lt, var_is};
-    use crate::ts::{CmdId, Command, Decl, Label, LabelKind};
-
-    fn decl(name: &str, domain: u32) -> Decl {
-        Decl {
-            name: name.into(),
-            domain,
-            values: vec![],
-        }
-    }
+    use crate::ts::ex::{and, ite, lt, var_is};
+    use crate::ts::tiny::{command, decl, system};
 
     /// Node 0 counts `v` (reads it), node 1 moves to `after` resetting `v` when `e` is set and
     /// keeping it otherwise (a turn's end), node 2 idles. Variables: node, turn, step, v, e.
     fn counter(after: u32) -> TransitionSystem {
         let (node, v, e) = (VarId(0), VarId(3), VarId(4));
-        let cmd = |n: u32, guard: Expr, updates: Vec<(VarId, Expr)>| Command {
-            node: n,
-            guard,
-            updates,
-            choices: vec![],
-            label: Label::new(LabelKind::Route, "n", None, None),
-        };
         let reset = ite(var_is(e, 1), Expr::Const(0), Expr::Var(v));
         let commands = vec![
-            cmd(
+            command(
                 0,
-                and_all(vec![var_is(node, 0), lt(Expr::Var(v), Expr::Const(2))]),
+                and(vec![var_is(node, 0), lt(Expr::Var(v), Expr::Const(2))]),
                 vec![
                     (v, Expr::Add(Box::new(Expr::Var(v)), 1)),
                     (node, Expr::Const(1)),
                 ],
             ),
-            cmd(
+            command(
                 1,
                 var_is(node, 1),
                 vec![(v, reset.clone()), (node, Expr::Const(after))],
             ),
-            cmd(2, var_is(node, 2), vec![(v, reset)]),
+            command(2, var_is(node, 2), vec![(v, reset)]),
         ];
-        TransitionSystem {
-            vars: vec![
-                decl("node", 3),
-                decl("turn", 1),
-                decl("step", 4),
-                decl("v", 3),
-                decl("e", 2),
-            ],
-            choices: vec![],
-            init: vec![0; 5],
-            by_node: vec![vec![CmdId(0)], vec![CmdId(1)], vec![CmdId(2)]],
-            commands,
-            node_var: node,
-            turn_var: VarId(1),
-            step_var: VarId(2),
-            depth: 3,
-        }
-    }
-
-    fn and_all(es: Vec<Expr>) -> Expr {
-        crate::ts::ex::and(es)
+        let vars = [("node", 3), ("turn", 1), ("step", 4), ("v", 3), ("e", 2)];
+        system(vars.map(|(n, d)| decl(n, d)).to_vec(), commands, 3)
     }
 
     #[test]

@@ -7,6 +7,8 @@ pub mod lower;
 pub mod observe;
 pub mod regions;
 pub mod slice;
+#[cfg(test)]
+pub(crate) mod tiny;
 
 use ir::loc::Loc;
 use ir::vocab::{Answer, Reason};

@@ -158,61 +158,35 @@ pub fn observers(ts: &TransitionSystem, obligations: &[Obligation]) -> Vec<VarId
 mod tests {
     use super::*;
     use crate::ts::ex::{and, eq, ite, or, var_is};
-    use crate::ts::{CmdId, Command, Decl, Label, LabelKind};
-
-    fn decl(name: &str, domain: u32) -> Decl {
-        Decl {
-            name: name.into(),
-            domain,
-            values: vec![],
-        }
-    }
-
-    fn cmd(node: u32, guard: Expr, updates: Vec<(VarId, Expr)>) -> Command {
-        Command {
-            node,
-            guard,
-            updates,
-            choices: vec![],
-            label: Label::new(LabelKind::Route, "n", None, None),
-        }
-    }
+    use crate::ts::tiny::{command, decl, system};
+    use crate::ts::CmdId;
 
     /// node, turn, step, then `a` and `b` (candidate flags) and `g` (read by a guard).
     fn tiny(updates_b: Expr) -> TransitionSystem {
         let (node, a, b, g) = (VarId(0), VarId(3), VarId(4), VarId(5));
         let commands = vec![
             // Sets `a`, moves to node 1.
-            cmd(
+            command(
                 0,
                 and(vec![var_is(node, 0), var_is(g, 0)]),
                 vec![(a, Expr::Const(1)), (node, Expr::Const(1))],
             ),
             // Updates `b` as the test says, sets `g`, moves to node 2.
-            cmd(
+            command(
                 1,
                 var_is(node, 1),
                 vec![(b, updates_b), (g, Expr::Const(1)), (node, Expr::Const(2))],
             ),
         ];
-        TransitionSystem {
-            vars: vec![
-                decl("node", 3),
-                decl("turn", 1),
-                decl("step", 4),
-                decl("a", 2),
-                decl("b", 2),
-                decl("g", 2),
-            ],
-            choices: vec![],
-            init: vec![0; 6],
-            by_node: vec![vec![CmdId(0)], vec![CmdId(1)], vec![]],
-            commands,
-            node_var: node,
-            turn_var: VarId(1),
-            step_var: VarId(2),
-            depth: 3,
-        }
+        let vars = [
+            ("node", 3),
+            ("turn", 1),
+            ("step", 4),
+            ("a", 2),
+            ("b", 2),
+            ("g", 2),
+        ];
+        system(vars.map(|(n, d)| decl(n, d)).to_vec(), commands, 3)
     }
 
     fn obligation(cond: Expr) -> Obligation {

@@ -440,7 +440,8 @@ pub(super) fn restrict(
 mod tests {
     use super::*;
     use crate::ts::ex::{and, var_is};
-    use crate::ts::{ChoiceId, Decl, Expr, Label, LabelKind};
+    use crate::ts::tiny::decl;
+    use crate::ts::{ChoiceId, Expr, Label, LabelKind};
     use ir::vocab::{ObligationId, RuleId};
 
     /// Whether an expression reads only kept variables.
@@ -448,14 +449,6 @@ mod tests {
         let mut r = vec![];
         e.vars_read(&mut r);
         r.iter().all(|v| keep.contains(v))
-    }
-
-    fn decl(name: &str, domain: u32) -> Decl {
-        Decl {
-            name: name.into(),
-            domain,
-            values: vec![],
-        }
     }
 
     /// Variables: 0 node (4 values: start 0, goal 1, dead end 2, done 3), 1 step, 2 turn,
