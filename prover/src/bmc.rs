@@ -1,7 +1,7 @@
 //! The bounded model checker: the transition system unrolled step by step into Z3 bit-vector
 //! terms, one incremental `QF_BV` solver, the open obligations asked at each depth through an
 //! assumption literal, so the first satisfiable depth gives a shortest witness.
-//! **Only `prover` names z3**, and within it only this module, `induction.rs` and `unroll.rs`
+//! **Only `prover` names z3**, and within it only this module, `induction.rs`, `pdr.rs` and `unroll.rs`
 //! (the unrolling both build on).
 //!
 //! Three things keep the unrolling small on large graphs (each can be switched off through
@@ -18,12 +18,16 @@
 //! length; there, once the unrolling is a few steps deep, one k-induction attempt
 //! (`induction::close`, each closed proof re-checked in fresh solvers) retires every open
 //! obligation no reachable state can violate. Sound: such an obligation is violated at no depth.
+//! Once the unrolling has had half the time and is not done, with half the time then left, Spacer's property-directed reachability (`pdr.rs`, each invariant
+//! re-checked in a fresh solver) retires what it proves the same way:
+//! where the desks hand back to each other, it closes what the induction's fixed candidates
+//! cannot, in a fraction of a second each (benchmarks/README.md, "Spacer").
 //! The solver is bounded in time (the time left) and memory (`max_memory`): an unknown answer
 //! leaves what is open undecided with the reason, never clean.
 
 use crate::induction::{self, InductionBudget};
 use crate::unroll::{finish, new_solver, Unroller};
-pub use crate::unroll::{BmcBudget, BmcTactics, InductFirst};
+pub use crate::unroll::{BmcBudget, BmcTactics, InductFirst, SpacerWhen};
 use crate::verdict::{AnyLength, EngineRun, StopReason, Verdict};
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::Instant;
@@ -288,9 +292,7 @@ fn close_by_induction(
     verdicts: &mut [Option<Verdict>],
     inductive: &mut Vec<usize>,
 ) -> u64 {
-    let open: Vec<usize> = (0..obligations.len())
-        .filter(|i| verdicts[*i].is_none())
-        .collect();
+    let open = undecided(verdicts);
     let houdini = induction::cheap_candidates(ts) <= INDUCT_MAX_CANDIDATES;
     if open.is_empty() || (when == InductWhen::Midway && !houdini) {
         return 0;
@@ -307,12 +309,68 @@ fn close_by_induction(
         ..Default::default()
     };
     let (closed, calls) = induction::close(ts, obligations, open, &b);
-    for (oi, _) in closed {
+    retire(
+        ts,
+        closed.into_iter().map(|(oi, _)| oi),
+        verdicts,
+        inductive,
+    );
+    calls
+}
+
+/// The obligations not decided yet.
+fn undecided(verdicts: &[Option<Verdict>]) -> Vec<usize> {
+    (0..verdicts.len())
+        .filter(|i| verdicts[*i].is_none())
+        .collect()
+}
+
+/// Retires `closed` as unreachable to the system's depth, each recorded in `inductive` (proved
+/// for every run, however many commands).
+fn retire(
+    ts: &TransitionSystem,
+    closed: impl IntoIterator<Item = usize>,
+    verdicts: &mut [Option<Verdict>],
+    inductive: &mut Vec<usize>,
+) {
+    for oi in closed {
         verdicts[oi] = Some(unreachable(ts));
         inductive.push(oi);
     }
     inductive.sort_unstable();
-    calls
+    inductive.dedup();
+}
+
+/// The share of the time left that the property-directed reachability (`BmcTactics::pdr`) may
+/// take once it starts: half; the unrolling, which gives the witnesses, has the rest.
+const PDR_SHARE: u32 = 2;
+
+/// Spacer starts mid-way (`SpacerWhen::Midway`) once the unrolling has taken this share of the
+/// time it started with: half.
+const PDR_AFTER_SHARE: u32 = 2;
+
+/// When Spacer's questions must stop: [`PDR_SHARE`] of the time left; `None` past the deadline.
+fn pdr_until(budget: &BmcBudget) -> Option<Instant> {
+    budget.left().map(|left| Instant::now() + left / PDR_SHARE)
+}
+
+/// Retires every open obligation Spacer proves no reachable state violates (`pdr::close`, each
+/// certificate re-checked in a fresh solver) as unreachable to the system's depth, and records
+/// it in `inductive` (it holds for every run, however many commands); returns the questions
+/// asked. Within [`PDR_SHARE`] of the time left.
+fn close_by_pdr(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: &BmcBudget,
+    verdicts: &mut [Option<Verdict>],
+    inductive: &mut Vec<usize>,
+) -> u64 {
+    let Some(until) = pdr_until(budget) else {
+        return 0;
+    };
+    let (closed, asked) = crate::pdr::close(ts, obligations, &undecided(verdicts), until);
+    retire(ts, closed, verdicts, inductive);
+    asked
 }
 
 /// Decides every obligation by bounded unrolling to the system's depth.
@@ -332,6 +390,14 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
     let mut calls = 0u64;
     let (mut from, mut span) = (0usize, 1usize);
     let mut inducted = false;
+    if budget.tactics.pdr == SpacerWhen::First {
+        calls += close_by_pdr(ts, obligations, &budget, &mut verdicts, &mut inductive);
+    }
+    let mut pdr_pending = budget.tactics.pdr == SpacerWhen::Midway;
+    let pdr_after = budget
+        .deadline
+        .and(budget.left())
+        .map(|l| l / PDR_AFTER_SHARE);
     if budget.tactics.induct_first.applies(ts) {
         let t = Instant::now();
         calls += close_by_induction(
@@ -373,6 +439,10 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         };
         span = decide_range(&q, from..=k, span, &mut verdicts, &mut calls);
         from = k + 1;
+        if pdr_pending && pdr_after.is_some_and(|a| start.elapsed() >= a) {
+            pdr_pending = false;
+            calls += close_by_pdr(ts, obligations, &budget, &mut verdicts, &mut inductive);
+        }
         if !inducted && induction_due(ts, &budget.tactics, asserted, k) {
             inducted = true;
             calls += close_by_induction(
@@ -465,7 +535,8 @@ fn induction_due(ts: &TransitionSystem, tactics: &BmcTactics, asserted: usize, k
 
 /// Decides every obligation of a looping system: Z3's bounded answer first (a shortest
 /// witness, or no bad step to the system's depth), then, for each obligation with no witness,
-/// k-induction; a closed and re-checked induction is `UnreachableAnyLength`.
+/// Spacer (`pdr.rs`) and, for what it leaves open, k-induction; a re-checked Spacer invariant
+/// or closed and re-checked induction is `UnreachableAnyLength`.
 pub fn run_any_length(
     ts: &TransitionSystem,
     obligations: &[Obligation],
@@ -474,8 +545,11 @@ pub fn run_any_length(
     let start = Instant::now();
     // The induction below tries every obligation the bounded run leaves without a witness
     // (with pairs, and a larger budget): trying it first there too would ask it twice.
+    // Spacer too: its proofs hold for any length, so it is asked below, after the bounded
+    // answer, and its proofs say so.
     let mut first = b.bounded.clone();
     first.tactics.induct_first = InductFirst::Never;
+    first.tactics.pdr = SpacerWhen::Never;
     let bounded = run(ts, obligations, first);
     let mut calls = bounded.cost.solver_calls;
     let mut verdicts = bounded.verdicts;
@@ -489,15 +563,27 @@ pub fn run_any_length(
             });
         }
     }
-    let open: Vec<usize> = (0..obligations.len())
-        .filter(|i| {
-            matches!(verdicts[*i], Verdict::Unreachable { .. })
-                && !obligations[*i].commands.is_empty()
-        })
-        .collect();
-    let (closed, more) = induction::close(ts, obligations, open, &b);
-    calls += more;
+    let open = |verdicts: &[Verdict]| -> Vec<usize> {
+        (0..obligations.len())
+            .filter(|i| {
+                matches!(verdicts[*i], Verdict::Unreachable { .. })
+                    && !obligations[*i].commands.is_empty()
+            })
+            .collect()
+    };
     let mut inductive = bounded.inductive;
+    if b.bounded.tactics.pdr != SpacerWhen::Never {
+        if let Some(until) = pdr_until(&b.bounded) {
+            let (closed, asked) = crate::pdr::close(ts, obligations, &open(&verdicts), until);
+            calls += asked;
+            for oi in closed {
+                verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Pdr);
+                inductive.push(oi);
+            }
+        }
+    }
+    let (closed, more) = induction::close(ts, obligations, open(&verdicts), &b);
+    calls += more;
     for (oi, how) in closed {
         verdicts[oi] = Verdict::UnreachableAnyLength(how);
         inductive.push(oi);
@@ -515,13 +601,27 @@ mod tests {
     use super::*;
     use crate::induction::tests::{counter, when_x_is};
 
+    /// The budget with Spacer on or off.
+    fn with_pdr(pdr: SpacerWhen) -> InductionBudget {
+        InductionBudget {
+            bounded: BmcBudget {
+                tactics: BmcTactics {
+                    pdr,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn induction_closes_where_nothing_reaches_and_finds_what_does_beyond_the_bound() {
         let ts = counter();
         let run = run(
             &ts,
             &[when_x_is(3), when_x_is(2)],
-            InductionBudget::default(),
+            with_pdr(SpacerWhen::Never),
         );
         assert!(
             matches!(
@@ -534,5 +634,21 @@ mod tests {
         // x = 2 is reached only at the third step, past the bounded answer's one step: the
         // induction must not close on it, so the answer stays bounded.
         assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
+    }
+
+    #[test]
+    fn spacer_proves_for_any_length_before_the_induction_and_only_what_nothing_reaches() {
+        let ts = counter();
+        let run = run(
+            &ts,
+            &[when_x_is(3), when_x_is(2)],
+            with_pdr(SpacerWhen::First),
+        );
+        assert_eq!(
+            run.verdicts[0],
+            Verdict::UnreachableAnyLength(AnyLength::Pdr)
+        );
+        assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
+        assert_eq!(run.inductive, vec![0]);
     }
 }

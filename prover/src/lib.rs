@@ -22,6 +22,7 @@ pub mod diagnostics;
 pub mod induction;
 pub mod job;
 pub mod optimise;
+mod pdr;
 pub mod print;
 pub mod progress;
 pub mod promela;

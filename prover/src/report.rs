@@ -657,10 +657,12 @@ fn describe(v: Option<&Verdict>) -> String {
     }
 }
 
-/// Which engine proved the unbounded verdicts: how many unreachable obligations Z3's induction
-/// closed (at which depths), how many only the BFS fixpoint proved, and Z3's bounded depth.
+/// Which engine proved the unbounded verdicts: how many unreachable obligations Z3 proved for
+/// any length — by Spacer's invariant, by induction (at which depths) — how many only the BFS
+/// fixpoint proved, and Z3's bounded depth.
 fn engines_sentence(proof: &Proof) -> String {
     let mut closed = 0usize;
+    let mut pdr = 0usize;
     let mut bfs_only = 0usize;
     let mut depths: Vec<u32> = Vec::new();
     let mut bounded: Option<u32> = None;
@@ -676,6 +678,7 @@ fn engines_sentence(proof: &Proof) -> String {
                 closed += 1;
                 depths.push(*depth);
             }
+            Some(Verdict::UnreachableAnyLength(crate::verdict::AnyLength::Pdr)) => pdr += 1,
             Some(Verdict::Unreachable { depth }) => {
                 bfs_only += 1;
                 bounded = Some(bounded.map_or(*depth, |b: u32| b.min(*depth)));
@@ -685,22 +688,24 @@ fn engines_sentence(proof: &Proof) -> String {
     }
     depths.sort_unstable();
     depths.dedup();
-    if closed + bfs_only == 0 {
+    if closed + pdr + bfs_only == 0 {
         return String::new();
     }
     let mut s = format!(
-        "Z3's induction closed for {closed} of the {} unreachable obligations",
-        closed + bfs_only
+        "Z3 proved {} of the {} unreachable obligations for any length",
+        closed + pdr,
+        closed + pdr + bfs_only
     );
-    if !depths.is_empty() {
-        s.push_str(&format!(
-            " (depth {})",
-            depths
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    let mut how = Vec::new();
+    if pdr > 0 {
+        how.push(format!("{pdr} by Spacer's invariant"));
+    }
+    if closed > 0 {
+        let at: Vec<String> = depths.iter().map(|d| d.to_string()).collect();
+        how.push(format!("{closed} by induction at depth {}", at.join(", ")));
+    }
+    if !how.is_empty() {
+        s.push_str(&format!(" ({})", how.join(", ")));
     }
     if bfs_only > 0 {
         s.push_str(&format!("; {bfs_only} rest on the BFS fixpoint"));

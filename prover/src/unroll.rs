@@ -2,7 +2,7 @@
 //! step (`Unroller`), the encodings it may use (`BmcTactics`), the solver's budgets
 //! (`BmcBudget`) and the one way a solver is made. `bmc.rs` asks it depth by depth, `induction.rs`
 //! asks it for k-induction; neither imports the other's search through it. **Only `prover` names
-//! z3**, and within it only this module, `bmc.rs` and `induction.rs`.
+//! z3**, and within it only this module, `bmc.rs`, `induction.rs`, `pdr.rs` and `optimise.rs`.
 
 use crate::verdict::{Cost, EngineRun, RawStep, RawWitness, Verdict};
 use encoder::ts::flow::NodeImage;
@@ -39,6 +39,23 @@ pub struct BmcTactics {
     /// open is unrolled, and on a system with batches Z3 then decides it too (its bounded
     /// answer alone is "bounded only" there, `proof::for_batches`).
     pub induct_first: InductFirst,
+    /// When to ask Spacer's property-directed reachability (`pdr.rs`) about every open
+    /// obligation, with half the time then left: what it proves (each certificate re-checked)
+    /// holds at every depth and is not unrolled (further).
+    pub pdr: SpacerWhen,
+}
+
+/// When the unrolling asks Spacer ([`BmcTactics::pdr`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpacerWhen {
+    /// Never.
+    Never,
+    /// Before the first depth.
+    First,
+    /// Once the unrolling has had half the time it started with and is not done: a graph the
+    /// unrolling alone decides within half its budget is decided as before, and Spacer gets
+    /// the time where the unrolling stalls (the default; never without a deadline).
+    Midway,
 }
 
 /// Where k-induction is tried before any unrolling ([`BmcTactics::induct_first`]).
@@ -78,6 +95,7 @@ impl Default for BmcTactics {
             induct: true,
             delay_simplify: true,
             induct_first: InductFirst::Batches,
+            pdr: SpacerWhen::Midway,
         }
     }
 }
@@ -95,6 +113,7 @@ impl BmcTactics {
             induct: false,
             delay_simplify: false,
             induct_first: InductFirst::Never,
+            pdr: SpacerWhen::Never,
         }
     }
 }

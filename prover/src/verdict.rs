@@ -70,6 +70,9 @@ pub enum AnyLength {
         /// The invariant's conjuncts.
         invariant: u32,
     },
+    /// Z3's property-directed reachability (Spacer, `pdr.rs`) found an inductive invariant
+    /// that excludes every bad step; a fresh solver re-checked it.
+    Pdr,
 }
 
 impl AnyLength {
@@ -77,7 +80,7 @@ impl AnyLength {
     pub fn engine(&self) -> &'static str {
         match self {
             AnyLength::Fixpoint { .. } => "bfs",
-            AnyLength::Induction { .. } => "z3",
+            AnyLength::Induction { .. } | AnyLength::Pdr => "z3",
         }
     }
 
@@ -90,6 +93,9 @@ impl AnyLength {
             AnyLength::Induction { depth, invariant } => format!(
                 "Z3's {depth}-induction with an invariant of {invariant} conjuncts, re-checked"
             ),
+            AnyLength::Pdr => {
+                "Z3's property-directed reachability (Spacer), its invariant re-checked".into()
+            }
         }
     }
 }

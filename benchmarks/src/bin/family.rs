@@ -32,7 +32,22 @@ use std::time::{Duration, Instant};
 
 /// The engines `run` starts by default: the BFS, Z3 as `qls verify` runs it (induction first),
 /// and Z3 unrolling first (`BmcTactics::induct_first` off: the order before issue 27).
-const ENGINES: &[&str] = &["bfs", BFS_WHOLE, BFS_BEFORE, "bmc", BMC_UNROLL_FIRST];
+const ENGINES: &[&str] = &[
+    "bfs",
+    BFS_WHOLE,
+    BFS_BEFORE,
+    "bmc",
+    BMC_UNROLL_FIRST,
+    BMC_NO_PDR,
+    BMC_PDR_FIRST,
+];
+
+/// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
+/// before that was added).
+const BMC_NO_PDR: &str = "bmc-no-pdr";
+
+/// Z3 asking Spacer before any unrolling (`SpacerWhen::First`).
+const BMC_PDR_FIRST: &str = "bmc-pdr-first";
 
 /// The BFS of an earlier build, run by a script beside this one's (`one`'s line with its
 /// engine renamed): a change measured side by side in one run.
@@ -103,6 +118,11 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
                 prover::bmc::InductFirst::Never
             } else {
                 prover::bmc::InductFirst::Always
+            },
+            pdr: match engine {
+                BMC_NO_PDR => prover::bmc::SpacerWhen::Never,
+                BMC_PDR_FIRST => prover::bmc::SpacerWhen::First,
+                _ => prover::bmc::SpacerWhen::Midway,
             },
             ..BmcTactics::default()
         },

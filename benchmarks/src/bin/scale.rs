@@ -253,6 +253,11 @@ fn tactics() -> bmc::BmcTactics {
             } else {
                 prover::bmc::InductFirst::Never
             },
+            pdr: if t.contains("pdr") {
+                prover::bmc::SpacerWhen::Midway
+            } else {
+                prover::bmc::SpacerWhen::Never
+            },
         },
         Err(_) => bmc::BmcTactics::default(),
     }

@@ -8,8 +8,8 @@ use ir::agent::SessionSteps;
 use ir::Project;
 use serde_json::{json, Value};
 
-/// One engine's proof for any length in `qls-findings/1`: the engine, and the fixpoint's K or
-/// the induction's depth and invariant size.
+/// One engine's proof for any length in `qls-findings/1`: the engine, and the fixpoint's K, the
+/// induction's depth and invariant size, or Spacer's method.
 fn any_length_json(how: &crate::verdict::AnyLength) -> Value {
     match how {
         crate::verdict::AnyLength::Fixpoint { turns } => {
@@ -18,6 +18,7 @@ fn any_length_json(how: &crate::verdict::AnyLength) -> Value {
         crate::verdict::AnyLength::Induction { depth, invariant } => json!({
             "engine": how.engine(), "method": "k_induction", "induction_depth": depth, "invariant_size": invariant
         }),
+        crate::verdict::AnyLength::Pdr => json!({"engine": how.engine(), "method": "pdr"}),
     }
 }
 

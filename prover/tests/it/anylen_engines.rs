@@ -1,5 +1,6 @@
 //! Sessions of any length on random systems (issue 17): the BFS fixpoint of the looping system,
-//! Z3's k-induction (with its bounded answer where the induction stays open) and a bounded
+//! Z3's Spacer invariant or k-induction (with its bounded answer where neither closes; the
+//! induction alone, Spacer off, on every other seed) and a bounded
 //! BFS at K + 1 turns give the same verdicts and shortest depths, where K is the fixpoint's
 //! "every state within K turns".
 
@@ -16,12 +17,14 @@ struct Answers {
     rows: Vec<(String, Verdict, Verdict, Verdict)>,
 }
 
-fn answers(p: &Project) -> Answers {
+fn answers(p: &Project, spacer: bmc::SpacerWhen) -> Answers {
     let (ts, obls) = proof::system(p, SessionSteps::Any, p.settings.step_limit);
     assert_eq!(ts.check_well_formed(&obls), Ok(()));
     let (fix, k) = bfs::fixpoint(&ts, &obls, bfs::BfsBudget::default());
     let k = k.expect("a random system reaches its fixpoint within the default budget");
-    let z3 = bmc::run_any_length(&ts, &obls, induction::InductionBudget::default());
+    let mut budget = induction::InductionBudget::default();
+    budget.bounded.tactics.pdr = spacer;
+    let z3 = bmc::run_any_length(&ts, &obls, budget);
     let (bts, bobls) = proof::system(p, k + 1, p.settings.step_limit);
     let bounded = bfs::run(&bts, &bobls, bfs::BfsBudget::default());
     let rows = obls
@@ -49,7 +52,8 @@ proptest! {
     #[test]
     fn fixpoint_induction_and_k_plus_one_turns_agree(seed in any::<u64>()) {
         let p = random_project(seed);
-        let a = answers(&p);
+        let spacer = if seed % 2 == 0 { bmc::SpacerWhen::Midway } else { bmc::SpacerWhen::Never };
+        let a = answers(&p, spacer);
         for (id, fix, z3, bounded) in &a.rows {
             match fix {
                 Verdict::Reachable(w) => {
@@ -65,7 +69,7 @@ proptest! {
                     prop_assert_eq!(*turns, a.k);
                     prop_assert!(matches!(bounded, Verdict::Unreachable { .. }), "{} seed {}: {:?} at K+1", id, seed, bounded);
                     prop_assert!(
-                        matches!(z3, Verdict::UnreachableAnyLength(AnyLength::Induction { .. }) | Verdict::Unreachable { .. }),
+                        matches!(z3, Verdict::UnreachableAnyLength(AnyLength::Induction { .. } | AnyLength::Pdr) | Verdict::Unreachable { .. }),
                         "{} seed {}: Z3 {:?}", id, seed, z3
                     );
                 }
@@ -77,12 +81,18 @@ proptest! {
 
 #[test]
 fn random_systems_give_closed_inductions_and_multi_turn_fixpoints() {
-    // Guards the property test against vacuity: over a range of seeds the induction closes on
-    // obligations some command could violate, some stay open, some are reachable, and some
-    // fixpoint needs more than one turn.
-    let (mut closed, mut open, mut reach, mut multi) = (0, 0, 0, 0);
+    // Guards the property test against vacuity: over a range of seeds the induction (Spacer
+    // off) and Spacer each close on obligations some command could violate, some stay open,
+    // some are reachable, and some fixpoint needs more than one turn.
+    let (mut closed, mut open, mut reach, mut multi, mut spacer) = (0, 0, 0, 0, 0);
     for seed in 1..40u64 {
-        let a = answers(&random_project(seed * 7919));
+        let p = random_project(seed * 7919);
+        spacer += answers(&p, bmc::SpacerWhen::Midway)
+            .rows
+            .iter()
+            .filter(|r| r.2 == Verdict::UnreachableAnyLength(AnyLength::Pdr))
+            .count();
+        let a = answers(&p, bmc::SpacerWhen::Never);
         if a.k > 1 {
             multi += 1;
         }
@@ -99,9 +109,9 @@ fn random_systems_give_closed_inductions_and_multi_turn_fixpoints() {
             }
         }
     }
-    println!("closed {closed} (not by construction), open {open}, reachable {reach}, multi-turn fixpoints {multi}");
+    println!("closed {closed} (not by construction), open {open}, reachable {reach}, multi-turn fixpoints {multi}, Spacer {spacer}");
     assert!(
-        closed > 10 && reach > 10 && multi > 3,
-        "closed {closed}, reachable {reach}, multi {multi}"
+        closed > 10 && reach > 10 && multi > 3 && spacer > 10,
+        "closed {closed}, reachable {reach}, multi {multi}, Spacer {spacer}"
     );
 }

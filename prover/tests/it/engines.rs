@@ -137,6 +137,58 @@ fn random_graphs_produce_reachable_and_unreachable_obligations() {
     );
 }
 
+/// Spacer's proofs before the unrolling (`BmcTactics::pdr`) against the BFS on random graphs of
+/// every shape: an obligation Z3 proved for every run (`inductive`, with the induction off so
+/// only Spacer proves) is one the BFS finds unreachable — a Spacer answer or certificate check
+/// that let a reachable one through fails here — and it proves many (not vacuous).
+#[test]
+fn spacer_proves_only_what_the_bfs_finds_unreachable() {
+    let (mut proved, mut reachable) = (0, 0);
+    for seed in 1..80u64 {
+        let p = random_project(seed * 104_729);
+        let (ts, obls) = system(&p);
+        let (ts, obls) = ts.without_unread(&obls);
+        let b = bfs::run(&ts, &obls, bfs::BfsBudget::default());
+        let tactics = bmc::BmcTactics {
+            induct: false,
+            induct_first: bmc::InductFirst::Never,
+            pdr: bmc::SpacerWhen::First,
+            ..Default::default()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let m = bmc::run(
+            &ts,
+            &obls,
+            bmc::BmcBudget {
+                tactics,
+                deadline: Some(deadline),
+                ..Default::default()
+            },
+        );
+        reachable += b
+            .verdicts
+            .iter()
+            .filter(|v| matches!(v, Verdict::Reachable(_)))
+            .count();
+        for i in m.inductive {
+            if obls[i].commands.is_empty() {
+                continue;
+            }
+            assert!(
+                matches!(b.verdicts[i], Verdict::Unreachable { .. }),
+                "seed {seed}: Spacer proved {} that the BFS finds {:?}",
+                obls[i].id,
+                b.verdicts[i].word()
+            );
+            proved += 1;
+        }
+    }
+    assert!(
+        proved > 40 && reachable > 40,
+        "proved {proved}, reachable {reachable}"
+    );
+}
+
 #[test]
 fn witnesses_replay_on_the_transition_system() {
     // Every witness of either engine is a real path: each step's guard holds and leads to the

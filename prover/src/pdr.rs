@@ -1,0 +1,259 @@
+//! Property-directed reachability (IC3/PDR) through Z3's Spacer: the system as constrained Horn
+//! clauses over one relation `reach` of its state variables — the initial state is in it, and
+//! the successor of a state in it under any command and choices is in it — and, per obligation,
+//! the query "some state in `reach` takes a bad transition". Spacer answers by building an
+//! inductive invariant frame by frame, strengthening it only where a counterexample to
+//! induction shows it must: what k-induction over a fixed set of candidate invariants
+//! (`induction.rs`) cannot do on graphs whose desks hand back to each other.
+//!
+//! Only an *unsat* answer is used, and only once a fresh solver has re-checked the invariant
+//! Spacer returns: the initial state is in it, it is closed under every step, and no state in
+//! it takes the bad transition. Then no reachable state violates the obligation, at any depth,
+//! so it is unreachable at the system's depth too (the argument of a closed induction). A *sat*
+//! answer (a violation at some depth, perhaps past the system's), unknown, and a certificate
+//! that does not re-check leave the obligation open for the unrolling, which gives witnesses of
+//! the right depth.
+
+use crate::unroll::Unroller;
+use encoder::ts::{Obligation, TransitionSystem};
+use std::time::{Duration, Instant};
+use z3::ast::{forall_const, Ast, Bool, Dynamic, BV};
+use z3::{FuncDecl, Params, SatResult, Solver, Sort};
+
+/// The time caps of the passes over the open obligations: each pass asks every obligation the
+/// passes before left open (neither proved nor found violated) with its cap, so the quick
+/// proofs of many obligations come before the slow proof of one.
+const PASSES_MS: [u64; 4] = [50, 250, 1_000, 4_000];
+
+/// The most time the fresh solver's re-check of one certificate may take.
+const RECHECK_MS: u64 = 2_000;
+
+/// The system's clauses, built once and asked once per obligation.
+struct Clauses<'a> {
+    u: Unroller<'a>,
+    reach: FuncDecl,
+    /// The domain constraints of state 0 and its choices.
+    pre: Vec<Bool>,
+    /// The transition from state 0 to state 1, and state 1's domains.
+    step: Vec<Bool>,
+    /// Every constant of state 0, its choices and state 1: what the clauses quantify.
+    bounds: Vec<Dynamic>,
+    /// `reach` of the initial state.
+    init: Bool,
+}
+
+/// What one question answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    /// No reachable state violates it (the certificate re-checked).
+    Proved,
+    /// Some reachable state does, at some depth.
+    Violated,
+    /// Unknown, out of time, or a certificate that did not re-check.
+    Open,
+}
+
+impl<'a> Clauses<'a> {
+    fn new(ts: &'a TransitionSystem, obligations: &[Obligation]) -> Clauses<'a> {
+        let mut u = Unroller::new(ts);
+        let a = Solver::new();
+        u.add_state(&a, 0);
+        u.add_choices(&a, 0, obligations);
+        let b = Solver::new();
+        u.add_transition(&b, 0);
+        let sorts: Vec<Sort> = u.states[0]
+            .iter()
+            .map(|v| Sort::bitvector(v.get_size()))
+            .collect();
+        let refs: Vec<&Sort> = sorts.iter().collect();
+        let reach = FuncDecl::new("reach", &refs, &Sort::bool());
+        let bounds = u.states[0]
+            .iter()
+            .chain(&u.states[1])
+            .chain(&u.choices[0])
+            .map(|v| Dynamic::from_ast(v))
+            .filter(|d| d.kind() == z3::AstKind::App && d.num_children() == 0)
+            .collect();
+        let init_args: Vec<BV> = ts
+            .init
+            .iter()
+            .zip(&u.states[0])
+            .map(|(v, s)| BV::from_u64(*v as u64, s.get_size()))
+            .collect();
+        let init = apply(&reach, &init_args);
+        Clauses {
+            pre: a.get_assertions(),
+            step: b.get_assertions(),
+            u,
+            reach,
+            bounds,
+            init,
+        }
+    }
+
+    fn reach_at(&self, k: usize) -> Bool {
+        apply(&self.reach, &self.u.states[k])
+    }
+
+    /// The step clause's body: a state in `reach` takes some command.
+    fn step_body(&self) -> Bool {
+        let mut body = vec![self.reach_at(0)];
+        body.extend(self.pre.iter().cloned());
+        body.extend(self.step.iter().cloned());
+        Bool::and(&body)
+    }
+
+    /// The query's body: a state in `reach` takes the bad transition of `o`.
+    fn bad_body(&self, o: &Obligation) -> Bool {
+        let mut body = vec![self.reach_at(0), self.u.bad(o, 0)];
+        body.extend(self.pre.iter().cloned());
+        Bool::and(&body)
+    }
+
+    /// Asks Spacer whether a reachable state violates `o`, within `time`, and re-checks a
+    /// proof within `recheck`.
+    fn ask(&self, o: &Obligation, time: Duration, recheck: Duration) -> Answer {
+        let fp = z3::Fixedpoint::new();
+        let mut p = Params::new();
+        p.set_symbol("engine", "spacer");
+        p.set_u32("timeout", millis(time));
+        // Spacer's own advice: keep the one relation, do not inline the step into the query.
+        p.set_bool("xform.inline_linear", false);
+        p.set_bool("xform.inline_eager", false);
+        fp.set_params(&p);
+        fp.register_relation(&self.reach);
+        let b: Vec<&dyn Ast> = self.bounds.iter().map(|d| d as &dyn Ast).collect();
+        fp.add_rule(&self.init, Some("init"));
+        let step = forall_const(&b, &[], &self.step_body().implies(self.reach_at(1)));
+        fp.add_rule(&step, Some("step"));
+        let err = FuncDecl::new("err", &[], &Sort::bool());
+        fp.register_relation(&err);
+        let e = err.apply(&[]).as_bool().expect("err is a predicate");
+        let bad = forall_const(&b, &[], &self.bad_body(o).implies(&e));
+        fp.add_rule(&bad, Some("bad"));
+        match fp.query(&e) {
+            SatResult::Unsat => match fp.get_answer() {
+                Some(inv) if self.recheck(&inv, o, recheck) => Answer::Proved,
+                _ => Answer::Open,
+            },
+            SatResult::Sat => Answer::Violated,
+            SatResult::Unknown => Answer::Open,
+        }
+    }
+
+    /// Whether a fresh solver agrees that `inv` (Spacer's answer: `reach` defined for every
+    /// state) contains the initial state, is closed under the step, and has no bad transition
+    /// of `o`: each negation unsatisfiable.
+    fn recheck(&self, inv: &Bool, o: &Obligation, time: Duration) -> bool {
+        let s = Solver::new();
+        let mut p = Params::new();
+        p.set_u32("timeout", millis(time));
+        s.set_params(&p);
+        s.assert(inv);
+        let failures = [
+            self.init.not(),
+            Bool::and(&[self.step_body(), self.reach_at(1).not()]),
+            self.bad_body(o),
+        ];
+        failures.iter().all(|f| {
+            s.push();
+            s.assert(f);
+            let r = s.check();
+            s.pop(1);
+            r == SatResult::Unsat
+        })
+    }
+}
+
+fn apply(f: &FuncDecl, args: &[BV]) -> Bool {
+    let args: Vec<&dyn Ast> = args.iter().map(|v| v as &dyn Ast).collect();
+    f.apply(&args).as_bool().expect("a predicate")
+}
+
+fn millis(d: Duration) -> u32 {
+    d.as_millis().clamp(1, u32::MAX as u128) as u32
+}
+
+/// Of the `open` obligations, those Spacer proves no reachable state violates (ascending),
+/// asked in passes of growing time caps ([`PASSES_MS`]) until `until`; and the questions asked.
+pub(crate) fn close(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    open: &[usize],
+    until: Instant,
+) -> (Vec<usize>, u64) {
+    let mut closed = vec![];
+    let mut asked = 0u64;
+    if open.is_empty() || Instant::now() >= until {
+        return (closed, asked);
+    }
+    let c = Clauses::new(ts, obligations);
+    let mut left: Vec<usize> = open.to_vec();
+    'passes: for cap in PASSES_MS {
+        let mut next = vec![];
+        for &i in &left {
+            let now = Instant::now();
+            if now >= until {
+                break 'passes;
+            }
+            asked += 1;
+            let time = Duration::from_millis(cap).min(until - now);
+            // A re-check takes about as long as a quick proof; it gets its own time.
+            let recheck = Duration::from_millis(RECHECK_MS).min(until - now);
+            match c.ask(&obligations[i], time, recheck) {
+                Answer::Proved => closed.push(i),
+                Answer::Violated => {}
+                Answer::Open => next.push(i),
+            }
+        }
+        left = next;
+    }
+    closed.sort_unstable();
+    (closed, asked)
+}
+
+/// On the induction's small counter (x counts 0, 1, 2 and stays; 3 is never reached).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::induction::tests::{counter, when_x_is};
+
+    /// `reach` defined as `keep(x)` for every state, the shape Spacer's answers take.
+    fn defined(c: &Clauses<'_>, keep: impl Fn(&BV) -> Bool) -> Bool {
+        let xs: Vec<BV> = c.u.states[0]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| BV::new_const(format!("q{i}"), v.get_size()))
+            .collect();
+        let b: Vec<&dyn Ast> = xs.iter().map(|v| v as &dyn Ast).collect();
+        forall_const(&b, &[], &apply(&c.reach, &xs).eq(keep(&xs[3])))
+    }
+
+    #[test]
+    fn proves_what_no_state_reaches_and_nothing_a_state_reaches() {
+        let ts = counter();
+        let obls = [when_x_is(3), when_x_is(2), when_x_is(0)];
+        let until = Instant::now() + Duration::from_secs(60);
+        let (closed, asked) = close(&ts, &obls, &[0, 1, 2], until);
+        assert_eq!(closed, vec![0]);
+        assert!(asked >= 3, "{asked}");
+    }
+
+    #[test]
+    fn the_recheck_refuses_a_certificate_that_is_not_one() {
+        let ts = counter();
+        let obls = [when_x_is(3), when_x_is(2)];
+        let c = Clauses::new(&ts, &obls);
+        let w = c.u.states[0][3].get_size();
+        let k = |v: u64| BV::from_u64(v, w);
+        let d = Duration::from_secs(10);
+        // x ≠ 3: initial, closed under the step, and excludes x = 3.
+        assert!(c.recheck(&defined(&c, |x| x.eq(k(3)).not()), &obls[0], d));
+        // Every state: closed, but it has x = 3.
+        assert!(!c.recheck(&defined(&c, |_| Bool::from_bool(true)), &obls[0], d));
+        // x = 0 only: the first step leaves it.
+        assert!(!c.recheck(&defined(&c, |x| x.eq(k(0))), &obls[0], d));
+        // x ≠ 3 for an obligation a reachable state violates.
+        assert!(!c.recheck(&defined(&c, |x| x.eq(k(3)).not()), &obls[1], d));
+    }
+}
