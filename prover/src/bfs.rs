@@ -226,6 +226,18 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
     search(ts, obligations, budget, Bound::of(ts), None).0
 }
 
+/// [`run`], with the widest level it expanded, in states: whether a level took more than one
+/// parallel block ([`BLOCK_STATES`]), for the test that the search is the same whatever the
+/// thread count.
+pub fn run_widest(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+) -> (EngineRun, usize) {
+    let (run, _, widest) = search(ts, obligations, budget, Bound::of(ts), None);
+    (run, widest)
+}
+
 /// How far a search goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Bound {
@@ -290,7 +302,8 @@ pub fn fixpoint(
     obligations: &[Obligation],
     budget: BfsBudget,
 ) -> (EngineRun, Option<u32>) {
-    search(ts, obligations, budget, Bound::Fixpoint, None)
+    let (run, turns, _) = search(ts, obligations, budget, Bound::Fixpoint, None);
+    (run, turns)
 }
 
 /// The first violation found of each obligation: the frontier state it was found at, the
@@ -363,12 +376,12 @@ fn search(
     budget: BfsBudget,
     bound: Bound,
     accept: Option<Accept<'_>>,
-) -> (EngineRun, Option<u32>) {
+) -> (EngineRun, Option<u32>, usize) {
     let start = Instant::now();
     let liveness = liveness_for(ts, obligations, &budget, bound);
     let system = match Compiled::new(ts, obligations, liveness.as_ref(), budget.deadline) {
         Ok(system) => system,
-        Err(stopped) => return (compile_stopped(obligations.len(), stopped, start), None),
+        Err(stopped) => return (compile_stopped(obligations.len(), stopped, start), None, 0),
     };
     let subsume = (budget.subsume && bound != Bound::Fixpoint)
         .then(|| encoder::ts::observe::observers(ts, obligations))
@@ -382,7 +395,7 @@ fn search(
     };
     x.store
         .push(&system.layout.pack(&ts.init), u32::MAX, u32::MAX, 0, 0);
-    let (level, level_start) = explore_levels(&system, &mut x, &budget, bound);
+    let (level, level_start, widest) = explore_levels(&system, &mut x, &budget, bound);
     x.settle();
     let complete_depth = if level_start >= x.store.len() {
         ts.depth
@@ -418,7 +431,7 @@ fn search(
         },
         inductive: Vec::new(),
     };
-    (run, fixpoint_turns)
+    (run, fixpoint_turns, widest)
 }
 
 /// The run of a search whose deadline passed while it compiled the system: every obligation
@@ -463,16 +476,18 @@ fn liveness_for(
 
 /// Expands level after level until the depth bound, the last new state, every obligation
 /// found (bounded search only: a fixpoint search needs every state for K) or a budget.
-/// Returns the number of levels expanded and where the last unexpanded level starts.
+/// Returns the number of levels expanded, where the last unexpanded level starts, and the
+/// widest level expanded (states).
 fn explore_levels(
     system: &Compiled,
     x: &mut Explored<'_>,
     budget: &BfsBudget,
     bound: Bound,
-) -> (u32, usize) {
+) -> (u32, usize, usize) {
     let max_depth = bound.levels();
     let mut level_start = 0usize;
     let mut level = 0u32;
+    let mut widest = 0;
     let parallel = rayon::current_num_threads() > 1;
     while max_depth.is_none_or(|d| level < d) && level_start < x.store.len() {
         if budget.out_of_time() {
@@ -480,6 +495,7 @@ fn explore_levels(
             break;
         }
         let level_end = x.store.len();
+        widest = widest.max(level_end - level_start);
         if let Some(p) = &budget.progress {
             p.bfs(level, level_end);
         }
@@ -499,7 +515,7 @@ fn explore_levels(
             break;
         }
     }
-    (level, level_start)
+    (level, level_start, widest)
 }
 
 /// One level's frontier: the states stored at `states`, to be expanded with `system` under
@@ -552,15 +568,54 @@ impl Level<'_> {
         }
     }
 
-    /// Expands the frontier states in parallel, chunk by chunk, then admits the results
-    /// in frontier order: the search is the same whatever the thread count.
+    /// Expands the frontier states in parallel, block by block: each block's chunks on the
+    /// thread pool, then its successors admitted in frontier order, so the search is the same
+    /// whatever the thread count. Blocks bound what is held beside the store: a whole level's
+    /// successors at once, before they are deduplicated, took more memory than the store
+    /// itself on wide graphs (benchmarks/README.md "The BFS's memory").
     fn expand_parallel(&self, x: &mut Explored<'_>) {
+        let words = self.system.layout.words;
+        let mut from = self.states.start;
+        // Past the state or memory budget nothing new is stored, but the rest of the level is
+        // still expanded for its hits, as on one thread; past the deadline nothing is.
+        while from < self.states.end && x.exhausted != Some(StopReason::TimeBudget) {
+            let to = (from + BLOCK_STATES).min(self.states.end);
+            let open: Vec<bool> = x.found.iter().map(|f| f.is_none()).collect();
+            let (results, late) =
+                self.expand_block(&x.store.arena[from * words..to * words], from, &open);
+            for e in results {
+                for (si, o, cid, val) in e.hits {
+                    x.record(o, (si, cid, val));
+                }
+                for (s, (si, cmd, val, turn_start)) in e.packed.chunks_exact(words).zip(e.options) {
+                    admit(
+                        &mut x.store,
+                        self.budget,
+                        &mut x.exhausted,
+                        s,
+                        si,
+                        cmd,
+                        val,
+                        turn_start,
+                    );
+                }
+            }
+            if late {
+                // Chunks were skipped: the level is not complete.
+                x.exhausted.get_or_insert(StopReason::TimeBudget);
+            }
+            from = to;
+        }
+    }
+
+    /// The successors of the frontier states `block` (packed, the first of them state
+    /// `first`), one expansion per chunk in order, and whether a chunk was skipped because the
+    /// deadline passed.
+    fn expand_block(&self, block: &[u64], first: usize, open: &[bool]) -> (Vec<Expansion>, bool) {
         let (system, budget) = (self.system, self.budget);
         let words = system.layout.words;
-        let open: Vec<bool> = x.found.iter().map(|f| f.is_none()).collect();
-        let frontier = &x.store.arena[self.states.start * words..self.states.end * words];
         let late = std::sync::atomic::AtomicBool::new(false);
-        let results: Vec<Expansion> = frontier
+        let results: Vec<Expansion> = block
             .par_chunks(CHUNK_STATES * words)
             .enumerate()
             .map(|(k, chunk)| {
@@ -571,7 +626,7 @@ impl Level<'_> {
                 }
                 let mut next = vec![0u64; words];
                 for (j, p) in chunk.chunks_exact(words).enumerate() {
-                    let si = (self.states.start + k * CHUNK_STATES + j) as u32;
+                    let si = (first + k * CHUNK_STATES + j) as u32;
                     system.expand(
                         p,
                         &mut next,
@@ -586,27 +641,7 @@ impl Level<'_> {
                 e
             })
             .collect();
-        for e in results {
-            for (si, o, cid, val) in e.hits {
-                x.record(o, (si, cid, val));
-            }
-            for (s, (si, cmd, val, turn_start)) in e.packed.chunks_exact(words).zip(e.options) {
-                admit(
-                    &mut x.store,
-                    budget,
-                    &mut x.exhausted,
-                    s,
-                    si,
-                    cmd,
-                    val,
-                    turn_start,
-                );
-            }
-        }
-        if late.into_inner() {
-            // Chunks were skipped: the level is not complete.
-            x.exhausted.get_or_insert(StopReason::TimeBudget);
-        }
+        (results, late.into_inner())
     }
 }
 
@@ -628,6 +663,11 @@ fn out_of_budget(why: StopReason, budget: &BfsBudget, level: u32) -> Verdict {
 /// Frontier states per parallel task, and how many states are expanded between two looks at the
 /// deadline.
 const CHUNK_STATES: usize = 64;
+
+/// Frontier states expanded in parallel before their successors are admitted: enough chunks to
+/// keep the threads busy, few enough that the successors held at once stay small beside the
+/// store.
+pub const BLOCK_STATES: usize = 64 * CHUNK_STATES;
 
 /// Stores successor `s` of state `si` unless it is known. Past a budget nothing new is stored
 /// (the level's remaining hits are still recorded: they are real violations at this depth).

@@ -241,3 +241,40 @@ proptest! {
         }
     }
 }
+
+/// The BFS expands a wide level in parallel, block by block, and admits each block's
+/// successors in frontier order: its run — verdicts, witnesses, states stored — is the same on
+/// one thread as on several. On family graphs whose widest level holds more than one block (the
+/// assertion on `widest` keeps that so).
+#[test]
+fn the_bfs_is_the_same_on_one_thread_as_on_several() {
+    use ir::testkit::{family, SizeClass};
+    for (seed, size) in [
+        (1, SizeClass::Small),
+        (15, SizeClass::Small),
+        (3, SizeClass::Medium),
+    ] {
+        let (ts, obls) = system(&family(seed, size).project);
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| bfs::run_widest(&ts, &obls, bfs::BfsBudget::default()))
+        };
+        let (one, widest) = on(1);
+        assert!(
+            widest > bfs::BLOCK_STATES,
+            "seed {seed}: widest level {widest}"
+        );
+        for threads in [2, 3] {
+            let (run, w) = on(threads);
+            assert_eq!(w, widest, "seed {seed}, {threads} threads");
+            assert_eq!(
+                run.cost.states, one.cost.states,
+                "seed {seed}, {threads} threads"
+            );
+            assert_eq!(run.verdicts, one.verdicts, "seed {seed}, {threads} threads");
+        }
+    }
+}
