@@ -368,7 +368,8 @@ fn close_by_pdr(
     let Some(until) = pdr_until(budget) else {
         return 0;
     };
-    let (closed, asked) = crate::pdr::close(ts, obligations, &undecided(verdicts), until);
+    let reuse = budget.tactics.pdr_reuse;
+    let (closed, asked) = crate::pdr::close(ts, obligations, &undecided(verdicts), until, reuse);
     retire(ts, closed, verdicts, inductive);
     asked
 }
@@ -457,6 +458,12 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         if verdicts.iter().all(|v| v.is_some()) {
             break;
         }
+    }
+    // On a system with batches "no violation to the depth" is not a decision
+    // (`proof::for_batches`): if the unrolling finished before Spacer's turn came, what it left
+    // is asked of Spacer now, with the time the unrolling did not need.
+    if pdr_pending && ts.has_batches() && budget.deadline.is_some() {
+        calls += close_by_pdr(ts, obligations, &budget, &mut verdicts, &mut inductive);
     }
     // Every depth was asked (or the loop stopped with every obligation decided).
     let verdicts = verdicts
@@ -574,7 +581,9 @@ pub fn run_any_length(
     let mut inductive = bounded.inductive;
     if b.bounded.tactics.pdr != SpacerWhen::Never {
         if let Some(until) = pdr_until(&b.bounded) {
-            let (closed, asked) = crate::pdr::close(ts, obligations, &open(&verdicts), until);
+            let reuse = b.bounded.tactics.pdr_reuse;
+            let (closed, asked) =
+                crate::pdr::close(ts, obligations, &open(&verdicts), until, reuse);
             calls += asked;
             for oi in closed {
                 verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Pdr);
@@ -650,5 +659,32 @@ mod tests {
         );
         assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
         assert_eq!(run.inductive, vec![0]);
+    }
+
+    #[test]
+    fn on_a_batch_system_spacer_gets_the_time_the_unrolling_did_not_need() {
+        // The counter's one step made a batch call: the unrolling's "no violation in one step"
+        // is not a decision there. It finishes long before Spacer's mid-way turn, so Spacer is
+        // asked at the end (with a deadline only) and proves x = 3 for every run; x = 2, reached
+        // at the third step, is not proved.
+        let mut ts = counter();
+        ts.commands[0].label.batch = true;
+        let obls = [when_x_is(3), when_x_is(2)];
+        let budget = |deadline| BmcBudget {
+            tactics: BmcTactics {
+                induct: false,
+                induct_first: InductFirst::Never,
+                pdr: SpacerWhen::Midway,
+                ..Default::default()
+            },
+            deadline,
+            ..Default::default()
+        };
+        let soon = Instant::now() + std::time::Duration::from_secs(60);
+        let with = super::run(&ts, &obls, budget(Some(soon)));
+        assert_eq!(with.inductive, vec![0]);
+        assert_eq!(with.verdicts[1], Verdict::Unreachable { depth: 1 });
+        let without = super::run(&ts, &obls, budget(None));
+        assert!(without.inductive.is_empty(), "{:?}", without.inductive);
     }
 }

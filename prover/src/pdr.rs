@@ -13,6 +13,10 @@
 //! answer (a violation at some depth, perhaps past the system's), unknown, and a certificate
 //! that does not re-check leave the obligation open for the unrolling, which gives witnesses of
 //! the right depth.
+//!
+//! A re-checked invariant is kept: it holds in every reachable state whatever obligation it was
+//! found for, so an open obligation none of whose bad transitions it allows is proved by it
+//! without asking Spacer again (the re-check's third question, asked of that obligation).
 
 use crate::unroll::Unroller;
 use encoder::ts::{Obligation, TransitionSystem};
@@ -27,6 +31,9 @@ const PASSES_MS: [u64; 4] = [50, 250, 1_000, 4_000];
 
 /// The most time the fresh solver's re-check of one certificate may take.
 const RECHECK_MS: u64 = 2_000;
+
+/// The most time asking one kept invariant about one obligation may take.
+const KNOWN_MS: u64 = 200;
 
 /// The system's clauses, built once and asked once per obligation.
 struct Clauses<'a> {
@@ -43,10 +50,11 @@ struct Clauses<'a> {
 }
 
 /// What one question answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Answer {
-    /// No reachable state violates it (the certificate re-checked).
-    Proved,
+    /// No reachable state violates it: the certificate, re-checked (`reach` defined as an
+    /// inductive invariant).
+    Proved(Bool),
     /// Some reachable state does, at some depth.
     Violated,
     /// Unknown, out of time, or a certificate that did not re-check.
@@ -133,7 +141,7 @@ impl<'a> Clauses<'a> {
         fp.add_rule(&bad, Some("bad"));
         match fp.query(&e) {
             SatResult::Unsat => match fp.get_answer() {
-                Some(inv) if self.recheck(&inv, o, recheck) => Answer::Proved,
+                Some(inv) if self.recheck(&inv, o, recheck) => Answer::Proved(inv),
                 _ => Answer::Open,
             },
             SatResult::Sat => Answer::Violated,
@@ -165,6 +173,41 @@ impl<'a> Clauses<'a> {
     }
 }
 
+/// The invariants re-checked so far, each asserted in a solver of its own (each defines
+/// `reach` its own way, so they are not asserted together).
+struct Known(Vec<Solver>);
+
+impl Known {
+    fn keep(&mut self, inv: &Bool) {
+        let s = Solver::new();
+        let mut p = Params::new();
+        p.set_u32("timeout", KNOWN_MS as u32);
+        s.set_params(&p);
+        s.assert(inv);
+        self.0.push(s);
+    }
+
+    /// Whether a kept invariant from the `from`th on allows none of `o`'s bad transitions: it
+    /// contains the initial state and is closed under the step (re-checked when it was kept),
+    /// so then no reachable state violates `o`.
+    fn excludes(&self, c: &Clauses<'_>, o: &Obligation, from: usize, until: Instant) -> bool {
+        if from >= self.0.len() {
+            return false;
+        }
+        let bad = c.bad_body(o);
+        self.0[from..].iter().any(|s| {
+            if Instant::now() >= until {
+                return false;
+            }
+            s.push();
+            s.assert(&bad);
+            let r = s.check();
+            s.pop(1);
+            r == SatResult::Unsat
+        })
+    }
+}
+
 fn apply(f: &FuncDecl, args: &[BV]) -> Bool {
     let args: Vec<&dyn Ast> = args.iter().map(|v| v as &dyn Ast).collect();
     f.apply(&args).as_bool().expect("a predicate")
@@ -176,11 +219,14 @@ fn millis(d: Duration) -> u32 {
 
 /// Of the `open` obligations, those Spacer proves no reachable state violates (ascending),
 /// asked in passes of growing time caps ([`PASSES_MS`]) until `until`; and the questions asked.
+/// With `reuse`, each invariant a proof leaves is asked about every obligation first
+/// ([`Known`]).
 pub(crate) fn close(
     ts: &TransitionSystem,
     obligations: &[Obligation],
     open: &[usize],
     until: Instant,
+    reuse: bool,
 ) -> (Vec<usize>, u64) {
     let mut closed = vec![];
     let mut asked = 0u64;
@@ -188,6 +234,9 @@ pub(crate) fn close(
         return (closed, asked);
     }
     let c = Clauses::new(ts, obligations);
+    let mut known = Known(vec![]);
+    // Per obligation, how many kept invariants it was asked about already.
+    let mut tried = vec![0usize; obligations.len()];
     let mut left: Vec<usize> = open.to_vec();
     'passes: for cap in PASSES_MS {
         let mut next = vec![];
@@ -196,12 +245,22 @@ pub(crate) fn close(
             if now >= until {
                 break 'passes;
             }
+            if known.excludes(&c, &obligations[i], tried[i], until) {
+                closed.push(i);
+                continue;
+            }
+            tried[i] = known.0.len();
             asked += 1;
             let time = Duration::from_millis(cap).min(until - now);
             // A re-check takes about as long as a quick proof; it gets its own time.
             let recheck = Duration::from_millis(RECHECK_MS).min(until - now);
             match c.ask(&obligations[i], time, recheck) {
-                Answer::Proved => closed.push(i),
+                Answer::Proved(inv) => {
+                    closed.push(i);
+                    if reuse {
+                        known.keep(&inv);
+                    }
+                }
                 Answer::Violated => {}
                 Answer::Open => next.push(i),
             }
@@ -234,9 +293,29 @@ mod tests {
         let ts = counter();
         let obls = [when_x_is(3), when_x_is(2), when_x_is(0)];
         let until = Instant::now() + Duration::from_secs(60);
-        let (closed, asked) = close(&ts, &obls, &[0, 1, 2], until);
+        let (closed, asked) = close(&ts, &obls, &[0, 1, 2], until, true);
         assert_eq!(closed, vec![0]);
         assert!(asked >= 3, "{asked}");
+    }
+
+    #[test]
+    fn a_kept_invariant_proves_what_it_excludes_without_asking_again() {
+        // The second obligation is the first's condition under another name: the invariant
+        // the first's proof kept excludes it, so Spacer is asked once. (That a kept invariant
+        // does not close what a state reaches is the test above: x = 2 and x = 0 are asked
+        // after x = 3 was proved, and stay open.)
+        let ts = counter();
+        let mut again = when_x_is(3);
+        again.subject = "x3 again".into();
+        let obls = [when_x_is(3), again];
+        let until = Instant::now() + Duration::from_secs(60);
+        let (closed, asked) = close(&ts, &obls, &[0, 1], until, true);
+        assert_eq!(closed, vec![0, 1]);
+        assert_eq!(asked, 1);
+        // Without reuse both are asked.
+        let (closed, asked) = close(&ts, &obls, &[0, 1], until, false);
+        assert_eq!(closed, vec![0, 1]);
+        assert_eq!(asked, 2);
     }
 
     #[test]

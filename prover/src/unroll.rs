@@ -43,6 +43,10 @@ pub struct BmcTactics {
     /// obligation, with half the time then left: what it proves (each certificate re-checked)
     /// holds at every depth and is not unrolled (further).
     pub pdr: SpacerWhen,
+    /// Keep each invariant a Spacer proof leaves (re-checked) and ask it about every other
+    /// open obligation before Spacer is asked (`pdr.rs`): it holds in every reachable state,
+    /// so one proof can close many obligations.
+    pub pdr_reuse: bool,
 }
 
 /// When the unrolling asks Spacer ([`BmcTactics::pdr`]).
@@ -54,7 +58,9 @@ pub enum SpacerWhen {
     First,
     /// Once the unrolling has had half the time it started with and is not done: a graph the
     /// unrolling alone decides within half its budget is decided as before, and Spacer gets
-    /// the time where the unrolling stalls (the default; never without a deadline).
+    /// the time where the unrolling stalls (the default; never without a deadline). On a
+    /// system with batches, whose bounded "no violation" is not a decision, also once the
+    /// unrolling is done, if Spacer was not asked yet (with a deadline too).
     Midway,
 }
 
@@ -96,6 +102,7 @@ impl Default for BmcTactics {
             delay_simplify: true,
             induct_first: InductFirst::Batches,
             pdr: SpacerWhen::Midway,
+            pdr_reuse: true,
         }
     }
 }
@@ -114,6 +121,7 @@ impl BmcTactics {
             delay_simplify: false,
             induct_first: InductFirst::Never,
             pdr: SpacerWhen::Never,
+            pdr_reuse: false,
         }
     }
 }

@@ -40,6 +40,7 @@ const ENGINES: &[&str] = &[
     BMC_UNROLL_FIRST,
     BMC_NO_PDR,
     BMC_PDR_FIRST,
+    BMC_NO_REUSE,
 ];
 
 /// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
@@ -48,6 +49,10 @@ const BMC_NO_PDR: &str = "bmc-no-pdr";
 
 /// Z3 asking Spacer before any unrolling (`SpacerWhen::First`).
 const BMC_PDR_FIRST: &str = "bmc-pdr-first";
+
+/// Z3 asking Spacer about every open obligation, none closed by an invariant an earlier proof
+/// left (`BmcTactics::pdr_reuse` off: the engine before that was added).
+const BMC_NO_REUSE: &str = "bmc-no-reuse";
 
 /// The BFS of an earlier build, run by a script beside this one's (`one`'s line with its
 /// engine renamed): a change measured side by side in one run.
@@ -124,6 +129,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
                 BMC_PDR_FIRST => prover::bmc::SpacerWhen::First,
                 _ => prover::bmc::SpacerWhen::Midway,
             },
+            pdr_reuse: engine != BMC_NO_REUSE,
             ..BmcTactics::default()
         },
         ..Options::for_project(p)

@@ -258,6 +258,7 @@ fn tactics() -> bmc::BmcTactics {
             } else {
                 prover::bmc::SpacerWhen::Never
             },
+            pdr_reuse: t.contains("pdr_reuse"),
         },
         Err(_) => bmc::BmcTactics::default(),
     }
