@@ -30,7 +30,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The engines `run` starts by default: the BFS, Z3 as `qls verify` runs it (induction first),
+/// The engines `run` starts by default: the BFS, Z3 as `qls verify` runs it (induction first
+/// on systems with batches),
 /// and Z3 unrolling first (`BmcTactics::induct_first` off: the order before issue 27).
 const ENGINES: &[&str] = &[
     "bfs",
@@ -41,6 +42,7 @@ const ENGINES: &[&str] = &[
     BMC_NO_PDR,
     BMC_PDR_FIRST,
     BMC_NO_REUSE,
+    BMC_INDUCT_ALWAYS,
 ];
 
 /// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
@@ -49,6 +51,11 @@ const BMC_NO_PDR: &str = "bmc-no-pdr";
 
 /// Z3 asking Spacer before any unrolling (`SpacerWhen::First`).
 const BMC_PDR_FIRST: &str = "bmc-pdr-first";
+
+/// Z3 trying k-induction before the unrolling on every system (`InductFirst::Always`), where
+/// `qls verify` does so only on systems with batches: what `bmc` was in this harness until
+/// 2026-12-05.
+const BMC_INDUCT_ALWAYS: &str = "bmc-induct-always";
 
 /// Z3 asking Spacer about every open obligation, none closed by an invariant an earlier proof
 /// left (`BmcTactics::pdr_reuse` off: the engine before that was added).
@@ -119,10 +126,10 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         timeout: Duration::from_secs(timeout),
         subsume: engine != BFS_WHOLE,
         bmc_tactics: BmcTactics {
-            induct_first: if engine == BMC_UNROLL_FIRST {
-                prover::bmc::InductFirst::Never
-            } else {
-                prover::bmc::InductFirst::Always
+            induct_first: match engine {
+                BMC_UNROLL_FIRST => prover::bmc::InductFirst::Never,
+                BMC_INDUCT_ALWAYS => prover::bmc::InductFirst::Always,
+                _ => BmcTactics::default().induct_first,
             },
             pdr: match engine {
                 BMC_NO_PDR => prover::bmc::SpacerWhen::Never,
