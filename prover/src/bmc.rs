@@ -1,8 +1,8 @@
 //! The bounded model checker: the transition system unrolled step by step into Z3 bit-vector
 //! terms, one incremental `QF_BV` solver, the open obligations asked at each depth through an
 //! assumption literal, so the first satisfiable depth gives a shortest witness.
-//! **Only `prover` names z3**, and within it only this module, `induction.rs`, `pdr.rs` and `unroll.rs`
-//! (the unrolling both build on).
+//! **Only `prover` names z3**, and within it only this module, `induction.rs`, `pdr.rs` and
+//! `unroll.rs` (the unrolling they build on), and `optimise.rs` for the repair.
 //!
 //! Three things keep the unrolling small on large graphs (each can be switched off through
 //! [`BmcTactics`] (declared in `unroll.rs`), which the benchmarks use to measure it against the plain encoding):
@@ -18,10 +18,12 @@
 //! length; there, once the unrolling is a few steps deep, one k-induction attempt
 //! (`induction::close`, each closed proof re-checked in fresh solvers) retires every open
 //! obligation no reachable state can violate. Sound: such an obligation is violated at no depth.
-//! Once the unrolling has had half the time and is not done, with half the time then left, Spacer's property-directed reachability (`pdr.rs`, each invariant
-//! re-checked in a fresh solver) retires what it proves the same way:
-//! where the desks hand back to each other, it closes what the induction's fixed candidates
-//! cannot, in a fraction of a second each (benchmarks/README.md, "Spacer").
+//! Once the unrolling has had half the time and is not done, with half the time then left,
+//! Spacer's property-directed reachability (`pdr.rs`, each invariant re-checked in a fresh
+//! solver) retires what it proves the same way: where the desks hand back to each other, it
+//! closes what the induction's fixed candidates cannot, in a fraction of a second each
+//! (benchmarks/README.md, "Spacer"). On a system with batches it is also asked once the
+//! unrolling is done, if its mid-way turn never came.
 //! The solver is bounded in time (the time left) and memory (`max_memory`): an unknown answer
 //! leaves what is open undecided with the reason, never clean.
 

@@ -1,8 +1,9 @@
-//! The one optimisation `qls repair` asks of Z3 (with `unroll.rs`, `bmc.rs`, `induction.rs` and `pdr.rs`
-//! the only modules that name z3): over one boolean per candidate change, a cheapest assignment
-//! that satisfies every clause the counterexamples so far have taught (each clause: "at least
-//! one of these changes is made", or "not all of these, unless one of those"). The repair
-//! search (`repair/search.rs`) calls it once per round and checks its answer with both engines.
+//! The one optimisation `qls repair` asks of Z3 (with `unroll.rs`, `bmc.rs`, `induction.rs` and
+//! `pdr.rs` the only modules that name z3): over one boolean per candidate change, a cheapest
+//! assignment that satisfies every clause the counterexamples so far have taught (each clause:
+//! "at least one of these changes is made", or "not all of these, unless one of those"). The
+//! repair search (`repair/search.rs`) calls it once per round and checks its answer with both
+//! engines.
 
 use z3::ast::{Bool, Int};
 use z3::{Optimize, SatResult};

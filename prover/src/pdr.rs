@@ -180,9 +180,6 @@ struct Known(Vec<Solver>);
 impl Known {
     fn keep(&mut self, inv: &Bool) {
         let s = Solver::new();
-        let mut p = Params::new();
-        p.set_u32("timeout", KNOWN_MS as u32);
-        s.set_params(&p);
         s.assert(inv);
         self.0.push(s);
     }
@@ -196,9 +193,16 @@ impl Known {
         }
         let bad = c.bad_body(o);
         self.0[from..].iter().any(|s| {
-            if Instant::now() >= until {
+            let now = Instant::now();
+            if now >= until {
                 return false;
             }
+            let mut p = Params::new();
+            p.set_u32(
+                "timeout",
+                millis(Duration::from_millis(KNOWN_MS).min(until - now)),
+            );
+            s.set_params(&p);
             s.push();
             s.assert(&bad);
             let r = s.check();
