@@ -13,8 +13,8 @@
 mod fold;
 
 use encoder::ts::flow::Liveness;
-use encoder::ts::{CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
-use fold::{constant, fold, known, reads_var, tested, Facts, Known};
+use encoder::ts::{ChoiceId, CmdId, Command, Expr, Obligation, TransitionSystem, VarId};
+use fold::{constant, fold, known, nodes, tested, Facts, Known};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -112,51 +112,77 @@ enum Code {
     Lt(Box<Code>, Box<Code>),
     Add(Box<Code>, u32),
     Ite(Box<Code>, Box<Code>, Box<Code>),
+    /// The option's value of its command's choice at this index (an update too large to fold
+    /// per option keeps its choices, see [`MAX_SPLIT_NODES`]).
+    Choice(u32),
+}
+
+/// The option's choice values a [`Code`] reads: none (`()`, for code folded with them, which
+/// then has no `Code::Choice`: the common case costs no argument) or the option's values.
+trait Choices: Copy {
+    fn get(self, i: u32) -> u32;
+}
+
+impl Choices for () {
+    fn get(self, _: u32) -> u32 {
+        debug_assert!(false, "a choice read by code folded with its choices");
+        0
+    }
+}
+
+impl Choices for &[u32] {
+    fn get(self, i: u32) -> u32 {
+        self[i as usize]
+    }
 }
 
 impl Code {
-    /// As `TransitionSystem::eval_int`.
-    fn int(&self, p: &[u64]) -> u32 {
+    /// As `TransitionSystem::eval_int`, with `ch` the option's values of its command's choices.
+    fn int<C: Choices>(&self, p: &[u64], ch: C) -> u32 {
         match self {
             Code::Const(c) => *c,
             Code::Var(s) => read(p, *s),
-            Code::Add(a, k) => a.int(p).wrapping_add(*k),
+            Code::Choice(i) => ch.get(*i),
+            Code::Add(a, k) => a.int(p, ch).wrapping_add(*k),
             Code::Ite(c, a, b) => {
-                if c.bool(p) {
-                    a.int(p)
+                if c.bool(p, ch) {
+                    a.int(p, ch)
                 } else {
-                    b.int(p)
+                    b.int(p, ch)
                 }
             }
-            other => other.bool(p) as u32,
+            other => other.bool(p, ch) as u32,
         }
     }
 
     /// As `TransitionSystem::eval_bool`.
-    fn bool(&self, p: &[u64]) -> bool {
+    fn bool<C: Choices>(&self, p: &[u64], ch: C) -> bool {
         match self {
-            Code::Not(a) => !a.bool(p),
-            Code::And(es) => es.iter().all(|e| e.bool(p)),
-            Code::Or(es) => es.iter().any(|e| e.bool(p)),
-            Code::Eq(a, b) => a.int(p) == b.int(p),
-            Code::Lt(a, b) => a.int(p) < b.int(p),
-            other => other.int(p) != 0,
+            Code::Not(a) => !a.bool(p, ch),
+            Code::And(es) => es.iter().all(|e| e.bool(p, ch)),
+            Code::Or(es) => es.iter().any(|e| e.bool(p, ch)),
+            Code::Eq(a, b) => a.int(p, ch) == b.int(p, ch),
+            Code::Lt(a, b) => a.int(p, ch) < b.int(p, ch),
+            other => other.int(p, ch) != 0,
         }
     }
 }
 
-fn code(e: &Expr, l: &Layout) -> Code {
-    let bx = |x: &Expr| Box::new(code(x, l));
+/// Compiles a folded expression; `own` is its command's choices, in the order of an option's
+/// values (a choice the command does not own is 0, as the interpreter's valuations leave it).
+fn code(e: &Expr, l: &Layout, own: &[ChoiceId]) -> Code {
+    let bx = |x: &Expr| Box::new(code(x, l, own));
     match e {
         Expr::Bool(b) => Code::Const(*b as u32),
         Expr::Const(c) => Code::Const(*c),
         Expr::Var(v) => Code::Var(l.slot(*v)),
-        // Choices are substituted before an expression is compiled; a choice the command does
-        // not own is 0, as the interpreter's valuations leave it.
-        Expr::Choice(_) => Code::Const(0),
+        Expr::Choice(c) => match own.iter().position(|x| x == c) {
+            Some(i) => Code::Choice(i as u32),
+            None => Code::Const(0),
+        },
         Expr::Not(a) => Code::Not(bx(a)),
-        Expr::And(es) => Code::And(es.iter().map(|x| code(x, l)).collect()),
-        Expr::Or(es) => Code::Or(es.iter().map(|x| code(x, l)).collect()),
+        Expr::And(es) => Code::And(es.iter().map(|x| code(x, l, own)).collect()),
+        Expr::Or(es) => Code::Or(es.iter().map(|x| code(x, l, own)).collect()),
         Expr::Eq(a, b) => Code::Eq(bx(a), bx(b)),
         Expr::Lt(a, b) => Code::Lt(bx(a), bx(b)),
         Expr::Add(a, k) => Code::Add(bx(a), *k),
@@ -188,17 +214,18 @@ struct Condition {
 }
 
 impl Condition {
+    /// Whether it holds on `p` (a condition is folded with its option's choices).
     #[inline]
     fn holds(&self, p: &[u64]) -> bool {
         self.tests
             .iter()
             .all(|t| p[t.word as usize] & t.mask == t.bits)
-            && self.rest.iter().all(|c| c.bool(p))
+            && self.rest.iter().all(|c| c.bool(p, ()))
     }
 }
 
-/// Compiles a folded condition; `None` when it cannot hold.
-fn condition(e: &Expr, l: &Layout) -> Option<Condition> {
+/// Compiles a folded condition (`own` as for [`code`]); `None` when it cannot hold.
+fn condition(e: &Expr, l: &Layout, own: &[ChoiceId]) -> Option<Condition> {
     let conjuncts: Vec<&Expr> = match e {
         Expr::And(es) => es.iter().collect(),
         other => vec![other],
@@ -222,9 +249,9 @@ fn condition(e: &Expr, l: &Layout) -> Option<Condition> {
                         (k as u64) << s.shift,
                     )?;
                 }
-                _ => c.rest.push(code(e, l)),
+                _ => c.rest.push(code(e, l, own)),
             },
-            other => c.rest.push(code(other, l)),
+            other => c.rest.push(code(other, l, own)),
         }
     }
     Some(c)
@@ -268,6 +295,11 @@ fn add_write(writes: &mut Vec<WordWrite>, s: Slot, v: u32) {
 struct Option_ {
     /// The valuation's number (see `bfs::valuation`).
     val: u32,
+    /// Its values of the command's choices, for the code of large updates not folded with them.
+    choices: Box<[u32]>,
+    /// The large updates that read them (see [`MAX_SPLIT_NODES`]): never refolded, so the same
+    /// in every variant, and of variables no variant's own updates write.
+    computed_choices: Vec<(Slot, Arc<Code>)>,
     variants: Vec<Variant>,
 }
 
@@ -290,6 +322,18 @@ struct Variant {
 /// At most this many variants per option: a variable is split on only while the product of
 /// the values tested stays within it.
 const MAX_VARIANTS: usize = 32;
+
+/// A folded part of more than this many nodes is not specialised: splits neither count its
+/// comparisons nor refold it, and an update is not folded per option either (its code reads
+/// the option's choices, see `Code::Choice`), so every option and variant shares its code. Folding copies the
+/// whole tree, and in a wide system one update (a desk's hand-off chain repeated inside the
+/// turn end) runs to 4,000–10,000 nodes: folding and compiling it in every variant of every
+/// option took seconds and a gigabyte before the search began (family ≤300 seed 30: 7 of its
+/// 9 s; seed 75: all of them). Not folding a part leaves it meaning what it means on every
+/// state (see `fold`), so the bound costs only the speed specialising would have bought; it is
+/// above the 500–1,500-node parts on which specialising still pays (≤300 seed 6: 10 % slower
+/// at 512).
+const MAX_SPLIT_NODES: usize = 2048;
 
 /// A command compiled: the part of its guard that reads only the state, then its options.
 struct Cmd {
@@ -342,6 +386,18 @@ impl Compiled {
         liveness: Option<&Liveness>,
         deadline: Option<Instant>,
     ) -> Result<Compiled, OutOfTime> {
+        Compiled::with_large(ts, obligations, liveness, deadline, MAX_SPLIT_NODES)
+    }
+
+    /// [`Compiled::new`] with parts of more than `large` nodes not specialised (the tests
+    /// compare every bound with the interpreter).
+    fn with_large(
+        ts: &TransitionSystem,
+        obligations: &[Obligation],
+        liveness: Option<&Liveness>,
+        deadline: Option<Instant>,
+        large: usize,
+    ) -> Result<Compiled, OutOfTime> {
         let layout = Layout::new(ts);
         let mut conds: Vec<Vec<(u32, &Expr)>> = vec![vec![]; ts.commands.len()];
         for (i, o) in obligations.iter().enumerate() {
@@ -362,7 +418,7 @@ impl Compiled {
                     return Err(out_of_time);
                 }
                 let conds = &conds[cid.0 as usize];
-                match compile_command(ts, &layout, cid, conds, deadline) {
+                match compile_command(ts, &layout, cid, conds, deadline, large) {
                     Ok(Some(c)) => here.push(c),
                     Ok(None) => {}
                     Err(()) => return Err(out_of_time),
@@ -437,7 +493,10 @@ impl Compiled {
                     *x = (*x & !w.clear) | w.set;
                 }
                 for (s, e) in &v.computed {
-                    write(next, *s, e.int(p));
+                    write(next, *s, e.int(p, ()));
+                }
+                for (s, e) in &o.computed_choices {
+                    write(next, *s, e.int(p, &o.choices[..]));
                 }
                 let to = read(next, self.node) as usize;
                 if let Some(reset) = self.reset.get(to) {
@@ -471,14 +530,19 @@ fn compile_command(
     cid: CmdId,
     conds: &[(u32, &Expr)],
     deadline: Option<Instant>,
+    large: usize,
 ) -> Result<Option<Cmd>, ()> {
     let c = ts.command(cid);
     let none = Facts::new();
     let (state_part, choice_part) = split_guard(c);
-    let Some(guard) = condition(&fold(&Expr::And(state_part), None, &none), l) else {
+    let Some(guard) = condition(&fold(&Expr::And(state_part), None, &none), l, &[]) else {
         return Ok(None);
     };
-    let mut memo = Memo::default();
+    let mut memo = Memo {
+        own: c.choices.clone(),
+        max_nodes: large,
+        ..Memo::default()
+    };
     let shared = Parts {
         guard: memo.intern(fold(&Expr::And(choice_part), None, &none)),
         updates: last_update_of_each(&c.updates)
@@ -496,6 +560,16 @@ fn compile_command(
             let mut read = vec![];
             p.choices_read(&mut read);
             !read.is_empty()
+        })
+        .collect::<Vec<bool>>()
+        .into_iter()
+        .zip(shared.all())
+        .enumerate()
+        // A large update keeps its choices: its code reads the option's values (see
+        // `Code::Choice`); the guard and the conditions are folded (they are small).
+        .map(|(i, (reads, p))| {
+            let update = (1..=shared.updates.len()).contains(&i);
+            reads && !(update && memo.large(p))
         })
         .collect();
     let mut options = vec![];
@@ -519,7 +593,19 @@ fn compile_command(
         sp.specialise(&parts, 1);
         let variants = sp.out;
         if variants.iter().any(|v| v.guard.is_some()) {
-            options.push(Option_ { val, variants });
+            let choices = c.choices.iter().map(|x| ch[x.0 as usize]).collect();
+            let mut computed_choices = vec![];
+            for (v, e) in &parts.updates {
+                if memo.reads_choices(e) {
+                    computed_choices.push((l.slot(*v), memo.code(e, l)));
+                }
+            }
+            options.push(Option_ {
+                val,
+                choices,
+                computed_choices,
+                variants,
+            });
         }
     });
     if out_of_time {
@@ -578,10 +664,20 @@ impl Parts {
 /// variants it appears in.
 #[derive(Default)]
 struct Memo {
+    /// The command's choices (see [`code`]).
+    own: Vec<ChoiceId>,
     interned: HashSet<Part>,
     code: HashMap<usize, Arc<Code>>,
     conditions: HashMap<usize, Option<Arc<Condition>>>,
     tests: HashMap<usize, Arc<[(VarId, u32)]>>,
+    /// The most nodes a part may have and still be specialised ([`MAX_SPLIT_NODES`]).
+    max_nodes: usize,
+    /// Whether a part has more than `max_nodes` nodes.
+    large: HashMap<usize, bool>,
+    /// The variables a part reads, sorted.
+    reads: HashMap<usize, Arc<[VarId]>>,
+    /// Whether a part reads a choice.
+    choices: HashMap<usize, bool>,
     /// Parts refolded under facts: options that differ only in their choices split a part
     /// they share under the same facts, and it is folded once.
     refolds: HashMap<Facts, HashMap<usize, Part>>,
@@ -620,7 +716,7 @@ impl Memo {
     fn code(&mut self, p: &Part, l: &Layout) -> Arc<Code> {
         self.code
             .entry(key(p))
-            .or_insert_with(|| Arc::new(code(p, l)))
+            .or_insert_with(|| Arc::new(code(p, l, &self.own)))
             .clone()
     }
 
@@ -628,8 +724,41 @@ impl Memo {
     fn condition(&mut self, p: &Part, l: &Layout) -> Option<Arc<Condition>> {
         self.conditions
             .entry(key(p))
-            .or_insert_with(|| condition(p, l).map(Arc::new))
+            .or_insert_with(|| condition(p, l, &self.own).map(Arc::new))
             .clone()
+    }
+
+    /// Whether a part is too large to specialise (see [`MAX_SPLIT_NODES`]).
+    fn large(&mut self, p: &Part) -> bool {
+        let max = self.max_nodes;
+        *self
+            .large
+            .entry(key(p))
+            .or_insert_with(|| nodes(p, max + 1) > max)
+    }
+
+    /// Whether a part reads a choice (only a large update not folded per option does).
+    fn reads_choices(&mut self, p: &Part) -> bool {
+        *self.choices.entry(key(p)).or_insert_with(|| {
+            let mut read = vec![];
+            p.choices_read(&mut read);
+            !read.is_empty()
+        })
+    }
+
+    /// Whether a part reads `v` (a split on `v` can change only such a part).
+    fn reads(&mut self, p: &Part, v: VarId) -> bool {
+        self.reads
+            .entry(key(p))
+            .or_insert_with(|| {
+                let mut out = vec![];
+                p.vars_read(&mut out);
+                out.sort_unstable();
+                out.dedup();
+                out.into()
+            })
+            .binary_search(&v)
+            .is_ok()
     }
 
     /// [`tested`].
@@ -713,7 +842,7 @@ impl Specialiser<'_> {
     /// The parts after a split on `v`: those that read `v` folded again with the facts (folding
     /// a folded part with more facts is folding the original with them all), the others shared.
     fn refold(&mut self, parts: &Parts, v: VarId) -> Parts {
-        parts.map(|_, p| match reads_var(p, v) {
+        parts.map(|_, p| match !self.memo.large(p) && self.memo.reads(p, v) {
             // The option's choices are substituted already: the refold depends on the facts only.
             true => self.memo.refold(p, &self.facts),
             false => p.clone(),
@@ -726,8 +855,8 @@ impl Specialiser<'_> {
         let mut writes = vec![];
         let mut computed = vec![];
         for (v, e) in &parts.updates {
-            if **e == Expr::Var(*v) {
-                // `v := v` changes nothing.
+            if **e == Expr::Var(*v) || self.memo.reads_choices(e) {
+                // `v := v` changes nothing; an update that reads choices is the option's.
                 continue;
             }
             match constant(e) {
@@ -753,25 +882,31 @@ impl Specialiser<'_> {
     /// compared most often among those the facts do not settle, when splitting keeps the
     /// variants within [`MAX_VARIANTS`]; `None` when there is nothing left worth splitting on.
     fn split_variable(&mut self, parts: &Parts, product: usize) -> Option<(VarId, Vec<u32>)> {
-        let mut by_var: std::collections::BTreeMap<
-            VarId,
-            (usize, std::collections::BTreeSet<u32>),
-        > = Default::default();
+        let mut by_var: HashMap<VarId, (usize, Vec<u32>)> = HashMap::default();
         for p in parts.all() {
+            if self.memo.large(p) {
+                continue;
+            }
             for &(v, k) in self.memo.tested(p).iter() {
                 if matches!(known(&self.facts, v), Some(Known::Is(_))) {
                     continue;
                 }
                 let e = by_var.entry(v).or_default();
                 e.0 += 1;
-                e.1.insert(k);
+                e.1.push(k);
             }
         }
         by_var
             .into_iter()
+            .map(|(v, (n, mut ks))| {
+                ks.sort_unstable();
+                ks.dedup();
+                (v, (n, ks))
+            })
             .filter(|(_, (_, ks))| product * (ks.len() + 1) <= MAX_VARIANTS)
+            // Keys are unique, so the choice does not depend on the map's order.
             .max_by_key(|(v, (n, _))| (*n, std::cmp::Reverse(*v)))
-            .map(|(v, (_, ks))| (v, ks.into_iter().collect()))
+            .map(|(v, (_, ks))| (v, ks))
     }
 }
 
@@ -847,9 +982,10 @@ mod tests {
         ts: &TransitionSystem,
         obls: &[Obligation],
         liveness: Option<&Liveness>,
+        large: usize,
         max: usize,
     ) -> usize {
-        let c = Compiled::new(ts, obls, liveness, None).expect("no deadline");
+        let c = Compiled::with_large(ts, obls, liveness, None, large).expect("no deadline");
         let mut seen = HashSet::default();
         let mut queue = VecDeque::from([ts.init.clone()]);
         seen.insert(ts.init.clone());
@@ -922,7 +1058,9 @@ mod tests {
 
     /// Every step and obligation hit of the compiled system equals the interpreter's on every
     /// state reachable (up to 3,000) in the shop at 2 turns and in corpus cases with routers
-    /// and hand-offs — the compiled form is the same system, not an approximation.
+    /// and hand-offs — the compiled form is the same system, not an approximation — with parts
+    /// specialised as the search compiles them, and with none specialised (every update that
+    /// reads a choice then reads the option's values, `Code::Choice`).
     #[test]
     fn compiled_steps_equal_interpreted_steps() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -936,8 +1074,10 @@ mod tests {
             };
             let lowered = encoder::ts::lower::lower(&project, turns, steps);
             let obls = obligations::reach::obligations(&project, &lowered);
-            let checked = compare_with_interpreter(file, &lowered.ts, &obls, None, 3000);
-            assert!(checked > 20, "{file}: only {checked} states checked");
+            for large in [MAX_SPLIT_NODES, 0] {
+                let checked = compare_with_interpreter(file, &lowered.ts, &obls, None, large, 3000);
+                assert!(checked > 20, "{file}: only {checked} states checked");
+            }
         }
     }
 
@@ -953,7 +1093,8 @@ mod tests {
 
     /// The same comparison on random systems of every shape SPEC allows (the prover's
     /// property-test generator, `Shapes::ALL`), searched whole and with the dead-variable
-    /// reduction's resets, as the BFS compiles them.
+    /// reduction's resets, as the BFS compiles them, and with every part, some or none too
+    /// large to specialise ([`MAX_SPLIT_NODES`] at 0, 8 or its value).
     #[test]
     fn compiled_steps_equal_interpreted_steps_on_random_systems() {
         let mut compared = 0;
@@ -968,7 +1109,8 @@ mod tests {
             let budget = crate::bfs::BfsBudget::default();
             let liveness = crate::bfs::liveness_for(ts, &obls, &budget, crate::bfs::Bound::of(ts))
                 .filter(|_| case % 2 == 0);
-            compared += compare_with_interpreter(&what, ts, &obls, liveness.as_ref(), 400);
+            let large = [MAX_SPLIT_NODES, 0, 8][(case % 3) as usize];
+            compared += compare_with_interpreter(&what, ts, &obls, liveness.as_ref(), large, 400);
         }
         assert!(
             compared > cases() as usize * 20,

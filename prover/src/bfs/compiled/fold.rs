@@ -133,16 +133,32 @@ pub(super) fn tested(e: &Expr, out: &mut Vec<(VarId, u32)>) {
     }
 }
 
-/// Whether an expression reads variable `v` (a split on `v` can change only such a part).
-pub(super) fn reads_var(e: &Expr, v: VarId) -> bool {
-    match e {
-        Expr::Var(x) => *x == v,
-        Expr::Not(a) | Expr::Add(a, _) => reads_var(a, v),
-        Expr::And(es) | Expr::Or(es) => es.iter().any(|x| reads_var(x, v)),
-        Expr::Eq(a, b) | Expr::Lt(a, b) => reads_var(a, v) || reads_var(b, v),
-        Expr::Ite(c, a, b) => reads_var(c, v) || reads_var(a, v) || reads_var(b, v),
-        Expr::Bool(_) | Expr::Const(_) | Expr::Choice(_) => false,
+/// How many nodes an expression has, counting no further than `cap` (the answer is then at
+/// least `cap`).
+pub(super) fn nodes(e: &Expr, cap: usize) -> usize {
+    fn walk(e: &Expr, n: &mut usize, cap: usize) {
+        *n += 1;
+        if *n >= cap {
+            return;
+        }
+        match e {
+            Expr::Not(a) | Expr::Add(a, _) => walk(a, n, cap),
+            Expr::And(es) | Expr::Or(es) => es.iter().for_each(|x| walk(x, n, cap)),
+            Expr::Eq(a, b) | Expr::Lt(a, b) => {
+                walk(a, n, cap);
+                walk(b, n, cap);
+            }
+            Expr::Ite(c, a, b) => {
+                walk(c, n, cap);
+                walk(a, n, cap);
+                walk(b, n, cap);
+            }
+            Expr::Bool(_) | Expr::Const(_) | Expr::Var(_) | Expr::Choice(_) => {}
+        }
     }
+    let mut n = 0;
+    walk(e, &mut n, cap);
+    n.min(cap)
 }
 
 #[cfg(test)]
