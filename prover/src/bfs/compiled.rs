@@ -325,14 +325,14 @@ const MAX_VARIANTS: usize = 32;
 
 /// A folded part of more than this many nodes is not specialised: splits neither count its
 /// comparisons nor refold it, and an update is not folded per option either (its code reads
-/// the option's choices, see `Code::Choice`), so every option and variant shares its code. Folding copies the
-/// whole tree, and in a wide system one update (a desk's hand-off chain repeated inside the
-/// turn end) runs to 4,000–10,000 nodes: folding and compiling it in every variant of every
-/// option took seconds and a gigabyte before the search began (family ≤300 seed 30: 7 of its
-/// 9 s; seed 75: all of them). Not folding a part leaves it meaning what it means on every
-/// state (see `fold`), so the bound costs only the speed specialising would have bought; it is
-/// above the 500–1,500-node parts on which specialising still pays (≤300 seed 6: 10 % slower
-/// at 512).
+/// the option's choices, see `Code::Choice`), so every option and variant shares its code.
+/// Folding copies the whole tree, and in a wide system one update (a desk's hand-off chain
+/// repeated inside the turn end) runs to 4,000–10,000 nodes: folding and compiling it in every
+/// variant of every option took seconds and a gigabyte before the search began (family ≤300
+/// seed 30: 7 of its 9 s; seed 75: all of them). Not folding a part leaves it meaning what it
+/// means on every state (see `fold`), so the bound costs only the speed specialising would
+/// have bought; it is above the 500–1,500-node parts on which specialising still pays (≤300
+/// seed 6: 10 % slower at 512).
 const MAX_SPLIT_NODES: usize = 2048;
 
 /// A command compiled: the part of its guard that reads only the state, then its options.
@@ -561,17 +561,14 @@ fn compile_command(
             p.choices_read(&mut read);
             !read.is_empty()
         })
-        .collect::<Vec<bool>>()
-        .into_iter()
-        .zip(shared.all())
-        .enumerate()
-        // A large update keeps its choices: its code reads the option's values (see
-        // `Code::Choice`); the guard and the conditions are folded (they are small).
-        .map(|(i, (reads, p))| {
-            let update = (1..=shared.updates.len()).contains(&i);
-            reads && !(update && memo.large(p))
-        })
         .collect();
+    // A large update that reads a choice keeps it: it is not folded per option, and its code
+    // reads the option's values (`Code::Choice`); the guard and conditions are always folded.
+    let n = shared.updates.len();
+    let keeps_choices: Vec<bool> = (shared.all().enumerate())
+        .map(|(i, p)| (1..=n).contains(&i) && reads_choice[i] && memo.large(p))
+        .collect();
+    let updates_keep = &keeps_choices[1..=n];
     let mut options = vec![];
     let mut out_of_time = false;
     crate::bfs::for_each_choice(ts, c, |ch, val| {
@@ -579,13 +576,14 @@ fn compile_command(
             out_of_time = true;
             return;
         }
-        let parts = shared.map(|i, p| match reads_choice[i] {
+        let parts = shared.map(|i, p| match reads_choice[i] && !keeps_choices[i] {
             true => memo.intern(fold(p, Some(ch), &none)),
             false => p.clone(),
         });
         let mut sp = Specialiser {
             l,
             memo: &mut memo,
+            keeps_choices: updates_keep,
             facts: vec![],
             select: vec![],
             out: vec![],
@@ -595,8 +593,8 @@ fn compile_command(
         if variants.iter().any(|v| v.guard.is_some()) {
             let choices = c.choices.iter().map(|x| ch[x.0 as usize]).collect();
             let mut computed_choices = vec![];
-            for (v, e) in &parts.updates {
-                if memo.reads_choices(e) {
+            for ((v, e), keeps) in parts.updates.iter().zip(updates_keep) {
+                if *keeps {
                     computed_choices.push((l.slot(*v), memo.code(e, l)));
                 }
             }
@@ -676,8 +674,6 @@ struct Memo {
     large: HashMap<usize, bool>,
     /// The variables a part reads, sorted.
     reads: HashMap<usize, Arc<[VarId]>>,
-    /// Whether a part reads a choice.
-    choices: HashMap<usize, bool>,
     /// Parts refolded under facts: options that differ only in their choices split a part
     /// they share under the same facts, and it is folded once.
     refolds: HashMap<Facts, HashMap<usize, Part>>,
@@ -737,15 +733,6 @@ impl Memo {
             .or_insert_with(|| nodes(p, max + 1) > max)
     }
 
-    /// Whether a part reads a choice (only a large update not folded per option does).
-    fn reads_choices(&mut self, p: &Part) -> bool {
-        *self.choices.entry(key(p)).or_insert_with(|| {
-            let mut read = vec![];
-            p.choices_read(&mut read);
-            !read.is_empty()
-        })
-    }
-
     /// Whether a part reads `v` (a split on `v` can change only such a part).
     fn reads(&mut self, p: &Part, v: VarId) -> bool {
         self.reads
@@ -780,6 +767,8 @@ impl Memo {
 struct Specialiser<'a> {
     l: &'a Layout,
     memo: &'a mut Memo,
+    /// Per update, whether it keeps its choices (compiled once for the option, see [`Option_`]).
+    keeps_choices: &'a [bool],
     facts: Facts,
     select: Vec<WordTest>,
     out: Vec<Variant>,
@@ -854,9 +843,9 @@ impl Specialiser<'_> {
     fn enabled(&mut self, guard: Arc<Condition>, parts: &Parts) -> Variant {
         let mut writes = vec![];
         let mut computed = vec![];
-        for (v, e) in &parts.updates {
-            if **e == Expr::Var(*v) || self.memo.reads_choices(e) {
-                // `v := v` changes nothing; an update that reads choices is the option's.
+        for ((v, e), keeps) in parts.updates.iter().zip(self.keeps_choices) {
+            if **e == Expr::Var(*v) || *keeps {
+                // `v := v` changes nothing; an update that keeps its choices is the option's.
                 continue;
             }
             match constant(e) {
