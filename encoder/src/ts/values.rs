@@ -388,8 +388,10 @@ fn analyse(ts: &TransitionSystem) -> (Vec<Set>, Vec<bool>) {
                 .filter(|(v, _)| sets[v.0 as usize].len() < ts.vars[v.0 as usize].domain)
                 .map(|(v, e)| {
                     let mut s = env.int(e);
-                    // A stored value is in its domain (`check_well_formed` systems write no
-                    // other), which also bounds the analysis.
+                    // A value is kept only within its variable's domain: Z3 constrains every
+                    // state to it, the lowering writes no other value (the box test in
+                    // `prover/tests/it/engines.rs` would see one reached), and it bounds the
+                    // analysis.
                     s.below_only(ts.vars[v.0 as usize].domain);
                     (*v, s)
                 })
