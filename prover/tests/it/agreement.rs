@@ -80,7 +80,14 @@ fn pinned_saturated_undo(
     let undo_of_compensation = st.label.as_undo
         && st.label.decision == Some(ir::vocab::Answer::Allow)
         && why.contains("the tool check refuse");
-    saturated || undo_of_compensation
+    // The same binding seen at step 3 (seed 7636626731927870157): a compensation the rollback
+    // ran without an argument its own undo binds (its `undo_args` did not name it) leaves an
+    // undo of it no schema-valid value for that argument, so the concrete check refuses it
+    // `argument_schema` where the system, choosing valid arguments, goes on to a later step
+    // (`order_rule` there). The system keeps the `argument_schema` refusal as well.
+    let unbindable_undo = why.contains("the tool check refuse [\"argument_schema\"")
+        && undone_writes(l, st).any(|w| p.catalogue.tools.values().any(|x| x.undo.as_deref() == Some(w)));
+    saturated || undo_of_compensation || unbindable_undo
 }
 
 /// The writes a witness step's undo choices name: the choices the lowered system says stand for
