@@ -20,6 +20,7 @@ pub mod cmd_verify;
 pub mod corpus;
 pub mod diagnostics;
 pub mod induction;
+mod isolate;
 pub mod job;
 pub mod optimise;
 mod pdr;

@@ -18,6 +18,7 @@
 //! found for, so an open obligation none of whose bad transitions it allows is proved by it
 //! without asking Spacer again (the re-check's third question, asked of that obligation).
 
+use crate::isolate;
 use crate::unroll::Unroller;
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::{Duration, Instant};
@@ -119,12 +120,35 @@ impl<'a> Clauses<'a> {
     }
 
     /// Asks Spacer whether a reachable state violates `o`, within `time`, and re-checks a
-    /// proof within `recheck`.
+    /// proof within `recheck`. Spacer runs in a child process ([`isolate::in_child`]): its
+    /// answer comes back as text (the certificate as SMT-LIB), and the certificate is parsed
+    /// and re-checked here, so nothing of Spacer's run is trusted or kept but a certificate
+    /// that re-checks; a child that aborts, hangs or runs out of `time` leaves `o` open.
     fn ask(&self, o: &Obligation, time: Duration, recheck: Duration) -> Answer {
+        let Some(out) = isolate::in_child(time, || self.spacer(o, time).into_bytes()) else {
+            return Answer::Open;
+        };
+        let out = String::from_utf8_lossy(&out);
+        match out.split_once('\n').map_or((&*out, ""), |(a, b)| (a, b)) {
+            ("unsat", cert) => match self.parse(cert) {
+                Some(inv) if self.recheck(&inv, o, recheck) => Answer::Proved(inv),
+                _ => Answer::Open,
+            },
+            ("sat", _) => Answer::Violated,
+            _ => Answer::Open,
+        }
+    }
+
+    /// Spacer's answer about `o` as text: `sat`, `unknown`, or `unsat` and the certificate on
+    /// the lines after it. In a child process no Z3 timeout is set (its timer threads are not
+    /// there; the parent ends the child at `time`); in the process itself, `time` is Z3's.
+    fn spacer(&self, o: &Obligation, time: Duration) -> String {
         let fp = z3::Fixedpoint::new();
         let mut p = Params::new();
         p.set_symbol("engine", "spacer");
-        p.set_u32("timeout", millis(time));
+        if !cfg!(unix) {
+            p.set_u32("timeout", millis(time));
+        }
         // Spacer's own advice: keep the one relation, do not inline the step into the query.
         p.set_bool("xform.inline_linear", false);
         p.set_bool("xform.inline_eager", false);
@@ -141,12 +165,30 @@ impl<'a> Clauses<'a> {
         fp.add_rule(&bad, Some("bad"));
         match fp.query(&e) {
             SatResult::Unsat => match fp.get_answer() {
-                Some(inv) if self.recheck(&inv, o, recheck) => Answer::Proved(inv),
-                _ => Answer::Open,
+                Some(inv) => format!("unsat\n{inv}"),
+                None => "unknown".into(),
             },
-            SatResult::Sat => Answer::Violated,
-            SatResult::Unknown => Answer::Open,
+            SatResult::Sat => "sat".into(),
+            SatResult::Unknown => "unknown".into(),
         }
+    }
+
+    /// A certificate as Spacer printed it (`reach` defined for every state), read back into
+    /// this process's terms: `reach` declared as [`Clauses::reach`] is, so the parsed term
+    /// speaks of the same relation (and `err`, the query's, which it may say is false). `None` when nothing parsed; a term that parsed wrongly
+    /// cannot pass the re-check that follows (it is the only thing that makes it a proof).
+    fn parse(&self, cert: &str) -> Option<Bool> {
+        let sorts: Vec<String> = self.u.states[0]
+            .iter()
+            .map(|v| format!("(_ BitVec {})", v.get_size()))
+            .collect();
+        let s = Solver::new();
+        s.from_string(format!(
+            "(declare-fun reach ({}) Bool)\n(declare-fun err () Bool)\n(assert {cert})",
+            sorts.join(" ")
+        ));
+        let parsed = s.get_assertions();
+        (parsed.len() == 1).then(|| parsed[0].clone())
     }
 
     /// Whether a fresh solver agrees that `inv` (Spacer's answer: `reach` defined for every

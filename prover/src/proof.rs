@@ -691,7 +691,7 @@ pub fn system_by(
         }
     };
     match obligations::reach::obligations_by(p, &lowered, deadline) {
-        Ok(obls) => Ok(lowered.ts.without_unread(&obls)),
+        Ok(obls) => Ok(lowered.ts.reduced(obls)),
         Err(stopped) => Err(Unbuilt {
             ts: Box::new(lowered.ts),
             obligations: stopped.named,

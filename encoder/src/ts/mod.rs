@@ -9,6 +9,7 @@ pub mod regions;
 pub mod slice;
 #[cfg(test)]
 pub(crate) mod tiny;
+pub mod values;
 
 use ir::loc::Loc;
 use ir::vocab::{Answer, Reason};

@@ -36,7 +36,7 @@ fn shop_two_turns_state_count_is_pinned_and_engines_agree() {
     let proof = run(2);
     assert!(proof.outcomes.iter().all(|o| !o.disagreement));
     // The BFS stores states with dead variables reset; the full count is SPIN's.
-    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, prover::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 1517 (full 1664); obligations 6");
+    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, prover::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 1459 (full 1664); obligations 6");
 }
 
 #[test]

@@ -85,9 +85,10 @@ proptest! {
 #[test]
 fn random_systems_have_observers_and_violations() {
     // Guards the property test against vacuity: systems with two or more observers occur, and
-    // with them reachable violations.
+    // with them reachable violations. (200 seeds: the system searched has no constant
+    // variables, `TransitionSystem::reduced`, so fewer draws keep two observers.)
     let (mut reduced, mut reachable) = (0, 0);
-    for seed in 1..120u64 {
+    for seed in 1..200u64 {
         let p = random_project_with(seed * 7919, Shapes::ALL);
         let (obs, r, _, _) =
             compare(&p, &format!("seed {}", seed * 7919)).unwrap_or_else(|e| panic!("{e}"));

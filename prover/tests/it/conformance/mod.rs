@@ -532,7 +532,7 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
         ""
     };
     let obls = obligations::reach::obligations(p, &l);
-    let (rts, robls) = l.ts.without_unread(&obls);
+    let (rts, robls) = l.ts.clone().reduced(obls.clone());
     let mut engines: Vec<(&str, Vec<Verdict>)> = vec![(
         "bfs",
         bfs::run(&rts, &robls, bfs::BfsBudget::default()).verdicts,
