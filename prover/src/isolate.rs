@@ -39,6 +39,14 @@ pub(crate) fn in_child(limit: Duration, f: impl FnOnce() -> Vec<u8>) -> Option<V
     }
     if pid == 0 {
         close(read_end);
+        // The child ends itself too: by `SIGALRM` a little after `limit`, and (Linux) with
+        // the parent, so a parent killed meanwhile leaves no Spacer running on.
+        // SAFETY: plain system calls on the child itself.
+        unsafe {
+            libc::alarm(limit.as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
+            #[cfg(target_os = "linux")]
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        }
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         let code = match out {
             Ok(bytes) => {

@@ -64,7 +64,7 @@ enum Answer {
 
 impl<'a> Clauses<'a> {
     fn new(ts: &'a TransitionSystem, obligations: &[Obligation]) -> Clauses<'a> {
-        let mut u = Unroller::new(ts);
+        let mut u = Unroller::unboxed(ts);
         let a = Solver::new();
         u.add_state(&a, 0);
         u.add_choices(&a, 0, obligations);
