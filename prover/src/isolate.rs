@@ -16,12 +16,19 @@
 use std::time::Duration;
 
 /// Runs `f` in a child process and returns its bytes, or `None` when the child did not answer
-/// within `limit` (killed), died, or could not be started. `f` must not set Z3 timeouts or
-/// start threads' work it waits for (see the module's note).
+/// in time (killed), died, or could not be started. The whole call ends within `setup`; inside
+/// it, as a solver's own timeout counts only the search, `f` prepares (what the child first
+/// touches of the parent's memory is copied then, which on large systems takes longer than a
+/// short search), calls the function it is given, and from then on has `limit`. `f` must not set
+/// Z3 timeouts or wait on other threads (see the module's note).
 #[cfg(unix)]
-pub(crate) fn in_child(limit: Duration, f: impl FnOnce() -> Vec<u8>) -> Option<Vec<u8>> {
+pub(crate) fn in_child(
+    setup: Duration,
+    limit: Duration,
+    f: impl FnOnce(&dyn Fn()) -> Vec<u8>,
+) -> Option<Vec<u8>> {
     use std::time::Instant;
-    let until = Instant::now() + limit;
+    let ready_by = Instant::now() + setup;
     let mut fds = [0i32; 2];
     // SAFETY: `pipe` writes two descriptors into the array it is given.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
@@ -43,13 +50,20 @@ pub(crate) fn in_child(limit: Duration, f: impl FnOnce() -> Vec<u8>) -> Option<V
         // the parent, so a parent killed meanwhile leaves no Spacer running on.
         // SAFETY: plain system calls on the child itself.
         unsafe {
-            libc::alarm(limit.as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
+            libc::alarm((setup + limit).as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
             #[cfg(target_os = "linux")]
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         }
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let started = std::cell::Cell::new(false);
+        let start = || {
+            if !started.replace(true) {
+                write_all(write_end, &[STARTED]);
+            }
+        };
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&start)));
         let code = match out {
             Ok(bytes) => {
+                start();
                 // Length first: another child forked meanwhile may hold this pipe's write end
                 // open too, so the parent cannot wait for end-of-file.
                 let len = (bytes.len() as u64).to_le_bytes();
@@ -65,7 +79,7 @@ pub(crate) fn in_child(limit: Duration, f: impl FnOnce() -> Vec<u8>) -> Option<V
         unsafe { libc::_exit(code) }
     }
     close(write_end);
-    let answer = read_answer(read_end, until);
+    let answer = read_answer(read_end, ready_by, limit);
     close(read_end);
     if answer.is_none() {
         // SAFETY: `pid` is our child, not yet waited for.
@@ -80,9 +94,17 @@ pub(crate) fn in_child(limit: Duration, f: impl FnOnce() -> Vec<u8>) -> Option<V
 
 /// Without `fork`, `f` runs in the process itself (the caller's own timeout must then bound it).
 #[cfg(not(unix))]
-pub(crate) fn in_child(_limit: Duration, f: impl FnOnce() -> Vec<u8>) -> Option<Vec<u8>> {
-    Some(f())
+pub(crate) fn in_child(
+    _setup: Duration,
+    _limit: Duration,
+    f: impl FnOnce(&dyn Fn()) -> Vec<u8>,
+) -> Option<Vec<u8>> {
+    Some(f(&|| {}))
 }
+
+/// The byte a child writes when its `limit` starts (its answer follows).
+#[cfg(unix)]
+const STARTED: u8 = b'S';
 
 #[cfg(unix)]
 fn close(fd: i32) {
@@ -106,14 +128,29 @@ fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
     true
 }
 
-/// The child's length-prefixed answer, read until `until` (`None`: late, short, or the pipe
-/// closed first).
+/// The child's answer: the [`STARTED`] byte by `ready_by`, then the length-prefixed bytes within
+/// `limit` of it and by `ready_by` still (`None`: late, short, or the pipe closed first).
 #[cfg(unix)]
-fn read_answer(fd: i32, until: std::time::Instant) -> Option<Vec<u8>> {
+fn read_answer(fd: i32, ready_by: std::time::Instant, limit: Duration) -> Option<Vec<u8>> {
     let mut got: Vec<u8> = vec![];
     let mut want: Option<usize> = None;
+    let mut until = ready_by;
+    let mut started = false;
     let mut buf = [0u8; 65536];
     loop {
+        if !started && !got.is_empty() {
+            if got[0] != STARTED {
+                return None;
+            }
+            got.remove(0);
+            started = true;
+            until = (std::time::Instant::now() + limit).min(ready_by);
+        }
+        if want.is_none() && got.len() >= 8 {
+            let mut len = [0u8; 8];
+            len.copy_from_slice(&got[..8]);
+            want = Some(u64::from_le_bytes(len) as usize);
+        }
         if let Some(n) = want {
             if got.len() >= 8 + n {
                 return Some(got[8..8 + n].to_vec());
@@ -152,11 +189,6 @@ fn read_answer(fd: i32, until: std::time::Instant) -> Option<Vec<u8>> {
             return None;
         }
         got.extend_from_slice(&buf[..n as usize]);
-        if want.is_none() && got.len() >= 8 {
-            let mut len = [0u8; 8];
-            len.copy_from_slice(&got[..8]);
-            want = Some(u64::from_le_bytes(len) as usize);
-        }
     }
 }
 
@@ -167,24 +199,43 @@ mod tests {
     #[test]
     fn the_childs_bytes_come_back() {
         let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let out = in_child(Duration::from_secs(30), || big.clone());
+        let out = in_child(Duration::from_secs(30), Duration::from_secs(30), |_| big.clone());
         assert_eq!(out.as_deref(), Some(&big[..]));
     }
 
     #[test]
     fn a_child_that_aborts_or_panics_answers_nothing() {
-        assert_eq!(in_child(Duration::from_secs(30), || std::process::abort()), None);
-        assert_eq!(in_child(Duration::from_secs(30), || panic!("in the child")), None);
+        let d = Duration::from_secs(30);
+        assert_eq!(in_child(d, d, |_| std::process::abort()), None);
+        assert_eq!(in_child(d, d, |_| panic!("in the child")), None);
     }
 
     #[test]
     fn a_child_past_its_limit_is_killed() {
         let start = std::time::Instant::now();
-        let out = in_child(Duration::from_millis(200), || {
+        let short = Duration::from_millis(200);
+        let out = in_child(short, short, |started| {
+            started();
+            std::thread::sleep(Duration::from_secs(30));
+            vec![1]
+        });
+        assert_eq!(out, None);
+        // Nor one that does not start within its setup time.
+        let out = in_child(short, short, |_| {
             std::thread::sleep(Duration::from_secs(30));
             vec![1]
         });
         assert_eq!(out, None);
         assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn the_setup_does_not_count_against_the_limit() {
+        let out = in_child(Duration::from_secs(30), Duration::from_millis(300), |started| {
+            std::thread::sleep(Duration::from_millis(600));
+            started();
+            vec![7]
+        });
+        assert_eq!(out, Some(vec![7]));
     }
 }

@@ -30,6 +30,10 @@ use z3::{FuncDecl, Params, SatResult, Solver, Sort};
 /// proofs of many obligations come before the slow proof of one.
 const PASSES_MS: [u64; 4] = [50, 250, 1_000, 4_000];
 
+/// How much longer than a pass's cap a question asked in a child process may search
+/// ([`Clauses::ask`]).
+const CHILD_SLOWDOWN: u32 = 2;
+
 /// The most time the fresh solver's re-check of one certificate may take.
 const RECHECK_MS: u64 = 2_000;
 
@@ -119,13 +123,19 @@ impl<'a> Clauses<'a> {
         Bool::and(&body)
     }
 
-    /// Asks Spacer whether a reachable state violates `o`, within `time`, and re-checks a
-    /// proof within `recheck`. Spacer runs in a child process ([`isolate::in_child`]): its
+    /// Asks Spacer whether a reachable state violates `o`, within `time` of search (`setup`:
+    /// the whole question, the clauses' building included), and re-checks a proof within
+    /// `recheck`. Spacer runs in a child process ([`isolate::in_child`]): its
     /// answer comes back as text (the certificate as SMT-LIB), and the certificate is parsed
     /// and re-checked here, so nothing of Spacer's run is trusted or kept but a certificate
     /// that re-checks; a child that aborts, hangs or runs out of `time` leaves `o` open.
-    fn ask(&self, o: &Obligation, time: Duration, recheck: Duration) -> Answer {
-        let Some(out) = isolate::in_child(time, || self.spacer(o, time).into_bytes()) else {
+    fn ask(&self, o: &Obligation, time: Duration, setup: Duration, recheck: Duration) -> Answer {
+        // Twice the cap for the child's search: it copies each page of the parent's memory it
+        // first writes, which slows the search (≤ 300 seed 22: a proof Spacer gave in 45 ms in
+        // the process, building included, was not done after 50 ms of search in a child).
+        let Some(out) = isolate::in_child(setup, time * CHILD_SLOWDOWN, |started| {
+            self.spacer(o, time, started).into_bytes()
+        }) else {
             return Answer::Open;
         };
         let out = String::from_utf8_lossy(&out);
@@ -142,7 +152,7 @@ impl<'a> Clauses<'a> {
     /// Spacer's answer about `o` as text: `sat`, `unknown`, or `unsat` and the certificate on
     /// the lines after it. In a child process no Z3 timeout is set (its timer threads are not
     /// there; the parent ends the child at `time`); in the process itself, `time` is Z3's.
-    fn spacer(&self, o: &Obligation, time: Duration) -> String {
+    fn spacer(&self, o: &Obligation, time: Duration, started: &dyn Fn()) -> String {
         let fp = z3::Fixedpoint::new();
         let mut p = Params::new();
         p.set_symbol("engine", "spacer");
@@ -163,6 +173,7 @@ impl<'a> Clauses<'a> {
         let e = err.apply(&[]).as_bool().expect("err is a predicate");
         let bad = forall_const(&b, &[], &self.bad_body(o).implies(&e));
         fp.add_rule(&bad, Some("bad"));
+        started();
         match fp.query(&e) {
             SatResult::Unsat => match fp.get_answer() {
                 Some(inv) => format!("unsat\n{inv}"),
@@ -300,7 +311,9 @@ pub(crate) fn close(
             let time = Duration::from_millis(cap).min(until - now);
             // A re-check takes about as long as a quick proof; it gets its own time.
             let recheck = Duration::from_millis(RECHECK_MS).min(until - now);
-            match c.ask(&obligations[i], time, recheck) {
+            // Building the clauses in the child does not count against the cap, as it did not
+            // when Spacer ran in the process; the whole question ends by `until`.
+            match c.ask(&obligations[i], time, until - now, recheck) {
                 Answer::Proved(inv) => {
                     closed.push(i);
                     if reuse {
