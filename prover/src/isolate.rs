@@ -9,26 +9,26 @@
 //! can use what the thread built (its Z3 context and terms) without serialising anything. Only
 //! that thread exists in the child, so the child must not wait on anything another thread of
 //! the parent would have done: it sets no Z3 timeout (Z3's timer threads are not in the child;
-//! [`in_child`]'s `limit` is the time cap, enforced by the parent's `SIGKILL`), and a lock held
-//! by another thread at the fork (a Z3 global, the allocator's) leaves the child waiting until
-//! the parent kills it at `limit` — an open question, as a timeout leaves it.
+//! [`in_child`]'s times are the caps, enforced by the parent's `SIGKILL`), and a lock held by
+//! another thread at the fork (a Z3 global, the allocator's) leaves the child waiting until the
+//! parent kills it — an open question, as a timeout leaves it.
 
 use std::time::Duration;
 
 /// Runs `f` in a child process and returns its bytes, or `None` when the child did not answer
-/// in time (killed), died, or could not be started. The whole call ends within `setup`; inside
+/// in time (killed), died, or could not be started. The whole call ends within `within`; inside
 /// it, as a solver's own timeout counts only the search, `f` prepares (what the child first
 /// touches of the parent's memory is copied then, which on large systems takes longer than a
 /// short search), calls the function it is given, and from then on has `limit`. `f` must not set
 /// Z3 timeouts or wait on other threads (see the module's note).
 #[cfg(unix)]
 pub(crate) fn in_child(
-    setup: Duration,
+    within: Duration,
     limit: Duration,
     f: impl FnOnce(&dyn Fn()) -> Vec<u8>,
 ) -> Option<Vec<u8>> {
     use std::time::Instant;
-    let ready_by = Instant::now() + setup;
+    let ready_by = Instant::now() + within;
     let mut fds = [0i32; 2];
     // SAFETY: `pipe` writes two descriptors into the array it is given.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
@@ -46,11 +46,11 @@ pub(crate) fn in_child(
     }
     if pid == 0 {
         close(read_end);
-        // The child ends itself too: by `SIGALRM` a little after `limit`, and (Linux) with
+        // The child ends itself too: by `SIGALRM` a little after `within`, and (Linux) with
         // the parent, so a parent killed meanwhile leaves no Spacer running on.
         // SAFETY: plain system calls on the child itself.
         unsafe {
-            libc::alarm((setup + limit).as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
+            libc::alarm(within.as_secs().saturating_add(2).min(u32::MAX as u64) as u32);
             #[cfg(target_os = "linux")]
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         }
@@ -95,7 +95,7 @@ pub(crate) fn in_child(
 /// Without `fork`, `f` runs in the process itself (the caller's own timeout must then bound it).
 #[cfg(not(unix))]
 pub(crate) fn in_child(
-    _setup: Duration,
+    _within: Duration,
     _limit: Duration,
     f: impl FnOnce(&dyn Fn()) -> Vec<u8>,
 ) -> Option<Vec<u8>> {
@@ -199,7 +199,9 @@ mod tests {
     #[test]
     fn the_childs_bytes_come_back() {
         let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let out = in_child(Duration::from_secs(30), Duration::from_secs(30), |_| big.clone());
+        let out = in_child(Duration::from_secs(30), Duration::from_secs(30), |_| {
+            big.clone()
+        });
         assert_eq!(out.as_deref(), Some(&big[..]));
     }
 
@@ -226,16 +228,24 @@ mod tests {
             vec![1]
         });
         assert_eq!(out, None);
-        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
     fn the_setup_does_not_count_against_the_limit() {
-        let out = in_child(Duration::from_secs(30), Duration::from_millis(300), |started| {
-            std::thread::sleep(Duration::from_millis(600));
-            started();
-            vec![7]
-        });
+        let out = in_child(
+            Duration::from_secs(30),
+            Duration::from_millis(300),
+            |started| {
+                std::thread::sleep(Duration::from_millis(600));
+                started();
+                vec![7]
+            },
+        );
         assert_eq!(out, Some(vec![7]));
     }
 }

@@ -123,17 +123,17 @@ impl<'a> Clauses<'a> {
         Bool::and(&body)
     }
 
-    /// Asks Spacer whether a reachable state violates `o`, within `time` of search (`setup`:
+    /// Asks Spacer whether a reachable state violates `o`, within `time` of search (`within`:
     /// the whole question, the clauses' building included), and re-checks a proof within
-    /// `recheck`. Spacer runs in a child process ([`isolate::in_child`]): its
-    /// answer comes back as text (the certificate as SMT-LIB), and the certificate is parsed
-    /// and re-checked here, so nothing of Spacer's run is trusted or kept but a certificate
-    /// that re-checks; a child that aborts, hangs or runs out of `time` leaves `o` open.
-    fn ask(&self, o: &Obligation, time: Duration, setup: Duration, recheck: Duration) -> Answer {
+    /// `recheck`. Spacer runs in a child process ([`isolate::in_child`]): its answer comes back
+    /// as text (the certificate as SMT-LIB), and the certificate is parsed and re-checked here,
+    /// so nothing of Spacer's run is trusted or kept but a certificate that re-checks; a child
+    /// that aborts, hangs or runs out of time leaves `o` open.
+    fn ask(&self, o: &Obligation, time: Duration, within: Duration, recheck: Duration) -> Answer {
         // Twice the cap for the child's search: it copies each page of the parent's memory it
         // first writes, which slows the search (≤ 300 seed 22: a proof Spacer gave in 45 ms in
         // the process, building included, was not done after 50 ms of search in a child).
-        let Some(out) = isolate::in_child(setup, time * CHILD_SLOWDOWN, |started| {
+        let Some(out) = isolate::in_child(within, time * CHILD_SLOWDOWN, |started| {
             self.spacer(o, time, started).into_bytes()
         }) else {
             return Answer::Open;
@@ -151,7 +151,8 @@ impl<'a> Clauses<'a> {
 
     /// Spacer's answer about `o` as text: `sat`, `unknown`, or `unsat` and the certificate on
     /// the lines after it. In a child process no Z3 timeout is set (its timer threads are not
-    /// there; the parent ends the child at `time`); in the process itself, `time` is Z3's.
+    /// there; the parent ends the child), and `started` says the search begins; in the process
+    /// itself (no `fork`), `time` is Z3's timeout.
     fn spacer(&self, o: &Obligation, time: Duration, started: &dyn Fn()) -> String {
         let fp = z3::Fixedpoint::new();
         let mut p = Params::new();
@@ -186,8 +187,9 @@ impl<'a> Clauses<'a> {
 
     /// A certificate as Spacer printed it (`reach` defined for every state), read back into
     /// this process's terms: `reach` declared as [`Clauses::reach`] is, so the parsed term
-    /// speaks of the same relation (and `err`, the query's, which it may say is false). `None` when nothing parsed; a term that parsed wrongly
-    /// cannot pass the re-check that follows (it is the only thing that makes it a proof).
+    /// speaks of the same relation (and `err`, the query's, which it may say is false). `None`
+    /// when nothing parsed; a term that parsed wrongly cannot pass the re-check that follows
+    /// (it is the only thing that makes it a proof).
     fn parse(&self, cert: &str) -> Option<Bool> {
         let sorts: Vec<String> = self.u.states[0]
             .iter()

@@ -86,7 +86,12 @@ fn pinned_saturated_undo(
     // `argument_schema` where the system, choosing valid arguments, goes on to a later step
     // (`order_rule` there). The system keeps the `argument_schema` refusal as well.
     let unbindable_undo = why.contains("the tool check refuse [\"argument_schema\"")
-        && undone_writes(l, st).any(|w| p.catalogue.tools.values().any(|x| x.undo.as_deref() == Some(w)));
+        && undone_writes(l, st).any(|w| {
+            p.catalogue
+                .tools
+                .values()
+                .any(|x| x.undo.as_deref() == Some(w))
+        });
     saturated || undo_of_compensation || unbindable_undo
 }
 
