@@ -5,6 +5,7 @@
 use crate::verdict::{AnyLength, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::flow::Liveness;
 mod compiled;
+mod hiding;
 mod subsume;
 
 use compiled::Compiled;
@@ -36,6 +37,12 @@ pub struct BfsBudget {
     /// futures, so verdicts and shortest depths are those of the full search
     /// (property-tested); only the state count shrinks. Off for `count_states`.
     pub subsume: bool,
+    /// Prove what can be proved on systems with variables hidden first (`encoder::ts::hide`,
+    /// `bfs/hiding.rs`) and search the system itself only for the obligations those left open:
+    /// their unreachable verdicts are the system's, their reachable ones are not used, so
+    /// verdicts, shortest depths and witnesses are those of the full search (property-tested).
+    /// Bounded searches only.
+    pub hide: bool,
     /// Where to count states and depth as the search goes.
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
 }
@@ -55,6 +62,7 @@ impl Default for BfsBudget {
             deadline: None,
             drop_dead: true,
             subsume: true,
+            hide: crate::proof::defaults::HIDE,
             progress: None,
         }
     }
@@ -223,7 +231,7 @@ const PARALLEL_LEVEL: usize = 256;
 
 /// Explores the system breadth-first to its depth and decides every obligation.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
-    search(ts, obligations, budget, Bound::of(ts), None).0
+    hiding::run(ts, obligations, budget, None)
 }
 
 /// [`run`], with the widest level it expanded, in states: whether a level took more than one
@@ -288,7 +296,7 @@ pub fn run_accepting(
     budget: BfsBudget,
     accept: Accept<'_>,
 ) -> EngineRun {
-    search(ts, obligations, budget, Bound::of(ts), Some(accept)).0
+    hiding::run(ts, obligations, budget, Some(accept))
 }
 
 /// Explores a looping system (sessions of any length, `lower` with `SessionSteps::Any`) to its
@@ -750,6 +758,7 @@ pub fn count_states(ts: &TransitionSystem) -> u64 {
     let full = BfsBudget {
         drop_dead: false,
         subsume: false,
+        hide: false,
         ..Default::default()
     };
     run(ts, &[], full).cost.states

@@ -41,6 +41,11 @@ pub mod defaults {
     /// depths (property-tested), fewer states where per-agent provenance multiplies them
     /// (benchmarks/README.md "Observer subsumption").
     pub const SUBSUME: bool = true;
+    /// Let a bounded BFS first prove what it can on systems with variables hidden
+    /// (`encoder::ts::hide`, `bfs::BfsBudget::hide`): over-approximations whose unreachable
+    /// verdicts are the system's, in fewer states; the system itself is searched for what they
+    /// left open (property-tested: the same verdicts and depths).
+    pub const HIDE: bool = true;
     /// Bytes Z3 may take (its own count, over every solver in the process): past it a check
     /// answers unknown and what is open is undecided for the memory budget.
     pub const Z3_MAX_MEMORY_BYTES: usize = 4 << 30;
@@ -79,6 +84,8 @@ pub struct Options {
     pub slice: bool,
     /// Observer subsumption in the BFS (`defaults::SUBSUME`); off to compare.
     pub subsume: bool,
+    /// Hidden variables first in the BFS (`defaults::HIDE`); off to compare.
+    pub hide: bool,
     /// Z3's encodings and tactics (`BmcTactics::default()`; the benchmarks switch one off to
     /// measure it side by side).
     pub bmc_tactics: bmc::BmcTactics,
@@ -100,6 +107,7 @@ impl Options {
             progress: None,
             slice: defaults::SLICE,
             subsume: defaults::SUBSUME,
+            hide: defaults::HIDE,
             bmc_tactics: bmc::BmcTactics::default(),
             fault_bfs_blind: false,
         }
@@ -182,6 +190,7 @@ impl Options {
             deadline: Some(deadline),
             progress: self.progress.clone(),
             subsume: self.subsume,
+            hide: self.hide,
             ..Default::default()
         }
     }

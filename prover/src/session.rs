@@ -266,6 +266,7 @@ impl Session {
             fault_bfs_blind: false,
             slice: crate::proof::defaults::SLICE,
             subsume: crate::proof::defaults::SUBSUME,
+            hide: crate::proof::defaults::HIDE,
         };
         let pool = match job.budgets.jobs {
             Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build()?),

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 const ENGINES: &[&str] = &[
     "bfs",
     BFS_WHOLE,
+    BFS_SHOWN,
     BFS_BEFORE,
     "bmc",
     BMC_UNROLL_FIRST,
@@ -68,6 +69,10 @@ const BFS_BEFORE: &str = "bfs-before";
 /// The BFS storing every state it finds, none subsumed by a stored state with more observer
 /// flags set (`Options::subsume` off: the search before that reduction).
 const BFS_WHOLE: &str = "bfs-no-subsume";
+
+/// The BFS searching the system alone, its counters never hidden first (`Options::hide` off:
+/// the search before that pass).
+const BFS_SHOWN: &str = "bfs-no-hide";
 
 /// Z3 with the induction tried only mid-way on deep systems, as before issue 27.
 const BMC_UNROLL_FIRST: &str = "bmc-unroll-first";
@@ -125,6 +130,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         engines,
         timeout: Duration::from_secs(timeout),
         subsume: engine != BFS_WHOLE,
+        hide: engine != BFS_SHOWN,
         bmc_tactics: BmcTactics {
             induct_first: match engine {
                 BMC_UNROLL_FIRST => prover::bmc::InductFirst::Never,

@@ -135,6 +135,7 @@ fn row(
         let full = bfs::BfsBudget {
             drop_dead: false,
             subsume: false,
+            hide: false,
             deadline: Some(Instant::now() + before),
             ..Default::default()
         };

@@ -3,6 +3,7 @@
 //! re-derives semantics from the graph.**
 
 pub mod flow;
+pub mod hide;
 pub mod lower;
 pub mod observe;
 pub mod regions;

@@ -22,6 +22,7 @@ mod cli;
 mod conformance;
 mod corpus;
 mod engines;
+mod hiding;
 mod langgraph;
 mod mcp_names;
 mod mcp_overlay;

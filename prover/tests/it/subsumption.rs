@@ -23,6 +23,8 @@ fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {
 fn bfs(p: &Project, ts: &TransitionSystem, obls: &[Obligation], subsume: bool) -> EngineRun {
     let o = Options {
         subsume,
+        // Subsumption alone: the hidden systems' searches (`hiding.rs`) add states of their own.
+        hide: false,
         engines: Engines::Bfs,
         ..Options::for_project(p)
     };
@@ -42,6 +44,7 @@ fn compare(p: &Project, what: &str) -> Result<(usize, usize, u64, u64), String> 
         prover::bfs::BfsBudget {
             drop_dead: false,
             subsume: false,
+            hide: false,
             ..Default::default()
         },
     );

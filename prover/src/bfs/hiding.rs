@@ -1,0 +1,201 @@
+//! Hidden variables first (`encoder::ts::hide`, `BfsBudget::hide`): localisation abstraction
+//! with refinement (Kurshan; Clarke et al.'s CEGAR), for unreachable verdicts only.
+//!
+//! The system with some variables made inputs over-approximates it, with the same commands and
+//! depth: an obligation its search finds unreachable is unreachable in the system, to the same
+//! depth. The obligations are asked in packs ([`packs`]), each pack's first system hiding every
+//! variable but the node, turn, step and what its conditions read ([`hide::hideable`]), bar
+//! those that would cost too many valuations ([`hide::affordable`]). With most variables hidden
+//! its states are few, so on graphs where per-desk counters and marks multiply the system's
+//! states it often finishes where the system's search does not. A violation it finds is
+//! replayed on the system (`hide::lift`): a run of the system means the obligation is reachable
+//! (left to the system's search, which finds its shortest witness); a replay that fails names
+//! the hidden variables it got wrong first, which are shown in the next round, for the
+//! obligations still open. The rounds share a part of the time left
+//! ([`HIDDEN_SHARE`]), each pack an equal part of what is left when it starts, and stop after
+//! [`GIVE_UP_AFTER`] packs in a row whose first system was not searched in its part; what they
+//! do not finish decides nothing. Then the system is searched for every obligation no round
+//! proved: every reachable verdict, witness, shortest depth and replay test comes from that
+//! search as before, and it stops once those are found.
+
+use super::{search, Accept, BfsBudget, Bound};
+use crate::verdict::{Cost, EngineRun, RawWitness, Verdict};
+use encoder::ts::{hide, CmdId, Obligation, TransitionSystem};
+use std::time::Instant;
+
+/// The rounds may take the time left divided by this: the system's search of a graph it
+/// decides alone loses at most this share (benchmarks/README.md "Hidden variables").
+pub const HIDDEN_SHARE: u32 = 4;
+
+/// [`super::run`] / [`super::run_accepting`]: rounds of hidden systems first where there is a
+/// variable to hide and `budget.hide`, then the system for what is left.
+pub(super) fn run(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+    accept: Option<Accept<'_>>,
+) -> EngineRun {
+    if !budget.hide || obligations.is_empty() || hide::hideable(ts, obligations).is_empty() {
+        return search(ts, obligations, budget, Bound::of(ts), accept).0;
+    }
+    let start = Instant::now();
+    let share = BfsBudget {
+        deadline: budget
+            .deadline
+            .map(|d| start + d.saturating_duration_since(start) / HIDDEN_SHARE),
+        hide: false,
+        progress: None,
+        ..budget.clone()
+    };
+    let mut verdicts: Vec<Option<Verdict>> = vec![None; obligations.len()];
+    let mut cost = Cost::default();
+    let packs = packs(obligations);
+    let n = packs.len() as u32;
+    let mut misses = 0;
+    for (k, pack) in packs.into_iter().enumerate() {
+        if share.out_of_time() {
+            break;
+        }
+        // Each pack gets an equal part of what is left, so one whose systems are large does
+        // not take the others' time.
+        let now = Instant::now();
+        let slice = BfsBudget {
+            deadline: share
+                .deadline
+                .map(|d| now + d.saturating_duration_since(now) / (n - k as u32)),
+            ..share.clone()
+        };
+        let (states, finished) = rounds(ts, obligations, pack, &slice, &mut verdicts);
+        cost.states += states;
+        // Two packs in a row whose first system could not be searched in their part: the
+        // hidden systems are as large as the system here, and the rest of the share is the
+        // system's search's.
+        misses = if finished { 0 } else { misses + 1 };
+        if misses == GIVE_UP_AFTER {
+            break;
+        }
+    }
+    let rest: Vec<usize> = (0..obligations.len())
+        .filter(|&i| verdicts[i].is_none())
+        .collect();
+    if !rest.is_empty() {
+        let left: Vec<Obligation> = rest.iter().map(|&i| obligations[i].clone()).collect();
+        let to_all = &rest;
+        let renumbered = accept.map(|a| move |i: usize, w: &RawWitness| a(to_all[i], w));
+        let accept_left: Option<Accept<'_>> = renumbered
+            .as_ref()
+            .map(|f| f as &(dyn Fn(usize, &RawWitness) -> bool + Sync));
+        let s = search(ts, &left, budget, Bound::of(ts), accept_left).0;
+        for (v, &i) in s.verdicts.into_iter().zip(&rest) {
+            verdicts[i] = Some(v);
+        }
+        cost.states += s.cost.states;
+    }
+    cost.ms = start.elapsed().as_millis() as u64;
+    EngineRun {
+        verdicts: verdicts.into_iter().flatten().collect(),
+        cost,
+        inductive: Vec::new(),
+    }
+}
+
+/// The rounds stop after this many packs in a row whose first hidden system could not be
+/// searched in its part of the time.
+pub const GIVE_UP_AFTER: u32 = 2;
+
+/// At most this many variables the rules read are shown in one pack's hidden systems (besides
+/// the node, turn and step): each one may double the states.
+pub const PACK_RULE_VARS: usize = 8;
+
+/// The obligations in packs searched together: those whose conditions read the same variables
+/// together, and such groups together while the variables they read number at most
+/// [`PACK_RULE_VARS`] (a group reading more is a pack alone). Each pack's hidden systems show
+/// only what its own conditions read.
+fn packs(obligations: &[Obligation]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Vec<encoder::ts::VarId>, Vec<usize>)> = vec![];
+    for (i, o) in obligations.iter().enumerate() {
+        let mut r = vec![];
+        o.conds.iter().for_each(|c| c.vars_read(&mut r));
+        r.sort();
+        r.dedup();
+        match groups.iter_mut().find(|(v, _)| *v == r) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((r, vec![i])),
+        }
+    }
+    let mut out: Vec<(Vec<encoder::ts::VarId>, Vec<usize>)> = vec![];
+    for (vars, members) in groups {
+        let fits = out.last().map(|(u, _)| {
+            let mut both: Vec<_> = u.iter().chain(&vars).copied().collect();
+            both.sort();
+            both.dedup();
+            (both.len() <= PACK_RULE_VARS).then_some(both)
+        });
+        match (fits.flatten(), out.last_mut()) {
+            (Some(both), Some(last)) => {
+                last.0 = both;
+                last.1.extend(members);
+            }
+            _ => out.push((vars, members)),
+        }
+    }
+    out.into_iter().map(|(_, m)| m).collect()
+}
+
+/// Rounds of hidden systems for the obligations `open` (module doc) within `share`: sets the
+/// verdict of each one proved unreachable; returns the states searched and whether the first
+/// round's search finished.
+fn rounds(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    mut open: Vec<usize>,
+    share: &BfsBudget,
+    verdicts: &mut [Option<Verdict>],
+) -> (u64, bool) {
+    let pack: Vec<Obligation> = open.iter().map(|&i| obligations[i].clone()).collect();
+    let mut hidden = hide::affordable(ts, &pack, hide::hideable(ts, &pack));
+    let mut states = 0;
+    let mut first = true;
+    let mut finished = true;
+    while !hidden.is_empty() && !open.is_empty() && !share.out_of_time() {
+        let asked: Vec<Obligation> = open.iter().map(|&i| obligations[i].clone()).collect();
+        let (hts, hobls) = hide::hide(ts, &asked, &hidden);
+        let h = search(&hts, &hobls, share.clone(), Bound::of(&hts), None).0;
+        states += h.cost.states;
+        let mut show = vec![];
+        let mut still = vec![];
+        let mut stopped = false;
+        for (v, &i) in h.verdicts.into_iter().zip(&open) {
+            match v {
+                Verdict::Unreachable { .. } => {
+                    verdicts[i] = Some(v);
+                }
+                Verdict::Reachable(w) => {
+                    let steps: Vec<(CmdId, &[u32])> = w
+                        .steps
+                        .iter()
+                        .map(|x| (x.cmd, x.choices.as_slice()))
+                        .collect();
+                    match hide::lift(ts, &hts, &hidden, &steps, &obligations[i]) {
+                        hide::Lifted::Real => {}
+                        hide::Lifted::Spurious(vars) => {
+                            show.extend(vars);
+                            still.push(i);
+                        }
+                    }
+                }
+                _ => stopped = true,
+            }
+        }
+        if first && stopped {
+            finished = false;
+        }
+        first = false;
+        if stopped || show.is_empty() {
+            break;
+        }
+        hidden.retain(|v| !show.contains(v));
+        open = still;
+    }
+    (states, finished)
+}
