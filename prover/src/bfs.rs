@@ -37,12 +37,12 @@ pub struct BfsBudget {
     /// futures, so verdicts and shortest depths are those of the full search
     /// (property-tested); only the state count shrinks. Off for `count_states`.
     pub subsume: bool,
-    /// Prove what can be proved on systems with variables hidden first (`encoder::ts::hide`,
-    /// `bfs/hiding.rs`) and search the system itself only for the obligations those left open:
-    /// their unreachable verdicts are the system's, their reachable ones are not used, so
-    /// verdicts, shortest depths and witnesses are those of the full search (property-tested).
-    /// Bounded searches only.
-    pub hide: bool,
+    /// Whether and when to prove what can be proved on systems with variables hidden first
+    /// (`encoder::ts::hide`, `bfs/hiding.rs`) and search the system itself only for the
+    /// obligations those left open: their unreachable verdicts are the system's, their
+    /// reachable ones are not used, so verdicts, shortest depths and witnesses are those of the
+    /// full search (property-tested). Bounded searches only.
+    pub hide: Hide,
     /// Where to count states and depth as the search goes.
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
 }
@@ -62,7 +62,7 @@ impl Default for BfsBudget {
             deadline: None,
             drop_dead: true,
             subsume: true,
-            hide: crate::proof::defaults::HIDE,
+            hide: Hide::WhenSlow,
             progress: None,
         }
     }
@@ -224,6 +224,18 @@ struct Expansion {
     /// Per successor: the frontier state, command, valuation, and whether it starts a turn.
     options: Vec<(u32, u32, u32, bool)>,
     hits: Vec<(u32, u32, CmdId, u32)>,
+}
+
+/// When the bounded BFS searches systems with variables hidden first (`bfs/hiding.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hide {
+    /// Never: the system's search alone.
+    Never,
+    /// When the system's search alone has not decided everything within a small part of the
+    /// time (`hiding::FIRST_TRY`): what `prove` does.
+    WhenSlow,
+    /// Always first (the tests that compare it with the search without).
+    First,
 }
 
 /// Levels at least this wide are expanded in parallel.
@@ -758,7 +770,7 @@ pub fn count_states(ts: &TransitionSystem) -> u64 {
     let full = BfsBudget {
         drop_dead: false,
         subsume: false,
-        hide: false,
+        hide: Hide::Never,
         ..Default::default()
     };
     run(ts, &[], full).cost.states

@@ -190,7 +190,11 @@ impl Options {
             deadline: Some(deadline),
             progress: self.progress.clone(),
             subsume: self.subsume,
-            hide: self.hide,
+            hide: if self.hide {
+                bfs::Hide::WhenSlow
+            } else {
+                bfs::Hide::Never
+            },
             ..Default::default()
         }
     }

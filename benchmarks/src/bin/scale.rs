@@ -135,7 +135,7 @@ fn row(
         let full = bfs::BfsBudget {
             drop_dead: false,
             subsume: false,
-            hide: false,
+            hide: bfs::Hide::Never,
             deadline: Some(Instant::now() + before),
             ..Default::default()
         };

@@ -1,6 +1,9 @@
 //! Hidden variables first (`encoder::ts::hide`, `BfsBudget::hide`): localisation abstraction
 //! with refinement (Kurshan; Clarke et al.'s CEGAR), for unreachable verdicts only.
 //!
+//! Under [`Hide::WhenSlow`] (what `prove` asks) the system's search alone comes first, for a
+//! small part of the time ([`FIRST_TRY`]); only what it did not decide there goes on.
+//!
 //! The system with some variables made inputs over-approximates it, with the same commands and
 //! depth: an obligation its search finds unreachable is unreachable in the system, to the same
 //! depth. The obligations are asked in packs ([`packs`]), each pack's first system hiding every
@@ -18,7 +21,7 @@
 //! proved: every reachable verdict, witness, shortest depth and replay test comes from that
 //! search as before, and it stops once those are found.
 
-use super::{search, Accept, BfsBudget, Bound};
+use super::{search, Accept, BfsBudget, Bound, Hide};
 use crate::verdict::{Cost, EngineRun, RawWitness, Verdict};
 use encoder::ts::{hide, CmdId, Obligation, TransitionSystem};
 use std::time::Instant;
@@ -26,6 +29,11 @@ use std::time::Instant;
 /// The rounds may take the time left divided by this: the system's search of a graph it
 /// decides alone loses at most this share (benchmarks/README.md "Hidden variables").
 pub const HIDDEN_SHARE: u32 = 4;
+
+/// Under [`Hide::WhenSlow`] the system's search alone first gets the time left divided by this;
+/// the rounds come only when it did not decide everything in it (and it starts again after
+/// them, for what they did not prove).
+pub const FIRST_TRY: u32 = 16;
 
 /// [`super::run`] / [`super::run_accepting`]: rounds of hidden systems first where there is a
 /// variable to hide and `budget.hide`, then the system for what is left.
@@ -35,15 +43,36 @@ pub(super) fn run(
     budget: BfsBudget,
     accept: Option<Accept<'_>>,
 ) -> EngineRun {
-    if !budget.hide || obligations.is_empty() || hide::hideable(ts, obligations).is_empty() {
+    if budget.hide == Hide::Never
+        || obligations.is_empty()
+        || hide::hideable(ts, obligations).is_empty()
+    {
         return search(ts, obligations, budget, Bound::of(ts), accept).0;
     }
     let start = Instant::now();
+    if budget.hide == Hide::WhenSlow {
+        // The system alone first, for a small part of the time: what it decides there needs
+        // no hidden system (without a deadline it decides everything it can).
+        let first = BfsBudget {
+            deadline: budget
+                .deadline
+                .map(|d| start + d.saturating_duration_since(start) / FIRST_TRY),
+            ..budget.clone()
+        };
+        let alone = search(ts, obligations, first, Bound::of(ts), accept).0;
+        if alone
+            .verdicts
+            .iter()
+            .all(|v| !matches!(v, Verdict::Undecided(_)))
+        {
+            return alone;
+        }
+    }
     let share = BfsBudget {
         deadline: budget
             .deadline
             .map(|d| start + d.saturating_duration_since(start) / HIDDEN_SHARE),
-        hide: false,
+        hide: Hide::Never,
         progress: None,
         ..budget.clone()
     };

@@ -67,7 +67,7 @@ proptest! {
         let p = random_project(seed);
         let (ts, obls) = system(&p);
         prop_assert_eq!(ts.check_well_formed(&obls), Ok(()), "seed {}", seed);
-        let b = bfs::run(&ts, &obls, bfs::BfsBudget::default());
+        let b = bfs::run(&ts, &obls, bfs::BfsBudget { hide: bfs::Hide::First, ..Default::default() });
         // The engines search the reduced system (constants put in, cone of influence), as
         // `prove` does; the BFS of the unreduced one must give the same verdicts and depths, or
         // the reduction is wrong.
@@ -76,12 +76,12 @@ proptest! {
         prop_assert!(bfs::count_states(&rts) <= bfs::count_states(&ts));
         // Counters hidden first (`bfs::BfsBudget::hide`) in `b` only: `rb` against `full`
         // counts the states of one search each.
-        let rb = bfs::run(&rts, &robls, bfs::BfsBudget { hide: false, ..Default::default() });
+        let rb = bfs::run(&rts, &robls, bfs::BfsBudget { hide: bfs::Hide::Never, ..Default::default() });
         let m = bmc::run(&rts, &robls, bmc::BmcBudget::default());
         // The reductions inside the engines against the engines without them: the BFS that
         // stores every state whole, and the BMC's plain encoding (general solver, every command
         // at every step, no harvest).
-        let full = bfs::run(&rts, &robls, bfs::BfsBudget { drop_dead: false, subsume: false, hide: false, ..Default::default() });
+        let full = bfs::run(&rts, &robls, bfs::BfsBudget { drop_dead: false, subsume: false, hide: bfs::Hide::Never, ..Default::default() });
         prop_assert!(rb.cost.states <= full.cost.states);
         // On every fourth seed the plain encoding, on the next the one that asks ranges of
         // depths (off by default, as it measured slower).

@@ -11,7 +11,7 @@ use crate::violates_on_whole_system;
 use encoder::ts::hide;
 use ir::Project;
 use proptest::prelude::*;
-use prover::bfs::{self, BfsBudget};
+use prover::bfs::{self, BfsBudget, Hide};
 use prover::proof;
 use prover::verdict::Verdict;
 
@@ -29,11 +29,18 @@ struct Seen {
 fn compare(p: &Project, what: &str) -> Result<Seen, String> {
     let (ts, obls) = proof::system(p, p.settings.session_steps, p.settings.step_limit);
     let off = BfsBudget {
-        hide: false,
+        hide: Hide::Never,
         ..Default::default()
     };
     let plain = bfs::run(&ts, &obls, off.clone());
-    let first = bfs::run(&ts, &obls, BfsBudget::default());
+    let first = bfs::run(
+        &ts,
+        &obls,
+        BfsBudget {
+            hide: Hide::First,
+            ..Default::default()
+        },
+    );
     for (i, o) in obls.iter().enumerate() {
         let (a, b) = (&plain.verdicts[i], &first.verdicts[i]);
         if a.word() != b.word() || a.depth() != b.depth() {

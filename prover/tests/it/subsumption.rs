@@ -44,7 +44,7 @@ fn compare(p: &Project, what: &str) -> Result<(usize, usize, u64, u64), String> 
         prover::bfs::BfsBudget {
             drop_dead: false,
             subsume: false,
-            hide: false,
+            hide: prover::bfs::Hide::Never,
             ..Default::default()
         },
     );
