@@ -98,13 +98,17 @@ pub fn lift(
     steps: &[(super::CmdId, &[u32])],
     obligation: &Obligation,
 ) -> Lifted {
-    let is_hidden = |v: &VarId| hidden.contains(v);
+    let mut mask = vec![false; ts.vars.len()];
+    hidden.iter().for_each(|v| mask[v.0 as usize] = true);
+    let is_hidden = |v: &VarId| mask[v.0 as usize];
     let hidden_read = |e: &Expr, out: &mut Vec<VarId>| {
         let mut r = vec![];
         e.vars_read(&mut r);
         out.extend(r.into_iter().filter(is_hidden));
     };
     let (mut state, mut abstract_state) = (ts.init.clone(), hts.init.clone());
+    // The system's state before the last step taken.
+    let mut pre = state.clone();
     let mut previous: Option<super::CmdId> = None;
     for (cmd, choices) in steps {
         // A shown variable the system and the hidden system disagree on: the previous
@@ -129,18 +133,14 @@ pub fn lift(
             hidden_read(&c.guard, &mut blame);
             return spurious(blame);
         }
-        state = ts.apply(c, &state, choices);
+        let next = ts.apply(c, &state, choices);
+        pre = std::mem::replace(&mut state, next);
         abstract_state = hts.apply(hts.command(*cmd), &abstract_state, choices);
         previous = Some(*cmd);
     }
     let Some((last, choices)) = steps.last() else {
         return Lifted::Spurious(vec![]);
     };
-    // The state before the last step: replay once more without it.
-    let mut pre = ts.init.clone();
-    for (cmd, ch) in &steps[..steps.len() - 1] {
-        pre = ts.apply(ts.command(*cmd), &pre, ch);
-    }
     let violates = obligation
         .commands
         .iter()

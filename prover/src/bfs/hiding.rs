@@ -14,8 +14,8 @@
 //! replayed on the system (`hide::lift`): a run of the system means the obligation is reachable
 //! (left to the system's search, which finds its shortest witness); a replay that fails names
 //! the hidden variables it got wrong first, which are shown in the next round, for the
-//! obligations still open. The rounds share a part of the time left
-//! ([`HIDDEN_SHARE`]), each pack an equal part of what is left when it starts, and stop after
+//! obligations still open. The rounds end at a part of the time from the start
+//! ([`HIDDEN_SHARE`], the first try's part included), each pack an equal part of what is left when it starts, and stop after
 //! [`GIVE_UP_AFTER`] packs in a row whose first system was not searched in its part; what they
 //! do not finish decides nothing. Then the system is searched for every obligation no round
 //! proved: every reachable verdict, witness, shortest depth and replay test comes from that
@@ -26,8 +26,9 @@ use crate::verdict::{Cost, EngineRun, RawWitness, Verdict};
 use encoder::ts::{hide, CmdId, Obligation, TransitionSystem};
 use std::time::Instant;
 
-/// The rounds may take the time left divided by this: the system's search of a graph it
-/// decides alone loses at most this share (benchmarks/README.md "Hidden variables").
+/// The rounds end when the time from the start, divided by this, has passed (under
+/// [`Hide::WhenSlow`] the first try's part is in it): the system's search of a graph it does
+/// not decide in the first try loses at most this share (benchmarks/README.md "Hidden variables").
 pub const HIDDEN_SHARE: u32 = 4;
 
 /// Under [`Hide::WhenSlow`] the system's search alone first gets the time left divided by this;
