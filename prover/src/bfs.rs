@@ -387,10 +387,77 @@ impl Explored<'_> {
     }
 }
 
+/// [`search_open`] of the obligations a step can violate; those no step can ([`never_hit`]:
+/// every command's guard and condition fold to false together) are unreachable at the bound's
+/// depth without a search. A bounded search is then not kept going for them (it stops once the
+/// others are found), and they do not count as reads for the dead-variable reduction. A fixpoint
+/// search is about every state (K), so it asks every obligation.
+///
+/// [`never_hit`]: compiled::never_hit
+fn search(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BfsBudget,
+    bound: Bound,
+    accept: Option<Accept<'_>>,
+) -> (EngineRun, Option<u32>, usize) {
+    let never: Vec<bool> = match bound {
+        Bound::Fixpoint => vec![false; obligations.len()],
+        _ => obligations
+            .iter()
+            .map(|o| compiled::never_hit(ts, o))
+            .collect(),
+    };
+    if !never.contains(&true) {
+        return search_open(ts, obligations, budget, bound, accept);
+    }
+    let open: Vec<usize> = (0..obligations.len()).filter(|&i| !never[i]).collect();
+    let (run, widest) = if open.is_empty() {
+        let run = EngineRun {
+            verdicts: vec![],
+            cost: Cost::default(),
+            inductive: Vec::new(),
+        };
+        (run, 0)
+    } else {
+        let asked: Vec<Obligation> = open.iter().map(|&i| obligations[i].clone()).collect();
+        let (run, _, widest) =
+            renumbered(accept, &open, |a| search_open(ts, &asked, budget, bound, a));
+        (run, widest)
+    };
+    let mut searched = run.verdicts.into_iter();
+    let verdicts = never
+        .iter()
+        .map(|&n| match n {
+            true => Verdict::Unreachable { depth: ts.depth },
+            false => searched
+                .next()
+                .expect("one verdict per searched obligation"),
+        })
+        .collect();
+    let run = EngineRun {
+        verdicts,
+        cost: run.cost,
+        inductive: Vec::new(),
+    };
+    (run, None, widest)
+}
+
+/// `f` asked with `accept` for a search of the obligations `some` (indices into the ones
+/// `accept` numbers): each obligation's index in the search is mapped back to its own.
+fn renumbered<R>(
+    accept: Option<Accept<'_>>,
+    some: &[usize],
+    f: impl FnOnce(Option<Accept<'_>>) -> R,
+) -> R {
+    let to_all = |i: usize, w: &RawWitness| accept.is_some_and(|a| a(some[i], w));
+    f(accept.map(|_| &to_all as Accept<'_>))
+}
+
 /// The search behind [`run`] (to the depth's levels, or every state of a system with batches,
 /// stopping once every obligation is found) and [`fixpoint`] (to the last new state). The
 /// second result is K for a complete fixpoint search.
-fn search(
+fn search_open(
     ts: &TransitionSystem,
     obligations: &[Obligation],
     budget: BfsBudget,
@@ -774,4 +841,113 @@ pub fn count_states(ts: &TransitionSystem) -> u64 {
         ..Default::default()
     };
     run(ts, &[], full).cost.states
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use encoder::ts::{ex, Decl, Expr, Label, LabelKind};
+
+    fn decl(name: &str, domain: u32) -> Decl {
+        Decl {
+            name: name.into(),
+            domain,
+            values: vec![],
+        }
+    }
+
+    /// A one-node system counting `c` up by one per step, to `depth` steps: command 0 counts,
+    /// command 1 has `guard`.
+    fn counter(guard: Expr, depth: u32) -> TransitionSystem {
+        let (step, c) = (VarId(2), VarId(3));
+        let label = || Label::new(LabelKind::Route, "n0", None, None);
+        let count = encoder::ts::Command {
+            node: 0,
+            guard: Expr::Bool(true),
+            updates: vec![
+                (step, Expr::Add(Box::new(Expr::Var(step)), 1)),
+                (c, Expr::Add(Box::new(Expr::Var(c)), 1)),
+            ],
+            choices: vec![],
+            label: label(),
+        };
+        let other = encoder::ts::Command {
+            node: 0,
+            guard,
+            updates: vec![],
+            choices: vec![],
+            label: label(),
+        };
+        TransitionSystem {
+            vars: vec![
+                decl("node", 1),
+                decl("turn", 1),
+                decl("step", 256),
+                decl("c", 256),
+            ],
+            choices: vec![],
+            init: vec![0; 4],
+            commands: vec![count, other],
+            by_node: vec![vec![CmdId(0), CmdId(1)]],
+            node_var: VarId(0),
+            turn_var: VarId(1),
+            step_var: VarId(2),
+            depth,
+        }
+    }
+
+    fn obligation(name: &str, cmd: u32, cond: Expr) -> Obligation {
+        let rule = ir::vocab::RuleId::QG001;
+        Obligation {
+            id: ir::vocab::ObligationId::new(rule, name),
+            rule,
+            subject: name.into(),
+            commands: vec![CmdId(cmd)],
+            conds: vec![cond],
+            inverted: false,
+        }
+    }
+
+    /// Caught on the family's ≤300 graphs: obligations whose every command the value analysis
+    /// found never taken (guard `false`) stayed undecided whenever the search ran out of budget,
+    /// and kept a search that had found everything else going to its last level. They are
+    /// unreachable at the depth without a search; an obligation whose guard does not fold to
+    /// false is still searched for.
+    #[test]
+    fn an_obligation_no_step_can_violate_is_decided_without_the_search() {
+        let ts = counter(Expr::Bool(false), 200);
+        let obls = vec![
+            obligation("never_taken", 1, Expr::Bool(true)),
+            obligation("cond_false", 0, ex::and(vec![Expr::Bool(false)])),
+            obligation("deep", 0, ex::var_is(VarId(3), 150)),
+        ];
+        let small = BfsBudget {
+            max_states: 20,
+            ..Default::default()
+        };
+        let run = super::run(&ts, &obls, small.clone());
+        assert_eq!(run.verdicts[0], Verdict::Unreachable { depth: 200 });
+        assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 200 });
+        assert!(
+            matches!(run.verdicts[2], Verdict::Undecided(_)),
+            "{:?}",
+            run.verdicts[2]
+        );
+        // A guard that may hold is searched for: undecided within the same budget.
+        let ts = counter(ex::var_is(VarId(3), 150), 200);
+        let run = super::run(&ts, &obls[..1], small);
+        assert!(
+            matches!(run.verdicts[0], Verdict::Undecided(_)),
+            "{:?}",
+            run.verdicts[0]
+        );
+        // With nothing left to search for, nothing is searched.
+        let ts = counter(Expr::Bool(false), 200);
+        let run = super::run(&ts, &obls[..2], BfsBudget::default());
+        assert_eq!(run.cost.states, 0);
+        assert!(run
+            .verdicts
+            .iter()
+            .all(|v| *v == Verdict::Unreachable { depth: 200 }));
+    }
 }

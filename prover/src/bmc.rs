@@ -277,6 +277,9 @@ enum InductWhen {
     First,
     /// Once, mid-unrolling on a deep system (`induct`), with an invariant or not at all.
     Midway,
+    /// Before anything else, always: the step alone (k = 0, no invariant), one small question
+    /// per obligation (`induction::close_stepless`).
+    StepAlone,
 }
 
 /// Retires every open obligation a closed and re-checked k-induction proves (no reachable
@@ -295,8 +298,25 @@ fn close_by_induction(
     inductive: &mut Vec<usize>,
 ) -> u64 {
     let open = undecided(verdicts);
+    if open.is_empty() {
+        return 0;
+    }
+    if when == InductWhen::StepAlone {
+        let b = induction::InductionBudget {
+            bounded: budget.clone(),
+            ..Default::default()
+        };
+        let (closed, calls) = induction::close_stepless(ts, obligations, open, &b);
+        retire(
+            ts,
+            closed.into_iter().map(|(oi, _)| oi),
+            verdicts,
+            inductive,
+        );
+        return calls;
+    }
     let houdini = induction::cheap_candidates(ts) <= INDUCT_MAX_CANDIDATES;
-    if open.is_empty() || (when == InductWhen::Midway && !houdini) {
+    if when == InductWhen::Midway && !houdini {
         return 0;
     }
     let mut bounded = budget.clone();
@@ -391,6 +411,14 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         .filter(|i| obligations[*i].commands.is_empty())
         .collect();
     let mut calls = 0u64;
+    calls += close_by_induction(
+        ts,
+        obligations,
+        &budget,
+        InductWhen::StepAlone,
+        &mut verdicts,
+        &mut inductive,
+    );
     let (mut from, mut span) = (0usize, 1usize);
     let mut inducted = false;
     if budget.tactics.pdr == SpacerWhen::First {

@@ -10,7 +10,7 @@
 //! engine proved what. This module imports the unrolling, never the bounded search: `bmc.rs`
 //! calls `close` on deep systems, so the dependency runs one way. **Engines never print.**
 
-use crate::unroll::{BmcBudget, Unroller};
+use crate::unroll::{BmcBudget, Boxes, Unroller};
 use crate::verdict::AnyLength;
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::{Duration, Instant};
@@ -254,6 +254,7 @@ fn read_state(u: &Unroller<'_>, model: &z3::Model, k: usize) -> Vec<u32> {
 /// `max_rounds` questions (no invariant is used then).
 fn houdini(
     ts: &TransitionSystem,
+    boxes: &Boxes,
     mut alive: Vec<Conjunct>,
     per_query: Duration,
     until: Instant,
@@ -263,7 +264,7 @@ fn houdini(
     seed(ts, &mut alive, until);
     let solver = fresh_solver();
     set_timeout(&solver, per_query);
-    let mut u = Unroller::new(ts);
+    let mut u = Unroller::new(ts, boxes);
     u.add_state(&solver, 0);
     u.add_choices(&solver, 0, &[]);
     u.add_transition(&solver, 0);
@@ -308,10 +309,15 @@ fn houdini(
 }
 
 /// Re-checks an invariant in a fresh solver: it holds initially and every step keeps it.
-fn invariant_checks(ts: &TransitionSystem, inv: &[Conjunct], per_query: Duration) -> bool {
+fn invariant_checks(
+    ts: &TransitionSystem,
+    boxes: &Boxes,
+    inv: &[Conjunct],
+    per_query: Duration,
+) -> bool {
     let solver = fresh_solver();
     set_timeout(&solver, per_query);
-    let mut u = Unroller::new(ts);
+    let mut u = Unroller::new(ts, boxes);
     u.add_state(&solver, 0);
     let init: Vec<Bool> = ts
         .init
@@ -362,6 +368,7 @@ fn extend(u: &mut Unroller<'_>, solver: &Solver, inv: &[Conjunct], k: usize) {
 /// last. `Unsat` means the step holds.
 fn step_case(
     ts: &TransitionSystem,
+    boxes: &Boxes,
     inv: &[Conjunct],
     o: &Obligation,
     k: usize,
@@ -369,7 +376,7 @@ fn step_case(
 ) -> SatResult {
     let solver = fresh_solver();
     set_timeout(&solver, per_query);
-    let mut u = Unroller::new(ts);
+    let mut u = Unroller::new(ts, boxes);
     u.add_state(&solver, 0);
     for i in 0..=k {
         extend(&mut u, &solver, inv, i);
@@ -382,10 +389,16 @@ fn step_case(
 
 /// The base case at depth k in a fresh solver: no bad step in the first k steps from the
 /// initial state.
-fn base_case(ts: &TransitionSystem, o: &Obligation, k: usize, per_query: Duration) -> bool {
+fn base_case(
+    ts: &TransitionSystem,
+    boxes: &Boxes,
+    o: &Obligation,
+    k: usize,
+    per_query: Duration,
+) -> bool {
     let solver = fresh_solver();
     set_timeout(&solver, per_query);
-    let mut u = Unroller::new(ts);
+    let mut u = Unroller::new(ts, boxes);
     u.add_state(&solver, 0);
     for (i, v) in ts.init.iter().enumerate() {
         solver.assert(u.states[0][i].eq(u.konst(*v)));
@@ -414,6 +427,7 @@ struct Search {
 /// once; each obligation's bad and good steps are assumptions).
 fn search(
     ts: &TransitionSystem,
+    boxes: &Boxes,
     inv: &[Conjunct],
     obligations: &[Obligation],
     open: &[usize],
@@ -427,7 +441,7 @@ fn search(
         })
         .collect();
     let solver = fresh_solver();
-    let mut u = Unroller::new(ts);
+    let mut u = Unroller::new(ts, boxes);
     u.add_state(&solver, 0);
     let mut todo: Vec<usize> = open.to_vec();
     for k in 0..=b.max_depth as usize {
@@ -480,6 +494,7 @@ pub(crate) fn close(
     // Two rounds: the cheap candidates first, then, for what they leave open, the pairs too
     // (seeded with the first invariant: its conjuncts stay, as an inductive set always does).
     let mut open = open;
+    let boxes = Boxes::of(ts);
     let mut inv: Vec<Conjunct> = Vec::new();
     for kind in [Candidates::Nodes, Candidates::Pairs] {
         if open.is_empty() || (kind == Candidates::Pairs && !b.pairs) {
@@ -497,13 +512,14 @@ pub(crate) fn close(
         let found = match b.houdini {
             true => houdini(
                 ts,
+                &boxes,
                 start_from,
                 b.query_time(),
                 until,
                 b.max_rounds,
                 ROUND_STATES,
             )
-            .filter(|inv| invariant_checks(ts, inv, b.query_time())),
+            .filter(|inv| invariant_checks(ts, &boxes, inv, b.query_time())),
             false => None,
         };
         match found {
@@ -514,27 +530,75 @@ pub(crate) fn close(
             None => inv = Vec::new(),
         }
         calls += 2;
-        let found = search(ts, &inv, obligations, &open, b);
-        let (left, confirmed) = confirm(ts, &inv, obligations, open, &found, b, &mut closed);
+        let found = search(ts, &boxes, &inv, obligations, &open, b);
+        let (left, proved, confirmed) = confirm(ts, &boxes, &inv, obligations, open, &found, b);
+        closed.extend(proved);
         calls += confirmed;
         open = left;
     }
     (closed, calls)
 }
 
+/// The induction step alone at k = 0, without an invariant: each of the `open` obligations
+/// that no state of the domains has a bad step from (one small question each, the certificate
+/// re-checked as [`close`]'s are). The bounded unrolling asks it before anything else: the value
+/// analysis makes every command taken in no reachable state one whose guard is false, and on
+/// the family's ≤300 graphs a hundred obligations made only of such commands stayed open
+/// behind unrolling questions that took the whole time. Returns the closed ones and the calls.
+pub(crate) fn close_stepless(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    open: Vec<usize>,
+    b: &InductionBudget,
+) -> (Vec<(usize, AnyLength)>, u64) {
+    let mut closed = Vec::new();
+    if open.is_empty() {
+        return (closed, 0);
+    }
+    let free = InductionBudget {
+        max_depth: 0,
+        ..b.clone()
+    };
+    let boxes = Boxes::of(ts);
+    let found = search(ts, &boxes, &[], obligations, &open, &free);
+    let mut calls: u64 = open.iter().map(|&oi| found[oi].calls).sum();
+    // The certificate (no bad step from any state of the box; the base case of k = 0 asks
+    // nothing) re-checked in one fresh solver for all of them, each its own question.
+    let solver = fresh_solver();
+    set_timeout(&solver, b.query_time());
+    let mut u = Unroller::new(ts, &boxes);
+    u.add_state(&solver, 0);
+    u.add_choices(&solver, 0, &[]);
+    for oi in open {
+        if found[oi].closed.is_none() || b.out_of_time() {
+            continue;
+        }
+        calls += 1;
+        if solver.check_assumptions(&[u.bad(&obligations[oi], 0)]) == SatResult::Unsat {
+            let proof = AnyLength::Induction {
+                depth: 0,
+                invariant: 0,
+            };
+            closed.push((oi, proof));
+        }
+    }
+    (closed, calls)
+}
+
 /// Of the `open` obligations, each one the search closed at some depth joins `closed` when a
 /// fresh solver agrees with its certificate on both halves (the step case under `inv`, the
-/// base case); the rest stay open. Returns them and the solver calls made.
+/// base case); the rest stay open. Returns them, the closed ones and the solver calls made.
 fn confirm(
     ts: &TransitionSystem,
+    boxes: &Boxes,
     inv: &[Conjunct],
     obligations: &[Obligation],
     open: Vec<usize>,
     found: &[Search],
     b: &InductionBudget,
-    closed: &mut Vec<(usize, AnyLength)>,
-) -> (Vec<usize>, u64) {
+) -> (Vec<usize>, Vec<(usize, AnyLength)>, u64) {
     let mut calls = 0u64;
+    let mut closed = Vec::new();
     let mut left = Vec::new();
     for oi in open {
         calls += found[oi].calls;
@@ -548,8 +612,8 @@ fn confirm(
         }
         let o = &obligations[oi];
         calls += 1 + k as u64;
-        if step_case(ts, inv, o, k as usize, b.query_time()) == SatResult::Unsat
-            && base_case(ts, o, k as usize, b.query_time())
+        if step_case(ts, boxes, inv, o, k as usize, b.query_time()) == SatResult::Unsat
+            && base_case(ts, boxes, o, k as usize, b.query_time())
         {
             closed.push((
                 oi,
@@ -562,7 +626,7 @@ fn confirm(
             left.push(oi);
         }
     }
-    (left, calls)
+    (left, closed, calls)
 }
 
 /// The induction's own tests, and the small systems `bmc.rs`'s tests of the two together use
@@ -628,14 +692,59 @@ pub(crate) mod tests {
         let ts = counter();
         let all = candidates(&ts, Candidates::Nodes);
         let d = Duration::from_secs(10);
-        let inv = houdini(&ts, all, d, Instant::now() + d, usize::MAX, ROUND_STATES)
-            .expect("the solver answers");
+        let boxes = Boxes::of(&ts);
+        let inv = houdini(
+            &ts,
+            &boxes,
+            all,
+            d,
+            Instant::now() + d,
+            usize::MAX,
+            ROUND_STATES,
+        )
+        .expect("the solver answers");
         assert!(inv.contains(&Conjunct(vec![(3, 3)])), "{inv:?}");
         assert!(!inv.contains(&Conjunct(vec![(3, 2)])), "{inv:?}");
-        assert!(invariant_checks(&ts, &inv, Duration::from_secs(10)));
+        assert!(invariant_checks(&ts, &boxes, &inv, Duration::from_secs(10)));
         // x ≠ 1 holds initially but the first step breaks it; x ≠ 0 fails initially.
-        assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 1)])], d));
-        assert!(!invariant_checks(&ts, &[Conjunct(vec![(3, 0)])], d));
+        assert!(!invariant_checks(&ts, &boxes, &[Conjunct(vec![(3, 1)])], d));
+        assert!(!invariant_checks(&ts, &boxes, &[Conjunct(vec![(3, 0)])], d));
+    }
+
+    /// The step alone closes what no state of the box has a bad step from — a command the
+    /// value analysis found never taken (guard false), a value outside the box (`y`, never
+    /// written, is never 1) — and neither what a run reaches (x is 2 at the third step) nor
+    /// what only an invariant excludes (x is never 3, but the box, one set per variable, has 3:
+    /// the analysis does not narrow x in the `ite`'s else branch).
+    #[test]
+    fn the_step_alone_closes_only_what_no_state_of_the_box_violates() {
+        let mut ts = counter();
+        ts.vars.extend(numbers(&[("y", 2)]));
+        ts.init.push(0);
+        ts.commands.push(Command {
+            node: 0,
+            guard: Expr::Bool(false),
+            updates: vec![],
+            choices: vec![],
+            label: Label::new(LabelKind::Route, "n", None, None),
+        });
+        ts.by_node[0].push(CmdId(1));
+        let never_taken = Obligation {
+            commands: vec![CmdId(1)],
+            conds: vec![Expr::Bool(true)],
+            ..when_x_is(0)
+        };
+        let y_is_1 = Obligation {
+            conds: vec![ex::var_is(VarId(4), 1)],
+            ..when_x_is(0)
+        };
+        let obls = vec![never_taken, y_is_1, when_x_is(3), when_x_is(2)];
+        let b = InductionBudget::default();
+        let (closed, calls) = close_stepless(&ts, &obls, vec![0, 1, 2, 3], &b);
+        let closed: Vec<usize> = closed.iter().map(|(oi, _)| *oi).collect();
+        assert_eq!(closed, vec![0, 1]);
+        // One question per obligation, and one re-check per closed one.
+        assert_eq!(calls, 6);
     }
 
     /// The walk from each counterexample only drops what no inductive subset keeps: Houdini
@@ -659,8 +768,9 @@ pub(crate) mod tests {
                 continue;
             }
             let until = Instant::now() + d;
-            let plain = houdini(&ts, all.clone(), d, until, usize::MAX, 0);
-            let walked = houdini(&ts, all, d, until, usize::MAX, ROUND_STATES);
+            let boxes = Boxes::of(&ts);
+            let plain = houdini(&ts, &boxes, all.clone(), d, until, usize::MAX, 0);
+            let walked = houdini(&ts, &boxes, all, d, until, usize::MAX, ROUND_STATES);
             assert_eq!(plain, walked, "{}", f.describe());
             compared += 1;
             if compared == 8 {

