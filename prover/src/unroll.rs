@@ -248,6 +248,8 @@ pub(crate) struct Unroller<'a> {
     boxes: Vec<Membership>,
     pub(crate) states: Vec<Vec<BV>>,
     pub(crate) choices: Vec<Vec<BV>>,
+    /// What its constants' names start with ([`Unroller::named`]).
+    names: &'static str,
 }
 
 impl<'a> Unroller<'a> {
@@ -277,6 +279,7 @@ impl<'a> Unroller<'a> {
             boxes: vec![],
             states: vec![],
             choices: vec![],
+            names: "",
         }
     }
 
@@ -291,9 +294,18 @@ impl<'a> Unroller<'a> {
             boxes: vec![],
             states: vec![],
             choices: vec![],
+            names: "",
         };
         u.add_init();
         u
+    }
+
+    /// The unrolling with its constants named after `names` (`s0_3` becomes `{names}s0_3`):
+    /// Z3 shares a term among every solver that makes one of the same name, and one that is
+    /// asked apart from the others keeps its own.
+    pub(crate) fn named(mut self, names: &'static str) -> Unroller<'a> {
+        self.names = names;
+        self
     }
 
     /// Fresh variables for state `k` (a state the induction does not fix), constrained to
@@ -304,7 +316,7 @@ impl<'a> Unroller<'a> {
             .vars
             .iter()
             .enumerate()
-            .map(|(i, d)| self.fresh(solver, format!("s{k}_{i}"), d.domain))
+            .map(|(i, d)| self.fresh(solver, format!("{}s{k}_{i}", self.names), d.domain))
             .collect::<Vec<BV>>();
         for (v, m) in row.iter().zip(&self.boxes) {
             match m {
@@ -447,7 +459,7 @@ impl<'a> Unroller<'a> {
                 row.push(self.konst(0));
                 continue;
             }
-            row.push(self.fresh(solver, format!("c{k}_{i}"), d.domain));
+            row.push(self.fresh(solver, format!("{}c{k}_{i}", self.names), d.domain));
         }
         self.choices.push(row);
     }
@@ -479,7 +491,7 @@ impl<'a> Unroller<'a> {
         let mut row = Vec::with_capacity(nv);
         for (i, d) in self.ts.vars.iter().enumerate() {
             if written[i] {
-                row.push(self.fresh(solver, format!("s{}_{i}", k + 1), d.domain));
+                row.push(self.fresh(solver, format!("{}s{}_{i}", self.names, k + 1), d.domain));
             } else {
                 row.push(self.states[k][i].clone());
             }
