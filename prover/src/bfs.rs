@@ -403,10 +403,15 @@ fn search(
 ) -> (EngineRun, Option<u32>, usize) {
     let never: Vec<bool> = match bound {
         Bound::Fixpoint => vec![false; obligations.len()],
-        _ => obligations
-            .iter()
-            .map(|o| compiled::never_hit(ts, o))
-            .collect(),
+        _ => {
+            // The box only where the search may hide (a hidden round's system is searched
+            // under `Hide::Never`, and its value analysis is of a system with wide inputs).
+            let within = (budget.hide != Hide::Never).then(|| compiled::ValueBox::of(ts));
+            obligations
+                .iter()
+                .map(|o| compiled::never_hit(ts, o, within.as_ref()))
+                .collect()
+        }
     };
     if !never.contains(&true) {
         return search_open(ts, obligations, budget, bound, accept);
@@ -857,7 +862,7 @@ mod tests {
     }
 
     /// A one-node system counting `c` up by one per step, to `depth` steps: command 0 counts,
-    /// command 1 has `guard`.
+    /// command 1 has `guard`; `y` is never written.
     fn counter(guard: Expr, depth: u32) -> TransitionSystem {
         let (step, c) = (VarId(2), VarId(3));
         let label = || Label::new(LabelKind::Route, "n0", None, None);
@@ -884,9 +889,10 @@ mod tests {
                 decl("turn", 1),
                 decl("step", 256),
                 decl("c", 256),
+                decl("y", 2),
             ],
             choices: vec![],
-            init: vec![0; 4],
+            init: vec![0; 5],
             commands: vec![count, other],
             by_node: vec![vec![CmdId(0), CmdId(1)]],
             node_var: VarId(0),
@@ -911,7 +917,8 @@ mod tests {
     /// Caught on the family's ≤300 graphs: obligations whose every command the value analysis
     /// found never taken (guard `false`) stayed undecided whenever the search ran out of budget,
     /// and kept a search that had found everything else going to its last level. They are
-    /// unreachable at the depth without a search; an obligation whose guard does not fold to
+    /// unreachable at the depth without a search, as are those whose condition no state of the
+    /// value analysis's box meets (`y` is never 1); an obligation whose guard does not fold to
     /// false is still searched for.
     #[test]
     fn an_obligation_no_step_can_violate_is_decided_without_the_search() {
@@ -919,6 +926,7 @@ mod tests {
         let obls = vec![
             obligation("never_taken", 1, Expr::Bool(true)),
             obligation("cond_false", 0, ex::and(vec![Expr::Bool(false)])),
+            obligation("outside_the_box", 0, ex::var_is(VarId(4), 1)),
             obligation("deep", 0, ex::var_is(VarId(3), 150)),
         ];
         let small = BfsBudget {
@@ -928,10 +936,11 @@ mod tests {
         let run = super::run(&ts, &obls, small.clone());
         assert_eq!(run.verdicts[0], Verdict::Unreachable { depth: 200 });
         assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 200 });
+        assert_eq!(run.verdicts[2], Verdict::Unreachable { depth: 200 });
         assert!(
-            matches!(run.verdicts[2], Verdict::Undecided(_)),
+            matches!(run.verdicts[3], Verdict::Undecided(_)),
             "{:?}",
-            run.verdicts[2]
+            run.verdicts[3]
         );
         // A guard that may hold is searched for: undecided within the same budget.
         let ts = counter(ex::var_is(VarId(3), 150), 200);
@@ -943,7 +952,7 @@ mod tests {
         );
         // With nothing left to search for, nothing is searched.
         let ts = counter(Expr::Bool(false), 200);
-        let run = super::run(&ts, &obls[..2], BfsBudget::default());
+        let run = super::run(&ts, &obls[..3], BfsBudget::default());
         assert_eq!(run.cost.states, 0);
         assert!(run
             .verdicts

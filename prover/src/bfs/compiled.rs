@@ -517,17 +517,63 @@ impl Compiled {
 }
 
 /// Whether no step can ever violate `o`: for each of its commands, the guard and the condition
-/// there fold to false together on every state and choice (the value analysis,
-/// `TransitionSystem::reduced`, makes a command taken in no reachable state one whose guard is
-/// false, and puts in the variables it finds constant). Folding means what the expression means
-/// ([`fold`]), so such an obligation is unreachable at every depth, whatever the search finds.
-pub(super) fn never_hit(ts: &TransitionSystem, o: &Obligation) -> bool {
-    let none = Facts::new();
+/// there fold to false together on every state and choice, or on every state of `within` (the
+/// value analysis, `TransitionSystem::reduced`, makes a command taken in no reachable state one
+/// whose guard is false, and puts in the variables it finds constant; its box says more of the
+/// others). Folding means what the expression means ([`fold`]) on the states the facts describe,
+/// and every reachable state is in the box, so such an obligation is unreachable at every
+/// depth, whatever the search finds.
+pub(super) fn never_hit(ts: &TransitionSystem, o: &Obligation, within: Option<&ValueBox>) -> bool {
     o.commands.iter().zip(&o.conds).all(|(c, cond)| {
         let guard = &ts.command(*c).guard;
-        *guard == Expr::Bool(false)
-            || fold(&Expr::And(vec![guard.clone(), cond.clone()]), None, &none) == Expr::Bool(false)
+        if *guard == Expr::Bool(false) {
+            return true;
+        }
+        let both = Expr::And(vec![guard.clone(), cond.clone()]);
+        let facts = within.map(|b| b.facts(&both)).unwrap_or_default();
+        fold(&both, None, &facts) == Expr::Bool(false)
     })
+}
+
+/// The value analysis's box of a system (`encoder::ts::values::reachable`, an inductive
+/// invariant: every reachable state is in it), per variable as what [`fold`] can use: its one
+/// value, or the values it never takes when they are at most [`ValueBox::VALUES`].
+pub(super) struct ValueBox(Vec<Option<Known>>);
+
+impl ValueBox {
+    /// The most values a variable never takes that are said of it.
+    const VALUES: usize = 16;
+
+    pub(super) fn of(ts: &TransitionSystem) -> ValueBox {
+        let sets = encoder::ts::values::reachable(ts);
+        ValueBox(
+            sets.iter()
+                .zip(&ts.vars)
+                .map(|(s, d)| {
+                    if let Some(c) = s.only() {
+                        return Some(Known::Is(c));
+                    }
+                    let never: Vec<u32> = (0..d.domain)
+                        .filter(|x| !s.contains(*x))
+                        .take(ValueBox::VALUES + 1)
+                        .collect();
+                    (!never.is_empty() && never.len() <= ValueBox::VALUES)
+                        .then_some(Known::NoneOf(never))
+                })
+                .collect(),
+        )
+    }
+
+    /// What it says of the variables `e` reads.
+    fn facts(&self, e: &Expr) -> Facts {
+        let mut read = vec![];
+        e.vars_read(&mut read);
+        read.sort_unstable();
+        read.dedup();
+        read.into_iter()
+            .filter_map(|v| self.0.get(v.0 as usize)?.clone().map(|k| (v, k)))
+            .collect()
+    }
 }
 
 /// One command compiled with its options; `Ok(None)` when its guard can never hold, `Err` when
@@ -989,6 +1035,7 @@ mod tests {
         max: usize,
     ) -> usize {
         let c = Compiled::with_large(ts, obls, liveness, None, large).expect("no deadline");
+        let within = ValueBox::of(ts);
         let mut seen = HashSet::default();
         let mut queue = VecDeque::from([ts.init.clone()]);
         seen.insert(ts.init.clone());
@@ -1044,7 +1091,7 @@ mod tests {
             );
             for (o, _, _) in &want_hits {
                 assert!(
-                    !never_hit(ts, &obls[*o as usize]),
+                    !never_hit(ts, &obls[*o as usize], Some(&within)),
                     "{what}: {} is hit from {state:?}, yet never_hit says no step can",
                     obls[*o as usize].id
                 );
@@ -1123,7 +1170,11 @@ mod tests {
                 _ => (lowered.ts.clone(), obls),
             };
             let ts = &ts;
-            never += obls.iter().filter(|o| never_hit(ts, o)).count();
+            let within = ValueBox::of(ts);
+            never += obls
+                .iter()
+                .filter(|o| never_hit(ts, o, Some(&within)))
+                .count();
             let what = format!("seed {seed}");
             let budget = crate::bfs::BfsBudget::default();
             let liveness = crate::bfs::liveness_for(ts, &obls, &budget, crate::bfs::Bound::of(ts))
@@ -1162,8 +1213,9 @@ mod tests {
         // An obligation no step can violate needs no search (`never_hit`); every other one is
         // undecided.
         let mut searched = 0;
+        let within = ValueBox::of(&lowered.ts);
         for (o, v) in obls.iter().zip(&run.verdicts) {
-            if never_hit(&lowered.ts, o) {
+            if never_hit(&lowered.ts, o, Some(&within)) {
                 assert_eq!(
                     *v,
                     crate::verdict::Verdict::Unreachable {

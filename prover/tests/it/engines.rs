@@ -306,7 +306,7 @@ fn the_bfs_is_the_same_on_one_thread_as_on_several() {
     use ir::testkit::{family, SizeClass};
     for (seed, size) in [
         (15, SizeClass::Small),
-        (20, SizeClass::Medium),
+        (7, SizeClass::Medium),
         (3, SizeClass::Medium),
     ] {
         let (ts, obls) = system(&family(seed, size).project);
