@@ -243,7 +243,9 @@ const PARALLEL_LEVEL: usize = 256;
 
 /// Explores the system breadth-first to its depth and decides every obligation.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget) -> EngineRun {
-    hiding::run(ts, obligations, budget, None)
+    unless_never_hit(ts, obligations, None, |asked, accept| {
+        hiding::run(ts, asked, budget, accept)
+    })
 }
 
 /// [`run`], with the widest level it expanded, in states: whether a level took more than one
@@ -308,7 +310,9 @@ pub fn run_accepting(
     budget: BfsBudget,
     accept: Accept<'_>,
 ) -> EngineRun {
-    hiding::run(ts, obligations, budget, Some(accept))
+    unless_never_hit(ts, obligations, Some(accept), |asked, accept| {
+        hiding::run(ts, asked, budget, accept)
+    })
 }
 
 /// Explores a looping system (sessions of any length, `lower` with `SessionSteps::Any`) to its
@@ -387,48 +391,38 @@ impl Explored<'_> {
     }
 }
 
-/// [`search_open`] of the obligations a step can violate; those no step can ([`never_hit`]:
-/// every command's guard and condition fold to false together) are unreachable at the bound's
-/// depth without a search. A bounded search is then not kept going for them (it stops once the
-/// others are found), and they do not count as reads for the dead-variable reduction. A fixpoint
-/// search is about every state (K), so it asks every obligation.
+/// `f`, a bounded search, asked only about the obligations a step can violate: those no step
+/// can ([`never_hit`]: every command's guard and condition fold to false together, on every
+/// state of the value analysis's box) are unreachable at the depth without a search. A search
+/// is then not kept going for them (it stops once the others are found), and they do not count
+/// as reads for the dead-variable reduction. Decided once per run, before the hidden rounds
+/// (their systems are searched for what is left) and the system's searches.
 ///
 /// [`never_hit`]: compiled::never_hit
-fn search(
+fn unless_never_hit(
     ts: &TransitionSystem,
     obligations: &[Obligation],
-    budget: BfsBudget,
-    bound: Bound,
     accept: Option<Accept<'_>>,
-) -> (EngineRun, Option<u32>, usize) {
-    let never: Vec<bool> = match bound {
-        Bound::Fixpoint => vec![false; obligations.len()],
-        _ => {
-            // The box only where the search may hide (a hidden round's system is searched
-            // under `Hide::Never`, and its value analysis is of a system with wide inputs).
-            let within = (budget.hide != Hide::Never).then(|| compiled::ValueBox::of(ts));
-            obligations
-                .iter()
-                .map(|o| compiled::never_hit(ts, o, within.as_ref()))
-                .collect()
-        }
-    };
+    f: impl FnOnce(&[Obligation], Option<Accept<'_>>) -> EngineRun,
+) -> EngineRun {
+    let within = (!obligations.is_empty()).then(|| compiled::ValueBox::of(ts));
+    let never: Vec<bool> = obligations
+        .iter()
+        .map(|o| compiled::never_hit(ts, o, within.as_ref()))
+        .collect();
     if !never.contains(&true) {
-        return search_open(ts, obligations, budget, bound, accept);
+        return f(obligations, accept);
     }
     let open: Vec<usize> = (0..obligations.len()).filter(|&i| !never[i]).collect();
-    let (run, widest) = if open.is_empty() {
-        let run = EngineRun {
+    let run = if open.is_empty() {
+        EngineRun {
             verdicts: vec![],
             cost: Cost::default(),
             inductive: Vec::new(),
-        };
-        (run, 0)
+        }
     } else {
         let asked: Vec<Obligation> = open.iter().map(|&i| obligations[i].clone()).collect();
-        let (run, _, widest) =
-            renumbered(accept, &open, |a| search_open(ts, &asked, budget, bound, a));
-        (run, widest)
+        renumbered(accept, &open, |a| f(&asked, a))
     };
     let mut searched = run.verdicts.into_iter();
     let verdicts = never
@@ -440,12 +434,11 @@ fn search(
                 .expect("one verdict per searched obligation"),
         })
         .collect();
-    let run = EngineRun {
+    EngineRun {
         verdicts,
         cost: run.cost,
         inductive: Vec::new(),
-    };
-    (run, None, widest)
+    }
 }
 
 /// `f` asked with `accept` for a search of the obligations `some` (indices into the ones
@@ -462,7 +455,7 @@ fn renumbered<R>(
 /// The search behind [`run`] (to the depth's levels, or every state of a system with batches,
 /// stopping once every obligation is found) and [`fixpoint`] (to the last new state). The
 /// second result is K for a complete fixpoint search.
-fn search_open(
+fn search(
     ts: &TransitionSystem,
     obligations: &[Obligation],
     budget: BfsBudget,

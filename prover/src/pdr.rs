@@ -34,6 +34,13 @@ const PASSES_MS: [u64; 4] = [50, 250, 1_000, 4_000];
 /// ([`Clauses::ask`]).
 const CHILD_SLOWDOWN: u32 = 2;
 
+/// The most time a child may take to build its clauses before its search starts
+/// ([`Clauses::ask`]'s `within` is at most this past the search's own cap). Without a deadline
+/// the question had no end: a child that a lock held by another thread at the fork left
+/// waiting (in `Z3_mk_fixedpoint`, while the test binary's other threads ran Z3) was never
+/// killed, and the `it` test binary hung for 24 minutes until killed by hand.
+const PREPARE_MS: u64 = 5_000;
+
 /// The most time the fresh solver's re-check of one certificate may take.
 const RECHECK_MS: u64 = 2_000;
 
@@ -314,8 +321,11 @@ pub(crate) fn close(
             // A re-check takes about as long as a quick proof; it gets its own time.
             let recheck = Duration::from_millis(RECHECK_MS).min(until - now);
             // Building the clauses in the child does not count against the cap, as it did not
-            // when Spacer ran in the process; the whole question ends by `until`.
-            match c.ask(&obligations[i], time, until - now, recheck) {
+            // when Spacer ran in the process; the whole question ends by `until`, and at most
+            // `PREPARE_MS` past the child's search cap.
+            let within =
+                (until - now).min(time * CHILD_SLOWDOWN + Duration::from_millis(PREPARE_MS));
+            match c.ask(&obligations[i], time, within, recheck) {
                 Answer::Proved(inv) => {
                     closed.push(i);
                     if reuse {
