@@ -481,3 +481,32 @@ fn no_tracked_file_reaches_for_the_shared_folder() {
     }
     assert!(scanned > 100, "only {scanned} files scanned");
 }
+
+/// The most lines a Rust or Python source file may have: a file a person can hold, split along
+/// the SPEC sections it implements well before it grows past this.
+const MOST_LINES: usize = 1_200;
+
+#[test]
+fn no_source_file_is_longer_than_a_person_can_hold() {
+    let mut scanned = 0;
+    let mut long = vec![];
+    for f in tracked_files() {
+        if !f.extension().is_some_and(|x| x == "rs" || x == "py") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root().join(&f)) else {
+            continue;
+        };
+        scanned += 1;
+        let lines = text.lines().count();
+        if lines > MOST_LINES {
+            long.push(format!("{} ({lines} lines)", f.display()));
+        }
+    }
+    assert!(scanned > 100, "only {scanned} source files found");
+    assert!(
+        long.is_empty(),
+        "longer than {MOST_LINES} lines, split them: {}",
+        long.join(", ")
+    );
+}
