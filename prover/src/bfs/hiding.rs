@@ -3,7 +3,8 @@
 //!
 //! Under [`Hide::WhenSlow`] (what `prove` asks) the system's search alone comes first, for a
 //! small part of the time ([`FIRST_TRY`]); only what it did not decide there goes on to the
-//! rounds.
+//! rounds. When that part ran out while the system was still being compiled, there are no
+//! rounds: their hidden systems have the same commands to compile.
 //!
 //! The system with some variables made inputs over-approximates it, with the same commands and
 //! depth: an obligation its search finds unreachable is unreachable in the system, to the same
@@ -72,6 +73,14 @@ pub(super) fn run(
             .all(|v| !matches!(v, Verdict::Undecided(_)))
         {
             return alone;
+        }
+        // It stopped while compiling the system: every round's hidden system has the same
+        // commands to compile, so the rounds would spend their share compiling too, and the
+        // system's search gets the whole time instead.
+        if alone.verdicts.iter().any(|v| {
+            matches!(v, Verdict::Undecided(u) if u.why == crate::verdict::StopReason::CompileTimeBudget)
+        }) {
+            return search(ts, obligations, budget, Bound::of(ts), accept).0;
         }
         asked.retain(|&i| matches!(alone.verdicts[i], Verdict::Undecided(_)));
     }
