@@ -18,7 +18,8 @@
 //! length; there, once the unrolling is a few steps deep, one k-induction attempt
 //! (`induction::close`, each closed proof re-checked in fresh solvers) retires every open
 //! obligation no reachable state can violate. Sound: such an obligation is violated at no depth.
-//! Once the unrolling has had half the time and is not done, with half the time then left,
+//! Once the unrolling has had half the time and is not done (or, without batches, once it has
+//! stalled: [`stalled`]), with half the time then left,
 //! Spacer's property-directed reachability (`pdr.rs`, each invariant re-checked in a fresh
 //! solver) retires what it proves the same way: where the desks hand back to each other, it
 //! closes what the induction's fixed candidates cannot, in a fraction of a second each
@@ -444,6 +445,7 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         inducted = t.elapsed() < first_share(&budget);
     }
     let mut asserted = 0usize;
+    let mut last_find = 0usize;
     for k in 0..ts.depth as usize {
         if k > 0 {
             u.add_transition(&solver, k - 1);
@@ -468,9 +470,20 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
             obligations,
             budget: &budget,
         };
+        let before = decided(&verdicts);
         span = decide_range(&q, from..=k, span, &mut verdicts, &mut calls);
         from = k + 1;
-        if pdr_pending && pdr_after.is_some_and(|a| start.elapsed() >= a) {
+        if decided(&verdicts) > before {
+            last_find = k;
+        }
+
+        // Spacer's turn comes at half the time, or once the unrolling has stalled on a system
+        // without batches (what is still open there is mostly what no run reaches: ≤120 family
+        // seed 49's last eleven, closed by Spacer in 4.5 s, had waited through a hundred depths
+        // without a find; on systems with batches it cost more than it closed, and Spacer has
+        // their time after the unrolling anyway).
+        let stalled = !ts.has_batches() && stalled(last_find, k);
+        if pdr_pending && pdr_after.is_some_and(|a| stalled || start.elapsed() >= a) {
             pdr_pending = false;
             calls += close_by_pdr(ts, obligations, &budget, &mut verdicts, &mut inductive);
         }
@@ -502,6 +515,18 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget)
         .collect();
     finish(verdicts, calls, start, inductive)
 }
+
+/// Whether the unrolling has stalled after depth `k`, its last decision made at depth
+/// `last_find`: none for at least [`STALL_DEPTHS`] depths, and for more depths than it took to
+/// make the last one (reachable obligations are found in clusters near the start; a long quiet
+/// stretch after them says what is open is mostly what no run reaches, which is Spacer's).
+fn stalled(last_find: usize, k: usize) -> bool {
+    let quiet = k - last_find;
+    quiet >= STALL_DEPTHS && quiet > last_find
+}
+
+/// The fewest depths without a decision that count as a stall ([`stalled`]).
+const STALL_DEPTHS: usize = 8;
 
 /// Unreachable within the system's depth: what an obligation no depth's question found is.
 fn unreachable(ts: &TransitionSystem) -> Verdict {
@@ -639,6 +664,19 @@ mod tests {
     use super::run_any_length as run;
     use super::*;
     use crate::induction::tests::{counter, when_x_is};
+
+    #[test]
+    fn the_unrolling_stalls_only_after_a_quiet_stretch_longer_than_its_finds_took() {
+        // Nothing found yet: a stall once eight depths have passed.
+        assert!(!stalled(0, 7));
+        assert!(stalled(0, 8));
+        // The last find at depth 16: quiet for more than 16 depths.
+        assert!(!stalled(16, 24));
+        assert!(!stalled(16, 32));
+        assert!(stalled(16, 33));
+        // A find at the depth just asked is no stall.
+        assert!(!stalled(40, 40));
+    }
 
     /// The budget with Spacer on or off.
     fn with_pdr(pdr: SpacerWhen) -> InductionBudget {
