@@ -248,9 +248,10 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BfsBudget)
     })
 }
 
-/// [`run`], with the widest level it expanded, in states: whether a level took more than one
-/// parallel block ([`BLOCK_STATES`]), for the test that the search is the same whatever the
-/// thread count.
+/// The system's own search of every obligation (no never-hit split, no hidden rounds: the
+/// search [`run`] ends in), with the widest level it expanded, in states: whether a level took
+/// more than one parallel block ([`BLOCK_STATES`]), for the test that the search is the same
+/// whatever the thread count.
 pub fn run_widest(
     ts: &TransitionSystem,
     obligations: &[Obligation],

@@ -60,9 +60,8 @@ pub enum SpacerWhen {
     /// system without batches once it has stalled (`bmc::stalled`): a graph the unrolling
     /// alone decides within half its budget without a long quiet stretch is decided as before,
     /// and Spacer gets the time where the unrolling stalls (the default; never without a
-    /// deadline). On a
-    /// system with batches, whose bounded "no violation" is not a decision, also once the
-    /// unrolling is done, if Spacer was not asked yet (with a deadline too).
+    /// deadline). On a system with batches, whose bounded "no violation" is not a decision,
+    /// also once the unrolling is done, if Spacer was not asked yet (with a deadline too).
     Midway,
 }
 

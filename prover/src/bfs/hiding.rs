@@ -25,7 +25,7 @@
 //! search as before, and it stops once those are found.
 
 use super::{renumbered, search, Accept, BfsBudget, Bound, Hide};
-use crate::verdict::{Cost, EngineRun, Verdict};
+use crate::verdict::{Cost, EngineRun, StopReason, Verdict};
 use encoder::ts::{hide, CmdId, Obligation, TransitionSystem};
 use std::time::Instant;
 
@@ -77,9 +77,11 @@ pub(super) fn run(
         // It stopped while compiling the system: every round's hidden system has the same
         // commands to compile, so the rounds would spend their share compiling too, and the
         // system's search gets the whole time instead.
-        if alone.verdicts.iter().any(|v| {
-            matches!(v, Verdict::Undecided(u) if u.why == crate::verdict::StopReason::CompileTimeBudget)
-        }) {
+        if alone
+            .verdicts
+            .iter()
+            .any(|v| matches!(v, Verdict::Undecided(u) if u.why == StopReason::CompileTimeBudget))
+        {
             return search(ts, obligations, budget, Bound::of(ts), accept).0;
         }
         asked.retain(|&i| matches!(alone.verdicts[i], Verdict::Undecided(_)));
