@@ -658,7 +658,7 @@ impl Level<'_> {
     /// thread pool, then its successors admitted in frontier order, so the search is the same
     /// whatever the thread count. Blocks bound what is held beside the store: a whole level's
     /// successors at once, before they are deduplicated, took more memory than the store
-    /// itself on wide graphs (benchmarks/README.md "The BFS's memory").
+    /// itself on wide graphs (benchmarks/family-passes.md "The BFS's memory").
     fn expand_parallel(&self, x: &mut Explored<'_>) {
         let words = self.system.layout.words;
         let mut from = self.states.start;

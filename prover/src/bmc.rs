@@ -23,7 +23,7 @@
 //! Spacer's property-directed reachability (`pdr.rs`, each invariant re-checked in a fresh
 //! solver) retires what it proves the same way: where the desks hand back to each other, it
 //! closes what the induction's fixed candidates cannot, in a fraction of a second each
-//! (benchmarks/README.md, "Spacer"). On a system with batches it is also asked once the
+//! (benchmarks/family-passes.md, "Spacer"). On a system with batches it is also asked once the
 //! unrolling is done, if its mid-way turn never came.
 //! The solver is bounded in time (the time left) and memory (`max_memory`): an unknown answer
 //! leaves what is open undecided with the reason, never clean.

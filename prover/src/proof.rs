@@ -39,7 +39,7 @@ pub mod defaults {
     /// Let a bounded BFS skip a state when a stored one differs from it only in having more
     /// observers set (`encoder::ts::observe`, `bfs::BfsBudget::subsume`): the same verdicts and
     /// depths (property-tested), fewer states where per-agent provenance multiplies them
-    /// (benchmarks/README.md "Observer subsumption").
+    /// (benchmarks/family-passes.md "Observer subsumption").
     pub const SUBSUME: bool = true;
     /// Let a bounded BFS first prove what it can on systems with variables hidden
     /// (`encoder::ts::hide`, `bfs::BfsBudget::hide`): over-approximations whose unreachable

@@ -74,7 +74,7 @@ pub enum InductFirst {
     /// (`proof::for_batches`). The default: tried on every system it nearly doubled the engine
     /// agreement test's time (151 s against 275 s, measured one after the other on this
     /// project's 2-core machine) for a few more obligations decided on the family's small and
-    /// medium graphs (benchmarks/README.md).
+    /// medium graphs (benchmarks/family-passes.md "Induction first").
     Batches,
     /// On every system.
     Always,

@@ -129,7 +129,8 @@ impl NodeImage {
 /// there on, so two states that differ only in it have the same futures. An update's reads
 /// count only when what it writes is live after: a per-turn counter's reset at the turn's end
 /// (`v := ite(ends, 0, v)`) or its own increment does not keep it live where nothing reads it
-/// later (on `family` ≤120 seed 6, 2.5 M states became 61 thousand; benchmarks/README.md).
+/// later (on `family` ≤120 seed 6, 2.5 M states became 61 thousand;
+/// benchmarks/family-passes.md).
 pub struct Liveness {
     /// Per node value, the variables that are *not* live there.
     dead: Vec<Vec<VarId>>,

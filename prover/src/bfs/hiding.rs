@@ -31,7 +31,8 @@ use std::time::Instant;
 
 /// The rounds end when the time from the start, divided by this, has passed (under
 /// [`Hide::WhenSlow`] the first try's part is in it): the system's search of a graph it does
-/// not decide in the first try loses at most this share (benchmarks/README.md "Hidden variables").
+/// not decide in the first try loses at most this share (benchmarks/family-passes.md "Hidden
+/// variables").
 pub const HIDDEN_SHARE: u32 = 4;
 
 /// Under [`Hide::WhenSlow`] the system's search alone first gets the time left divided by this;
