@@ -61,7 +61,8 @@ pub enum SpacerWhen {
     /// alone decides within half its budget without a long quiet stretch is decided as before,
     /// and Spacer gets the time where the unrolling stalls (the default; never without a
     /// deadline). On a system with batches, whose bounded "no violation" is not a decision,
-    /// also once the unrolling is done, if Spacer was not asked yet (with a deadline too).
+    /// also once the unrolling is done, with all the time left (with a deadline too; `First`
+    /// as well).
     Midway,
 }
 
