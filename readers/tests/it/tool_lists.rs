@@ -114,12 +114,7 @@ fn read(name: &str) -> Catalogue {
 
 #[test]
 fn the_table_names_every_fixture() {
-    let mut on_disk: Vec<String> = std::fs::read_dir(dir())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .filter(|n| n != "README.md")
-        .collect();
-    on_disk.sort();
+    let on_disk = crate::fixture_files(&dir());
     let listed: Vec<String> = LISTS.iter().map(|(n, _, _)| n.to_string()).collect();
     assert_eq!(on_disk, listed);
     let readme = std::fs::read_to_string(dir().join("README.md")).unwrap();
@@ -191,14 +186,7 @@ fn no_hint_means_a_write_and_says_so() {
 #[test]
 fn every_list_reads_back_from_its_export() {
     for (name, _, _) in LISTS {
-        let c = read(name);
-        let back = read_catalogue("exported.catalogue.json", &c.to_qls_json())
-            .unwrap_or_else(|e| panic!("{name}'s export: {e}"));
-        assert_eq!(
-            meaning(&back),
-            meaning(&c),
-            "{name}'s export reads differently"
-        );
+        crate::assert_export_reads_back(name, &read(name));
     }
 }
 
