@@ -1,8 +1,7 @@
 //! The readers' integration tests as one test binary, one module per former test file (each
 //! reads real inputs from `fixtures/` at the root or `tests/fixtures/`), so the crate and its
-//! dependencies are linked into one test executable rather than six; the helpers below serve more
-//! than one module. Run one module with
-//! `cargo test -p readers --test it nemo_examples::`.
+//! dependencies are linked into one test executable rather than six; the helpers below serve
+//! more than one module. Run one module with `cargo test -p readers --test it nemo_examples::`.
 
 mod argument_schemas;
 mod colang_examples;
