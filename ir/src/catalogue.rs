@@ -222,6 +222,15 @@ impl Tool {
         }
     }
 
+    /// The arguments declared `path` (`arg_kinds`), in which no host is read (SPEC §2 step 4).
+    pub fn path_args(&self) -> Vec<String> {
+        self.arg_kinds
+            .iter()
+            .filter(|(_, k)| **k == ArgKind::Path)
+            .map(|(a, _)| a.clone())
+            .collect()
+    }
+
     /// The declared argument names, in schema order.
     pub fn arg_names(&self) -> Vec<String> {
         self.args

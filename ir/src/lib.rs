@@ -17,6 +17,7 @@ pub mod rulebook;
 pub mod suppress;
 pub mod testkit;
 pub mod vocab;
+pub mod want;
 
 pub use diag::InputError;
 pub use loc::Loc;

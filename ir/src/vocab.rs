@@ -495,6 +495,15 @@ pub enum ArgClass {
 words!(ArgClass { Code => "code", Query => "query", Other => "other" });
 
 impl ArgClass {
+    /// The tool's declared arguments of this class, in schema order: an origin the model wrote
+    /// for the class needs one of them in the call (the lowering and replay ask the same).
+    pub fn args_of(self, t: &crate::catalogue::Tool) -> Vec<String> {
+        t.arg_names()
+            .into_iter()
+            .filter(|a| ArgClass::of(t, a) == self)
+            .collect()
+    }
+
     /// The class of a tool's argument: by its declared kind (code or query-like), else other.
     pub fn of(t: &crate::catalogue::Tool, arg: &str) -> ArgClass {
         match t.arg_kinds.get(arg) {

@@ -442,6 +442,17 @@ fn prove_case(dir: &Path) -> Result<Proved, String> {
     let session = Session::open(job).map_err(case_message)?;
     let run = session.verify().map_err(|e| e.to_string())?;
     let (project, proof, rep) = (session.project(), &run.proof, &run.report);
+    // SPEC §5/§6: no obligation is unreachable while an engine that finished found it reachable
+    // and refinement did not prove that spurious; checked on every case, not only by the prover.
+    for x in &proof.outcomes {
+        let engines = [x.bfs.as_ref(), x.bmc.as_ref()];
+        if !crate::refine::evidence_holds(&x.verdict, &engines, x.refined.as_ref()) {
+            return Err(format!(
+                "{} is unreachable although an engine found it reachable",
+                x.obligation.id
+            ));
+        }
+    }
     let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
     let text = print::text(rep, project, &proof.ts).replace(&prefix, "");
     let json = print::json(rep, project, proof).replace(&prefix, "");

@@ -4,7 +4,7 @@
 
 use crate::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use crate::{bfs, bmc, induction, refine};
-use encoder::ts::lower::lower_by;
+use encoder::ts::lower::lower_with;
 use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
@@ -130,9 +130,10 @@ pub struct Outcome {
     /// Reachable only with two or more turns, and not in one (QG003).
     pub multi_turn: bool,
     /// Where the engines' witness did not replay: what the search along the concrete runtime
-    /// found (`refine`): a witness that replays (now the verdict's), no concrete violation
-    /// (the verdict is then unreachable), or that it gave up (the verdict stays reachable in a
-    /// bounded proof, and is undecided under `any`).
+    /// found (`refine`, settled by `refine::settle`'s table): a witness that replays (now the
+    /// verdict's); an exhaustive search with no concrete violation, every choice realised or
+    /// proved empty (the verdict is then unreachable); a call it could not build, or a search
+    /// it gave up (the engines' verdict stands in a bounded proof, undecided under `any`).
     pub refined: Option<refine::Refined>,
 }
 
@@ -502,6 +503,9 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     if o.session_steps != SessionSteps::Turns(1) {
         mark_multi_turn(p, o, &ts, &mut outcomes, deadline);
     }
+    for x in outcomes.iter_mut() {
+        keep_evidence(x);
+    }
     Proof {
         ts,
         outcomes,
@@ -562,6 +566,31 @@ fn refine_unreplayed(
         x.verdict = refine::settle(x.verdict.clone(), &r, depth, ts.depth);
         x.refined = Some(r);
     }
+}
+
+/// **No `unreachable` without evidence** (`refine::evidence_holds`): an obligation an engine
+/// that finished found reachable stays `unreachable` only where refinement's exhaustive search
+/// proved the violation spurious. Otherwise a debug build stops here, and every build reports
+/// the obligation undecided (never clean).
+fn keep_evidence(x: &mut Outcome) {
+    if refine::evidence_holds(
+        &x.verdict,
+        &[x.bfs.as_ref(), x.bmc.as_ref()],
+        x.refined.as_ref(),
+    ) {
+        return;
+    }
+    debug_assert!(
+        false,
+        "{} is unreachable although an engine found it reachable and no exhaustive search \
+         proved that spurious",
+        x.obligation.id
+    );
+    x.verdict = Verdict::undecided(
+        StopReason::WitnessNotReplayed,
+        "an engine found a violation and nothing proved it spurious, so it cannot be \
+         unreachable",
+    );
 }
 
 /// The proof that was not run, for reason `why`: every obligation undecided for `stop`. The
@@ -677,7 +706,7 @@ pub struct Unbuilt {
     pub stage: String,
 }
 
-/// [`system`] within a deadline: lowering (`lower_by`) and building the obligations
+/// [`system`] within a deadline: lowering (`lower_with`, asking the value solver) and building the obligations
 /// (`obligations_by`) look at it as they go, and past it the answer is [`Unbuilt`].
 pub fn system_by(
     p: &Project,
@@ -685,7 +714,9 @@ pub fn system_by(
     step_limit: u32,
     deadline: Option<Instant>,
 ) -> Result<(TransitionSystem, Vec<Obligation>), Unbuilt> {
-    let lowered = match lower_by(p, session_steps, step_limit, deadline) {
+    // The value solver tells the lowering which argument choices some value has (SPEC §6), so
+    // the system offers what replay can build.
+    let lowered = match lower_with(p, session_steps, step_limit, deadline, &realise::Z3Values) {
         Ok(lowered) => lowered,
         Err(stopped) => {
             // The declarations of the part lowered name every subject the rules call for.

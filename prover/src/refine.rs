@@ -44,11 +44,21 @@ pub enum Refined {
         /// Product states searched.
         states: usize,
     },
-    /// The search stopped before it decided: the finding stays reachable (never clean).
+    /// The search stopped before it decided (its budget, the proof's deadline, its turn
+    /// limit, or a violation whose undos replay could not read back): never clean.
     GaveUp {
         /// Product states searched.
         states: usize,
         /// Why, in words a user can act on.
+        why: String,
+    },
+    /// The search met a step whose call's arguments could not be built from its choices, with
+    /// no proof that none exists (SPEC §6): it has not seen every concrete run, so it proves
+    /// nothing, and the engines' verdict stands.
+    NotBuilt {
+        /// Product states searched.
+        states: usize,
+        /// What stood in the way of the first value not built.
         why: String,
     },
 }
@@ -149,6 +159,9 @@ pub fn refine(
     };
     let mut ahead = Ahead::new(ts, ob);
     let mut cut: Option<Cut> = None;
+    // Why a call along the search was not built (no value, and no proof of none): then the
+    // search has not seen every concrete run, and "no violation found" proves nothing.
+    let mut not_built: Option<String> = None;
     // Under `any`: the turns every path was searched through (the deepest turn started).
     let mut turns_searched = 0u32;
     'levels: for _level in 0..levels {
@@ -165,7 +178,11 @@ pub fn refine(
                 };
                 let hit = violates(ts, ob, cid, s, &raw.choices);
                 let st = crate::report::witness_step(ts, &raw, turn, any);
-                for taken in run.take(&st, hit) {
+                let taking = run.take(&st, hit);
+                if let Some(why) = taking.not_built {
+                    not_built.get_or_insert(why);
+                }
+                for taken in taking.taken {
                     if taken.violates {
                         let w = path(&nodes, *ni, raw.clone());
                         let doc = crate::report::witness_doc(p, ts, &w, ob, "bfs", depth);
@@ -212,6 +229,9 @@ pub fn refine(
         frontier = next;
     }
     let states = seen.len();
+    if let Some(why) = not_built {
+        return Refined::NotBuilt { states, why };
+    }
     if any {
         return Refined::GaveUp {
             states,
@@ -283,18 +303,22 @@ fn any_length_why(states: usize, turns: u32, cut: Option<Cut>, unreplayed: bool)
     )
 }
 
-/// What a reachable verdict becomes once refinement answered `r` for it: a witness that
-/// replays is the finding's; "unreachable" within the bounds is unreachable; a search that gave
-/// up keeps the finding reachable with the engines' witness in a bounded proof (QG312 says so
-/// at `--replay`), and under `any` — where the engines' witness does not replay and no search
-/// of bounded sessions proves anything for longer ones — makes the obligation **undecided**:
-/// never clean, and never a finding without a real run behind it.
+/// What a reachable verdict becomes once refinement answered `r` for it (SPEC §6): the table.
+///
+/// | refinement | bounded session | sessions of any length |
+/// |---|---|---|
+/// | a witness that replays | reachable, with it | reachable, with it |
+/// | exhaustive, no violation | **unreachable** | undecided (no proof for longer sessions) |
+/// | a value not built | the engines' verdict stands (reachable; replay says `not built`) | undecided |
+/// | gave up (budget, deadline, turns, undo readings) | undecided, naming why | undecided, naming why |
+///
+/// Only an exhaustive search — every abstract choice along it realised by a value or proved to
+/// have none — may turn an engine's violation into `unreachable`.
 pub fn settle(engines: Verdict, r: &Refined, depth: (SessionSteps, u32), ts_depth: u32) -> Verdict {
+    let any = depth.0 == SessionSteps::Any;
     match r {
         Refined::Reproduced(w) => Verdict::Reachable(w.clone()),
-        Refined::Unreachable { .. } if depth.0 != SessionSteps::Any => {
-            Verdict::Unreachable { depth: ts_depth }
-        }
+        Refined::Unreachable { .. } if !any => Verdict::Unreachable { depth: ts_depth },
         Refined::Unreachable { states } => Verdict::undecided(
             StopReason::WitnessNotReplayed,
             format!(
@@ -303,11 +327,35 @@ pub fn settle(engines: Verdict, r: &Refined, depth: (SessionSteps, u32), ts_dept
                  nothing for sessions of any length"
             ),
         ),
-        Refined::GaveUp { why, .. } if depth.0 == SessionSteps::Any => {
+        Refined::NotBuilt { .. } if !any => engines,
+        Refined::NotBuilt { why, .. } => Verdict::undecided(
+            StopReason::WitnessNotReplayed,
+            format!(
+                "the engines' violation has no witness that replays: an argument value was not \
+                 built ({why}), and no search of bounded sessions proves anything for longer ones"
+            ),
+        ),
+        Refined::GaveUp { why, .. } => {
             Verdict::undecided(StopReason::WitnessNotReplayed, why.clone())
         }
-        Refined::GaveUp { .. } => engines,
     }
+}
+
+/// **No `unreachable` without evidence** (SPEC §5, §6): an obligation an engine that finished
+/// found reachable is `unreachable` only where refinement proved every such violation spurious
+/// by an exhaustive search. Anything else that says `unreachable` there is a bug: a debug build
+/// stops on it, and every build reports the obligation undecided instead (never clean).
+pub fn evidence_holds(
+    verdict: &Verdict,
+    engines: &[Option<&Verdict>],
+    refined: Option<&Refined>,
+) -> bool {
+    let found = engines
+        .iter()
+        .any(|v| matches!(v, Some(Verdict::Reachable(_))));
+    !(matches!(verdict, Verdict::Unreachable { .. })
+        && found
+        && !matches!(refined, Some(Refined::Unreachable { .. })))
 }
 
 /// Whether the system can still violate the obligation from a state, memoised per state: the
@@ -561,8 +609,9 @@ mod tests {
         assert!(a.may_violate(&[0]));
     }
 
-    #[test]
-    fn under_any_length_only_a_witness_that_replays_is_a_finding() {
+    /// The engines' reachable verdict, a witness that replays, the two depths, and the
+    /// refinement answers of `settle`'s table.
+    fn table() -> (Verdict, RawWitness, [(SessionSteps, u32); 2]) {
         let engines = Verdict::Reachable(RawWitness { steps: vec![] });
         let real = RawWitness {
             steps: vec![RawStep {
@@ -571,44 +620,103 @@ mod tests {
                 choices: vec![],
             }],
         };
-        let bounded = (SessionSteps::Turns(2), 4);
-        let any = (SessionSteps::Any, 4);
-        let gave_up = Refined::GaveUp {
-            states: 7,
-            why: "w".into(),
-        };
-        let none = Refined::Unreachable { states: 7 };
-        for depth in [bounded, any] {
-            // A witness that replays is the finding, at any depth.
+        (
+            engines,
+            real,
+            [(SessionSteps::Turns(2), 4), (SessionSteps::Any, 4)],
+        )
+    }
+
+    fn undecided_why(v: Verdict) -> (StopReason, String) {
+        match v {
+            Verdict::Undecided(u) => (u.why, u.detail),
+            other => panic!("expected undecided, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn settle_a_witness_that_replays_is_the_finding_at_any_depth() {
+        let (engines, real, depths) = table();
+        for depth in depths {
+            let r = Refined::Reproduced(real.clone());
             assert_eq!(
-                settle(
-                    engines.clone(),
-                    &Refined::Reproduced(real.clone()),
-                    depth,
-                    8
-                ),
+                settle(engines.clone(), &r, depth, 8),
                 Verdict::Reachable(real.clone())
             );
         }
-        // Bounded: exhausted within the bounds is unreachable, and giving up keeps the
-        // engines' finding (QG312 says refinement gave up).
+    }
+
+    #[test]
+    fn settle_an_exhaustive_search_is_unreachable_in_a_bounded_session_only() {
+        let (engines, _, [bounded, any]) = table();
+        let none = Refined::Unreachable { states: 7 };
         assert_eq!(
             settle(engines.clone(), &none, bounded, 8),
             Verdict::Unreachable { depth: 8 }
         );
-        assert_eq!(settle(engines.clone(), &gave_up, bounded, 8), engines);
-        // Any length: neither is a proof for longer sessions, and the engines' witness is not a
-        // real run: undecided, never clean and never a finding, with the reason kept.
-        for r in [&none, &gave_up] {
-            match settle(engines.clone(), r, any, 8) {
-                Verdict::Undecided(u) => assert_eq!(u.why, StopReason::WitnessNotReplayed),
-                other => panic!("expected undecided, got {other:?}"),
-            }
+        let (why, detail) = undecided_why(settle(engines, &none, any, 8));
+        assert_eq!(why, StopReason::WitnessNotReplayed);
+        assert!(detail.contains("7 states"), "{detail}");
+    }
+
+    #[test]
+    fn settle_a_value_not_built_keeps_the_engines_verdict_and_is_never_unreachable() {
+        // Issue 49: refinement that could not build a value is no proof of anything.
+        let (engines, _, [bounded, any]) = table();
+        let nb = Refined::NotBuilt {
+            states: 3,
+            why: "the pattern `(?=x)` is beyond the solver's regular expressions".into(),
+        };
+        assert_eq!(settle(engines.clone(), &nb, bounded, 8), engines);
+        let (why, detail) = undecided_why(settle(engines, &nb, any, 8));
+        assert_eq!(why, StopReason::WitnessNotReplayed);
+        assert!(detail.contains("not built"), "{detail}");
+    }
+
+    #[test]
+    fn settle_a_search_that_gave_up_is_undecided_naming_why() {
+        let (engines, _, depths) = table();
+        let gave_up = Refined::GaveUp {
+            states: 7,
+            why: "w".into(),
+        };
+        for depth in depths {
+            let (why, detail) = undecided_why(settle(engines.clone(), &gave_up, depth, 8));
+            assert_eq!(why, StopReason::WitnessNotReplayed);
+            assert_eq!(detail, "w");
         }
-        match settle(engines, &gave_up, any, 8) {
-            Verdict::Undecided(u) => assert_eq!(u.detail, "w"),
-            other => panic!("expected undecided, got {other:?}"),
-        }
+    }
+
+    #[test]
+    fn no_unreachable_without_an_exhaustive_search_where_an_engine_found_a_violation() {
+        let (engines, _, _) = table();
+        let unreachable = Verdict::Unreachable { depth: 8 };
+        let proved = Refined::Unreachable { states: 1 };
+        let nb = Refined::NotBuilt {
+            states: 1,
+            why: "w".into(),
+        };
+        // An engine found it, and nothing proved it spurious: never unreachable.
+        assert!(!evidence_holds(&unreachable, &[Some(&engines), None], None));
+        assert!(!evidence_holds(
+            &unreachable,
+            &[None, Some(&engines)],
+            Some(&nb)
+        ));
+        // An exhaustive search proved it spurious.
+        assert!(evidence_holds(
+            &unreachable,
+            &[Some(&engines), Some(&engines)],
+            Some(&proved)
+        ));
+        // No engine found it: the engines' own unreachable stands.
+        assert!(evidence_holds(
+            &unreachable,
+            &[Some(&unreachable), None],
+            None
+        ));
+        // Any other verdict is no claim of unreachability.
+        assert!(evidence_holds(&engines, &[Some(&engines)], None));
     }
 
     #[test]

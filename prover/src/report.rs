@@ -539,7 +539,8 @@ impl Report {
 }
 
 /// `--replay`: each witness through the concrete runtime; one that does not reproduce is an
-/// encoding bug, a QG312 finding at the same place.
+/// encoding bug, a QG312 finding at the same place. A witness whose call could not be built is
+/// no evidence either way (SPEC §6): the finding says `not built`, and no QG312 is raised.
 fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Finding> {
     let mut unreproduced = Vec::new();
     for f in found.iter_mut() {
@@ -548,7 +549,7 @@ fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Fi
         };
         let ob = &proof.outcomes[oi].obligation;
         let out = witnesses::replay::replay(p, doc);
-        if out != ReplayOutcome::Reproduced {
+        if matches!(out, ReplayOutcome::NotReproduced { .. }) {
             let q = obligations::catalog::QG312.rule();
             let gave_up = match &proof.outcomes[oi].refined {
                 Some(crate::refine::Refined::GaveUp { why, .. }) => Some(why.as_str()),

@@ -271,28 +271,30 @@ fn run_indices(history: &History, call: &Call) -> Vec<usize> {
 
 /// Rule 3: the arguments validate against the tool's JSON Schema.
 fn argument_rule(tool: &Tool, call: &Call) -> Option<Decision> {
-    let schema = tool.args.as_ref()?;
+    argument_refusal(tool.args.as_ref()?, &call.args_value())
+        .map(|detail| Decision::refuse(Reason::ArgumentSchema, detail))
+}
+
+/// Why rule 3 refuses these arguments (the detail of its `argument_schema` refusal), or `None`
+/// when they validate. The value solver asks it of every value it builds.
+pub fn argument_refusal(schema: &Value, args: &Value) -> Option<Value> {
     let validator = match jsonschema::validator_for(schema) {
         Ok(v) => v,
         Err(e) => {
-            return Some(Decision::refuse(
-                Reason::ArgumentSchema,
+            return Some(
                 json!({"pointer": "", "error": format!("the tool's argument schema does not compile: {e}")}),
-            ))
+            )
         }
     };
-    let args = call.args_value();
     let mut errors: Vec<(u8, String, String)> = validator
-        .iter_errors(&args)
+        .iter_errors(args)
         .map(|e| schema_error_pointer(&e))
         .collect();
     errors.sort();
-    errors.into_iter().next().map(|(_, pointer, error)| {
-        Decision::refuse(
-            Reason::ArgumentSchema,
-            json!({"pointer": pointer, "error": error}),
-        )
-    })
+    errors
+        .into_iter()
+        .next()
+        .map(|(_, pointer, error)| json!({"pointer": pointer, "error": error}))
 }
 
 /// Where a schema error points: an undeclared or missing property is named by its own pointer.
@@ -329,11 +331,16 @@ fn destination_rule(tool: &Tool, call: &Call) -> Option<Decision> {
     if tool.sends_out {
         return None;
     }
-    let d = find_destination(&call.args_value(), "")?;
-    Some(Decision::refuse(
-        Reason::UndeclaredDestination,
-        json!({"pointer": d.pointer, "value": d.value, "kind": d.kind}),
-    ))
+    destination_in(&tool.path_args(), &call.args_value())
+        .map(|detail| Decision::refuse(Reason::UndeclaredDestination, detail))
+}
+
+/// The first destination in a call's arguments as rule 4 reads them (no host in an argument
+/// declared `path`), as the detail of its refusal: replay, the lowering's value solver and the
+/// check read destinations through this one function.
+pub fn destination_in(paths: &[String], args: &Value) -> Option<Value> {
+    let d = find_destination(args, "", paths)?;
+    Some(json!({"pointer": d.pointer, "value": d.value, "kind": d.kind}))
 }
 
 /// The entries that ran, in the order rules' scope (the acting agent's under `history: per_agent`).
@@ -468,12 +475,26 @@ fn sheet_check_fails(
     history: &History,
     call: &Call,
 ) -> Option<Value> {
+    check_fails_with(
+        c,
+        &call.args,
+        resolve_check_value(&c.value, catalogue, history),
+    )
+}
+
+/// Why one sheet check fails on these arguments with its comparison value read as `bound` (or
+/// why that value could not be read), or `None` when it holds.
+pub fn check_fails_with(
+    c: &ArgCheck,
+    args: &Map<String, Value>,
+    bound: Result<Value, String>,
+) -> Option<Value> {
     let unreadable = |why: String| Some(json!({"field": c.field, "op": c.op, "why": why}));
-    let actual = match call.args.get(&c.field) {
+    let actual = match args.get(&c.field) {
         Some(v) => v,
         None => return unreadable(format!("the call has no argument `{}`", c.field)),
     };
-    let bound = match resolve_check_value(&c.value, catalogue, history) {
+    let bound = match bound {
         Ok(v) => v,
         Err(why) => return unreadable(why),
     };
@@ -500,7 +521,7 @@ fn sheet_check_fails(
 /// A check's comparison value: a literal, or `{"from": "tool.field"}` read from the result of the
 /// most recent run of that tool (the tool split off as `Catalogue::split_from` says, since MCP
 /// tool names may contain `.`).
-fn resolve_check_value(
+pub fn resolve_check_value(
     value: &Value,
     catalogue: &Catalogue,
     history: &History,

@@ -11,8 +11,8 @@ use ir::agent::Privilege;
 use ir::catalogue::Tool;
 use ir::graph::{EdgeKind, NodeKind};
 use ir::vocab::{
-    first_class, Answer, Approval, ArgClass, ArgOrigin, ChoiceKey, ChoiceValue, HeldCall, Mark,
-    Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
+    first_class, Answer, Approval, ArgClass, ArgOrigin, CheckOutcome, ChoiceKey, ChoiceValue,
+    HeldCall, Mark, Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
 };
 use ir::Project;
 use obligations::catalog::RuleId;
@@ -29,8 +29,10 @@ pub const UNCHECKED: &str = "unchecked";
 /// The history decision of a compensation a refusal's rollback ran (the tool check's own).
 pub const ROLLBACK: &str = toolcheck::batch::ROLLBACK;
 
-use crate::stubs::invalidate;
 pub use crate::stubs::{instance, result_stub, run_entry, INJECTION, SECRET};
+use calls::step_context;
+
+mod calls;
 
 /// What a replay found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -45,6 +47,18 @@ pub enum ReplayOutcome {
         /// What differed.
         why: String,
     },
+    /// The arguments of this step's call (1-based) could not be built from its choices, and
+    /// nothing proved they have no value (SPEC §6): no evidence either way, never a divergence.
+    NotBuilt {
+        /// The step whose call was not built.
+        step: usize,
+        /// What stood in the way.
+        why: String,
+        /// Whether a value would be there but for the values this run picked earlier (the
+        /// arguments an undo binds, a result a check reads): the system does not track values
+        /// from one call to the next, an over-approximation ARCHITECTURE.md names.
+        earlier: bool,
+    },
 }
 
 impl ReplayOutcome {
@@ -54,6 +68,9 @@ impl ReplayOutcome {
             ReplayOutcome::Reproduced => "reproduced".into(),
             ReplayOutcome::NotReproduced { step, why } => {
                 format!("not reproduced (diverged at step {step}: {why})")
+            }
+            ReplayOutcome::NotBuilt { step, why, .. } => {
+                format!("not built: {why} (step {step})")
             }
         }
     }
@@ -194,6 +211,9 @@ pub(crate) struct Run<'a> {
     via_token: bool,
     /// Every call the run decided or ran, as a host's guard meets it ([`Traced`]).
     trace: Vec<Traced>,
+    /// Why the last step's call was not built, when that stopped it, and whether only the
+    /// values picked earlier stood in the way.
+    pub(crate) not_built: Option<(String, bool)>,
 }
 
 /// One call of a concrete run as the host meets it: what `qls replay --trace` writes, so that a
@@ -365,7 +385,16 @@ impl Run<'_> {
         for (i, st) in w.steps.iter().enumerate() {
             let last = i + 1 == w.steps.len();
             match self.take(st, w, last && want_violation) {
-                Err(why) => return ReplayOutcome::NotReproduced { step: i + 1, why },
+                Err(why) => {
+                    return match self.not_built.take() {
+                        Some((why, earlier)) => ReplayOutcome::NotBuilt {
+                            step: i + 1,
+                            why,
+                            earlier,
+                        },
+                        None => ReplayOutcome::NotReproduced { step: i + 1, why },
+                    }
+                }
                 Ok(Some(Err(why))) => {
                     return ReplayOutcome::NotReproduced {
                         step: w.steps.len(),
@@ -498,6 +527,7 @@ impl<'a> Run<'a> {
             last_call: None,
             via_token: false,
             trace: vec![],
+            not_built: None,
         }
     }
 
@@ -603,7 +633,7 @@ impl<'a> Run<'a> {
             }
             LabelKind::Execution => {
                 let t = self.tool(l.tool.as_deref())?;
-                let call = self.build_call(st, t, &agent);
+                let call = self.call_or_diverge(st, t, &agent, false)?;
                 self.execute(t, &call, &agent, UNCHECKED);
                 self.trace_call(st, false, call, UNCHECKED, vec![], true);
             }
@@ -627,118 +657,6 @@ impl<'a> Run<'a> {
         name.and_then(|n| p.catalogue.get(n)).ok_or_else(|| {
             format!("the step names tool {name:?}, which the catalogue does not declare")
         })
-    }
-
-    /// The call a step makes: stub arguments (with the witness's argument values and validity),
-    /// origins per argument class, the host context, an undo binding, and the agent's marks.
-    fn build_call(&self, st: &WitnessStep, t: &Tool, agent: &str) -> Call {
-        let mut args = match &t.args {
-            Some(s) => instance(s, "4411").as_object().cloned().unwrap_or_default(),
-            None => Map::new(),
-        };
-        let mut context = Map::new();
-        for (k, v) in &st.choices {
-            match self.keys.choices.get(k) {
-                Some(ChoiceKey::Arg { tool, arg }) if *tool == t.name => {
-                    if let Some(val) = Region::from_name(v) {
-                        args.insert(arg.clone(), val);
-                    }
-                }
-                Some(ChoiceKey::Context(c)) => {
-                    if let Some(val) = Region::from_name(v) {
-                        context.insert(c.clone(), val);
-                    }
-                }
-                _ => {}
-            }
-        }
-        let mut origins = BTreeMap::new();
-        for a in args.keys() {
-            let class = ArgClass::of(t, a);
-            let o = if chosen_as(st, &ChoiceKey::Origin(class)) == Some(ArgOrigin::Model) {
-                Origin::Model
-            } else {
-                Origin::Typed
-            };
-            origins.insert(a.clone(), o);
-        }
-        let mut undoes = None;
-        let undo = chosen(st, &ChoiceKey::Undo(t.name.clone())).map(UndoTarget::from_name);
-        if let Some(UndoTarget::Write(target)) = undo {
-            let spent_first = st.label.decision == Some(Answer::Refuse)
-                && st.label.reasons.first() == Some(&Reason::CompensationSpent);
-            let latest = self.undo_target(target, spent_first);
-            undoes = Some(latest.unwrap_or(self.history.entries.len()));
-            if let (Some(i), Some(w)) = (latest, self.p.catalogue.get(target)) {
-                for (ua, from) in &w.undo_args {
-                    // Bound to the step: its value, or absent when the step had none.
-                    match self.history.entries[i].args.get(from) {
-                        Some(v) => args.insert(ua.clone(), v.clone()),
-                        None => args.remove(ua),
-                    };
-                }
-            }
-        }
-        // Invalid after the undo's binding, so the binding cannot make the arguments valid again.
-        if chosen_as(st, &ChoiceKey::ArgsInvalid) == Some(Validity::Invalid) {
-            invalidate(t, &mut args);
-        }
-        Call {
-            tool: t.name.clone(),
-            agent: Some(agent.to_string()),
-            args,
-            origins,
-            context,
-            token: None,
-            undoes,
-            marks: self
-                .marks
-                .get(agent)
-                .map(|m| m.iter().map(Mark::to_string).collect())
-                .unwrap_or_default(),
-            turn: Some(self.turn as u64),
-        }
-    }
-
-    /// The run an undo names. The default reading is the latest run of the write not yet
-    /// undone, preferring one that ran unconfirmed (the abstract system's undo is unconfirmed
-    /// when some run was); the other open runs, latest first, then the runs already undone,
-    /// latest first (a model may name one: SPEC §2 step 6 refuses it `compensation_spent`),
-    /// are the other readings (`Run::picks`). Where the system's step is that refusal
-    /// (`spent_first`), the undone runs come first.
-    fn undo_target(&self, write: &str, spent_first: bool) -> Option<usize> {
-        let entries = &self.history.entries;
-        let (open, spent): (Vec<usize>, Vec<usize>) = (0..entries.len())
-            .filter(|&i| entries[i].ran && entries[i].tool == write)
-            .partition(|&i| !entries.iter().any(|o| o.ran && o.undoes == Some(i)));
-        let preferred = open
-            .iter()
-            .rev()
-            .find(|&&i| !self.confirmed_runs.get(i).copied().unwrap_or(false))
-            .or(open.last())
-            .copied();
-        // `None` names no run of the write (the check refuses it as spent or mismatched).
-        let mut readings: Vec<Option<usize>> = vec![];
-        if spent_first {
-            readings.extend(spent.iter().rev().map(|&i| Some(i)));
-        }
-        readings.extend(preferred.map(Some));
-        readings.extend(
-            open.iter()
-                .rev()
-                .filter(|&&i| Some(i) != preferred)
-                .map(|&i| Some(i)),
-        );
-        if open.is_empty() {
-            readings.push(None);
-        }
-        if !spent_first {
-            readings.extend(spent.iter().rev().map(|&i| Some(i)));
-        }
-        let mut options = self.undo_options.borrow_mut();
-        let pick = self.picks.get(options.len()).copied().unwrap_or(0);
-        options.push(readings.len());
-        readings.get(pick).or(readings.first()).copied().flatten()
     }
 
     /// Whether a call (about to run) is confirmed: by its token, by a person at a human node,
@@ -765,11 +683,10 @@ impl<'a> Run<'a> {
             c.token = Some(token);
             c
         } else {
-            self.build_call(st, t, agent)
+            self.call_or_diverge(st, t, agent, true)?
         };
         if self.via_token {
-            let fresh = self.build_call(st, t, agent);
-            call.context = fresh.context;
+            call.context = step_context(self.keys, st);
         }
         stamp_call(&mut call, self.marks.get(agent), self.turn);
         let d = check(&self.ctx(), &self.history, &call);

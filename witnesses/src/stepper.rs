@@ -27,6 +27,14 @@ pub struct Stepper<'a> {
     header: &'a Witness,
 }
 
+/// The ways the concrete run took a step, and whether some reading's call was not built.
+pub struct Taking<'a> {
+    /// Each way it took the step.
+    pub taken: Vec<Taken<'a>>,
+    /// Why a reading's call was not built (the first), if one was not.
+    pub not_built: Option<String>,
+}
+
 /// One way the concrete run took a step.
 pub struct Taken<'a> {
     /// The run after the step.
@@ -49,10 +57,13 @@ impl<'a> Stepper<'a> {
     /// Every way the concrete run can take `st`: one per reading of which run each undo the step
     /// presents names (the step records the write, not the run), those where the step is not
     /// the concrete run's left out. Empty when the concrete run cannot take it at all. With
-    /// `violation`, each says whether the step violates the header's rule.
-    pub fn take(&self, st: &WitnessStep, violation: bool) -> Vec<Taken<'a>> {
+    /// `violation`, each says whether the step violates the header's rule. A reading whose call
+    /// could not be built (SPEC §6: no value, and no proof of none) is left out too, and said in
+    /// [`Taking::not_built`]: a search that met one has not seen every concrete run.
+    pub fn take(&self, st: &WitnessStep, violation: bool) -> Taking<'a> {
         let done = self.run.undo_options.borrow().len();
         let mut out = vec![];
+        let mut not_built = None;
         // An odometer over the readings of the undos this step presents (as `replay` turns one
         // over a whole witness), the last turning first.
         let mut tail: Vec<usize> = vec![];
@@ -61,6 +72,11 @@ impl<'a> Stepper<'a> {
             run.picks = vec![0; done];
             run.picks.extend(&tail);
             let taken = run.take(st, self.header, violation);
+            if taken.is_err() {
+                if let Some((why, _)) = run.not_built.take() {
+                    not_built.get_or_insert(why);
+                }
+            }
             let options: Vec<usize> = run.undo_options.borrow()[done..].to_vec();
             if let Ok(v) = taken {
                 out.push(Taken {
@@ -80,7 +96,10 @@ impl<'a> Stepper<'a> {
             next.truncate(i + 1);
             tail = next;
         }
-        out
+        Taking {
+            taken: out,
+            not_built,
+        }
     }
 
     /// What a later step can read of the run, as one comparable text (equal fingerprints go on

@@ -3,7 +3,8 @@
 //! the same answer. Each region keeps a representative value, so the abstract check evaluates a
 //! literal with the same function the concrete check uses.
 
-use ir::rulebook::Literal;
+use ir::rulebook::{Literal, Operand};
+use ir::Project;
 use serde_json::Value;
 
 pub use ir::rulebook::truthy;
@@ -11,6 +12,32 @@ pub use ir::rulebook::truthy;
 /// Evaluates one literal on a known value, with the IR's one definition of a comparison.
 pub fn eval_literal(lit: &Literal, v: &Value) -> bool {
     ir::rulebook::holds(lit.op, v, lit.value.as_ref())
+}
+
+/// Every literal of tool `tool`'s gate that reads its argument `arg`: the literals its regions
+/// separate (the lowering's region choice and replay's value for a region read them alike).
+pub fn arg_literals<'p>(p: &'p Project, tool: &str, arg: &str) -> Vec<&'p Literal> {
+    let Some(rb) = p.rulebook.as_ref() else {
+        return vec![];
+    };
+    rb.gates
+        .iter()
+        .filter(|(t, _)| t.as_str() == tool)
+        .flat_map(|(_, g)| g.paths.iter().flat_map(|p| p.literals.iter()))
+        .filter(|l| matches!(&l.operand, Operand::Arg(a) if a == arg))
+        .collect()
+}
+
+/// Every literal of every gate that reads context variable `var`.
+pub fn context_literals<'p>(p: &'p Project, var: &str) -> Vec<&'p Literal> {
+    let Some(rb) = p.rulebook.as_ref() else {
+        return vec![];
+    };
+    rb.gates
+        .values()
+        .flat_map(|g| g.paths.iter().flat_map(|p| p.literals.iter()))
+        .filter(|l| matches!(&l.operand, Operand::Context(v) if v == var))
+        .collect()
 }
 
 /// Candidate values that separate every literal: each constant, the numbers around and between
@@ -41,6 +68,16 @@ fn candidates(lits: &[&Literal]) -> Vec<Value> {
             out.push(num((n + next) / 2.0));
         }
     }
+    // Last, so the representatives above keep their places: `null` (an absent argument reads
+    // as it), and values of the types no candidate above has, so an argument of any type has a
+    // region of its own type.
+    out.extend([
+        Value::Null,
+        Value::Object(Default::default()),
+        serde_json::json!({"k": 1}),
+        Value::Array(vec![]),
+        serde_json::json!([1]),
+    ]);
     out
 }
 

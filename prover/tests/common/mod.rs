@@ -11,6 +11,19 @@ use ir::testkit::Builder;
 use ir::{Loc, Project};
 use serde_json::json;
 
+pub mod schemas;
+
+/// The project lowered as the proof lowers it: asking the value solver which argument choices
+/// some value has (SPEC §6), so the system offers what replay can build.
+pub fn lowered(
+    p: &Project,
+    session: impl Into<ir::agent::SessionSteps>,
+    step_limit: u32,
+) -> encoder::ts::lower::Lowered {
+    encoder::ts::lower::lower_with(p, session, step_limit, None, &realise::Z3Values)
+        .expect("a lowering without a deadline runs to its end")
+}
+
 /// A small deterministic generator so one u64 describes a whole project.
 pub struct Rng(pub u64);
 impl Rng {
@@ -52,6 +65,10 @@ pub struct Shapes {
     /// write or another tool, `not_after` the write). Off in [`Shapes::BEFORE_COMPENSATION_ORDER`],
     /// the generator the regression seeds of `prover/tests/it/agreement.rs` were found with.
     pub compensation_order: bool,
+    /// Argument schemas drawn from every shape SPEC §6 names, as pydantic and zod write them,
+    /// and rule-sheet checks on them ([`schemas`]), from a stream of their own (so the graph a
+    /// seed draws is the same with and without). Off where seeds were pinned before.
+    pub schemas: bool,
 }
 
 impl Shapes {
@@ -61,6 +78,7 @@ impl Shapes {
         derived_agents: true,
         batches: true,
         compensation_order: true,
+        schemas: true,
     };
     /// The shapes main's lowering and replay agree on.
     pub const AGREEING: Shapes = Shapes {
@@ -68,6 +86,7 @@ impl Shapes {
         derived_agents: true,
         batches: false,
         compensation_order: true,
+        schemas: true,
     };
     /// The shapes main agrees on, with batches.
     pub const AGREEING_WITH_BATCHES: Shapes = Shapes {
@@ -79,6 +98,13 @@ impl Shapes {
     pub const BEFORE_COMPENSATION_ORDER: Shapes = Shapes {
         compensation_order: false,
         batches: false,
+        schemas: false,
+        ..Shapes::ALL
+    };
+    /// Every shape, with the one argument schema the generator drew before schemas were drawn
+    /// (the seeds pinned then).
+    pub const BEFORE_SCHEMAS: Shapes = Shapes {
+        schemas: false,
         ..Shapes::ALL
     };
 }
@@ -102,6 +128,8 @@ pub fn random_project(seed: u64) -> Project {
 /// [`random_project`] with a choice of shapes.
 pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
     let mut r = Rng(seed | 1);
+    // The schemas' own stream, so the graph a seed draws does not depend on them.
+    let mut rs = Rng((seed ^ 0x5c4e_3a11_d00d_f00d) | 1);
     let tool_names = ["t0", "t1", "t2"];
     let n_tools = 1 + r.below(3) as usize;
     let mut b = Builder::new();
@@ -131,11 +159,16 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
         if r.below(4) != 0 {
             has_args[i] = true;
             let closed = r.coin();
-            t.args = Some(if closed {
+            t.args = Some(if shapes.schemas {
+                schemas::args_schema(&mut rs, closed)
+            } else if closed {
                 json!({"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}, "required": ["order_id", "amount"], "additionalProperties": false})
             } else {
                 json!({"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}, "required": ["order_id", "amount"]})
             });
+            if shapes.schemas {
+                t.checks = schemas::checks(&mut rs);
+            }
             if r.below(4) == 0 {
                 t.arg_kinds.insert(
                     "order_id".into(),

@@ -3,8 +3,8 @@
 //! concrete runtime, and every guarded step must get the same decision (and every tracked
 //! state the same value). Every BFS witness must also replay as `reproduced`.
 
-use crate::common::{enabled, random_project, random_project_with, Rng, Shapes};
-use encoder::ts::lower::{lower, Lowered};
+use crate::common::{enabled, lowered, random_project, random_project_with, Rng, Shapes};
+use encoder::ts::lower::Lowered;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
 use proptest::prelude::*;
@@ -95,6 +95,14 @@ fn pinned_saturated_undo(
     saturated || undo_of_compensation || unbindable_undo
 }
 
+/// A walk no value was built for only because of values the run picked earlier (an undo's bound
+/// arguments, a result a check reads): the lowering does not track values from one call to the
+/// next (ARCHITECTURE.md Decisions), so a walk may ask a later call for a value the earlier pick
+/// rules out while another pick would not. Replay says `not built` there, never "diverged".
+fn values_picked_earlier(out: &ReplayOutcome) -> bool {
+    matches!(out, ReplayOutcome::NotBuilt { earlier: true, .. })
+}
+
 /// The writes a witness step's undo choices name: the choices the lowered system says stand for
 /// an undo (`ChoiceKey::Undo`, asked of the system rather than read off the name), valued other
 /// than `none`.
@@ -130,7 +138,7 @@ proptest! {
         // Longer sessions than the engine tests use: walks are cheap.
         p.settings.step_limit = 3 + (seed % 5) as u32;
         p.settings.session_steps = (1 + (seed / 5 % 3) as u32).into();
-        let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
+        let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let mut r = Rng(seed.rotate_left(17) | 1);
         for _ in 0..12 {
             let w = random_walk(&l.ts, &mut r);
@@ -139,7 +147,7 @@ proptest! {
             }
             let doc = prover::report::witness_doc(&p, &l.ts, &w, &walk_obligation(), "walk", (p.settings.session_steps, p.settings.step_limit));
             let out = replay_steps(&p, &doc);
-            if pinned_saturated_undo(&p, &l, &doc, &out) {
+            if pinned_saturated_undo(&p, &l, &doc, &out) || values_picked_earlier(&out) {
                 continue;
             }
             prop_assert_eq!(&out, &ReplayOutcome::Reproduced, "seed {}: {}", seed, serde_json::to_string_pretty(&doc).unwrap());
@@ -186,7 +194,8 @@ fn witnesses_replay(seed: u64) -> Result<(), String> {
 
 /// [`witnesses_replay`] for a given project (`seed` names it in messages).
 fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
-    let l = lower(p, p.settings.session_steps, p.settings.step_limit);
+    // As the proof lowers it: asking the value solver which argument choices some value has.
+    let l = lowered(p, p.settings.session_steps, p.settings.step_limit);
     let obls = obligations::reach::obligations(p, &l);
     let depth = (p.settings.session_steps, p.settings.step_limit);
     let doc =
@@ -214,6 +223,7 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
                 Refined::Reproduced(_) => "reproduced".to_string(),
                 Refined::Unreachable { states } => format!("unreachable ({states} states)"),
                 Refined::GaveUp { states, why } => format!("gave up ({states} states: {why})"),
+                Refined::NotBuilt { states, why } => format!("not built ({states} states: {why})"),
             }
         );
         match refined {
@@ -227,7 +237,7 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
                 }
             }
             Refined::Unreachable { .. } => {}
-            Refined::GaveUp { why, .. } => {
+            Refined::GaveUp { why, .. } | Refined::NotBuilt { why, .. } => {
                 return Err(format!(
                     "seed {seed} {}: {out:?}, and refinement gave up: {why}: {}",
                     o.id,
@@ -303,7 +313,13 @@ fn regression_witnesses_after_a_rolled_back_write_replay_with_no_tolerance() {
 fn slow_refinement_regressions() {
     for (seed, shapes) in [
         (4502221175394843302, Shapes::BEFORE_COMPENSATION_ORDER),
-        (9310646376655761262, Shapes::AGREEING),
+        (
+            9310646376655761262,
+            Shapes {
+                schemas: false,
+                ..Shapes::AGREEING
+            },
+        ),
     ] {
         let p = random_project_with(seed, shapes);
         assert_eq!(project_witnesses_replay(&p, seed), Ok(()), "seed {seed}");
@@ -326,7 +342,7 @@ fn a_corrupted_witness_is_not_reproduced_at_the_right_step() {
     // Find a reachable witness of at least three steps, then remove a middle step and change a choice.
     for seed in 1..400u64 {
         let p = random_project(seed * 31337);
-        let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
+        let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let obls = obligations::reach::obligations(&p, &l);
         let run = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
         for (o, v) in obls.iter().zip(&run.verdicts) {
@@ -366,7 +382,7 @@ fn the_walks_exercise_every_kind_of_decision() {
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
     for seed in 1..600u64 {
         let p = random_project(seed * 2654435761);
-        let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
+        let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let mut r = Rng(seed | 1);
         for _ in 0..4 {
             let w = random_walk(&l.ts, &mut r);
@@ -379,7 +395,7 @@ fn the_walks_exercise_every_kind_of_decision() {
                 (p.settings.session_steps, p.settings.step_limit),
             );
             let out = replay_steps(&p, &doc);
-            if pinned_saturated_undo(&p, &l, &doc, &out) {
+            if pinned_saturated_undo(&p, &l, &doc, &out) || values_picked_earlier(&out) {
                 continue;
             }
             assert_eq!(out, ReplayOutcome::Reproduced, "seed {seed}");
@@ -420,7 +436,7 @@ fn the_walks_exercise_every_kind_of_decision() {
 fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
     for seed in 1..2000u64 {
         let p = random_project(seed * 7777);
-        let l = lower(&p, p.settings.session_steps, p.settings.step_limit);
+        let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let obls = obligations::reach::obligations(&p, &l);
         let run = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
         for (o, v) in obls.iter().zip(&run.verdicts) {
@@ -532,7 +548,7 @@ fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_unde
     // violation (7 steps): the search ends without a witness that replays, which proves
     // nothing for sessions of any length — undecided, with a reason that says what to do.
     let p = any_length_over_approximated();
-    let l = lower(&p, ir::agent::SessionSteps::Any, p.settings.step_limit);
+    let l = lowered(&p, ir::agent::SessionSteps::Any, p.settings.step_limit);
     let obls = obligations::reach::obligations(&p, &l);
     let depth = (ir::agent::SessionSteps::Any, p.settings.step_limit);
     let (run, _) = prover::bfs::fixpoint(&l.ts, &obls, prover::bfs::BfsBudget::default());

@@ -2,8 +2,7 @@
 //! same verdict and the same shortest depth on every obligation, BFS agreeing with a brute-force
 //! path enumeration on the tiniest ones, and the cross-check's QG312 firing under a fault.
 
-use crate::common::{enabled, random_project, random_project_with, Shapes};
-use encoder::ts::lower::lower;
+use crate::common::{enabled, lowered, random_project, random_project_with, Shapes};
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::Project;
 use proptest::prelude::*;
@@ -15,7 +14,7 @@ fn depth_of(v: &Verdict) -> Option<u32> {
 }
 
 fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {
-    let l = lower(p, p.settings.session_steps, p.settings.step_limit);
+    let l = lowered(p, p.settings.session_steps, p.settings.step_limit);
     let o = obligations::reach::obligations(p, &l);
     (l.ts, o)
 }

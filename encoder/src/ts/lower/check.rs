@@ -90,24 +90,10 @@ impl B<'_> {
         if let Some(&c) = self.choice_ids.get(&key) {
             return (c, self.region_values[&key].clone());
         }
-        let rb = self.p.rulebook.as_ref();
-        let mut lits: Vec<&Literal> = vec![];
-        if let Some(rb) = rb {
-            for (tool, g) in &rb.gates {
-                for p in &g.paths {
-                    for l in &p.literals {
-                        let same = match (op, &l.operand) {
-                            (Operand::Context(a), Operand::Context(b)) => a == b,
-                            (Operand::Arg(a), Operand::Arg(b)) => a == b && tool == &t.name,
-                            _ => false,
-                        };
-                        if same {
-                            lits.push(l);
-                        }
-                    }
-                }
-            }
-        }
+        let lits: Vec<&Literal> = match op {
+            Operand::Arg(a) => super::regions::arg_literals(self.p, &t.name, a),
+            Operand::Context(v) => super::regions::context_literals(self.p, v),
+        };
         // Every context variable a gate reads ranges over all its regions and unset, whether
         // or not `context:` lists it (SPEC §3 guarded tools): a host may set an undeclared
         // variable and forget a declared one.
@@ -349,6 +335,13 @@ impl B<'_> {
             choice_is(ch, CheckOutcome::Fails.index()),
             None,
         );
+        // A held call passed its checks when it was held; presented again with its token, its
+        // arguments are the same, so checks against fixed values hold again. (A check reading
+        // `from` a tool's result may read a different result by then: left open.)
+        if c.tool.checks.iter().all(|k| k.value.get("from").is_none()) {
+            c.token_fixed
+                .push(choice_is(ch, CheckOutcome::Holds.index()));
+        }
     }
 
     /// SPEC §2 step 8 (taint), for undos too: a write whose inputs carry marks less trusted

@@ -6,7 +6,8 @@
 //! and [`lower`]; `state` declares the state variables, `nodes` lowers each node by its kind,
 //! `check` the check's steps at a guarded call (SPEC §2 steps 1–12), `runs` executions, undos
 //! and a refusal's rollback, `steps` how a step finishes, turns end and start and hand-offs
-//! travel, and `batch` the calls of a batch node.
+//! travel, `batch` the calls of a batch node, and `realisable` which combinations of a call's
+//! argument choices some value has (SPEC §6, asked of the value solver).
 
 use super::ex::*;
 use super::regions::satisfiable;
@@ -27,6 +28,7 @@ use std::time::Instant;
 mod batch;
 mod check;
 mod nodes;
+mod realisable;
 mod runs;
 mod state;
 mod steps;
@@ -197,6 +199,8 @@ impl Lowered {
 
 struct B<'a> {
     p: &'a Project,
+    /// The value solver the lowering asks which argument choices some value has.
+    oracle: &'a dyn ir::want::ValueOracle,
     vars: Vec<Decl>,
     init: Vec<u32>,
     choices: Vec<Decl>,
@@ -319,12 +323,27 @@ pub fn lower_by(
     step_limit: u32,
     deadline: Option<Instant>,
 ) -> Result<Lowered, OutOfTime> {
+    lower_with(p, session, step_limit, deadline, &ir::want::AnyValue)
+}
+
+/// [`lower_by`] asking `oracle` which combinations of a guarded call's argument choices some
+/// value has (`realisable`): the proof passes the value solver, so the system offers exactly the
+/// choices replay can make; [`lower`] and [`lower_by`] ask no solver and offer every choice (an
+/// over-approximation, and the same names: only guards differ).
+pub fn lower_with(
+    p: &Project,
+    session: impl Into<SessionSteps>,
+    step_limit: u32,
+    deadline: Option<Instant>,
+    oracle: &dyn ir::want::ValueOracle,
+) -> Result<Lowered, OutOfTime> {
     let (session_steps, looping) = match session.into() {
         SessionSteps::Turns(n) => (n, false),
         SessionSteps::Any => (1, true),
     };
     let mut b = B {
         p,
+        oracle,
         vars: vec![],
         init: vec![],
         choices: vec![],

@@ -132,6 +132,9 @@ impl<'a> Explorer<'a> {
         st.label.tool = Some(t.name.clone());
         st.label.checked = true;
         st.choices = choices;
+        // The sheet's checks read the history as the call meets it (after the batch's earlier
+        // calls ran).
+        st.choices.checks_hold = checks_hold(self.p, t, &s.history, &call.args);
         let ctx = witnesses::replay::check_context(self.p, &self.agents, &self.key);
         let alone = check(&ctx, &s.history, &call);
         assert_eq!(
@@ -314,11 +317,13 @@ impl<'a> Explorer<'a> {
             .as_ref()
             .and_then(|sch| instance(sch, "4411").as_object().cloned())
             .unwrap_or_default();
+        pick_values(t, ch, &mut args);
         self.pick_gate_args(t, ch, st, &mut args);
         let mut undoes = None;
         if checked {
             undoes = self.pick_undo(s, t, ch, st, &mut args);
             pick_invalid_args(t, ch, &mut args);
+            st.choices.checks_hold = checks_hold(self.p, t, &s.history, &args);
         }
         let origins = pick_origins(t, via, ch, st, &args);
         let context = if checked {
@@ -393,10 +398,12 @@ impl<'a> Explorer<'a> {
             .or(runs.last())
             .copied();
         if let Some(i) = target {
+            // Bound exactly as step 6 compares them: an argument the run left out binds none.
             for (ua, from) in &w.undo_args {
-                if let Some(v) = h[i].args.get(from) {
-                    args.insert(ua.clone(), v.clone());
-                }
+                match h[i].args.get(from) {
+                    Some(v) => args.insert(ua.clone(), v.clone()),
+                    None => args.remove(ua),
+                };
             }
         }
         Some(target.unwrap_or(h.len()))
@@ -557,6 +564,74 @@ impl<'a> Explorer<'a> {
             .map(|(r, _)| format!("{r}:{}", t.name))
             .collect()
     }
+}
+
+/// Values a model may write for an argument, whatever the schema says: the arguments range over
+/// these as well as the stub builder's (so a value the solver called impossible for a choice,
+/// and the lowering left out, would show up here as a run the system cannot follow).
+const ALTERNATIVES: &[&str] = &[
+    "null",
+    "0",
+    "1",
+    "10",
+    "49.99",
+    "50",
+    "250",
+    "5000",
+    "-1",
+    "0.01",
+    "true",
+    "\"\"",
+    "\"4411\"",
+    "\"4412\"",
+    "\"refund\"",
+    "\"ord_12\"",
+    "\"2024-01-02\"",
+    "\"a.txt\"",
+    "\"x@y.org\"",
+    "\"GB29NWBK60161331926819\"",
+    "[\"a\", \"b\"]",
+    "[\"a\", \"a\"]",
+    "{\"street\": \"Main\", \"zip\": \"12345\"}",
+    "{\"kind\": \"card\", \"last4\": \"4242\"}",
+];
+
+/// Each declared argument keeps the stub builder's value or takes one of [`ALTERNATIVES`] (or
+/// is left out).
+pub(super) fn pick_values(t: &Tool, ch: &mut dyn Chooser, args: &mut Map<String, Value>) {
+    if !ch.draws_values() {
+        return;
+    }
+    for a in t.arg_names() {
+        let k = ch.pick(ALTERNATIVES.len() + 2);
+        match k {
+            0 => {}
+            1 => {
+                args.remove(&a);
+            }
+            _ => {
+                let v: Value = serde_json::from_str(ALTERNATIVES[k - 2]).expect("a JSON literal");
+                args.insert(a, v);
+            }
+        }
+    }
+}
+
+/// Whether the rule sheet's checks on the tool all hold for these arguments on this history
+/// (`None` where the tool has none).
+pub(super) fn checks_hold(
+    p: &Project,
+    t: &Tool,
+    history: &toolcheck::history::History,
+    args: &Map<String, Value>,
+) -> Option<bool> {
+    if t.checks.is_empty() {
+        return None;
+    }
+    Some(t.checks.iter().all(|c| {
+        let bound = toolcheck::check::resolve_check_value(&c.value, &p.catalogue, history);
+        toolcheck::check::check_fails_with(c, args, bound).is_none()
+    }))
 }
 
 /// SPEC §2 steps 3–4 (SPEC §3 Further pins: argument validity is a choice at every guarded

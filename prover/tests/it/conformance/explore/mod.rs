@@ -53,6 +53,12 @@ pub const BATCH_MAX: usize = 4;
 pub trait Chooser {
     /// One of `n` alternatives (`n >= 1`), as an index below `n`.
     fn pick(&mut self, n: usize) -> usize;
+    /// Whether argument values beyond the stub builder's are drawn ([`calls::pick_values`]): the
+    /// random walks draw them; the exhaustive odometer does not, or every argument would
+    /// multiply its runs by the alternatives (it covers every abstract choice without them).
+    fn draws_values(&self) -> bool {
+        true
+    }
 }
 
 /// Seeded random choices (xorshift), so one seed describes one run.
@@ -76,6 +82,9 @@ pub struct Odometer {
 }
 
 impl Chooser for Odometer {
+    fn draws_values(&self) -> bool {
+        false
+    }
     fn pick(&mut self, n: usize) -> usize {
         if n <= 1 {
             return 0;
@@ -148,6 +157,9 @@ pub struct StepChoices {
     pub model_wrote: BTreeMap<ArgClass, bool>,
     /// Whether the check refused the arguments (steps 3–4).
     pub invalid: Option<bool>,
+    /// Whether the rule sheet's checks on the tool hold for the arguments (on the history the
+    /// call met; `None` where the tool has none, or in a batch).
+    pub checks_hold: Option<bool>,
     /// The write the call undoes, if it presents an undo.
     pub undo: Option<String>,
     /// A human node's answer.
