@@ -172,8 +172,9 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
-    /// Worker threads (the output is identical whatever the count).
-    #[arg(long)]
+    /// Worker threads (the output is identical whatever the count) [default: one per logical
+    /// CPU, or RAYON_NUM_THREADS]
+    #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Seconds the whole proof may take (lowering and both engines); what is open when it runs
     /// out is undecided, never clean.
