@@ -4,12 +4,19 @@
 //! reader knows it) and what was expected, so the binary can print one clear message and exit 2.
 
 use std::fmt;
+use std::path::Path;
 
 /// One malformed-input diagnostic with its position.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct InputError {
-    /// The file the error is in.
+    /// The file the error is in, as reports name it (the path the user gave, relative to where
+    /// qls was run).
     pub file: String,
+    /// The path the file was opened with, when the loader knows it: the renderer reads the
+    /// offending line from here, never from `file` (a name shown is not always a path that
+    /// opens from the current folder, and another folder may hold a file of the same name).
+    /// (Boxed, as `related` is, so an error stays small enough to return by value.)
+    pub path: Option<Box<Path>>,
     /// The 1-based line, or 0 when the error concerns the whole file (e.g. it cannot be read).
     pub line: u32,
     /// The 1-based column where known, so the renderer can draw a caret.
@@ -18,6 +25,20 @@ pub struct InputError {
     pub code: Option<String>,
     /// The message: what was found and what was expected.
     pub message: String,
+    /// A second place in the same file the message speaks of (where an unclosed `[` opened),
+    /// which the renderer shows beside the first.
+    pub related: Option<Box<Related>>,
+}
+
+/// A second place in an error's file, with what it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Related {
+    /// The 1-based line.
+    pub line: u32,
+    /// The 1-based column, where known.
+    pub col: Option<u32>,
+    /// What is there (`the \`[\` opened here`).
+    pub label: String,
 }
 
 impl InputError {
@@ -25,11 +46,33 @@ impl InputError {
     pub fn at(file: impl Into<String>, line: u32, message: impl Into<String>) -> Self {
         InputError {
             file: file.into(),
+            path: None,
             line,
             col: None,
             code: None,
             message: message.into(),
+            related: None,
         }
+    }
+
+    /// Records the path `file` was opened with, when the error is in that file and no path is
+    /// known yet: loaders call it for every file they read, so the renderer shows the line
+    /// of the file that was read.
+    pub fn opened_as(mut self, file: &str, path: &Path) -> Self {
+        if self.path.is_none() && self.file == file {
+            self.path = Some(path.into());
+        }
+        self
+    }
+
+    /// Adds a second place in the same file, shown beside the first.
+    pub fn with_related(mut self, line: u32, col: Option<u32>, label: impl Into<String>) -> Self {
+        self.related = Some(Box::new(Related {
+            line,
+            col,
+            label: label.into(),
+        }));
+        self
     }
 
     /// Adds a column, for a caret under the offending text.

@@ -33,6 +33,27 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// One input file read: the name reports give it, the path it was opened with, and its
+/// SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    /// The name reports give it: the path as the user gave it (relative to where qls was run,
+    /// or absolute), a file agent.yaml names joined to agent.yaml's folder as given.
+    pub file: String,
+    /// The path it was opened with, which an error's snippet is read from.
+    pub path: std::path::PathBuf,
+    /// The SHA-256 of its text (a byte-order mark dropped).
+    pub sha256: String,
+}
+
+impl Input {
+    /// An error in one of `inputs` with the path its file was opened with, so its snippet is
+    /// read from the file that was read.
+    pub fn attach(e: InputError, inputs: &[Input]) -> InputError {
+        inputs.iter().fold(e, |e, i| e.opened_as(&i.file, &i.path))
+    }
+}
+
 /// Everything the prover reads, loaded and cross-checked.
 #[derive(Clone, Debug)]
 pub struct Project {
@@ -50,8 +71,9 @@ pub struct Project {
     pub settings: Settings,
     /// Context variables the host declares it sets.
     pub context: Vec<String>,
-    /// Every input file read, with its SHA-256, in reading order.
-    pub inputs: Vec<(String, String)>,
+    /// Every input file read, with the path it was opened with and its SHA-256, in reading
+    /// order.
+    pub inputs: Vec<Input>,
     /// The packages `--dependencies` files name (QG022, QG106), in reading order.
     pub dependencies: Vec<deps::Dependency>,
     /// The tools' own source files the code checks read (none for a graph project).

@@ -19,6 +19,9 @@ pub struct Raw {
     pub subject: String,
     /// Where.
     pub at: Option<Loc>,
+    /// The other places the same finding stands at, in the order the rule found them (a write
+    /// QG105 reports is listed in agent.yaml and executed by the rulebook).
+    pub also: Vec<Loc>,
     /// The message.
     pub message: String,
 }
@@ -29,6 +32,7 @@ pub(crate) fn raw(rule: RuleId, subject: &str, at: Option<Loc>, message: String)
         rule,
         subject: subject.into(),
         at,
+        also: Vec::new(),
         message,
     }
 }
@@ -56,6 +60,30 @@ fn build(p: &Project) -> G {
     G { g, idx }
 }
 
+/// Findings of one rule on one subject in the same words are one finding at each of their
+/// places (the first place found first), where it was first found: a report says a thing once.
+fn one_per_finding(raws: Vec<Raw>) -> Vec<Raw> {
+    let mut out: Vec<Raw> = Vec::new();
+    for r in raws {
+        let same = out
+            .iter_mut()
+            .find(|o| o.rule == r.rule && o.subject == r.subject && o.message == r.message);
+        match same {
+            Some(o) => {
+                for at in r.at.into_iter().chain(r.also) {
+                    if o.at.is_none() {
+                        o.at = Some(at);
+                    } else if o.at.as_ref() != Some(&at) && !o.also.contains(&at) {
+                        o.also.push(at);
+                    }
+                }
+            }
+            None => out.push(r),
+        }
+    }
+    out
+}
+
 /// Every structural finding, in a stable order.
 pub fn structural(p: &Project) -> Vec<Raw> {
     let g = build(p);
@@ -77,7 +105,7 @@ pub fn structural(p: &Project) -> Vec<Raw> {
     supply_chain::qg106_unpinned_tool_source(p, &mut out);
     supply_chain::qg106_unpinned_dependencies(p, &mut out);
     supply_chain::qg107_unauthenticated_channel(p, &mut out);
-    out
+    one_per_finding(out)
 }
 
 /// A rule with nothing to read in this project, and why: listed in the report rather than

@@ -47,8 +47,8 @@ pub struct PromelaArgs {
     /// line per obligation (K numbers the assertions of the model).
     #[arg(long)]
     pub stats: bool,
-    /// Worker threads for --stats.
-    #[arg(long)]
+    /// Worker threads for --stats [default: one per logical CPU, or RAYON_NUM_THREADS]
+    #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Time the full exploration this many times and report the fastest (--stats).
     #[arg(long, default_value_t = 1)]

@@ -12,12 +12,22 @@ use crate::{
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 
+/// What `qls --help` says of the exit codes (SPEC §7), the CI gate's contract.
+const EXIT_CODES: &str = "Exit codes:
+  0  the gate passed (or the command succeeded)
+  1  the gate failed: a new finding of a gate-failing rule, or such an obligation undecided
+     (repair: no proved repair closes every gate-failing finding; corpus: a case differs from
+     its expected.json; diff: a finding appeared; replay: the witness did not reproduce;
+     mcp snapshot: a server did not answer; mcp check: a server's tools drifted)
+  2  an input could not be read (its file:line is printed) or the arguments are wrong";
+
 /// The agent-graph prover.
 #[derive(Parser, Debug)]
 #[command(
     name = "qls",
     version,
-    about = "Bounded model checking of LLM-agent graphs against their tool check and rulebook"
+    about = "Bounded model checking of LLM-agent graphs against their tool check and rulebook",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -27,6 +37,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Prove an agent (or an exported graph) and print the findings; the exit code is the CI gate.
+    #[command(after_help = EXIT_CODES)]
     Verify(cmd_verify::VerifyArgs),
     /// Find a cheapest set of changes to the inputs that closes every gate-failing finding,
     /// each repair re-proved by both engines (unified diff, SARIF fixes, --apply).

@@ -172,8 +172,9 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
-    /// Worker threads (the output is identical whatever the count).
-    #[arg(long)]
+    /// Worker threads (the output is identical whatever the count) [default: one per logical
+    /// CPU, or RAYON_NUM_THREADS]
+    #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Seconds the whole proof may take (lowering and both engines); what is open when it runs
     /// out is undecided, never clean.
@@ -473,7 +474,10 @@ pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
         .into());
     }
     let project = args.inputs.load()?.project;
-    for (file, sha) in &project.inputs {
+    for ir::Input {
+        file, sha256: sha, ..
+    } in &project.inputs
+    {
         if let Some(recorded) = w.inputs.get(file) {
             if recorded != sha {
                 eprintln!("warning: {file} changed since the witness was found (sha256 {}… then, {}… now)", &recorded[..12.min(recorded.len())], &sha[..12]);
@@ -561,9 +565,16 @@ fn case_inputs(session: &Session) -> anyhow::Result<(Vec<(PathBuf, String)>, ser
     match &session.job().inputs {
         Inputs::Agent(a) => {
             let base = readers::project_dir(a);
-            for (name, _) in &session.project().inputs {
-                anyhow::ensure!(!name.contains(".."), "--emit-case copies the inputs beside agent.yaml; `{name}` lies outside its folder");
-                files.push((base.join(name), name.clone()));
+            for input in &session.project().inputs {
+                // Named in the case as agent.yaml names it: relative to its folder.
+                let name = input.path.strip_prefix(&base).unwrap_or(&input.path);
+                let name = name.to_string_lossy().replace('\\', "/");
+                anyhow::ensure!(
+                    !name.contains("..") && !std::path::Path::new(&name).is_absolute(),
+                    "--emit-case copies the inputs beside agent.yaml; `{}` lies outside its folder",
+                    input.file
+                );
+                files.push((input.path.clone(), name));
             }
         }
         Inputs::Graph(g) => {

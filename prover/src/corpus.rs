@@ -506,14 +506,17 @@ mod tests {
 
     #[test]
     fn case_json_rejects_unknown_keys() {
-        let d = std::env::temp_dir().join(format!("qls-case-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("qls-case-")
+            .tempdir()
+            .unwrap();
+        let d = tmp.path();
         std::fs::write(
             d.join("case.json"),
             r#"{"graph": "g.json", "catalog": "c.yaml"}"#,
         )
         .unwrap();
-        assert!(CaseSpec::read(&d)
+        assert!(CaseSpec::read(d)
             .unwrap_err()
             .contains("unknown key `catalog`"));
         std::fs::write(
@@ -521,8 +524,7 @@ mod tests {
             r#"{"graph": "g.json", "catalogue": "c.yaml", "step_limit": 8}"#,
         )
         .unwrap();
-        let s = CaseSpec::read(&d).unwrap();
+        let s = CaseSpec::read(d).unwrap();
         assert_eq!(s.step_limit, Some(8));
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

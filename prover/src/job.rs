@@ -333,17 +333,20 @@ fn operands(ops: &Value, at: &impl Fn(String) -> InputError) -> Result<Depth, In
 mod tests {
     use super::*;
 
-    fn job_file(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("qls-job-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("job.json");
+    /// A job file in a folder of its own, removed when the folder is dropped.
+    fn job_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("qls-job-{name}-"))
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("job.json");
         std::fs::write(&path, text).unwrap();
-        path
+        (dir, path)
     }
 
     #[test]
     fn a_job_file_reads_its_inputs_then_its_operands() {
-        let path = job_file(
+        let (_tmp, path) = job_file(
             "good",
             r#"{"mode": "graph", "inputs": {"export": "g.json", "catalogue": ["a.yaml", "b.json"]},
                 "operands": {"session_steps": "any", "step_limit": 8}}"#,
@@ -368,7 +371,6 @@ mod tests {
         );
         assert_eq!(job.outputs.format, Format::Json);
         assert_eq!(job.budgets, Budgets::default());
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -381,7 +383,7 @@ mod tests {
                 vec!["uv.lock", "web/package-lock.json"],
             ),
         ] {
-            let path = job_file(
+            let (_tmp, path) = job_file(
                 tag,
                 &format!(
                     r#"{{"mode": "graph", "inputs": {{"export": "g.json", "catalogue": "c.yaml", "dependencies": {deps}}}}}"#
@@ -392,9 +394,8 @@ mod tests {
             let want: Vec<PathBuf> = want.iter().map(|w| dir.join(w)).collect();
             assert_eq!(file.dependencies(), want.as_slice());
             assert_eq!(file.job().unwrap().dependencies, want);
-            std::fs::remove_dir_all(dir).unwrap();
         }
-        let path = job_file(
+        let (_tmp, path) = job_file(
             "bad-deps",
             r#"{"mode": "graph", "inputs": {"export": "g.json", "catalogue": "c.yaml", "dependencies": [1]}}"#,
         );
@@ -404,13 +405,12 @@ mod tests {
                 .contains("`inputs.dependencies` lists file paths"),
             "{e}"
         );
-        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]
     fn bad_operands_are_refused_only_once_the_inputs_are_read() {
         // The inputs are fine as far as the file goes: reading succeeds, the job does not.
-        let path = job_file(
+        let (_tmp, path) = job_file(
             "bad",
             r#"{"mode": "graph", "inputs": {"export": "g.json", "catalogue": "c.yaml"}, "operands": {"step_limit": "x"}}"#,
         );
@@ -422,14 +422,11 @@ mod tests {
                 .contains("`operands.step_limit` must be a whole number of at least 1"),
             "{e}"
         );
-        let bad_key = job_file(
+        let (_tmp_key, bad_key) = job_file(
             "key",
             r#"{"mode": "graph", "inputs": {"export": "g.json", "catalog": "c.yaml"}}"#,
         );
         let e = GraphJobFile::read(&bad_key, Default::default()).unwrap_err();
         assert!(e.to_string().contains("`catalog`"), "{e}");
-        for p in [path, bad_key] {
-            std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
-        }
     }
 }

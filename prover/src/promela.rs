@@ -547,12 +547,15 @@ mod tests {
         let lowered = encoder::ts::lower::lower(&project, 1, 8);
         let obls = obligations::reach::obligations(&project, &lowered);
         let model = emit(&lowered.ts, &obls);
-        let dir = std::env::temp_dir().join(format!("qls-promela-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let tmp = tempfile::Builder::new()
+            .prefix("qls-promela-")
+            .tempdir()
+            .expect("temp dir");
+        let dir = tmp.path();
         std::fs::write(dir.join("shop.pml"), &model).expect("write");
         let out = Run::new("spin")
             .args(["-o2", "-a", "shop.pml"])
-            .current_dir(&dir)
+            .current_dir(dir)
             .output()
             .expect("spin runs");
         let ok = out.status.success() && dir.join("pan.c").exists();
@@ -568,14 +571,14 @@ mod tests {
                     "pan",
                     "pan.c",
                 ])
-                .current_dir(&dir)
+                .current_dir(dir)
                 .status()
                 .map(|s| s.success())
                 .unwrap_or(false);
             if built {
                 let run = Run::new(dir.join("pan"))
                     .args(["-c0", "-m1000", "-w12"])
-                    .current_dir(&dir)
+                    .current_dir(dir)
                     .output()
                     .expect("pan runs");
                 let text = String::from_utf8_lossy(&run.stdout).to_string();
@@ -586,7 +589,6 @@ mod tests {
                     .and_then(|n| n.parse::<u64>().ok());
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
         assert!(
             ok,
             "spin -a rejected the model:\n{}\n{}",

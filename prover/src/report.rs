@@ -27,8 +27,11 @@ pub struct Finding {
     pub rule: &'static Rule,
     /// The subject (a tool, `cycle:node`, …).
     pub subject: String,
-    /// Where.
+    /// Where (the first of its places).
     pub at: Option<Loc>,
+    /// The other places the same finding stands at (a write QG105 reports where agent.yaml
+    /// lists it and where the rulebook executes it): one finding, printed once.
+    pub also: Vec<Loc>,
     /// What was found.
     pub message: String,
     /// The witness, for reachability findings.
@@ -57,6 +60,7 @@ impl Finding {
             rule,
             subject,
             at,
+            also: Vec::new(),
             message,
             witness: None,
             document: None,
@@ -140,6 +144,26 @@ pub struct Report {
     /// The code checks over the tools' own source, when agent.yaml names tool modules or
     /// source files are beside it (`None` otherwise: the report then reads as it always did).
     pub code: Option<codecheck::CodeReport>,
+    /// agent.yaml's folder as the user gave it (empty when it is where qls runs): the code
+    /// checks name their files relative to it — their places are their findings' identity — and
+    /// the printers show them under it, as every other file is shown.
+    pub code_dir: String,
+}
+
+impl Report {
+    /// A code-checks file as the report shows it: under agent.yaml's folder as given.
+    pub fn code_file(&self, file: &str) -> String {
+        if self.code_dir.is_empty() {
+            file.to_string()
+        } else {
+            format!("{}/{file}", self.code_dir)
+        }
+    }
+
+    /// A code finding's place as the report shows it (`examples/shop/shop/tools.py:7:9`).
+    pub fn code_place(&self, f: &codecheck::CodeFinding) -> String {
+        format!("{}:{}:{}", self.code_file(&f.file), f.line, f.column)
+    }
 }
 
 /// How far the two engines' verdicts were compared: an obligation is cross-checked only when
@@ -339,6 +363,12 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
         per_engine: per_engine(proof),
         cross_check: CrossCheck::of(proof),
         code: code_checks(p),
+        code_dir: p
+            .agent_file
+            .as_ref()
+            .and_then(|af| std::path::Path::new(&af.file).parent())
+            .map(|d| d.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default(),
     };
     crate::triage::apply_suppressions(&mut r, p, rq.today);
     fingerprint_and_order(&mut r, &proof.ts);
@@ -361,7 +391,10 @@ fn code_checks(p: &Project) -> Option<codecheck::CodeReport> {
 fn structural(p: &Project) -> Vec<Finding> {
     obligations::structural::structural(p)
         .into_iter()
-        .map(|s| Finding::new(s.rule.rule(), s.subject, s.at, s.message))
+        .map(|s| Finding {
+            also: s.also,
+            ..Finding::new(s.rule.rule(), s.subject, s.at, s.message)
+        })
         .collect()
 }
 
@@ -800,7 +833,11 @@ pub fn witness_doc(
         depth: raw.depth(),
         session_steps,
         step_limit: depth.1,
-        inputs: p.inputs.iter().cloned().collect(),
+        inputs: p
+            .inputs
+            .iter()
+            .map(|i| (i.file.clone(), i.sha256.clone()))
+            .collect(),
         steps,
     }
 }

@@ -72,7 +72,7 @@ impl std::fmt::Display for Note {
 pub struct Loaded {
     /// The project.
     pub project: Project,
-    /// The report's subject: the agent.yaml's file name, or the graph as given.
+    /// The report's subject: the agent.yaml or the graph, as given.
     pub subject: String,
     /// The graph reader's notes, then the catalogue readers'.
     pub notes: Vec<Note>,
@@ -109,10 +109,7 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, SessionError> {
             let project = readers::load_project(a)?;
             Ok(Loaded {
                 notes: catalogue_notes(&project),
-                subject: a
-                    .file_name()
-                    .map(|s| s.to_string_lossy().to_string())
-                    .unwrap_or_default(),
+                subject: readers::display_name(&a.display().to_string()),
                 project,
                 case: None,
             })
@@ -379,7 +376,8 @@ mod tests {
         let s = Session::open(Job::new(Inputs::Agent(shop.clone()))).unwrap();
         let settings = &s.project().settings;
         assert_eq!(s.depth(), (settings.session_steps, settings.step_limit));
-        assert_eq!(s.subject(), "agent.yaml");
+        // The subject is the agent.yaml as given.
+        assert_eq!(s.subject(), shop.display().to_string());
         let mut job = Job::new(Inputs::Agent(shop));
         job.depth.session_steps = Some(SessionSteps::Any);
         assert_eq!(Session::open(job).unwrap().depth().0, SessionSteps::Any);

@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 /// The fingerprint of a finding: SHA-256 over the rule, the subject, the acting agent and the
 /// witness's node path, plus the location's file name and the finding's rank among its twins (a rule
 /// reported at several places of one subject). No line number enters it, so moving lines or
-/// editing unrelated parts of a file leaves it unchanged.
+/// editing unrelated parts of a file leaves it unchanged. A finding at several places (`also`)
+/// is fingerprinted by its first place's file, which the rule chose (never the order of the
+/// names shown): it is the fingerprint the same finding had when each place was reported apart.
 pub fn fingerprint(f: &Finding, ts: &TransitionSystem) -> String {
     let (agent, path) = match &f.witness {
         Some(w) => {

@@ -19,38 +19,106 @@ pub mod yaml;
 use ir::agent::{AgentFile, ToolSourceRef};
 use ir::catalogue::Catalogue;
 use ir::rulebook::Rulebook;
-use ir::{diag, sha256_hex, InputError, Loc, Project};
+use ir::{diag, sha256_hex, Input, InputError, Loc, Project};
 use std::path::{Path, PathBuf};
 
 /// Reads a file for a reader, turning an I/O failure into an input error naming it: **the one
 /// place a file is read**. A byte-order mark is dropped here (so every reader, the recorded
-/// SHA-256 and every line number are as without it).
+/// SHA-256 and every line number are as without it). A file that is not there is named with
+/// the closest file beside it, where one is close.
 pub fn read_text(path: &Path, display: &str) -> Result<String, InputError> {
-    let mut bytes = std::fs::read(path)
-        .map_err(|e| InputError::at(display, 0, format!("cannot read the file: {e}")))?;
+    read_raw(path).map_err(|f| InputError::at(display, 0, f.message(path, display)))
+}
+
+/// Why a file could not be read.
+enum ReadFailure {
+    /// The operating system's error.
+    Io(std::io::Error),
+    /// The byte offset where the text stops being UTF-8.
+    NotUtf8(usize),
+}
+
+impl ReadFailure {
+    /// The message, with for a missing file the closest file beside it, named as `shown_as`
+    /// names the missing one (the user's path, or agent.yaml's).
+    fn message(&self, path: &Path, shown_as: &str) -> String {
+        match self {
+            ReadFailure::Io(e) => {
+                let hint = nearest_beside(path)
+                    .map(|s| format!(" (did you mean `{}`?)", beside_file(shown_as, &s)))
+                    .unwrap_or_default();
+                format!("cannot read the file: {e}{hint}")
+            }
+            ReadFailure::NotUtf8(at) => {
+                format!("the file is not UTF-8 text (invalid byte at offset {at})")
+            }
+        }
+    }
+}
+
+fn read_raw(path: &Path) -> Result<String, ReadFailure> {
+    let mut bytes = std::fs::read(path).map_err(ReadFailure::Io)?;
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         bytes.drain(..3);
     }
-    String::from_utf8(bytes).map_err(|e| {
-        InputError::at(
-            display,
-            0,
-            format!(
-                "the file is not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        )
-    })
+    String::from_utf8(bytes).map_err(|e| ReadFailure::NotUtf8(e.utf8_error().valid_up_to()))
 }
 
-/// Reads an input file and records it, with its SHA-256, in the project's inputs.
-fn read_input(
+/// For a file that is not there, the name of the closest file or folder in its folder, when
+/// one is close.
+fn nearest_beside(path: &Path) -> Option<String> {
+    if path.exists() {
+        return None;
+    }
+    let name = path.file_name()?.to_string_lossy().to_string();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut beside: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    // Sorted, so the closest among equals is the same on every file system.
+    beside.sort();
+    let known: Vec<&str> = beside.iter().map(|s| s.as_str()).collect();
+    diag::did_you_mean(&name, &known).map(str::to_string)
+}
+
+/// Reads a file agent.yaml names (`what`: catalogue, rulebook) by the path `rel` it gives at
+/// `at`: a file that cannot be read is an error at that agent.yaml line, its "did you mean"
+/// naming the file as agent.yaml would.
+fn read_named(
     path: &Path,
     display: &str,
-    inputs: &mut Vec<(String, String)>,
+    (what, rel, at): (&str, &str, &Loc),
+    inputs: &mut Vec<Input>,
 ) -> Result<String, InputError> {
+    let text = read_raw(path).map_err(|f| {
+        InputError::at(
+            &at.file,
+            at.line,
+            format!("{what} `{rel}`: {}", f.message(path, rel)),
+        )
+    })?;
+    record(inputs, path, display, &text);
+    Ok(text)
+}
+
+pub(crate) fn record(inputs: &mut Vec<Input>, path: &Path, display: &str, text: &str) {
+    inputs.push(Input {
+        file: display.to_string(),
+        path: path.to_path_buf(),
+        sha256: sha256_hex(text.as_bytes()),
+    });
+}
+
+/// Reads an input file and records it, with the path it was opened with and its SHA-256, in
+/// the project's inputs.
+fn read_input(path: &Path, display: &str, inputs: &mut Vec<Input>) -> Result<String, InputError> {
     let text = read_text(path, display)?;
-    inputs.push((display.to_string(), sha256_hex(text.as_bytes())));
+    record(inputs, path, display, &text);
     Ok(text)
 }
 
@@ -59,22 +127,64 @@ pub fn display_name(rel: &str) -> String {
     rel.trim_start_matches("./").to_string()
 }
 
-/// Loads `agent.yaml` and every file it names (paths relative to its folder).
+/// The name of a file another file names by a relative path (agent.yaml's catalogue, a
+/// requirements file's `-r` include): `rel` joined to the folder of `file` as `file` is shown,
+/// with `/`, `.` dropped and each `..` folded into the folder before it. Only `rel` is folded:
+/// the folder stays as the user gave it. An absolute `rel` is shown as it is.
+pub fn beside_file(file: &str, rel: &str) -> String {
+    let rel_path = Path::new(rel);
+    if rel_path.is_absolute() {
+        return rel.replace('\\', "/");
+    }
+    let dir: PathBuf = Path::new(file)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    display_name(
+        &fold_onto(dir, rel_path)
+            .to_string_lossy()
+            .replace('\\', "/"),
+    )
+}
+
+/// `rel` pushed onto `out` by its components alone (no file is consulted): `.` dropped, and
+/// each `..` folded into a folder of `out` before it (kept when there is none).
+pub(crate) fn fold_onto(mut out: PathBuf, rel: &Path) -> PathBuf {
+    use std::path::Component;
+    for c in rel.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Loads `agent.yaml` and every file it names (paths relative to its folder). Each file is
+/// named as the user gave `agent_path` (relative to where qls runs, or absolute): agent.yaml as
+/// given, the files it names joined to its folder as given ([`beside_file`]). An error carries
+/// the path its file was opened with.
 pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
-    let agent_display = agent_path
-        .file_name()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| agent_path.display().to_string());
     let mut inputs = Vec::new();
-    let text = read_input(agent_path, &agent_display, &mut inputs)?;
+    load_agent_project(agent_path, &mut inputs).map_err(|e| Input::attach(e, &inputs))
+}
+
+fn load_agent_project(agent_path: &Path, inputs: &mut Vec<Input>) -> Result<Project, InputError> {
+    let agent_display = display_name(&agent_path.display().to_string());
+    let text = read_input(agent_path, &agent_display, inputs)?;
     let af = agent::read_agent_file(&agent_display, &text)?;
     let dir = project_dir(agent_path);
     let mut catalogue = Catalogue::default();
     for src in &af.tools {
         match src {
-            ToolSourceRef::Catalogue(rel, _) => {
-                let name = display_name(rel);
-                let t = read_input(&dir.join(rel), &name, &mut inputs)?;
+            ToolSourceRef::Catalogue(rel, at) => {
+                let name = beside_file(&agent_display, rel);
+                let t = read_named(&dir.join(rel), &name, ("catalogue", rel, at), inputs)?;
                 catalogue.merge(catalogue::read_catalogue(&name, &t)?)?;
                 catalogue::lock::check_config(&dir.join(rel), &name, &t)?;
             }
@@ -84,10 +194,10 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
     let (rulebook, rulebook_refusal) = match &af.rulebook {
         Some((rel, at)) => load_rulebook(
             &dir.join(rel),
-            &display_name(rel),
-            Some(at),
+            &beside_file(&agent_display, rel),
+            Some((at, rel.as_str())),
             &mut catalogue,
-            &mut inputs,
+            inputs,
         )?,
         None => (None, None),
     };
@@ -100,7 +210,7 @@ pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
         graph,
         catalogue,
         (rulebook, rulebook_refusal),
-        inputs,
+        std::mem::take(inputs),
     );
     p.sources = sources;
     Ok(p)
@@ -145,13 +255,32 @@ pub fn load_graph_project_with(
     settings_path: Option<&Path>,
     lg: &langgraph::Options,
 ) -> Result<(Project, Vec<String>), InputError> {
-    let gname = display_name(&graph_path.display().to_string());
     let mut inputs = Vec::new();
-    let gt = read_input(graph_path, &gname, &mut inputs)?;
+    load_graph(
+        graph_path,
+        catalogue_paths,
+        rulebook_path,
+        settings_path,
+        lg,
+        &mut inputs,
+    )
+    .map_err(|e| Input::attach(e, &inputs))
+}
+
+fn load_graph(
+    graph_path: &Path,
+    catalogue_paths: &[&Path],
+    rulebook_path: Option<&Path>,
+    settings_path: Option<&Path>,
+    lg: &langgraph::Options,
+    inputs: &mut Vec<Input>,
+) -> Result<(Project, Vec<String>), InputError> {
+    let gname = display_name(&graph_path.display().to_string());
+    let gt = read_input(graph_path, &gname, inputs)?;
     let mut catalogue = Catalogue::default();
     for catalogue_path in catalogue_paths {
         let cname = display_name(&catalogue_path.display().to_string());
-        let ct = read_input(catalogue_path, &cname, &mut inputs)?;
+        let ct = read_input(catalogue_path, &cname, inputs)?;
         catalogue.merge(catalogue::read_catalogue(&cname, &ct)?)?;
     }
     let (graph, notes) = if langgraph::looks_like(&gt) {
@@ -172,18 +301,15 @@ pub fn load_graph_project_with(
             &display_name(&p.display().to_string()),
             None,
             &mut catalogue,
-            &mut inputs,
+            inputs,
         )?,
         None => (None, None),
     };
     catalogue::check_merged(&catalogue)?;
     let agent_file = match settings_path {
         Some(p) => {
-            let name = p
-                .file_name()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_default();
-            let t = read_input(p, &name, &mut inputs)?;
+            let name = display_name(&p.display().to_string());
+            let t = read_input(p, &name, inputs)?;
             Some(agent::read_agent_file(&name, &t)?)
         }
         None => None,
@@ -194,7 +320,7 @@ pub fn load_graph_project_with(
         graph,
         catalogue,
         (rulebook, rulebook_refusal),
-        inputs,
+        std::mem::take(inputs),
     );
     Ok((project, notes))
 }
@@ -206,7 +332,7 @@ fn project(
     graph: ir::graph::Graph,
     catalogue: Catalogue,
     (rulebook, rulebook_refusal): RulebookLoad,
-    inputs: Vec<(String, String)>,
+    inputs: Vec<Input>,
 ) -> Project {
     let settings = agent_file
         .as_ref()
@@ -263,21 +389,17 @@ type RulebookLoad = (Option<Rulebook>, Option<InputError>);
 fn load_rulebook(
     path: &Path,
     display: &str,
-    at: Option<&Loc>,
+    named: Option<(&Loc, &str)>,
     catalogue: &mut Catalogue,
-    inputs: &mut Vec<(String, String)>,
+    inputs: &mut Vec<Input>,
 ) -> Result<RulebookLoad, InputError> {
     let compiled = if path.is_dir() {
         rulebook::read_compiled_dir(path, display)
     } else {
-        let text = read_input(path, display, inputs).map_err(|e| match at {
-            Some(at) => InputError::at(
-                &at.file,
-                at.line,
-                format!("rulebook `{display}`: {}", e.message),
-            ),
-            None => e,
-        })?;
+        let text = match named {
+            Some((at, rel)) => read_named(path, display, ("rulebook", rel, at), inputs)?,
+            None => read_input(path, display, inputs)?,
+        };
         rulebook::compile_text(display, &text)
     };
     match compiled {
@@ -323,17 +445,47 @@ pub fn project_dir(agent_path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    /// A folder of inputs written twice, as is and with a byte-order mark on each file.
-    fn write_both(files: &[(&str, String)], name: &str) -> (PathBuf, PathBuf) {
-        let base = std::env::temp_dir().join(format!("qls-bom-{name}-{}", std::process::id()));
-        let (plain, marked) = (base.join("plain"), base.join("marked"));
+    /// A folder of inputs written twice, as is and with a byte-order mark on each file (both
+    /// removed when the first is dropped).
+    fn write_both(files: &[(&str, String)], name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let base = tempfile::Builder::new()
+            .prefix(&format!("qls-bom-{name}-"))
+            .tempdir()
+            .unwrap();
+        let (plain, marked) = (base.path().join("plain"), base.path().join("marked"));
         for (dir, mark) in [(&plain, ""), (&marked, "\u{feff}")] {
             std::fs::create_dir_all(dir).unwrap();
             for (f, text) in files {
                 std::fs::write(dir.join(f), format!("{mark}{text}")).unwrap();
             }
         }
-        (plain, marked)
+        (base, plain, marked)
+    }
+
+    #[test]
+    fn a_file_agent_yaml_names_is_shown_beside_it_as_given() {
+        for (agent, rel, want) in [
+            ("agent.yaml", "./cat.yaml", "cat.yaml"),
+            ("agent.yaml", "../x/cat.yaml", "../x/cat.yaml"),
+            (
+                "examples/shop/agent.yaml",
+                "./shop.catalogue.yaml",
+                "examples/shop/shop.catalogue.yaml",
+            ),
+            (
+                "examples/shop/agent.yaml",
+                "../common/c.yaml",
+                "examples/common/c.yaml",
+            ),
+            ("../p/agent.yaml", "sub/./c.yaml", "../p/sub/c.yaml"),
+            ("../p/agent.yaml", "../../c.yaml", "../../c.yaml"),
+            // The folder as given is kept; only the path agent.yaml gives is folded.
+            ("a/../b/agent.yaml", "c.yaml", "a/../b/c.yaml"),
+            ("/srv/p/agent.yaml", "c.yaml", "/srv/p/c.yaml"),
+            ("p/agent.yaml", "/etc/c.yaml", "/etc/c.yaml"),
+        ] {
+            assert_eq!(beside_file(agent, rel), want, "{agent} + {rel}");
+        }
     }
 
     #[test]
@@ -353,14 +505,20 @@ mod tests {
             ("mcp.lock.json", serde_json::to_string_pretty(&lock).unwrap()),
             ("o.yaml", "overlay:\n  b: {effect: read}\n".to_string()),
         ];
-        let (plain, marked) = write_both(&files, "agent");
+        let (_tmp, plain, marked) = write_both(&files, "agent");
         let p = load_project(&plain.join("agent.yaml")).unwrap();
         let m = load_project(&marked.join("agent.yaml")).unwrap();
-        assert_eq!(format!("{p:?}"), format!("{m:?}"));
+        // Each file is named by its path as given: the folders differ, nothing else.
+        let strip = |s: String, dir: &Path| s.replace(&dir.display().to_string(), "");
+        assert_eq!(
+            strip(format!("{p:?}"), &plain),
+            strip(format!("{m:?}"), &marked)
+        );
         assert_eq!(p.catalogue.tools.len(), 3);
+        assert_eq!(p.inputs[1].file, format!("{}/cat.yaml", plain.display()));
         // An error's line is the same with the mark: the mark is on line 1.
         let bad = [("agent.yaml", "agents:\n  desk:\n    modl: x\n".to_string())];
-        let (plain, marked) = write_both(&bad, "bad");
+        let (_tmp, plain, marked) = write_both(&bad, "bad");
         let e1 = load_project(&plain.join("agent.yaml")).unwrap_err();
         let e2 = load_project(&marked.join("agent.yaml")).unwrap_err();
         assert_eq!(
@@ -376,7 +534,7 @@ mod tests {
             ("tools.catalogue.yaml", read("tools.catalogue.yaml")),
             ("agent.yaml", read("agent.yaml")),
         ];
-        let (plain, marked) = write_both(&files, "graph");
+        let (_tmp, plain, marked) = write_both(&files, "graph");
         let load = |d: &Path| {
             load_graph_project(
                 &d.join("graph.json"),

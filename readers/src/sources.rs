@@ -226,16 +226,13 @@ mod tests {
         af
     }
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("qls-sources-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn named_modules_and_the_files_beside_respecting_gitignore() {
-        let d = tmp("walk");
+        let tmp = tempfile::Builder::new()
+            .prefix("qls-sources-")
+            .tempdir()
+            .unwrap();
+        let d = tmp.path();
         std::fs::create_dir_all(d.join("shop")).unwrap();
         std::fs::create_dir_all(d.join("node_modules/x")).unwrap();
         std::fs::create_dir_all(d.join("gen")).unwrap();
@@ -253,7 +250,7 @@ mod tests {
             "shop.tools".into(),
             at.clone(),
         )]);
-        let s = read_sources(&d, &af).unwrap();
+        let s = read_sources(d, &af).unwrap();
         let files: Vec<(&str, bool)> = s
             .files
             .iter()
@@ -268,15 +265,14 @@ mod tests {
             "shop.missing".into(),
             at.clone(),
         )]);
-        let e = read_sources(&d, &af).unwrap_err();
+        let e = read_sources(d, &af).unwrap_err();
         assert_eq!(e.line, 7);
         assert!(e.message.contains("shop/missing.py"), "{}", e.message);
         let af = agent(vec![ToolSourceRef::Module(Language::Go, "gen".into(), at)]);
-        let s = read_sources(&d, &af).unwrap();
+        let s = read_sources(d, &af).unwrap();
         assert!(s
             .files
             .iter()
             .any(|f| f.file == "gen/out.go" && f.named_by.is_some()));
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -43,7 +43,7 @@ pub fn load_yaml(file: &str, text: &str) -> Result<Node, InputError> {
             mark_quoted(&mut node, &chars);
             Ok(node)
         }
-        Ok(Err(e)) => Err(load_error(file, e)),
+        Ok(Err(e)) => Err(load_error(file, text, e)),
         Err(_) => Err(InputError::at(file, 0, "YAML the reader cannot represent (aliases and unusual document streams are not supported)")),
     }
 }
@@ -105,7 +105,7 @@ fn mark_quoted(node: &mut Node, chars: &[char]) {
     }
 }
 
-fn load_error(file: &str, e: marked_yaml::LoadError) -> InputError {
+fn load_error(file: &str, text: &str, e: marked_yaml::LoadError) -> InputError {
     use marked_yaml::LoadError::*;
     let (m, msg) = match &e {
         TopLevelMustBeMapping(m) => (*m, "expected a mapping at the top level".to_string()),
@@ -113,7 +113,25 @@ fn load_error(file: &str, e: marked_yaml::LoadError) -> InputError {
         UnexpectedAnchor(m) => (*m, "YAML anchors are not supported".to_string()),
         MappingKeyMustBeScalar(m) => (*m, "mapping keys must be plain scalars".to_string()),
         UnexpectedTag(m) => (*m, "YAML tags are not supported".to_string()),
-        ScanError(m, se) => (*m, format!("YAML syntax error: {}", se.info())),
+        ScanError(m, se) => {
+            let (line, col) = (m.line() as u32, m.column() as u32);
+            let e = InputError::at(file, line, format!("YAML syntax error: {}", se.info()))
+                .with_col(col);
+            return match open_flow_at(text, line, col) {
+                Some((l, c, bracket)) if l < line => {
+                    let closing = if bracket == '[' { ']' } else { '}' };
+                    InputError {
+                        message: format!(
+                            "{}; this is inside the `{bracket}` opened on line {l}, which has no `{closing}` before here",
+                            e.message
+                        ),
+                        ..e
+                    }
+                    .with_related(l, Some(c), format!("the `{bracket}` opened here"))
+                }
+                _ => e,
+            };
+        }
         DuplicateKey(inner) => {
             let k = &inner.key;
             let first = scalar_line(&inner.prev_key);
@@ -128,6 +146,44 @@ fn load_error(file: &str, e: marked_yaml::LoadError) -> InputError {
         }
     };
     InputError::at(file, m.line() as u32, msg).with_col(m.column() as u32)
+}
+
+/// The innermost flow collection (`[` or `{`) still open at 1-based `line` and `col` of
+/// `text`: its line, 1-based column and bracket. A syntax error inside one that opened on an
+/// earlier line is most often that bracket left unclosed, and the parser only notices lines
+/// later; the error then names where it opened.
+fn open_flow_at(text: &str, line: u32, col: u32) -> Option<(u32, u32, char)> {
+    use yaml_rust2::scanner::{Scanner, TokenType};
+    let lines: Vec<&str> = text.lines().collect();
+    // The scanner also makes start and end tokens for the implicit mappings of a flow
+    // sequence (`[a: b]`); only the brackets written in the text count.
+    let char_at = |l: u32, c: u32| {
+        lines
+            .get(l.checked_sub(1)? as usize)
+            .and_then(|t| t.chars().nth(c.checked_sub(1)? as usize))
+    };
+    let mut open: Vec<(u32, u32, char)> = Vec::new();
+    for tok in Scanner::new(text.chars()) {
+        let (l, c) = (tok.0.line() as u32, tok.0.col() as u32 + 1);
+        if (l, c) >= (line, col) {
+            break;
+        }
+        let written = char_at(l, c);
+        match tok.1 {
+            TokenType::FlowSequenceStart | TokenType::FlowMappingStart
+                if matches!(written, Some('[' | '{')) =>
+            {
+                open.push((l, c, written.unwrap_or('[')));
+            }
+            TokenType::FlowSequenceEnd | TokenType::FlowMappingEnd
+                if matches!(written, Some(']' | '}')) =>
+            {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    open.pop()
 }
 
 /// Parses JSON text: syntax is checked by `serde_json` (with its line and column), then the
@@ -482,6 +538,32 @@ mod tests {
         let text: String = (0..200).map(|i| format!("{}k:\n", " ".repeat(i))).collect();
         let e = load_yaml("t.yaml", &text).unwrap_err();
         assert_eq!(e.line, 129);
+    }
+
+    #[test]
+    fn an_unclosed_flow_collection_names_the_line_it_opened_on() {
+        // The parser stops on line 4 (the `:` of `model:` inside the sequence); the bracket
+        // left open is on line 3, column 12.
+        let text = "agents:\n  desk:\n    tools: [get_order\n    model: m\n";
+        let e = load_yaml("a.yaml", text).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(
+            e.message
+                .contains("inside the `[` opened on line 3, which has no `]` before here"),
+            "{e}"
+        );
+        let r = e.related.expect("the opening bracket's place");
+        assert_eq!((r.line, r.col), (3, Some(12)));
+        // A mapping, the same.
+        let text = "a:\n  b: {c: 1,\n  d: 2\n";
+        let e = load_yaml("a.yaml", text).unwrap_err();
+        assert!(e.message.contains("`{` opened on line 2"), "{e}");
+        // Closed brackets and the implicit mappings of a flow sequence name none.
+        let text = "a: [x: 1, {y: 2}]\nb: [c\n";
+        let e = load_yaml("a.yaml", text).unwrap_err();
+        assert_eq!(e.related.map(|r| r.line), Some(2), "{}", e.message);
+        let e = load_yaml("a.yaml", "a: [1]\nb: - c\n").unwrap_err();
+        assert_eq!(e.related, None, "{}", e.message);
     }
 
     #[test]

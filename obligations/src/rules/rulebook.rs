@@ -71,12 +71,22 @@ pub fn qg010_message(action: &str, depth: Option<u32>) -> String {
     format!("no reachable step {within} has the rulebook allow '{action}': the execute is dead")
 }
 
+/// QG005's subject for a refusal in `file`: the file's name, without its folder. Files are
+/// shown as the user named them from where qls ran, and that must not change a finding's
+/// subject (what a suppression, an expected.json and `qls repair` name) or its fingerprint.
+pub fn qg005_subject(file: &str) -> String {
+    std::path::Path::new(file)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| file.to_string())
+}
+
 /// QG005 Unshippable policy: the rulebook is refused.
 pub(crate) fn qg005_unshippable_policy(p: &Project, out: &mut Vec<Raw>) {
     if let Some(e) = &p.rulebook_refusal {
         out.push(raw(
             QG005,
-            &e.file,
+            &qg005_subject(&e.file),
             Some(Loc::new(&e.file, e.line)),
             format!("the rulebook is refused: {}", e.message),
         ));

@@ -73,7 +73,7 @@ pub(crate) const CONCRETE: &[Concrete] = &[Concrete {
 
 /// QG105 Unrecoverable write: a write with no undo that is not irreversible, listed on a node
 /// that lies on a graph path (either direction) with a node listing another write; one finding
-/// per place the tool is declared or executed.
+/// per tool, at every place the tool is declared or executed.
 pub(crate) fn qg105_unrecoverable_writes(p: &Project, g: &G, out: &mut Vec<Raw>) {
     let writes = writes_listed(p);
     let mut flagged: indexmap::IndexSet<&str> = indexmap::IndexSet::new();
@@ -104,22 +104,26 @@ pub(crate) fn qg105_unrecoverable_writes(p: &Project, g: &G, out: &mut Vec<Raw>)
         .values()
         .filter(|t| flagged.contains(t.name.as_str()))
     {
-        for at in tool_places(p, &t.name) {
-            out.push(raw(QG105, &t.name, Some(at), format!("the write '{}' has no compensation, is not irreversible, and runs on a path with another write", t.name)));
-        }
+        let mut places = tool_places(p, &t.name).into_iter();
+        let mut r = raw(QG105, &t.name, places.next(), format!("the write '{}' has no compensation, is not irreversible, and runs on a path with another write", t.name));
+        r.also = places.collect();
+        out.push(r);
     }
 }
 
 /// The places a tool is declared: each agent.yaml `tools:` line naming it (or each graph node
-/// listing it), then each rulebook `execute` of it.
+/// listing it), then each rulebook `execute` of it. A graph whose nodes all come from the agent
+/// file is that file's: an exported graph records the file as its exporter named it, so the
+/// file's name is compared, not the path qls was given (`--settings examples/x/agent.yaml`).
 fn tool_places(p: &Project, tool: &str) -> Vec<Loc> {
+    let name = |f: &str| std::path::Path::new(f).file_name().map(|n| n.to_owned());
     let mut v = Vec::new();
     match &p.agent_file {
         Some(af)
-            if p.graph
-                .nodes
-                .iter()
-                .all(|n| n.at.as_ref().is_none_or(|l| l.file == af.file)) =>
+            if p.graph.nodes.iter().all(|n| {
+                n.at.as_ref()
+                    .is_none_or(|l| l.file == af.file || name(&l.file) == name(&af.file))
+            }) =>
         {
             for a in af.agents.values() {
                 v.extend(

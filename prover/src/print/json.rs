@@ -32,7 +32,7 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         .collect();
     let v = json!({
         "format": "qls-findings/1",
-        "inputs": p.inputs.iter().map(|(f, h)| json!({"file": f, "sha256": h})).collect::<Vec<_>>(),
+        "inputs": p.inputs.iter().map(|i| json!({"file": i.file, "sha256": i.sha256})).collect::<Vec<_>>(),
         "depth": {"session_steps": r.depth.0, "step_limit": r.depth.1},
         "proof": match &r.not_run { Some(why) => json!({"ran": false, "why": why}), None => json!({"ran": true}) },
         "agents_derived": p.graph.agents_derived,
@@ -55,26 +55,26 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         v["fixpoint_turns"] = json!(r.fixpoint_turns);
     }
     if let Some(c) = &r.code {
-        v["code_checks"] = code_checks_json(c);
+        v["code_checks"] = code_checks_json(r, c);
     }
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
 }
 
 /// The code checks (docs/formats.md): the rule set's hash, the files read, and each finding
 /// with its rule's record, its place and, for a contradiction, the tool and its declaration.
-fn code_checks_json(c: &codecheck::CodeReport) -> Value {
+fn code_checks_json(r: &Report, c: &codecheck::CodeReport) -> Value {
     json!({
         "rules": c.rules,
         "passed": c.passes(),
         "files": c.files.iter().map(|f| json!({
-            "file": f.file, "language": f.language.name(), "sha256": f.sha256,
+            "file": r.code_file(&f.file), "language": f.language.name(), "sha256": f.sha256,
             "recovered": f.recovered, "unparsed": f.unparsed, "tools": f.tools, "registered": f.registered,
         })).collect::<Vec<_>>(),
         "findings": c.findings.iter().map(|f| {
             let i = f.rule.info();
             json!({
                 "rule": i.id, "title": i.title, "cwe": i.cwe, "severity": i.severity, "fails_gate": i.fails_gate,
-                "file": f.file, "line": f.line, "column": f.column, "message": f.message, "fix": i.fix,
+                "file": r.code_file(&f.file), "line": f.line, "column": f.column, "message": f.message, "fix": i.fix,
                 "tool": f.tool, "declared_at": f.declared_at,
             })
         }).collect::<Vec<_>>(),
@@ -111,7 +111,7 @@ fn reason_word(k: StopReason) -> String {
 fn finding_json(f: &Finding) -> Value {
     json!({
         "rule": f.rule.id, "title": f.rule.title, "type": f.rule.kind.name(), "severity": f.rule.kind.severity(),
-        "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().collect::<Vec<_>>(),
+        "fails_gate": f.rule.fails_gate, "subject": f.subject, "locations": f.at.iter().chain(&f.also).collect::<Vec<_>>(),
         "message": f.message, "owasp": f.rule.owasp, "fix": f.rule.fix.replace("{tool}", &f.subject),
         "witness": f.document,
         "witness_file": f.witness_file,

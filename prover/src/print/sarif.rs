@@ -72,7 +72,7 @@ fn sarif_value(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> Value {
                 .iter()
                 .map(|ru| code_rule_entry(*ru)),
         );
-        results.extend(c.findings.iter().map(|f| code_result(f, base)));
+        results.extend(c.findings.iter().map(|f| code_result(r, f, base)));
     }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -126,7 +126,7 @@ fn code_rule_entry(ru: codecheck::CodeRule) -> Value {
 
 /// One code finding as a SARIF result at its line and column; a contradiction's declaration as
 /// a related location.
-fn code_result(f: &codecheck::CodeFinding, base: usize) -> Value {
+fn code_result(r: &Report, f: &codecheck::CodeFinding, base: usize) -> Value {
     let i = f.rule.info();
     let index = base
         + codecheck::CodeRule::ALL
@@ -138,7 +138,7 @@ fn code_result(f: &codecheck::CodeFinding, base: usize) -> Value {
         "ruleIndex": index,
         "level": if i.fails_gate { "error" } else { "warning" },
         "message": {"text": format!("{}: {}", i.title, f.message)},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.file}, "region": {"startLine": f.line, "startColumn": f.column}}}],
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": r.code_file(&f.file)}, "region": {"startLine": f.line, "startColumn": f.column}}}],
         "properties": {"cwe": i.cwe},
     });
     if let Some(d) = &f.declared_at {
@@ -182,7 +182,7 @@ fn result(f: &Finding, proof: &Proof) -> Value {
         "ruleIndex": index,
         "level": sarif_level(f.rule),
         "message": {"text": format!("{} on {}: {}", f.rule.title, f.subject, f.message)},
-        "locations": f.at.iter().map(|a| sarif_location(a, None)).collect::<Vec<_>>(),
+        "locations": f.at.iter().chain(&f.also).map(|a| sarif_location(a, None)).collect::<Vec<_>>(),
         "properties": {"subject": f.subject, "standing": f.standing.word()},
         "partialFingerprints": {"qlsFinding/v1": f.fingerprint},
         "baselineState": if f.standing == Standing::Existing { "unchanged" } else { "new" },

@@ -45,19 +45,25 @@ fn engine_lines(s: &mut String, r: &Report) {
     }
 }
 
-/// `QG012 High on refund_card (agent.yaml:7)`.
+/// `QG012 High on refund_card (agent.yaml:7)`; a finding at several places names each
+/// (`QG105 Review on refund_card (agent.yaml:10, policy.co:19)`).
 fn headline(f: &Finding) -> String {
     format!(
         "{} {} on {}{}",
         f.rule.id,
         f.rule.kind.severity(),
         f.subject,
-        loc_text(&f.at)
+        loc_text(&f.at, &f.also)
     )
 }
 
-fn loc_text(at: &Option<Loc>) -> String {
-    at.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
+fn loc_text(at: &Option<Loc>, also: &[Loc]) -> String {
+    let places: Vec<String> = at.iter().chain(also).map(Loc::to_string).collect();
+    if places.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", places.join(", "))
+    }
 }
 
 /// With `--dependencies`: how many packages were read from which files, and the advisory
@@ -182,13 +188,13 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
         ));
     }
     if let Some(c) = &r.code {
-        code_checks(s, c);
+        code_checks(s, r, c);
     }
 }
 
 /// SPEC §7's code-checks line, after the lints: "Code checks: no finding in 4 file(s) (rules
 /// …)." or the findings, each at file:line:column (a contradiction also at its declaration).
-fn code_checks(s: &mut String, c: &codecheck::CodeReport) {
+fn code_checks(s: &mut String, r: &Report, c: &codecheck::CodeReport) {
     let n = c.files.len();
     if c.findings.is_empty() {
         s.push_str(&format!(
@@ -218,7 +224,7 @@ fn code_checks(s: &mut String, c: &codecheck::CodeReport) {
                 "  {} {}{on} at {}{declared}: {}\n    {} ({}). Fix: {}\n",
                 i.id,
                 i.severity,
-                f.place(),
+                r.code_place(f),
                 f.message,
                 i.title,
                 i.cwe,
@@ -228,11 +234,11 @@ fn code_checks(s: &mut String, c: &codecheck::CodeReport) {
     }
     for f in &c.files {
         if let Some(why) = &f.unparsed {
-            s.push_str(&format!("  {} was not read: {why}\n", f.file));
+            s.push_str(&format!("  {} was not read: {why}\n", r.code_file(&f.file)));
         } else if f.recovered {
             s.push_str(&format!(
                 "  {} has syntax errors; the rules read what the grammar recovered\n",
-                f.file
+                r.code_file(&f.file)
             ));
         }
     }

@@ -90,7 +90,7 @@ fn refusal_change(file: &str, key: &str, text: &str, line: usize, out: &mut Vec<
     let doc = Doc::new(text);
     let scope = Scope::Rulebook {
         rule: "QG005",
-        subjects: vec![file.to_string()],
+        subjects: vec![obligations::rules::rulebook::qg005_subject(file)],
     };
     if file.ends_with(".yaml") || file.ends_with(".yml") {
         if let Some((action, edits)) = merge_rules(text, line) {

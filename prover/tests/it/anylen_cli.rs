@@ -2,19 +2,12 @@
 //! turns, `session_steps: any` in settings and in `qls solve` jobs, and a clear exit 2 for
 //! anything that is neither a positive number nor `any`.
 
+use crate::qls_in;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn qls_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qls"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
 }
 
 fn qls(args: &[&str]) -> Output {
@@ -41,9 +34,8 @@ fn json(o: &Output) -> serde_json::Value {
 }
 
 /// A scratch folder with the QG003 clean case's catalogue and an agent.yaml of our own.
-fn scratch(name: &str, settings: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qls-anylen-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn scratch(name: &str, settings: &str) -> crate::common::Scratch {
+    let dir = crate::common::Scratch::new(&format!("anylen-{name}"));
     let case = root().join("corpus/qg003-clean");
     std::fs::copy(
         case.join("tools.catalogue.yaml"),
@@ -174,7 +166,6 @@ fn session_steps_any_in_settings_and_in_a_job() {
     .unwrap();
     let o = qls(&["solve", file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -195,7 +186,6 @@ fn anything_but_a_positive_number_or_any_is_refused_with_exit_2() {
         "{}",
         err(&o)
     );
-    std::fs::remove_dir_all(&dir).ok();
     // A corpus case written from a proof for any length could not say what it expects.
     let o = verify_any(
         "corpus/qg003-fires/agent.yaml",

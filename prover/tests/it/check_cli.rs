@@ -6,24 +6,18 @@ use ir::Loc;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 const EXTRA_TOOLS: &str = "  ship_order:\n    effect: write\n    order: {after: [get_order]}\n    args: {type: object, properties: {order_id: {type: string}}, additionalProperties: false}\n";
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A scratch folder holding a catalogue (the shop's plus `ship_order`) and a key file.
+/// A scratch folder holding a catalogue (the shop's plus `ship_order`) and a key file, removed
+/// when dropped.
 struct Scratch {
-    dir: PathBuf,
+    dir: crate::common::Scratch,
 }
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir =
-            std::env::temp_dir().join(format!("qls-check-cli-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::common::Scratch::new(&format!("check-cli-{name}"));
         let shop = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../examples/shop/shop.catalogue.yaml"
@@ -128,12 +122,6 @@ impl Scratch {
         assert_eq!(code, 0, "stderr: {err}");
         assert_eq!(out.trim_end().lines().count(), 1, "one line: {out}");
         serde_json::from_str(&out).unwrap()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

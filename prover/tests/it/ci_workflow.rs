@@ -39,8 +39,7 @@ fn the_documented_workflow_runs_on_the_shop_and_passes_its_gate() {
     let wf = workflow();
     let job = &wf["jobs"]["verify"];
     let steps = job["steps"].as_array().expect("steps");
-    let dir = std::env::temp_dir().join(format!("qls-ci-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = crate::common::Scratch::new("ci");
     copy_dir(&root().join("examples"), &dir.join("examples"));
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_qls"));
     let path = format!(

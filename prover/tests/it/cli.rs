@@ -1,6 +1,6 @@
 //! The `qls` binary end to end: the shop report (snapshot), the hand-off gate, exit codes, clear
-//! errors with file and line for bad input (and nothing written), and byte-identical output
-//! whatever `--jobs` is.
+//! errors with file and line for bad input (and nothing written) whose source line is the
+//! file's that was read wherever qls runs, and byte-identical output whatever `--jobs` is.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,10 +27,16 @@ fn err(o: &Output) -> String {
 
 #[test]
 fn shop_report_matches_the_seed() {
-    let o = qls(&["verify", "examples/shop/agent.yaml"]);
+    // Run as the seed runs it, in the shop's folder: `qls verify agent.yaml`.
+    let o = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(["verify", "agent.yaml"])
+        .current_dir(root().join("examples/shop"))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let t = text(&o);
-    // The seed's nine lints in its order and words, QG023 and the two QG105 places, the quiet rules.
+    // The seed's nine lints in its order and words, QG023 and QG105 (the seed prints it once per
+    // place in the same words; it is one finding at both places), the quiet rules.
     let seed = std::fs::read_to_string(root().join("fixtures/seeds/000_bf06ed4199c03cff.txt"))
         .expect("seed 000 is in fixtures/seeds/");
     for line in seed.lines().filter(|l| {
@@ -42,13 +48,14 @@ fn shop_report_matches_the_seed() {
         assert!(t.contains(line), "missing seed line {line:?} in\n{t}");
     }
     for want in [
+        "qls verify agent.yaml\n",
         "QG023 Medium on cycle:desk_model (agent.yaml:3)",
-        "QG105 Review on refund_card (agent.yaml:10)",
-        "QG105 Review on refund_card (policy.co:19)",
+        "QG105 Review on refund_card (agent.yaml:10, policy.co:19)",
         "Gate: passed",
     ] {
         assert!(t.contains(want), "missing {want:?}");
     }
+    assert_eq!(t.matches("QG105").count(), 1, "QG105 is printed once: {t}");
     // The seed's code-checks line after the lints, over the shop's tool module
     // (shop/__init__.py and shop/tools.py), with this rule set's hash.
     let line = format!(
@@ -77,7 +84,7 @@ fn handoff_fails_the_gate_with_qg012_at_its_line() {
     assert_eq!(o.status.code(), Some(1));
     let t = text(&o);
     assert!(
-        t.contains("QG012 High on issue_refund (agent.yaml:7)"),
+        t.contains("QG012 High on issue_refund (examples/handoff/agent.yaml:7)"),
         "{t}"
     );
     assert!(t.ends_with("Gate: failed\n"));
@@ -133,23 +140,26 @@ fn output_is_byte_identical_whatever_the_jobs() {
     }
 }
 
-/// Writes a case folder with an agent.yaml and a catalogue, and returns the agent.yaml path.
-fn case(name: &str, agent: &str, catalogue: &str, policy: Option<&str>) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qls-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("agent.yaml"), agent).unwrap();
-    std::fs::write(dir.join("tools.catalogue.yaml"), catalogue).unwrap();
+/// A case folder with an agent.yaml and a catalogue (removed when dropped), and the agent.yaml
+/// path.
+fn case(agent: &str, catalogue: &str, policy: Option<&str>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix("qls-cli-")
+        .tempdir()
+        .unwrap();
+    std::fs::write(dir.path().join("agent.yaml"), agent).unwrap();
+    std::fs::write(dir.path().join("tools.catalogue.yaml"), catalogue).unwrap();
     if let Some(p) = policy {
-        std::fs::write(dir.join("policy.co"), p).unwrap();
+        std::fs::write(dir.path().join("policy.co"), p).unwrap();
     }
-    dir.join("agent.yaml")
+    let a = dir.path().join("agent.yaml");
+    (dir, a)
 }
 
 const CAT: &str = "tools:\n  get_order: {effect: read}\n  refund: {effect: write}\n";
 
 fn bad(name: &str, agent: &str, catalogue: &str, want_file_line: &str, want_words: &str) {
-    let a = case(name, agent, catalogue, None);
+    let (_dir, a) = case(agent, catalogue, None);
     let keep = a.parent().unwrap().join("kept");
     let o = Command::new(env!("CARGO_BIN_EXE_qls"))
         .arg("verify")
@@ -239,8 +249,11 @@ fn missing_catalogue_file_is_a_clear_error() {
 
 #[test]
 fn graph_json_errors_have_lines() {
-    let dir = std::env::temp_dir().join(format!("qls-cli-{}-graph", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("qls-cli-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::write(dir.join("c.catalogue.yaml"), CAT).unwrap();
     std::fs::write(dir.join("g.json"), "{\"format\": \"qls-graph/1\",\n \"entry\": \"r\",\n \"nodes\": [{\"id\": \"r\", \"kind\": \"router\", \"agent\": \"a\"}],\n \"edges\": [{\"from\": \"r\", \"to\": \"nowhere\", \"kind\": \"route\"}]}\n").unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_qls"))
@@ -270,18 +283,19 @@ fn graph_json_errors_have_lines() {
 
 #[test]
 fn a_refused_rulebook_is_qg005_and_fails_the_gate() {
-    let a = case("qg005", "agents:\n  desk:\n    tools: [refund]\ntools:\n  - catalogue: tools.catalogue.yaml\nrulebook: policy.co\n", CAT, Some("define flow refunds\n  user ask refund\n  goto start\n  execute refund\n"));
+    let (dir, a) = case("agents:\n  desk:\n    tools: [refund]\ntools:\n  - catalogue: tools.catalogue.yaml\nrulebook: policy.co\n", CAT, Some("define flow refunds\n  user ask refund\n  goto start\n  execute refund\n"));
     let o = Command::new(env!("CARGO_BIN_EXE_qls"))
         .arg("verify")
         .arg(&a)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
-    assert!(
-        text(&o).contains("QG005 Medium on policy.co (policy.co:3)"),
-        "{}",
-        text(&o)
+    // The subject is the file's name; its place is the file as the user reached it.
+    let want = format!(
+        "QG005 Medium on policy.co ({}:3)",
+        dir.path().join("policy.co").display()
     );
+    assert!(text(&o).contains(&want), "{want:?} in {}", text(&o));
 }
 
 #[test]
@@ -331,7 +345,7 @@ fn multi_turn_escape_is_qg003() {
     // unchecked write in turn two... only when the write is reachable in a later turn alone.
     let agent = "agents:\n  desk:\n    model: m\n    tools: [read_mail, save_note]\n    on_unread: model\ntools:\n  - catalogue: tools.catalogue.yaml\nsettings:\n  memory_keeps_marks: false\n  session_steps: 2\n  step_limit: 4\n  taint_policy: refuse\n  write_policy: declared\n";
     let cat = "tools:\n  read_mail: {effect: read, returns: untrusted}\n  save_note: {effect: write, store: {name: notes, persistent: true}, args: {type: object, properties: {}, additionalProperties: false}}\n";
-    let a = case("qg003", agent, cat, None);
+    let (_dir, a) = case(agent, cat, None);
     let o = Command::new(env!("CARGO_BIN_EXE_qls"))
         .arg("verify")
         .arg(&a)
@@ -354,8 +368,11 @@ fn multi_turn_escape_is_qg003() {
 
 #[test]
 fn emit_case_writes_cases_the_corpus_runner_accepts() {
-    let dir = std::env::temp_dir().join(format!("qls-cli-{}-emit", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("qls-cli-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().join("cases");
     let o = qls(&[
         "verify",
         "--graph",
@@ -496,9 +513,11 @@ fn dependencies_feed_qg022_and_qg106() {
         "{}",
         err(&o)
     );
-    let dir = std::env::temp_dir().join(format!("qls-cli-deps-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bad = dir.join("uv.lock");
+    let dir = tempfile::Builder::new()
+        .prefix("qls-cli-")
+        .tempdir()
+        .unwrap();
+    let bad = dir.path().join("uv.lock");
     std::fs::write(
         &bad,
         "version = 1\n\n[[package]]\nname = \"langchain\"\nversion = 0.1\n",

@@ -142,8 +142,7 @@ fn reports_are_deterministic() {
 fn a_wrong_expectation_is_a_mismatch() {
     // The runner must be able to fail: a copy of a case with a doctored expected.json mismatches.
     let src = corpus_dir().join("qg001-fires");
-    let tmp = std::env::temp_dir().join(format!("qls-corpus-doctored-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = crate::common::Scratch::new("corpus-doctored");
     for f in ["graph.json", "tools.catalogue.yaml", "case.json"] {
         std::fs::copy(src.join(f), tmp.join(f)).unwrap();
     }
@@ -153,7 +152,6 @@ fn a_wrong_expectation_is_a_mismatch() {
     )
     .unwrap();
     let r = run_case(&tmp);
-    std::fs::remove_dir_all(&tmp).unwrap();
     assert!(
         r.mismatches
             .iter()

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn qls(args: &[&str]) -> Output {
@@ -32,10 +32,9 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qls-langgraph-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch folder, removed when dropped.
+fn tmp(name: &str) -> crate::common::Scratch {
+    crate::common::Scratch::new(&format!("langgraph-{name}"))
 }
 
 fn text(v: &Value) -> String {

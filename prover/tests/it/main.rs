@@ -19,6 +19,7 @@ mod budget;
 mod check_cli;
 mod ci_workflow;
 mod cli;
+mod cli_places;
 mod conformance;
 mod corpus;
 mod engines;
@@ -36,6 +37,15 @@ mod shop;
 mod slicing;
 mod subsumption;
 mod triage;
+
+/// `qls` with `args`, run in `dir`.
+fn qls_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_qls"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
 
 /// Snapshots keep the folder and names they had when each module was its own binary:
 /// `tests/snapshots/<module>__<name>.snap` (the assertions name the module themselves).

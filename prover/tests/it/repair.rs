@@ -95,11 +95,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("qls-repair-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch folder, removed when dropped.
+fn scratch(name: &str) -> crate::common::Scratch {
+    crate::common::Scratch::new(&format!("repair-test-{name}"))
 }
 
 type Found = BTreeSet<(String, String)>;
@@ -197,12 +195,11 @@ fn check_repair(name: &str, original: Inputs, copied: Inputs) {
         for (key, text) in r.files.edited(&rest) {
             std::fs::write(dir.join(key), text).unwrap();
         }
-        let (passed, _) = verify(Inputs::Case(dir.clone()));
+        let (passed, _) = verify(Inputs::Case(dir.to_path_buf()));
         assert!(
             !passed,
             "{name}: the repair without change {leave_out} still passes: not minimal"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -262,7 +259,6 @@ fn every_repairable_gate_failing_case_is_repaired_and_the_diff_applies() {
         copy_dir(&src, &work.join("case"));
         repair_and_apply(&work, &["--case", "case"]);
         check_repair(case, Inputs::Case(src), Inputs::Case(work.join("case")));
-        let _ = std::fs::remove_dir_all(&work);
     }
 }
 
@@ -296,7 +292,6 @@ fn the_handoff_example_is_repaired() {
     };
     let (passed, _) = verify(graph(&work.join("handoff")));
     assert!(passed, "the repaired hand-off example passes");
-    let _ = std::fs::remove_dir_all(&work);
 }
 
 #[test]
@@ -316,7 +311,6 @@ fn the_shops_failing_variant_is_repaired() {
     repair_and_apply(&work, &["shop/agent.yaml"]);
     let (passed, _) = verify(Inputs::Agent(agent));
     assert!(passed, "the repaired shop variant passes");
-    let _ = std::fs::remove_dir_all(&work);
 }
 
 #[test]
@@ -388,7 +382,6 @@ fn outside_the_space_is_said_and_the_text_report_quotes_the_reproof() {
         "{text}"
     );
     assert!(text.contains("share a key"), "{text}");
-    let _ = std::fs::remove_dir_all(&work);
     // A secret in the source and a credential in a log are repaired by source edits (the
     // secret moved to an environment variable, the log line redacted).
     for (case, rule, says) in [
@@ -503,11 +496,9 @@ fn two_secrets_of_a_module_without_os_share_one_import() {
     );
     check_repair(
         "two-secrets",
-        Inputs::Case(original.clone()),
+        Inputs::Case(original.to_path_buf()),
         Inputs::Case(work.join("case")),
     );
-    let _ = std::fs::remove_dir_all(&work);
-    let _ = std::fs::remove_dir_all(&original);
 }
 
 #[test]
@@ -575,13 +566,12 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
             for (key, text) in r.files.edited(&[c]) {
                 std::fs::write(dir.join(key), text).unwrap();
             }
-            if let Err(e) = Session::open(Job::new(Inputs::Case(dir.clone()))) {
+            if let Err(e) = Session::open(Job::new(Inputs::Case(dir.to_path_buf()))) {
                 panic!(
                     "{case}: `{}` leaves inputs that do not load: {e}",
                     c.kind.describe()
                 );
             }
-            let _ = std::fs::remove_dir_all(&dir);
         }
     }
     for k in [
@@ -633,7 +623,6 @@ fn apply_writes_the_repair_in_place() {
     assert!(kept + 1 >= before.lines().count(), "{after}");
     let (passed, _) = verify(Inputs::Agent(work.join("agent.yaml")));
     assert!(passed, "verify passes on the applied repair");
-    let _ = std::fs::remove_dir_all(&work);
 }
 
 #[test]
@@ -675,5 +664,4 @@ fn a_code_contradiction_is_declared_in_a_json_catalogue_too() {
     }
     let (passed, _) = verify(Inputs::Agent(agent));
     assert!(passed, "the repaired JSON catalogue passes the gate");
-    let _ = std::fs::remove_dir_all(&work);
 }

@@ -23,9 +23,8 @@ fn out(o: &Output) -> String {
 }
 
 /// A fresh copy of an example folder (the shop's tool module `shop/` with it).
-fn copy_example(name: &str, tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qls-triage-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn copy_example(name: &str, tag: &str) -> crate::common::Scratch {
+    let dir = crate::common::Scratch::new(&format!("triage-{tag}"));
     copy_dir(&root().join("examples").join(name), &dir);
     dir
 }

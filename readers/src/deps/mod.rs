@@ -13,7 +13,7 @@ mod python;
 mod requirements;
 
 use ir::deps::{DepFormat, Dependency};
-use ir::{sha256_hex, InputError, Loc};
+use ir::{Input, InputError, Loc};
 use std::path::Path;
 
 /// What one `--dependencies` file gave: its packages, in file order, and the reader's notes.
@@ -80,14 +80,10 @@ fn by_structure(lower: &str, text: &str) -> Option<DepFormat> {
 
 /// Reads one dependency file (its `-r` includes too, for a requirements file), recording every
 /// file read with its SHA-256 in `inputs`.
-pub fn read(
-    path: &Path,
-    display: &str,
-    inputs: &mut Vec<(String, String)>,
-) -> Result<Read, InputError> {
+pub fn read(path: &Path, display: &str, inputs: &mut Vec<Input>) -> Result<Read, InputError> {
     let text = crate::read_text(path, display)?;
-    inputs.push((display.to_string(), sha256_hex(text.as_bytes())));
-    parse(path, display, &text, inputs)
+    crate::record(inputs, path, display, &text);
+    parse(path, display, &text, inputs).map_err(|e| Input::attach(e, inputs))
 }
 
 /// Reads the text of the dependency file at `path` (named `display`); a requirements file's
@@ -96,7 +92,7 @@ pub fn parse(
     path: &Path,
     display: &str,
     text: &str,
-    inputs: &mut Vec<(String, String)>,
+    inputs: &mut Vec<Input>,
 ) -> Result<Read, InputError> {
     let text = crate::yaml::without_bom(text);
     let Some(format) = recognise(display, text) else {
@@ -183,9 +179,11 @@ mod tests {
 
     #[test]
     fn an_unknown_file_is_refused_with_the_names_read() {
-        let dir = std::env::temp_dir().join(format!("qls-deps-unknown-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("Cargo.lock");
+        let dir = tempfile::Builder::new()
+            .prefix("qls-deps-unknown-")
+            .tempdir()
+            .unwrap();
+        let p = dir.path().join("Cargo.lock");
         std::fs::write(&p, "[[package]]\nname = \"x\"\n").unwrap();
         let e = read(&p, "Cargo.lock", &mut vec![]).unwrap_err();
         assert_eq!(e.file, "Cargo.lock");

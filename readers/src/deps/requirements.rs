@@ -23,7 +23,7 @@
 
 use super::{dep, is_commit, Read};
 use ir::deps::{DepFormat, Ecosystem, Requirement};
-use ir::{sha256_hex, InputError, Loc};
+use ir::{Input, InputError, Loc};
 use std::path::{Path, PathBuf};
 
 /// Options that take a value and do not change what a line requires.
@@ -53,7 +53,7 @@ pub(super) fn read(
     path: &Path,
     display: &str,
     text: &str,
-    inputs: &mut Vec<(String, String)>,
+    inputs: &mut Vec<Input>,
     out: &mut Read,
 ) -> Result<(), InputError> {
     let mut seen = vec![lexical(path)];
@@ -99,7 +99,7 @@ fn read_file(
     path: &Path,
     display: &str,
     text: &str,
-    inputs: &mut Vec<(String, String)>,
+    inputs: &mut Vec<Input>,
     out: &mut Read,
     seen: &mut Vec<PathBuf>,
 ) -> Result<(), InputError> {
@@ -128,10 +128,10 @@ fn read_file(
                             "`{opt} {rel}` includes a file already being read (an include cycle)"
                         )));
                     }
-                    let inc_display = join_display(display, rel);
+                    let inc_display = crate::beside_file(display, rel);
                     let t = crate::read_text(&inc, &inc_display)
                         .map_err(|e| err(format!("`{opt} {rel}`: {}", e.message)))?;
-                    inputs.push((inc_display.clone(), sha256_hex(t.as_bytes())));
+                    crate::record(inputs, &inc, &inc_display, &t);
                     seen.push(inc.clone());
                     read_file(&inc, &inc_display, &t, inputs, out, seen)?;
                     seen.pop();
@@ -201,30 +201,7 @@ fn split_requirement_options(l: &str) -> (&str, Vec<String>) {
 /// A path with `.` and `..` resolved by its components alone (no file is consulted), so an
 /// include cycle is seen however its paths are spelt.
 fn lexical(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
-            {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-fn join_display(display: &str, rel: &str) -> String {
-    let joined = match display.rfind('/') {
-        Some(i) if !rel.starts_with('/') => format!("{}/{rel}", &display[..i]),
-        _ => rel.to_string(),
-    };
-    lexical(Path::new(&joined))
-        .to_string_lossy()
-        .replace('\\', "/")
+    crate::fold_onto(PathBuf::new(), p)
 }
 
 /// Whether the text starts with a URL (`scheme://…`, `git+…`), as a bare URL requirement does
@@ -479,7 +456,11 @@ mod tests {
 
     #[test]
     fn includes_are_read_relative_to_the_including_file() {
-        let dir = std::env::temp_dir().join(format!("qls-req-inc-{}", std::process::id()));
+        let tmp = tempfile::Builder::new()
+            .prefix("qls-req-inc-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("req")).unwrap();
         std::fs::write(
             dir.join("req/base.txt"),

@@ -180,7 +180,11 @@ fn the_abc_bot_config_folder_is_a_rulebook() {
 
 #[test]
 fn a_config_folder_names_the_refusals_of_each_file() {
-    let dir = std::env::temp_dir().join(format!("qls-nemo-{}", std::process::id()));
+    let tmp = tempfile::Builder::new()
+        .prefix("qls-nemo-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("rails")).unwrap();
     std::fs::write(
         dir.join("config.yml"),
@@ -193,7 +197,7 @@ fn a_config_folder_names_the_refusals_of_each_file() {
     )
     .unwrap();
     std::fs::write(dir.join("z.co"), "flow helper\n  bot say \"hi\"\n").unwrap();
-    let rb = read_compiled_dir(&dir, "cfg").unwrap().rulebook;
+    let rb = read_compiled_dir(dir, "cfg").unwrap().rulebook;
     assert_eq!(rb.language, Language::Colang2);
     assert!(rb.gate("refund_card").is_some());
     // `helper` is a flow of another file of the folder, not an action.
@@ -207,9 +211,8 @@ fn a_config_folder_names_the_refusals_of_each_file() {
         "flow other\n  for $x in $y\n    abort\n",
     )
     .unwrap();
-    let e = read_compiled_dir(&dir, "cfg").unwrap_err();
+    let e = read_compiled_dir(dir, "cfg").unwrap_err();
     assert_eq!((e.file.as_str(), e.line), ("cfg/rails/b.co", 2), "{e}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -347,16 +350,19 @@ proptest::proptest! {
 
 #[test]
 fn a_folder_of_rails_without_config_yml_is_read_with_nemo_defaults() {
-    let dir = std::env::temp_dir().join(format!("qls-nemo-bare-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let e = read_compiled_dir(&dir, "bare").unwrap_err();
+    let tmp = tempfile::Builder::new()
+        .prefix("qls-nemo-bare-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
+    let e = read_compiled_dir(dir, "bare").unwrap_err();
     assert!(e.message.contains("config.yml"), "{e}");
     std::fs::write(
         dir.join("rails.co"),
         "define flow refunds\n  if $order_paid\n    execute refund_card\n",
     )
     .unwrap();
-    let rb = read_compiled_dir(&dir, "bare").unwrap().rulebook;
+    let rb = read_compiled_dir(dir, "bare").unwrap().rulebook;
     assert_eq!(
         rb.language,
         Language::Colang1,
@@ -365,5 +371,4 @@ fn a_folder_of_rails_without_config_yml_is_read_with_nemo_defaults() {
     assert_eq!(rb.nemo.as_ref().unwrap().colang_version, "1.0");
     assert_eq!(rb.files.len(), 1);
     assert!(rb.gate("refund_card").is_some());
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -897,12 +897,15 @@ mod tests {
 
     #[test]
     fn writes_the_compiled_folder() {
-        let dir = std::env::temp_dir().join(format!("qls-sheet-test-{}", std::process::id()));
+        let tmp = tempfile::Builder::new()
+            .prefix("qls-sheet-test-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().join("compiled");
         let c = compile_sheet("rules.yaml", SEED).unwrap();
         write_compiled(&dir, &c).unwrap();
         let back = crate::rulebook::read_compiled_dir(&dir, "compiled").unwrap();
         assert_eq!(back.rulebook, c.rulebook);
         assert_eq!(back.overlay, c.overlay);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
