@@ -19,7 +19,7 @@ use crate::call::{Call, Origin};
 use crate::canonical::{digests_equal, idempotency_key, token};
 use crate::destinations::{escape_pointer, find_destination};
 use crate::gate::{self, GateOutcome};
-use crate::history::{Entry, History, Key};
+use crate::history::{Entry, EntryKind, History, Key, RunState};
 use indexmap::IndexMap;
 use ir::agent::{AgentFile, Privilege, Settings, TaintPolicy, WritePolicy};
 use ir::catalogue::{ArgCheck, Catalogue, Tool, Trust};
@@ -257,9 +257,7 @@ fn catalogue_rule<'c>(ctx: &CheckContext<'c>, call: &Call) -> Result<(&'c Tool, 
 /// The indices of the entries in the current run: the current turn's when the host numbers turns,
 /// else the whole history.
 fn run_indices(history: &History, call: &Call) -> Vec<usize> {
-    let current = call
-        .turn
-        .or_else(|| history.entries.last().and_then(|e| e.turn));
+    let current = call.turn.or_else(|| history.last_call_turn());
     history
         .entries
         .iter()
@@ -387,6 +385,12 @@ fn compensation_rule(catalogue: &Catalogue, history: &History, call: &Call) -> O
         ))
     };
     let entry = match history.entries.get(index) {
+        Some(e) if e.kind == EntryKind::Result => {
+            return mismatch(format!(
+                "entry {index} is the result of entry {}, not a call",
+                e.of.unwrap_or_default()
+            ))
+        }
         Some(e) => e,
         None => return mismatch(format!("the history has no entry {index}")),
     };
@@ -513,14 +517,26 @@ fn resolve_check_value(
     let (tool, path) = catalogue.split_from(from).ok_or_else(|| {
         format!("`{from}` is not `<tool>.<field>` of a tool the catalogue declares")
     })?;
-    let entry = history
+    let last = history
         .entries
         .iter()
-        .rev()
-        .find(|e| e.ran && e.tool == tool)
+        .rposition(|e| e.ran && e.tool == tool)
         .ok_or_else(|| format!("`{tool}` has not run, so `{from}` cannot be read"))?;
+    let result = match history.run_state(last) {
+        RunState::Returned(v) => v,
+        RunState::Running => {
+            return Err(format!(
+                "the last run of `{tool}` has not returned, so `{from}` cannot be read"
+            ))
+        }
+        RunState::Failed(_) => {
+            return Err(format!(
+                "the last run of `{tool}` failed, so `{from}` cannot be read"
+            ))
+        }
+    };
     path.split('.')
-        .try_fold(&entry.result, |v, seg| {
+        .try_fold(result, |v, seg| {
             v.get(seg)
                 .or_else(|| seg.parse::<usize>().ok().and_then(|i| v.get(i)))
         })
@@ -620,9 +636,14 @@ fn token_rule(key: &Key, history: &History, call: &Call) -> TokenStatus {
 }
 
 /// When the last entry is this very call held for a person (`confirm`, not run), the head before
-/// it: the point the person's token was made at.
+/// it: the point the person's token was made at. Result entries after it are passed over: they
+/// only complete runs decided before the held call, and change no count, mark or token.
 fn held_head(history: &History, call: &Call) -> Option<String> {
-    let (last, before) = history.entries.split_last()?;
+    let last_call = history
+        .entries
+        .iter()
+        .rposition(|e| e.kind != EntryKind::Result)?;
+    let (last, before) = history.entries[..=last_call].split_last()?;
     let same = last.tool == call.tool
         && !last.ran
         && last.decision.as_deref() == Some(Answer::Confirm.as_str())
@@ -854,6 +875,20 @@ pub fn push_entry(
     ran: bool,
     result: Value,
 ) {
+    history.push_signed(call_entry(ctx, call, decision, ran, result), ctx.key);
+}
+
+/// The entry a decided call is recorded as (unsigned): the call, its acting agent when known,
+/// the decision, whether it ran and what it returned, and the marks its result carries — the
+/// call's own and those its tool declares. The marks are known before the tool returns, so a
+/// run recorded while it runs carries them from the start.
+pub fn call_entry(
+    ctx: &CheckContext<'_>,
+    call: &Call,
+    decision: &str,
+    ran: bool,
+    result: Value,
+) -> Entry {
     let mut entry = Entry {
         tool: call.tool.clone(),
         agent: acting_name(ctx, call),
@@ -862,15 +897,13 @@ pub fn push_entry(
         decision: Some(decision.to_string()),
         ran,
         result,
-        marks: Vec::new(),
         undoes: call.undoes,
         token: call.token.clone(),
         turn: call.turn,
-        mac: None,
-        raw: Map::new(),
+        ..Entry::default()
     };
     let mut marks = entry_marks(ctx.catalogue, &entry);
     marks.extend(call.marks.iter().cloned());
     entry.marks = marks.into_iter().collect();
-    history.push_signed(entry, ctx.key);
+    entry
 }
