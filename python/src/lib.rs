@@ -205,8 +205,11 @@ impl Session {
     #[new]
     #[pyo3(signature = (checker, id=None, history=None))]
     fn new(checker: &Checker, id: Option<String>, history: Option<&str>) -> PyResult<Session> {
+        let shared = &checker.shared;
         let state = match history {
-            Some(text) => toolcheck::Session::load(history_of(text)?, &checker.shared.key),
+            Some(text) => {
+                toolcheck::Session::load(history_of(text)?, &shared.inputs.catalogue, &shared.key)
+            }
             None => toolcheck::Session::new(id),
         };
         Ok(Session {
@@ -218,7 +221,9 @@ impl Session {
     /// Replaces the history with `history` (JSON text), verified once.
     fn load(&self, py: Python<'_>, history: &str) -> PyResult<()> {
         let h = history_of(history)?;
-        self.with(py, |s, ctx| *s = toolcheck::Session::load(h, ctx.key));
+        self.with(py, |s, ctx| {
+            *s = toolcheck::Session::load(h, ctx.catalogue, ctx.key)
+        });
         Ok(())
     }
 
@@ -271,7 +276,7 @@ impl Session {
 
     /// The index of the first entry whose MAC does not verify (the whole chain re-verified).
     fn first_invalid(&self, py: Python<'_>) -> Option<usize> {
-        self.with(py, |s, ctx| s.first_invalid(ctx.key))
+        self.with(py, |s, ctx| s.verify(ctx.key))
     }
 
     fn __len__(&self, py: Python<'_>) -> usize {

@@ -17,8 +17,9 @@
 //! `batch` rests on. A host that checks each call against the history alone is not covered.
 
 use crate::call::Call;
-use crate::check::{acting_name, call_entry, check, rollback_steps, CheckContext, Decision};
-use crate::history::History;
+use crate::check::{acting_name, call_entry, check_with, rollback_steps, CheckContext, Decision};
+use crate::facts::Facts;
+use crate::history::{Entry, History};
 use ir::vocab::Answer;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
@@ -148,29 +149,41 @@ pub fn reserve(ctx: &CheckContext<'_>, history: &mut History, call: &Call) -> Re
     decide_and_append(ctx, history, call, true)
 }
 
+/// What a decision reads and an entry is appended to: the history itself (the reference), or a
+/// [`crate::session::Session`] that indexes each entry it appends.
+pub trait Ledger: Facts {
+    /// Appends `entry` (its text rebuilt from its fields, signed after the head); its index.
+    fn append(&mut self, ctx: &CheckContext<'_>, entry: Entry) -> usize;
+}
+
+impl Ledger for History {
+    fn append(&mut self, ctx: &CheckContext<'_>, entry: Entry) -> usize {
+        self.push_signed(entry, ctx.key);
+        self.entries.len() - 1
+    }
+}
+
 /// One call of a batch: decided on `h`, then its entry appended (an allowed call's as run) and,
 /// for a refusal, its rollback's compensations as run entries decided [`ROLLBACK`]. `running`:
 /// the runs are written as running (a host runs them next), else as though they had returned
 /// `null` (`qls check --append`: nothing ran here).
-pub(crate) fn decide_and_append(
+pub(crate) fn decide_and_append<L: Ledger>(
     ctx: &CheckContext<'_>,
-    h: &mut History,
+    h: &mut L,
     call: &Call,
     running: bool,
 ) -> Reserved {
-    let decision = check(ctx, h, call);
+    let decision = check_with(ctx, h, call);
     let ran = decision.decision == Answer::Allow;
     let mut e = call_entry(ctx, call, decision.decision.as_str(), ran, Value::Null);
     e.running = running && ran;
-    let entry = h.entries.len();
-    h.push_signed(e, ctx.key);
+    let entry = h.append(ctx, e);
     let mut rollback = Vec::new();
     if decision.decision == Answer::Refuse {
         for undo in rollback_steps(&decision, acting_name(ctx, call), call.turn) {
             let mut e = call_entry(ctx, &undo, ROLLBACK, true, Value::Null);
             e.running = running;
-            rollback.push((h.entries.len(), undo));
-            h.push_signed(e, ctx.key);
+            rollback.push((h.append(ctx, e), undo));
         }
     }
     Reserved {
@@ -183,6 +196,7 @@ pub(crate) fn decide_and_append(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::check;
     use crate::history::Key;
     use indexmap::IndexMap;
     use ir::agent::{Settings, WritePolicy};

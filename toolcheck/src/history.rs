@@ -13,9 +13,10 @@
 //! call's entry when it decides it (`running: true`: the call counts as run for every later
 //! decision, as SPEC §2's batch counts an allowed call "as though it had returned"), runs the tool
 //! outside its lock, and completes the entry with what the tool did ([`History::complete`]):
-//! - when the running entry is still the last one, it is rewritten in place (`running` dropped,
-//!   `result` set, or `error` when the tool raised) and signed again after the same previous MAC —
-//!   the chain verifies, and a session run one call at a time looks exactly as before;
+//! - when the running entry is still the last one (and verifies), it is rewritten in place
+//!   (`running` dropped, `result` set, or `error` when the tool raised) and signed again after the
+//!   same previous MAC — the chain verifies, and a session run one call at a time looks exactly as
+//!   before;
 //! - otherwise a **result entry** is appended, `{"kind": "result", "of": i, "result": …}` (or
 //!   `"error": …`), signed like any other: an entry in the middle is never rewritten, so nothing
 //!   after it has to be signed again.
@@ -272,14 +273,25 @@ impl History {
     /// What became of the run at entry `i` (a call entry): its own result when it was written
     /// after the tool returned, else its result entry's, else still running.
     pub fn run_state(&self, i: usize) -> RunState<'_> {
+        self.run_state_by(i, || {
+            self.entries[i + 1..]
+                .iter()
+                .position(|r| r.kind == EntryKind::Result && r.of == Some(i))
+                .map(|p| i + 1 + p)
+        })
+    }
+
+    /// [`History::run_state`], the result entry of a running entry found by `result_entry`.
+    pub(crate) fn run_state_by(
+        &self,
+        i: usize,
+        result_entry: impl FnOnce() -> Option<usize>,
+    ) -> RunState<'_> {
         let Some(e) = self.entries.get(i) else {
             return RunState::Running;
         };
         let done = if e.running {
-            match self.entries[i + 1..]
-                .iter()
-                .find(|r| r.kind == EntryKind::Result && r.of == Some(i))
-            {
+            match result_entry().and_then(|r| self.entries.get(r)) {
                 Some(r) => r,
                 None => return RunState::Running,
             }
@@ -302,7 +314,8 @@ impl History {
     }
 
     /// Completes the running entry `i` with what its tool did: in place when it is the last entry
-    /// (signed again after the same previous MAC), else by appending a result entry naming it.
+    /// and verifies (signed again after the same previous MAC), else by appending a result entry
+    /// naming it.
     /// An entry that is not a running call, or was completed already, is an error.
     pub fn complete(&mut self, i: usize, how: Completion, key: &Key) -> Result<(), String> {
         let e = self
@@ -318,7 +331,7 @@ impl History {
         {
             return Err(format!("entry {i} was completed already"));
         }
-        if i + 1 == self.entries.len() {
+        if i + 1 == self.entries.len() && self.head_verifies(key) {
             self.complete_head(how, key);
         } else {
             let entry = Entry::result_of(i, how);
@@ -327,12 +340,32 @@ impl History {
         Ok(())
     }
 
+    /// Whether the last entry's MAC verifies after the one before it: only then is it completed in
+    /// place (signing it again must never make an entry that did not verify one that does).
+    pub(crate) fn head_verifies(&self, key: &Key) -> bool {
+        let n = self.entries.len();
+        let Some(last) = self.entries.last() else {
+            return false;
+        };
+        let prev = match n {
+            1 => String::new(),
+            _ => match self.entries[n - 2].raw.get("mac") {
+                Some(Value::String(m)) => m.clone(),
+                _ => String::new(),
+            },
+        };
+        matches!(last.raw.get("mac"), Some(Value::String(m)) if digests_equal(m, &last.expected_mac(key, &prev)))
+    }
+
     /// Rewrites the last entry (a running call) with what its tool did, signed again after the
     /// entry before it.
     pub(crate) fn complete_head(&mut self, how: Completion, key: &Key) {
         let prev = match self.entries.len() {
             0 | 1 => String::new(),
-            n => self.entries[n - 2].mac.clone().unwrap_or_default(),
+            n => match self.entries[n - 2].raw.get("mac") {
+                Some(Value::String(m)) => m.clone(),
+                _ => String::new(),
+            },
         };
         let Some(e) = self.entries.last_mut() else {
             return;

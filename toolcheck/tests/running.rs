@@ -74,16 +74,6 @@ impl World {
     }
 }
 
-fn typed(tool: &str, args: Value) -> Call {
-    let origins: serde_json::Map<String, Value> = args
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(|k| (k.clone(), json!("typed")))
-        .collect();
-    serde_json::from_value(json!({"tool": tool, "args": args, "origins": origins})).unwrap()
-}
-
 fn returned(v: Value) -> Completion {
     Completion::Returned(v)
 }
@@ -99,10 +89,10 @@ fn round_trips(h: &History, key: &Key) {
 fn a_running_read_counts_for_at_most_while_it_runs() {
     let w = World::new();
     let mut h = w.empty();
-    let first = reserve(&w.ctx(), &mut h, &typed("lookup_credit", json!({})));
+    let first = reserve(&w.ctx(), &mut h, &Call::typed("lookup_credit", json!({})));
     assert_eq!(first.decision.decision, Answer::Allow);
     assert!(h.entries[0].running && h.entries[0].ran);
-    let second = reserve(&w.ctx(), &mut h, &typed("lookup_credit", json!({})));
+    let second = reserve(&w.ctx(), &mut h, &Call::typed("lookup_credit", json!({})));
     assert_eq!(second.decision.reasons, vec![Reason::OrderRule]);
     assert_eq!(second.decision.detail["rule"], json!("at_most 1"));
     // The first run comes back after the refusal was appended: a result entry names it.
@@ -129,7 +119,7 @@ fn a_running_read_counts_for_at_most_while_it_runs() {
 fn completing_the_head_rewrites_it_in_place_as_if_recorded_after_it_returned() {
     let w = World::new();
     let mut h = w.empty();
-    let call = typed("get_order", json!({"order_id": "1"}));
+    let call = Call::typed("get_order", json!({"order_id": "1"}));
     reserve(&w.ctx(), &mut h, &call);
     h.complete(0, returned(json!({"id": "1"})), &w.key).unwrap();
     assert_eq!(h.entries.len(), 1);
@@ -149,13 +139,33 @@ fn completing_the_head_rewrites_it_in_place_as_if_recorded_after_it_returned() {
 }
 
 #[test]
+fn a_running_head_that_does_not_verify_is_never_signed_again() {
+    let w = World::new();
+    let mut h = w.empty();
+    reserve(
+        &w.ctx(),
+        &mut h,
+        &Call::typed("get_order", json!({"order_id": "1"})),
+    );
+    h.entries[0]
+        .raw
+        .insert("args".into(), json!({"order_id": "2"}));
+    assert_eq!(h.first_invalid(&w.key), Some(0));
+    h.complete(0, returned(json!({"id": "2"})), &w.key).unwrap();
+    // Completed by a result entry: the edited entry still fails the chain.
+    assert_eq!(h.entries.len(), 2);
+    assert_eq!(h.entries[1].of, Some(0));
+    assert_eq!(h.first_invalid(&w.key), Some(0));
+}
+
+#[test]
 fn a_run_that_raised_stays_a_run_and_its_result_reads_as_no_value() {
     let w = World::new();
     let mut h = w.empty();
     reserve(
         &w.ctx(),
         &mut h,
-        &typed("get_order", json!({"order_id": "1"})),
+        &Call::typed("get_order", json!({"order_id": "1"})),
     );
     h.complete(0, Completion::Failed("TimeoutError: slow".into()), &w.key)
         .unwrap();
@@ -166,7 +176,7 @@ fn a_run_that_raised_stays_a_run_and_its_result_reads_as_no_value() {
     let d = toolcheck::check(
         &w.ctx(),
         &h,
-        &typed("confirm_order", json!({"order_id": "1"})),
+        &Call::typed("confirm_order", json!({"order_id": "1"})),
     );
     assert_eq!(d.reasons, vec![Reason::Check]);
     assert!(d.detail["why"].as_str().unwrap().contains("failed"));
@@ -180,9 +190,9 @@ fn a_check_reading_a_running_result_refuses_until_it_returns() {
     reserve(
         &w.ctx(),
         &mut h,
-        &typed("get_order", json!({"order_id": "1"})),
+        &Call::typed("get_order", json!({"order_id": "1"})),
     );
-    let ship = typed("confirm_order", json!({"order_id": "1"}));
+    let ship = Call::typed("confirm_order", json!({"order_id": "1"}));
     let d = toolcheck::check(&w.ctx(), &h, &ship);
     assert_eq!(d.reasons, vec![Reason::Check]);
     assert!(d.detail["why"]
@@ -203,10 +213,10 @@ fn a_refusal_reserves_its_compensations_as_running_runs() {
     let charge = reserve(
         &w.ctx(),
         &mut h,
-        &typed("charge_card", json!({"order_id": "1", "amount": 5})),
+        &Call::typed("charge_card", json!({"order_id": "1", "amount": 5})),
     );
     assert_eq!(charge.decision.decision, Answer::Allow);
-    let refused = reserve(&w.ctx(), &mut h, &typed("nope", json!({})));
+    let refused = reserve(&w.ctx(), &mut h, &Call::typed("nope", json!({})));
     assert_eq!(refused.decision.reasons, vec![Reason::UnknownTool]);
     assert_eq!(refused.entry, 1);
     assert_eq!(refused.rollback.len(), 1);
@@ -240,7 +250,7 @@ fn a_held_calls_token_covers_it_past_the_results_that_came_back_meanwhile() {
     reserve(
         &w.ctx(),
         &mut h,
-        &typed("get_order", json!({"order_id": "1"})),
+        &Call::typed("get_order", json!({"order_id": "1"})),
     );
     let charge: Call = serde_json::from_value(
         json!({"tool": "charge_card", "args": {"order_id": "1", "amount": 5}}),
@@ -259,7 +269,7 @@ fn a_held_calls_token_covers_it_past_the_results_that_came_back_meanwhile() {
     reserve(
         &w.ctx(),
         &mut h2,
-        &typed("get_order", json!({"order_id": "2"})),
+        &Call::typed("get_order", json!({"order_id": "2"})),
     );
     let mut yes = charge.clone();
     yes.token = held.decision.detail["token"].as_str().map(String::from);
@@ -324,13 +334,13 @@ enum Op {
 
 fn tool_calls() -> Vec<Call> {
     vec![
-        typed("get_order", json!({"order_id": "1"})),
-        typed("lookup_credit", json!({})),
-        typed("read_inbox", json!({})),
-        typed("charge_card", json!({"order_id": "1", "amount": 5})),
-        typed("ship_order", json!({"order_id": "1"})),
-        typed("close_account", json!({})),
-        typed("nope", json!({})),
+        Call::typed("get_order", json!({"order_id": "1"})),
+        Call::typed("lookup_credit", json!({})),
+        Call::typed("read_inbox", json!({})),
+        Call::typed("charge_card", json!({"order_id": "1", "amount": 5})),
+        Call::typed("ship_order", json!({"order_id": "1"})),
+        Call::typed("close_account", json!({})),
+        Call::typed("nope", json!({})),
         serde_json::from_value(
             json!({"tool": "refund_card", "args": {"order_id": "1", "amount": 5}, "undoes": 0}),
         )
