@@ -31,16 +31,20 @@ fn inputs() -> CheckInputs {
     .expect("the benchmark desk loads")
 }
 
+/// A call of the desk agent (the mail agent's, for `read_inbox`), typed, in `turn`.
 fn call(tool: &str, args: Value, turn: u64) -> Call {
+    let agent = if tool == "read_inbox" { "mail" } else { "desk" };
     Call {
         turn: Some(turn),
+        agent: Some(agent.into()),
         ..Call::typed(tool, args)
     }
 }
 
 /// A session of `len` entries as a desk leaves it: turns of ten calls — orders looked up,
-/// shipped, charged (a compensable write), the mail read now and then — each run recorded with
-/// its result.
+/// shipped, charged (a compensable write), the mail read by its own agent, the credit looked up
+/// (`at_most: 1`: refused after the first time, and the turn's charges refunded) — each run
+/// recorded with its result.
 fn session_of(inputs: &CheckInputs, key: &Key, len: usize) -> Session {
     let ctx = inputs.context(key);
     let mut s = Session::new(Some("bench".into()));
@@ -111,6 +115,13 @@ fn decide_and_record(c: &mut Criterion) {
         call("ship_order", json!({"order_id": "44"}), next_turn),
     ];
     let ok = || json!({"status": "ok"});
+    {
+        let mut s = session_of(&inputs, &key, 100);
+        for c in std::iter::once(&read).chain([&write]).chain(&batch) {
+            let d = s.decide_and_record(&ctx, c).decision;
+            assert_eq!(d.decision, ir::vocab::Answer::Allow, "{}: {d:?}", c.tool);
+        }
+    }
     let mut g = c.benchmark_group("toolcheck");
     g.sample_size(20);
     g.warm_up_time(Duration::from_millis(500));
