@@ -178,6 +178,15 @@ async def _arun_one(g: qls.Guard, c: qls.Call, tool: Callable[[dict[str, Any]], 
     return g.act(c, d, lambda t, a: result).status
 
 
+def _in_threads(n: int, f: Callable[[int], None]) -> None:
+    """``f(0)`` … ``f(n - 1)``, each on its own thread, all joined."""
+    ts = [threading.Thread(target=f, args=(t,)) for t in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
 def _calls_in(g: qls.Guard) -> int:
     return sum(1 for e in g.history["entries"] if e.get("kind", "call") == "call")
 
@@ -225,11 +234,7 @@ def races() -> None:
             for k in range(per):
                 assert _run_one(g, typed("get_order", order_id=f"{t}-{k}"), sync_tool) == "ran"
 
-        ts = [threading.Thread(target=worker, args=(t,)) for t in range(n)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        _in_threads(n, worker)
         entries.append(_calls_in(g))
         verified.append(g.verify_history() is None)
         g, ran = guard(), []
@@ -240,11 +245,7 @@ def races() -> None:
             _run_one(g, typed("lookup_credit", customer=f"c{t}"),
                      lambda tool, a: ran.append(t) or sync_tool(tool, a))
 
-        ts = [threading.Thread(target=once, args=(t,)) for t in range(n)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        _in_threads(n, once)
         runs.append(len(ran))
     report("8 threads", entries, verified, runs)
 
