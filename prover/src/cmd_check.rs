@@ -8,13 +8,14 @@ use indexmap::IndexMap;
 use ir::agent::Settings;
 use ir::catalogue::Catalogue;
 use ir::rulebook::Rulebook;
+use ir::vocab::Answer;
 use ir::InputError;
 use readers::catalogue;
 use readers::read_text;
 use readers::rulebook::{self, Compiled};
 use std::path::{Path, PathBuf};
-use toolcheck::check::{agents_of, record};
-use toolcheck::{AgentInfo, Call, CheckContext, History, Key};
+use toolcheck::check::agents_of;
+use toolcheck::{AgentInfo, Call, CheckContext, History, Key, Session};
 
 /// Arguments of `qls check`.
 #[derive(Args, Debug)]
@@ -59,6 +60,11 @@ pub enum HistoryCommand {
 /// Runs `qls check`: prints the decision (for a batch, `{"decisions": [...]}`, one per call in
 /// the batch's order; or, with `--append`, the signed history with the decided calls appended) as
 /// one line of JSON, and exits 0 whatever the decisions.
+///
+/// Cost: the history file is read, parsed and verified (every MAC) once per invocation, and
+/// indexed ([`Session::load`]): linear in its length. Each call of it (one, or a batch's) is then
+/// decided on the index in time independent of the length — a batch of k calls costs one pass
+/// over the file plus k decisions, not k passes.
 pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
     println!("{}", decide(&args)?);
     Ok(0)
@@ -72,25 +78,35 @@ pub fn decide(args: &CheckArgs) -> anyhow::Result<String> {
         args.settings.as_deref(),
     )?;
     let key = read_key(args.key_file.as_deref())?;
-    let mut history = read_history(&args.history)?;
+    let history = read_history(&args.history)?;
     let calls = read_calls(&args.call)?;
     let ctx = inputs.context(&key);
+    // The file is read, parsed and verified once (every MAC) and indexed; each call of it is
+    // then decided on the index, in time independent of the history's length.
+    let mut session = Session::load(history, &inputs.catalogue, &key);
     Ok(match calls {
         Calls::One(call) => {
-            let decision = toolcheck::check(&ctx, &history, &call);
+            let decision = toolcheck::check_with(&ctx, &session, &call);
             if args.append {
-                record(&ctx, &mut history, &call, &decision);
-                serde_json::to_string(&history.to_value())?
+                session.record(
+                    &ctx,
+                    &call,
+                    decision.decision.as_str(),
+                    decision.decision == Answer::Allow,
+                    serde_json::Value::Null,
+                );
+                serde_json::to_string(&session.history().to_value())?
             } else {
                 serde_json::to_string(&decision)?
             }
         }
         Calls::Batch(calls) => {
-            let batch = toolcheck::check_batch(&ctx, &history, &calls);
             if args.append {
-                serde_json::to_string(&batch.history.to_value())?
+                session.record_batch(&ctx, &calls);
+                serde_json::to_string(&session.history().to_value())?
             } else {
-                serde_json::to_string(&serde_json::json!({"decisions": batch.outcomes}))?
+                let outcomes = session.decide(&ctx, &calls);
+                serde_json::to_string(&serde_json::json!({"decisions": outcomes}))?
             }
         }
     })

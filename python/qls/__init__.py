@@ -24,13 +24,13 @@ from qls.export import FORMAT, Export, QlsExportNote, export_agents, export_grap
 from qls.adk import export_adk
 from qls.autogen import export_autogen
 from qls.crewai import export_crew
-from qls.guard import NOT_RUN, Call, Guard, Held, Outcome, QlsGuardWarning
+from qls.guard import NOT_RUN, Call, Guard, Held, Outcome, QlsGuardWarning, Ticket
 from qls.replay import TRACE_FORMAT, GuardReplay, replay_through
 
 __all__ = [
     "__version__",
     "verify", "render", "check", "Result", "Finding", "QlsInputError",
     "export_graph", "export_agents", "export_adk", "export_crew", "export_autogen", "lower", "write", "Export", "QlsExportNote", "FORMAT",
-    "Guard", "Call", "Held", "Outcome", "NOT_RUN", "QlsGuardWarning",
+    "Guard", "Call", "Held", "Outcome", "Ticket", "NOT_RUN", "QlsGuardWarning",
     "replay_through", "GuardReplay", "TRACE_FORMAT",
 ]

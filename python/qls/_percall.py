@@ -1,11 +1,11 @@
 """The tool check for frameworks whose hook sees one tool call at a time (Google ADK's
 ``before_tool_callback``, CrewAI's tool-call hooks, an AutoGen tool wrapper).
 
-``CallGate`` decides each call when its hook fires, on the history that holds every earlier call
-of the session *with its real result*: calls are decided and recorded one after the other (an
-``asyncio``/``threading`` lock orders calls the framework runs concurrently), which is the decision
-the batch would give the call at that place (SPEC §2: a call's decision depends on the history
-and the calls before it, never on the calls after it).
+``CallGate`` decides each call when its hook fires, through ``Guard.begin``: the decision and the
+call's entry are one step under the guard's own lock, so calls the framework runs concurrently
+(threads or asyncio tasks) are each decided on the history holding every call decided before them
+— an earlier allowed call counts as run even while it still runs, as SPEC §2's batch counts it.
+The tool runs outside the lock, and its result (or its failure) completes its entry.
 
 - ``allow``: the tool runs (the framework runs it, or the gate does) and its result is recorded.
 - ``confirm``: the gate asks the person (``ask``, given the question: each argument with its value
@@ -21,23 +21,27 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
-from qls.guard import Call, Guard, Held, Origin, Outcome
+from qls.guard import Call, Guard, Held, Origin, Outcome, Ticket
 from qls.langgraph import approved  # the person's yes, read as the LangGraph guard reads a resume
 
 Ask = Callable[[dict], Any]  # the person: question -> yes (True, "yes", "approve") or no; may be async
 Origins = Callable[[str, Mapping[str, Any]], Mapping[str, Origin]]
 Runner = Callable[[str, Mapping[str, Any]], Any]
 
+
 @dataclass
 class Go:
-    """The call may run, under ``token`` when a person approved it; ``record`` its result."""
+    """The call may run (its entry is on the history, running); ``record`` its result."""
 
     call: Call
-    token: str | None = None
+    ticket: Ticket
+
+    @property
+    def token(self) -> str | None:
+        return self.ticket.token
 
 
 @dataclass
@@ -52,7 +56,8 @@ class Stop:
 
 
 class CallGate:
-    """One call at a time through a ``Guard``: ``decide`` (may ask the person), then ``record``."""
+    """One call at a time through a ``Guard``: ``decide`` (may ask the person), then ``record``.
+    It holds no lock of its own: ``Guard.begin`` is the one step that orders concurrent calls."""
 
     def __init__(self, guard: Guard, *, ask: Ask | None = None, origins: Origins | None = None) -> None:
         self.guard = guard
@@ -60,8 +65,6 @@ class CallGate:
         self.origins = origins
         self.outcomes: list[Outcome] = []
         self.held: list[Held] = []
-        self.lock = threading.RLock()
-        self._alock: asyncio.Lock | None = None
 
     def call(self, tool: str, args: Mapping[str, Any], call_id: str | None = None, agent: str | None = None) -> Call:
         origins = dict(self.origins(tool, args)) if self.origins else {}
@@ -71,13 +74,12 @@ class CallGate:
 
     def decide(self, c: Call, run: Runner, ask: Ask | None = None) -> Go | Stop:
         """The check's answer to ``c``; a confirm asks the person and waits."""
-        d = self.guard.decide([c])[0]
-        if d["decision"] == "allow":
-            return Go(c)
-        if d["decision"] == "refuse":
-            return self._stop(self.guard.act(c, d, run))
-        o = self.guard.act(c, d, run)  # records the held call
-        assert o.held is not None
+        t = self.guard.begin(c)
+        if t.answer == "allow":
+            return Go(c, t)
+        o = self.guard.carry_out(t, run)  # a refusal's rollback, or the held call
+        if o.held is None:
+            return self._stop(o)
         ask = ask or self.ask
         if ask is None:
             self.held.append(o.held)
@@ -85,19 +87,26 @@ class CallGate:
         answer = ask(o.held.question())
         if inspect.isawaitable(answer):
             answer = _wait(answer)
+        return self._after_answer(o.held, answer, run)
+
+    def _after_answer(self, held: Held, answer: Any, run: Runner) -> Go | Stop:
         if not approved(answer):
-            return self._stop(self.guard.decline(o.held))
-        d2 = self.guard.decide_one(c, token=o.held.token)
-        if d2["decision"] == "allow":
-            return Go(c, o.held.token)
-        return self._stop(self.guard.act(c, d2, run, token=o.held.token))
+            return self._stop(self.guard.decline(held))
+        t = self.guard.begin(held.call, token=held.token)
+        if t.answer == "allow":
+            return Go(held.call, t)
+        return self._stop(self.guard.carry_out(t, run))
 
     def record(self, go: Go, result: Any) -> Outcome:
-        """The allowed call ran: its real result into the history."""
-        self.guard._record(self.guard._call(go.call, token=go.token), "allow", True, result)
-        o = Outcome(go.call, "ran", {"decision": "allow", "reasons": []}, result=result)
+        """The allowed call ran: its real result completes its entry."""
+        self.guard.finish(go.ticket, result)
+        o = Outcome(go.call, "ran", go.ticket.decision, result=result)
         self.outcomes.append(o)
         return o
+
+    def fail(self, go: Go, error: BaseException | str) -> None:
+        """The allowed call raised: its entry records the failure."""
+        self.guard.fail(go.ticket, error)
 
     def _stop(self, o: Outcome) -> Stop:
         self.outcomes.append(o)
@@ -108,43 +117,54 @@ class CallGate:
     def run(self, c: Call, invoke: Callable[[Mapping[str, Any]], Any], run: Runner) -> Any:
         """Decides ``c`` and, when allowed, runs it (``invoke(args)``) and records the result;
         returns the result or the message for the model."""
-        with self.lock:
-            v = self.decide(c, run)
-            if isinstance(v, Stop):
-                return v.message
+        v = self.decide(c, run)
+        if isinstance(v, Stop):
+            return v.message
+        try:
             result = invoke(c.args)
-            self.record(v, result)
-            return result
+        except BaseException as e:
+            self.fail(v, e)
+            raise
+        self.record(v, result)
+        return result
 
     async def arun(self, c: Call, invoke: Callable[[Mapping[str, Any]], Awaitable[Any]], run: Runner) -> Any:
-        """``run`` for an async framework: calls it runs concurrently are decided in turn."""
-        if self._alock is None:
-            self._alock = asyncio.Lock()
-        async with self._alock:
-            v = await self._adecide(c, run)
-            if isinstance(v, Stop):
-                return v.message
+        """``run`` for an async framework: calls it runs concurrently are each decided in one
+        step and then run concurrently."""
+        v = await self._adecide(c, run)
+        if isinstance(v, Stop):
+            return v.message
+        try:
             result = await invoke(c.args)
-            self.record(v, result)
-            return result
+        except BaseException as e:
+            self.fail(v, e)
+            raise
+        self.record(v, result)
+        return result
 
     async def _adecide(self, c: Call, run: Runner) -> Go | Stop:
-        answers: list[Any] = []
-        if self.ask is not None:
-            # Ask outside the synchronous decide: an async person is awaited on this loop.
-            d = self.guard.decide([c])[0]
-            if d["decision"] == "confirm":
-                o = self.guard.act(c, d, run)
-                assert o.held is not None
-                a = self.ask(o.held.question())
-                answers.append(await a if inspect.isawaitable(a) else a)
-                if not approved(answers[0]):
-                    return self._stop(self.guard.decline(o.held))
-                d2 = self.guard.decide_one(c, token=o.held.token)
-                if d2["decision"] == "allow":
-                    return Go(c, o.held.token)
-                return self._stop(self.guard.act(c, d2, run, token=o.held.token))
-        return self.decide(c, run)
+        t = self.guard.begin(c)
+        if t.answer == "allow":
+            return Go(c, t)
+        o = await self.guard.acarry_out(t, _never, run)  # a refusal's rollback, or the held call
+        if o.held is None:
+            return self._stop(o)
+        if self.ask is None:
+            self.held.append(o.held)
+            return self._stop(o)
+        # Asked outside any synchronous wait: an async person is awaited on this loop.
+        a = self.ask(o.held.question())
+        answer = await a if inspect.isawaitable(a) else a
+        if not approved(answer):
+            return self._stop(self.guard.decline(o.held))
+        t = self.guard.begin(o.held.call, token=o.held.token)
+        if t.answer == "allow":
+            return Go(o.held.call, t)
+        return self._stop(await self.guard.acarry_out(t, _never, run))
+
+
+async def _never(args: Mapping[str, Any]) -> Any:
+    raise AssertionError("only a refusal or a held call is carried out here")
 
 
 def _wait(aw: Awaitable[Any]) -> Any:

@@ -33,18 +33,14 @@ tool call of every crew in the process); the delegation tools pass through (they
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Mapping
 
 from qls._build import Builder, Part, ToolSpec, at_of
-from qls._percall import Ask, CallGate, Go, Origins
+from qls._percall import Ask, CallGate, Go, Origins, Stop
 from qls.export import Export, _clean_schema
 from qls.guard import Guard
 
 __all__ = ["export_crew", "CrewGuard"]
-
-#: How long a call waits for an earlier allowed call's result to be recorded (seconds).
-_WAIT = 600.0
 
 _DELEGATION = {"delegate_work_to_coworker", "ask_question_to_coworker",
                "Delegate work to coworker", "Ask question to coworker"}
@@ -274,7 +270,6 @@ class CrewGuard:
         self.guard = guard
         self.gate = CallGate(guard, ask=ask, origins=origins)
         self._pending: dict[int, Go | str] = {}
-        self._lock = threading.Lock()
 
     @property
     def outcomes(self) -> list:
@@ -318,31 +313,26 @@ class CrewGuard:
         """CrewAI's before-tool-call hook: ``False`` blocks the call."""
         if ctx.tool_name in _DELEGATION:
             return None
-        # Calls are decided and recorded in turn: the lock is held from the decision to the
-        # record of an allowed call's result (the after hook releases it).
-        if not self._lock.acquire(timeout=_WAIT):
-            self._pending[id(ctx.tool_input)] = "refused: the qls guard is still recording an earlier call; nothing ran"
-            return False
-        go = False
+        key = id(ctx.tool_input)
+        v: Go | Stop | None = None
         try:
             c = self.gate.call(ctx.tool_name, dict(ctx.tool_input), agent=getattr(ctx.agent, "role", None))
-            with self.gate.lock:
-                v = self.gate.decide(c, self._runner(ctx), ask=self._ask(ctx))
+            # Decided in one step with its entry (``Guard.begin``): crews running tasks on
+            # several threads each see the calls decided before theirs; the tool runs unlocked.
+            v = self.gate.decide(c, self._runner(ctx), ask=self._ask(ctx))
             if isinstance(v, Go):
                 # The arguments run are the ones decided (and, for a confirm, shown).
                 ctx.tool_input.clear()
                 ctx.tool_input.update(dict(c.args))
-                self._pending[id(ctx.tool_input)] = v
-                go = True
+                self._pending[key] = v
                 return None
-            self._pending[id(ctx.tool_input)] = v.message
+            self._pending[key] = v.message
             return False
         except Exception as e:  # fail closed: CrewAI would run the tool if the hook raised
-            self._pending[id(ctx.tool_input)] = f"refused: the qls guard failed ({e}); nothing ran"
+            if isinstance(v, Go):
+                self.gate.fail(v, f"not run: the qls guard failed ({e})")
+            self._pending[key] = f"refused: the qls guard failed ({e}); nothing ran"
             return False
-        finally:
-            if not go:
-                self._lock.release()
 
     def after(self, ctx: Any) -> str | None:
         """CrewAI's after-tool-call hook: records the result, or gives the refusal's reason."""
@@ -350,11 +340,8 @@ class CrewGuard:
             return None
         v = self._pending.pop(id(ctx.tool_input), None)
         if isinstance(v, Go):
-            try:
-                raw = ctx.raw_tool_result if ctx.raw_tool_result is not None else ctx.tool_result
-                self.gate.record(v, raw)
-            finally:
-                self._lock.release()
+            raw = ctx.raw_tool_result if ctx.raw_tool_result is not None else ctx.tool_result
+            self.gate.record(v, raw)
             return None
         return v
 

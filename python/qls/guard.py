@@ -1,7 +1,7 @@
 """The tool check in front of a framework's tool calls (SPEC §2), framework-agnostic: a
-``Guard`` keeps a session's signed history and decides each model step's calls as one batch
-through the native check (``toolcheck::check_batch``); ``qls.langgraph`` and ``qls.agents`` map its
-three answers to their framework's own means.
+``Guard`` keeps a session's signed history and decides each call through the native check
+(``toolcheck``); ``qls.langgraph``, ``qls.agents`` and the others map its three answers to their
+framework's own means.
 
 What a guard does with each answer:
 
@@ -17,22 +17,34 @@ The history key comes from ``key=``, else the file ``QLS_HISTORY_KEY_FILE`` name
 ``QLS_HISTORY_KEY`` environment variable; without one the guard makes an ephemeral key and warns
 (a history signed under it cannot be checked by anyone else, or after the process ends).
 
-A step's calls are decided once, as a batch, on the history as though each allowed call had
-returned (SPEC §2 "A batch"); the guard then runs them in the model's order and records each
-real result. A rule-sheet check reading ``{from: tool.field}`` of a call of the same step
-therefore reads no value and refuses (never the other way round).
+**One guard, many threads and tasks.** Deciding a call and putting its entry on the history is one
+step (``Guard.begin``), taken under the native session's own lock: an allowed call's entry goes on
+the history *running* — it counts as run for every call decided after it (``at_most``, ``after``,
+spent compensations, the marks its result declares), as SPEC §2's batch counts an earlier allowed
+call "as though it had returned" — then the tool runs outside the lock, and its result completes
+the entry (``Guard.finish``; ``Guard.fail`` records that the tool raised: an ambiguous failure,
+never nothing). The lock is held only inside one native call, which cannot be suspended, so it
+orders threads and asyncio tasks alike and is never held while a tool runs. A compensation (a
+rollback's, or an undo the model chose) waits until the run it undoes came back.
+
+A step's calls are decided in the model's order, each on the history the earlier ones left
+(SPEC §2 "A batch"): ``run_step`` decides, runs and records each in turn, so a rule-sheet check
+reading ``{from: tool.field}`` of an earlier call of the step reads its real result. A call decided
+while an earlier one still runs reads no value there and is refused (never the other way round).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
+import threading
 import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence, Union
+from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence, Union
 
 from qls import _native
 
@@ -138,23 +150,61 @@ def _key(key: bytes | str | None) -> bytes:
     return secrets.token_bytes(32)
 
 
+@dataclass(frozen=True)
+class Ticket:
+    """A call the guard decided and put on its history in one step (``Guard.begin``): the
+    decision, the index of the call's entry and, for a refusal, the compensations its rollback
+    runs (each ``{"entry", "tool", "args", "undoes"}``). An allowed call's entry and each
+    compensation's are *running* until ``Guard.finish`` or ``Guard.fail`` completes them."""
+
+    call: Call
+    decision: dict[str, Any]
+    entry: int
+    rollback: list[dict[str, Any]] = field(default_factory=list)
+    token: str | None = None
+
+    @property
+    def answer(self) -> str:
+        """``allow``, ``confirm`` or ``refuse``."""
+        answer: str = self.decision["decision"]
+        return answer
+
+
+AsyncRunner = Callable[[Mapping[str, Any]], Awaitable[Any]]
+
+#: How long a compensation waits for the run it undoes to come back (seconds); past it, the
+#: compensation is not run and its entry records why.
+UNDO_WAIT = 600.0
+
+
+def _error_text(error: BaseException | str) -> str:
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return str(error)
+
+
 class Guard:
     """The SPEC §2 tool check for one session, in front of a framework's tools.
 
     ``catalogue`` (and ``rulebook``, ``settings``: an ``agent.yaml`` whose settings and agents
     apply) are read as ``qls check`` reads them; exporting an app whose tools sit behind this
     guard writes them as the graph's guarded node, so the proof is about the check that runs.
+    ``history`` starts the session from a history persisted earlier (verified once, here).
     """
 
     def __init__(self, catalogue: PathLike, *, rulebook: PathLike | None = None, settings: PathLike | None = None,
-                 key: bytes | str | None = None, session: str | None = None, agent: str | None = None) -> None:
+                 key: bytes | str | None = None, session: str | None = None, agent: str | None = None,
+                 history: Mapping[str, Any] | None = None) -> None:
         self.catalogue = str(catalogue)
         self.rulebook = None if rulebook is None else str(rulebook)
         self.settings = None if settings is None else str(settings)
         self._checker = _native.Checker(self.catalogue, _key(key), self.rulebook, self.settings)
+        self._session = _native.Session(self._checker, session or uuid.uuid4().hex,
+                                        None if history is None else json.dumps(history))
         self.agent = agent
-        self.history: dict[str, Any] = {"session": session or uuid.uuid4().hex, "entries": []}
         self.turn: int | None = None
+        # Woken whenever a run comes back (a compensation may be waiting for it).
+        self._returned = threading.Condition()
 
     # -- what the exporter reads --------------------------------------------------------------
 
@@ -165,13 +215,24 @@ class Guard:
 
     # -- the session ----------------------------------------------------------------------------
 
+    @property
+    def history(self) -> dict[str, Any]:
+        """The signed history (a copy: ``{"session": …, "entries": [...]}``). Assigning one
+        replaces the session's history with it, verified once."""
+        h: dict[str, Any] = json.loads(self._session.history_json())
+        return h
+
+    @history.setter
+    def history(self, value: Mapping[str, Any]) -> None:
+        self._session.load(json.dumps(value))
+
     def new_turn(self) -> None:
         """Starts a new turn: a refusal's rollback undoes only the current turn's writes."""
         self.turn = 0 if self.turn is None else self.turn + 1
 
     def history_json(self) -> str:
         """The signed history, as ``qls check --history`` reads it."""
-        return json.dumps(self.history)
+        return self._session.history_json()
 
     def _call(self, c: Call, **kw: Any) -> dict[str, Any]:
         if c.agent is None and self.agent is not None:
@@ -179,93 +240,208 @@ class Guard:
         return c.to_json(turn=self.turn, **kw)
 
     def decide(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
-        """The batch's decisions (SPEC §2), one per call, without running anything."""
-        out = json.loads(self._checker.decide(self.history_json(), json.dumps([self._call(c) for c in calls])))
-        decisions: list[dict[str, Any]] = out["decisions"]
+        """The batch's decisions (SPEC §2), one per call, on the history as it stands, without
+        running or recording anything (a query: ``begin`` is what decides a call that runs)."""
+        decisions: list[dict[str, Any]] = json.loads(self._session.decide(json.dumps([self._call(c) for c in calls])))
         return decisions
 
-    def _record(self, call: dict[str, Any], decision: str, ran: bool, result: Any) -> None:
-        self.history = json.loads(self._checker.record(self.history_json(), json.dumps(call), decision, ran,
-                                                       json.dumps(result, default=str)))
+    def decide_one(self, c: Call, *, token: str | None = None) -> dict[str, Any]:
+        """The decision on one call (a batch of one), with a token when the person said yes."""
+        decision: dict[str, Any] = json.loads(self._session.decide(json.dumps([self._call(c, token=token)])))[0]
+        return decision
 
-    def _undo(self, decision: dict[str, Any], run: Runner) -> list[dict[str, Any]]:
-        undone = []
-        for step in decision.get("detail", {}).get("rollback", []):
-            result = run(step["tool"], step["args"])
-            call = {"tool": step["tool"], "args": step["args"], "undoes": step["undoes"]}
-            agent = self.agent
-            if agent is not None:
-                call["agent"] = agent
-            if self.turn is not None:
-                call["turn"] = self.turn
-            self._record(call, "rollback", True, result)
-            undone.append(step)
+    # -- deciding and recording, one step -------------------------------------------------------
+
+    def begin(self, c: Call, *, token: str | None = None) -> Ticket:
+        """Decides ``c`` and puts its entry on the history, in one step: an allowed call's entry
+        (and a refusal's compensations) running, a held or refused call's as decided. The caller
+        then runs what the ticket allows (``carry_out`` does it) and completes each running entry."""
+        out = json.loads(self._session.begin(json.dumps(self._call(c, token=token))))
+        return Ticket(c, out["decision"], out["entry"], out["rollback"], token)
+
+    def finish(self, t: Ticket, result: Any) -> None:
+        """The allowed call of ``t`` returned ``result``: its entry is completed."""
+        self._complete(t.entry, result=result)
+
+    def fail(self, t: Ticket, error: BaseException | str) -> None:
+        """The allowed call of ``t`` raised (or was cancelled): its entry records the failure."""
+        self._complete(t.entry, error=error)
+
+    def abandon(self, t: Ticket, why: str) -> None:
+        """Nothing of ``t`` will run: every running entry it reserved records ``why``."""
+        entries = ([t.entry] if t.answer == "allow" else []) + [r["entry"] for r in t.rollback]
+        for e in entries:
+            if self._session.is_running(e):
+                self._complete(e, error=why)
+
+    def _complete(self, entry: int, *, result: Any = None, error: BaseException | str | None = None) -> None:
+        if error is not None:
+            self._session.complete(entry, None, _error_text(error))
+        else:
+            self._session.complete(entry, json.dumps(result, default=str), None)
+        with self._returned:
+            self._returned.notify_all()
+
+    def _wait_returned(self, entry: int | None) -> bool:
+        """Waits until the run at ``entry`` came back (at most ``UNDO_WAIT``); whether it did."""
+        if entry is None:
+            return True
+        with self._returned:
+            return self._returned.wait_for(lambda: not self._session.is_running(entry), UNDO_WAIT)
+
+    async def _await_returned(self, entry: int | None) -> bool:
+        """``_wait_returned`` for a task: polls, so the event loop runs the awaited run meanwhile."""
+        if entry is None:
+            return True
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + UNDO_WAIT, 0.0005
+        while self._session.is_running(entry):
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.02)
+        return True
+
+    # -- acting on a ticket ---------------------------------------------------------------------
+
+    def carry_out(self, t: Ticket, run: Runner) -> Outcome:
+        """Acts on ``t``: ``allow`` runs the tool and completes its entry with the result (or
+        the failure, re-raised); ``refuse`` runs the rollback's compensations; ``confirm`` holds
+        the call (its entry is on the history already)."""
+        c = t.call
+        if t.answer == "allow":
+            if not self._wait_returned(c.undoes):
+                return self._undoes_a_run_still_out(t)
+            try:
+                result = run(c.tool, c.args)
+            except BaseException as e:
+                self.fail(t, e)
+                raise
+            return self._ran(t, result)
+        if t.answer == "refuse":
+            return self._refused(t, self._undo(t, run, self._wait_returned))
+        return self._held(t)
+
+    async def acarry_out(self, t: Ticket, invoke: AsyncRunner, run: Runner) -> Outcome:
+        """``carry_out`` for a task: the allowed call is awaited (``invoke(args)``); a rollback's
+        compensations run through ``run``."""
+        c = t.call
+        if t.answer == "allow":
+            if not await self._await_returned(c.undoes):
+                return self._undoes_a_run_still_out(t)
+            try:
+                result = await invoke(c.args)
+            except BaseException as e:
+                self.fail(t, e)
+                raise
+            return self._ran(t, result)
+        if t.answer == "refuse":
+            waited: dict[int, bool] = {}
+            for r in t.rollback:
+                u = r.get("undoes")
+                if u is not None:
+                    waited[u] = await self._await_returned(u)
+            return self._refused(t, self._undo(t, run, lambda e: waited.get(e, True) if e is not None else True))
+        return self._held(t)
+
+    def _ran(self, t: Ticket, result: Any) -> Outcome:
+        self.finish(t, result)
+        return Outcome(t.call, "ran", t.decision, result=result)
+
+    def _refused(self, t: Ticket, undone: list[dict[str, Any]]) -> Outcome:
+        return Outcome(t.call, "refused", t.decision, message=_refusal(t.call, t.decision, undone), undone=undone)
+
+    def _undoes_a_run_still_out(self, t: Ticket) -> Outcome:
+        """An undo whose run had not come back within ``UNDO_WAIT``: not run; its entry says why."""
+        c = t.call
+        self.fail(t, f"not run: entry {c.undoes}, which it undoes, had not returned after {UNDO_WAIT:.0f} s")
+        return Outcome(c, "refused", t.decision, message=f"not run: `{c.tool}` undoes a run that has not returned")
+
+    def _held(self, t: Ticket) -> Outcome:
+        d = t.decision
+        detail = d.get("detail", {})
+        held = Held(t.call, list(d["reasons"]), detail.get("token", ""), detail.get("confirmation"))
+        return Outcome(t.call, "held", d, message=f"waiting for a person: {', '.join(d['reasons'])}", held=held)
+
+    def _undo(self, t: Ticket, run: Runner, returned: Callable[[int | None], bool]) -> list[dict[str, Any]]:
+        """Runs a refusal's compensations, last write first, each after the run it undoes came
+        back; each entry completed with its result or failure. A compensation that raised is
+        recorded and the others still run."""
+        undone: list[dict[str, Any]] = []
+        pending = list(t.rollback)
+        try:
+            while pending:
+                step = pending.pop(0)
+                done = {"tool": step["tool"], "args": step["args"], "undoes": step["undoes"], "entry": step["entry"]}
+                if not returned(step.get("undoes")):
+                    why = f"not run: entry {step['undoes']} had not returned after {UNDO_WAIT:.0f} s"
+                    self._complete(step["entry"], error=why)
+                    undone.append({**done, "error": why})
+                    continue
+                try:
+                    result = run(step["tool"], step["args"])
+                except Exception as e:
+                    self._complete(step["entry"], error=e)
+                    undone.append({**done, "error": _error_text(e)})
+                    continue
+                self._complete(step["entry"], result=result)
+                undone.append(done)
+        finally:
+            for step in pending:  # interrupted: what never ran says so
+                self._complete(step["entry"], error="not run: the rollback was interrupted")
         return undone
 
-    def run_step(self, calls: Sequence[Call], run: Runner) -> list[Outcome]:
-        """Decides one model step's calls as a batch and acts on each in the model's order: runs
-        the allowed ones, refuses (and rolls back) the refused ones, holds the first confirmed
-        one; the calls after a held one are not run.
+    # -- one call, one step ---------------------------------------------------------------------
 
-        Each call is decided as the head of the batch of the step's calls not yet acted on, on the
-        history extended by what the earlier ones really did (their real results, so a token is
-        bound to the history the person's yes will meet): the same decisions as the batch decided
-        once (SPEC §2), and exact where a rule-sheet check reads an earlier call's result.
+    def call(self, c: Call, run: Runner, *, token: str | None = None) -> Outcome:
+        """Decides ``c`` (``begin``) and acts on the decision (``carry_out``)."""
+        return self.carry_out(self.begin(c, token=token), run)
+
+    async def acall(self, c: Call, invoke: AsyncRunner, run: Runner, *, token: str | None = None) -> Outcome:
+        """``call`` for a task: the allowed call is awaited (``invoke(args)``)."""
+        return await self.acarry_out(self.begin(c, token=token), invoke, run)
+
+    def run_step(self, calls: Sequence[Call], run: Runner) -> list[Outcome]:
+        """Decides one model step's calls in the model's order and acts on each: runs the
+        allowed ones, refuses (and rolls back) the refused ones, holds the first confirmed one;
+        the calls after a held one are not run.
+
+        Each call is decided when the earlier ones were acted on, on the history extended by
+        what they really did (their real results, so a token is bound to the history the person's
+        yes will meet): the same decisions as the batch decided once (SPEC §2), and exact where a
+        rule-sheet check reads an earlier call's result.
         """
         out: list[Outcome] = []
-        for i, c in enumerate(calls):
-            if any(o.status == "held" for o in out):
-                held_by = next(j for j, o in enumerate(out) if o.status == "held")
+        for c in calls:
+            held_by = next((j for j, o in enumerate(out) if o.status == "held"), None)
+            if held_by is not None:
                 out.append(Outcome(c, "not_run", {"decision": "not_run", "reasons": [],
                                                   "detail": {"held_by": held_by, "message": NOT_RUN}},
                                    message=NOT_RUN))
                 continue
-            out.append(self.act(c, self.decide(calls[i:])[0], run))
+            out.append(self.call(c, run))
         return out
 
-    def act(self, c: Call, d: dict[str, Any], run: Runner, *, token: str | None = None) -> Outcome:
-        """Acts on one decision: ``allow`` runs the tool and records its result; ``refuse``
-        records the refusal and runs the rollback; ``confirm`` records the held call."""
-        call = self._call(c, token=token)
-        answer = d["decision"]
-        if answer == "allow":
-            result = run(c.tool, c.args)
-            self._record(call, "allow", True, result)
-            return Outcome(c, "ran", d, result=result)
-        if answer == "refuse":
-            self._record(call, "refuse", False, None)
-            undone = self._undo(d, run)
-            return Outcome(c, "refused", d, message=_refusal(c, d, undone), undone=undone)
-        self._record(call, "confirm", False, None)
-        detail = d.get("detail", {})
-        held = Held(c, list(d["reasons"]), detail.get("token", ""), detail.get("confirmation"))
-        return Outcome(c, "held", d, message=f"waiting for a person: {', '.join(d['reasons'])}", held=held)
-
     def approve(self, held: Held, run: Runner) -> Outcome:
-        """The person's yes: the held call, with the token, checked again (a batch of one) and
-        run only when the check now allows it — with exactly the arguments the person saw."""
-        d = self.decide_one(held.call, token=held.token)
-        return self.act(held.call, d, run, token=held.token)
+        """The person's yes: the held call, with the token, checked again and run only when the
+        check now allows it — with exactly the arguments the person saw."""
+        return self.call(held.call, run, token=held.token)
 
     def decline(self, held: Held) -> Outcome:
         """The person's no: nothing runs."""
         return Outcome(held.call, "declined", {"decision": "confirm", "reasons": held.reasons, "detail": {}},
                        message=f"not run: the person declined `{held.call.tool}`")
 
-    def decide_one(self, c: Call, *, token: str | None = None) -> dict[str, Any]:
-        """The decision on one call (a batch of one), with a token when the person said yes."""
-        out = json.loads(self._checker.decide(self.history_json(), json.dumps([self._call(c, token=token)])))
-        decision: dict[str, Any] = out["decisions"][0]
-        return decision
-
     def verify_history(self) -> int | None:
-        """The index of the first entry whose MAC does not verify (``None``: the chain holds)."""
-        return self._checker.first_invalid(self.history_json())
+        """The index of the first entry whose MAC does not verify (``None``: the chain holds),
+        the whole chain verified again."""
+        return self._session.first_invalid()
 
 
 def _refusal(c: Call, d: dict[str, Any], undone: list[dict[str, Any]]) -> str:
     detail = {k: v for k, v in d.get("detail", {}).items() if k != "rollback"}
     text = f"refused: `{c.tool}` ({', '.join(d['reasons'])}) {json.dumps(detail, sort_keys=True)}"
     if undone:
-        text += "; undone: " + ", ".join(f"{u['tool']}" for u in undone)
+        text += "; undone: " + ", ".join(u["tool"] + (f" (failed: {u['error']})" if "error" in u else "")
+                                         for u in undone)
     return text

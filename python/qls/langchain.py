@@ -6,9 +6,9 @@ front of every tool call through the middleware's ``wrap_tool_call`` hook:
 
 - ``create_agent`` sends each tool call of one model answer to the tools node as its own task, and
   runs them concurrently. The middleware still decides them as SPEC §2's batch, in the model's
-  order: each call waits until the earlier calls of the same answer were acted on, then is decided
-  as the head of the answer's calls not yet acted on (``Guard.decide``), on the history extended
-  by what the earlier ones really did.
+  order: each call waits until the earlier calls of the same answer were *decided* (not run), then
+  is decided with its entry in one step (``Guard.begin``), on the history holding the earlier
+  ones — an allowed one as run, still running or not — and the allowed calls run concurrently.
 - ``allow``: the call runs through the agent's own tool execution (the ``handler``), and its
   result is recorded with the marks the catalogue declares.
 - ``confirm``: LangGraph's ``interrupt`` shows the person each argument with its value and
@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
 
-from qls.guard import NOT_RUN, Call, Guard, Origin, Outcome
+from qls.guard import NOT_RUN, Call, Guard, Origin, Outcome, Ticket
 from qls.langgraph import approved
 
 Origins = Callable[[Mapping[str, Any]], Mapping[str, Origin]]
@@ -42,12 +42,14 @@ WAIT_SECONDS = 600.0
 
 @dataclass
 class _Step:
-    """One model answer's calls and what became of each, in the model's order."""
+    """One model answer's calls, the decision on each, and what became of each, in the model's
+    order (``decided[i]`` is set once call ``i`` was decided and its entry appended)."""
 
     key: tuple[str, ...]
     calls: list[Call]
+    tickets: dict[int, Ticket] = field(default_factory=dict)
     outcomes: dict[int, Outcome] = field(default_factory=dict)
-    done: list[threading.Event] = field(default_factory=list)
+    decided: list[threading.Event] = field(default_factory=list)
 
 
 class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
@@ -79,7 +81,7 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
             step = self._steps.get(key)
             if step is None:
                 step = _Step(key, [self._call(tc) for tc in tool_calls])
-                step.done = [threading.Event() for _ in tool_calls]
+                step.decided = [threading.Event() for _ in tool_calls]
                 self._steps[key] = step
         index = next(i for i, tc in enumerate(tool_calls) if tc.get("id") == want)
         return step, index
@@ -113,21 +115,24 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
 
         held = step.outcomes.get(i)
         if held is None:
-            # The model's order: every earlier call of this answer acted on first.
-            for j in range(i):
-                if not step.done[j].wait(WAIT_SECONDS):
-                    step.done[i].set()
-                    return ToolMessage(content=f"refused: call {j} of this step was not acted on in time; nothing ran",
-                                       name=call.tool, tool_call_id=call.call_id or "", status="error")
+            # The model's order: every earlier call of this answer decided first.
+            ticket: Ticket | None = None
             try:
-                if any(o.status == "held" for o in step.outcomes.values()):
+                for j in range(i):
+                    if not step.decided[j].wait(WAIT_SECONDS):
+                        return ToolMessage(content=f"refused: call {j} of this step was not decided in time; nothing ran",
+                                           name=call.tool, tool_call_id=call.call_id or "", status="error")
+                if any(t.answer == "confirm" for t in step.tickets.values()):
                     return ToolMessage(content=NOT_RUN, name=call.tool, tool_call_id=call.call_id or "", status="error")
-                d = self.qls_guard.decide(step.calls[i:])[0]
-                held = self.qls_guard.act(call, d, run)
-                step.outcomes[i] = held
+                ticket = self.qls_guard.begin(call)
+                step.tickets[i] = ticket
             finally:
-                step.done[i].set()
-                self._forget_if_settled(step)
+                step.decided[i].set()
+                if ticket is None:
+                    self._forget_if_settled(step)
+            held = self.qls_guard.carry_out(ticket, run)
+            step.outcomes[i] = held
+            self._forget_if_settled(step)
             if held.status != "held":
                 return message(held)
         # Held for a person: LangGraph runs this task again when the graph resumes, and the
@@ -145,7 +150,8 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
         """Drops a model answer once every call of it was acted on and none waits for a person
         (a held call's task runs again when the graph resumes and must find its step)."""
         with self._lock:
-            settled = all(e.is_set() for e in step.done) and not any(
+            acted = len(step.outcomes) == len(step.tickets)
+            settled = all(e.is_set() for e in step.decided) and acted and not any(
                 o.status == "held" for o in step.outcomes.values())
             if settled:
                 self._steps.pop(step.key, None)

@@ -14,9 +14,11 @@
   by their compensations (which must be tools of the agent too).
 - The calls after a held one return "not run: an earlier call of this step waits for a person".
 
-The SDK may run a step's tools concurrently; the wrapped tools record into the history in the
-model's order. A compensation or the tool itself is run on a worker thread with its own event
-loop (the guard's decisions and records are synchronous).
+The SDK runs a step's tools concurrently; each wrapped tool waits until the earlier calls of
+its step were *decided* (not run), then is decided with its entry in one step (``Guard.begin``):
+the history holds the step's calls in the model's order, an allowed one as run while it still
+runs, and the allowed tools run concurrently (each awaited on the SDK's loop). A compensation is
+run on a worker thread with its own event loop.
 
 ``qls.export_agents`` writes tools behind this guard as a guarded tools node, with the guard's
 catalogue: the proof is about the check that runs.
@@ -41,7 +43,8 @@ class _Planned:
     index: int
     calls: list[Call]
     decision: dict[str, Any]
-    done: list[asyncio.Event] = field(default_factory=list)
+    #: Per call of the step: set once it was decided (and its entry appended).
+    decided: list[asyncio.Event] = field(default_factory=list)
 
 
 def _in_thread(coro: Any) -> Any:
@@ -103,9 +106,9 @@ class AgentsGuard:
         if not calls:
             return
         decisions = self.guard.decide(calls)
-        done = [asyncio.Event() for _ in calls]
+        decided = [asyncio.Event() for _ in calls]
         for i, (c, d) in enumerate(zip(calls, decisions)):
-            self._plans[c.call_id or ""] = _Planned(i, calls, d, done)
+            self._plans[c.call_id or ""] = _Planned(i, calls, d, decided)
 
     def question(self, call_id: str) -> dict[str, Any]:
         """What the person is asked about a call waiting for approval: each argument with its
@@ -133,22 +136,26 @@ class AgentsGuard:
             return (f"refused: the guard did not see the model step that asked for `{ctx.tool_name}` "
                     "(build the agent with AgentsGuard.agent); nothing ran")
         try:
-            # Record in the model's order: wait for the earlier calls the SDK runs in this step.
+            # Decided in the model's order: wait for the earlier calls the SDK runs in this step
+            # to be decided (a call planned for a person runs only after the approval, later).
             for j in range(p.index):
                 if self._plans[p.calls[j].call_id or ""].decision["decision"] in ("allow", "refuse"):
-                    await p.done[j].wait()
+                    await p.decided[j].wait()
             planned = p.decision["decision"]
             if planned == "not_run":
                 return NOT_RUN
             c = p.calls[p.index]
-            run = self._runner(ctx)
-            d = self.guard.decide(p.calls[p.index:])[0]
-            o = self.guard.act(c, d, run)
-            if o.status == "held" and o.held is not None and planned == "confirm":
+            t = self.guard.begin(c)
+            if t.answer == "confirm" and planned == "confirm":
                 # The SDK invokes a tool that needs approval only after the person approved it.
-                o = self.guard.approve(o.held, run)
-            self.outcomes.append(o)
-            return o.for_model()
+                t = self.guard.begin(c, token=t.decision.get("detail", {}).get("token"))
         finally:
-            p.done[p.index].set()
+            p.decided[p.index].set()
+        tool = self._tools[c.tool]
 
+        async def invoke(args: Mapping[str, Any]) -> Any:
+            return await tool.on_invoke_tool(ctx, json.dumps(dict(args)))
+
+        o = await self.guard.acarry_out(t, invoke, self._runner(ctx))
+        self.outcomes.append(o)
+        return o.for_model()

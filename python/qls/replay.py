@@ -6,10 +6,10 @@ app whose tools sit behind a ``qls.Guard``, that proves the finding against the 
 exporter *described*; ``replay_through`` closes the loop with the guard that *runs*: it replays
 the witness as ``qls replay`` does (``qls._native.replay``, which returns the concrete run's
 calls as ``qls-replay-trace/1``), then drives the guard through those calls in order — each
-decided by ``Guard.decide``, acted on by ``Guard.act`` (runs, holds, refusals and their
-rollbacks, the person's yes through ``Guard.approve``) with the tools stubbed by the results the
-concrete run used — and compares each decision, and each rollback's compensations, with the
-concrete run's. A guard built from other files than the export's (another catalogue, rulebook or
+decided with its entry by ``Guard.begin`` (a person's yes with the held call's token), acted on
+by ``Guard.carry_out`` (runs, holds, refusals and their rollbacks) with the tools stubbed by the
+results the concrete run used — and compares each decision, and each rollback's compensations,
+with the concrete run's. A guard built from other files than the export's (another catalogue, rulebook or
 settings), or one whose history differs from what the proof assumed, diverges at the first call
 it decides otherwise, and the result says which.
 
@@ -127,29 +127,27 @@ def _drive(guard: Guard, calls: list[dict[str, Any]]) -> tuple[str | None, list[
         if token is not None:
             if held is None or (held.call.tool, dict(held.call.args)) != (call.tool, dict(call.args)):
                 return f"{where}: the concrete run presents a person's yes, but the guard holds no such call", decisions
-            d = guard.decide_one(held.call, token=held.token)
             call, token = held.call, held.token
-        else:
-            d = guard.decide([call])[0]
+        t = guard.begin(call, token=token)
+        d = t.decision
         decisions.append(d)
         got = (d["decision"], list(d["reasons"]))
         want = (item["decision"], list(item["reasons"]))
         if got != want:
+            guard.abandon(t, "not run: the replay diverged here")
             return (f"{where}: the guard decided {got[0]} {got[1]}, the concrete run's check {want[0]} {want[1]}",
                     decisions)
         if d["decision"] == "allow":
             stubs.expected.append((c["tool"], dict(c.get("args", {})), item["result"]))
         for r in item["rollback"]:
             stubs.expected.append((r["tool"], dict(r["args"]), r["result"]))
-        before = len(guard.history["entries"])
-        outcome = guard.act(call, d, stubs, token=token)
+        outcome = guard.carry_out(t, stubs)
         if stubs.wrong is not None:
             return f"{where}: {stubs.wrong}", decisions
         if stubs.expected:
-            t, a, _ = stubs.expected[0]
-            return f"{where}: the guard did not run `{t}` {json.dumps(a, sort_keys=True)}, which the concrete run ran", decisions
-        entries = guard.history["entries"]
-        ran = [j for j in range(before, len(entries)) if entries[j].get("ran")]
+            t_, a, _ = stubs.expected[0]
+            return f"{where}: the guard did not run `{t_}` {json.dumps(a, sort_keys=True)}, which the concrete run ran", decisions
+        ran = ([t.entry] if t.answer == "allow" else []) + [r["entry"] for r in t.rollback]
         concrete = ([item["entry"]] if item["entry"] is not None else []) + [r["entry"] for r in item["rollback"]]
         for mine, theirs in zip(ran, concrete):
             entry_of[theirs] = mine

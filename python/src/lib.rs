@@ -10,7 +10,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::Value;
 use std::path::PathBuf;
-use toolcheck::{Call, History, Key};
+use std::sync::{Arc, Mutex};
+use toolcheck::{Call, Completion, History, Key};
 
 /// Runs the `qls` command line with `argv` (the program name first) and returns its exit code;
 /// it prints exactly what the `qls` binary prints.
@@ -67,12 +68,18 @@ fn check(
         .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
 }
 
+/// What every decision of a session reads besides its history: the catalogue, rulebook and
+/// settings read once (as `qls check` reads them), and the history key.
+struct Shared {
+    inputs: CheckInputs,
+    key: Key,
+}
+
 /// A session's tool check: the catalogue, rulebook and settings read once (as `qls check` reads
 /// them), and the history key. Histories and calls cross as JSON text.
 #[pyclass(frozen)]
 struct Checker {
-    inputs: CheckInputs,
-    key: Key,
+    shared: Arc<Shared>,
 }
 
 fn bad<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> PyErr + '_ {
@@ -97,8 +104,10 @@ impl Checker {
         let inputs = CheckInputs::load(&catalogue, rulebook.as_deref(), settings.as_deref())
             .map_err(|e| PyValueError::new_err(prover::diagnostics::render_input_error(&e)))?;
         Ok(Checker {
-            inputs,
-            key: Key::new(key),
+            shared: Arc::new(Shared {
+                inputs,
+                key: Key::new(key),
+            }),
         })
     }
 
@@ -107,8 +116,9 @@ impl Checker {
     fn decide(&self, py: Python<'_>, history: &str, calls: &str) -> PyResult<String> {
         let h = history_of(history)?;
         let calls: Vec<Call> = serde_json::from_str(calls).map_err(bad("not a list of calls"))?;
+        let s = &self.shared;
         let out = py.detach(|| {
-            let b = toolcheck::check_batch(&self.inputs.context(&self.key), &h, &calls);
+            let b = toolcheck::check_batch(&s.inputs.context(&s.key), &h, &calls);
             serde_json::json!({"decisions": b.outcomes, "history": b.history.to_value()})
         });
         Ok(out.to_string())
@@ -127,8 +137,9 @@ impl Checker {
         let mut h = history_of(history)?;
         let call: Call = serde_json::from_str(call).map_err(bad("not a call"))?;
         let result: Value = serde_json::from_str(result).map_err(bad("not a JSON result"))?;
+        let s = &self.shared;
         toolcheck::check::push_entry(
-            &self.inputs.context(&self.key),
+            &s.inputs.context(&s.key),
             &mut h,
             &call,
             decision,
@@ -140,12 +151,12 @@ impl Checker {
 
     /// The index of the first history entry whose MAC does not verify, if any.
     fn first_invalid(&self, history: &str) -> PyResult<Option<usize>> {
-        Ok(history_of(history)?.first_invalid(&self.key))
+        Ok(history_of(history)?.first_invalid(&self.shared.key))
     }
 
     /// The catalogue as a qls catalogue (JSON text), overlays applied.
     fn catalogue_json(&self) -> String {
-        self.inputs.catalogue.to_qls_json()
+        self.shared.inputs.catalogue.to_qls_json()
     }
 
     /// The marks a run of `tool` carries by the catalogue (`external`, `confidential`).
@@ -154,9 +165,122 @@ impl Checker {
             tool: tool.to_string(),
             ..Default::default()
         };
-        toolcheck::check::entry_marks(&self.inputs.catalogue, &entry)
+        toolcheck::check::entry_marks(&self.shared.inputs.catalogue, &entry)
             .into_iter()
             .collect()
+    }
+}
+
+/// One session's history, held here behind a mutex: deciding a call and appending its entry is
+/// one step ([`Session::begin`]), so calls made from several threads or asyncio tasks each see the
+/// ones decided before them. The mutex is taken with the GIL released and held only for the
+/// decision and the append (never while a tool runs, never across Python code), so a thread that
+/// waits for it never holds the GIL another needs.
+#[pyclass(frozen)]
+struct Session {
+    shared: Arc<Shared>,
+    state: Mutex<toolcheck::Session>,
+}
+
+impl Session {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut toolcheck::Session, &toolcheck::CheckContext<'_>) -> T + Send,
+    ) -> T {
+        py.detach(|| {
+            // A poisoned lock still holds a whole history: every change is one append or one
+            // completion, made after the decision that could fail.
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let ctx = self.shared.inputs.context(&self.shared.key);
+            f(&mut state, &ctx)
+        })
+    }
+}
+
+#[pymethods]
+impl Session {
+    /// An empty session `id` under `checker`'s inputs and key, or one over `history` (JSON text),
+    /// verified once.
+    #[new]
+    #[pyo3(signature = (checker, id=None, history=None))]
+    fn new(checker: &Checker, id: Option<String>, history: Option<&str>) -> PyResult<Session> {
+        let shared = &checker.shared;
+        let state = match history {
+            Some(text) => {
+                toolcheck::Session::load(history_of(text)?, &shared.inputs.catalogue, &shared.key)
+            }
+            None => toolcheck::Session::new(id),
+        };
+        Ok(Session {
+            shared: checker.shared.clone(),
+            state: Mutex::new(state),
+        })
+    }
+
+    /// Replaces the history with `history` (JSON text), verified once.
+    fn load(&self, py: Python<'_>, history: &str) -> PyResult<()> {
+        let h = history_of(history)?;
+        self.with(py, |s, ctx| {
+            *s = toolcheck::Session::load(h, ctx.catalogue, ctx.key)
+        });
+        Ok(())
+    }
+
+    /// Decides `call` (JSON text) and appends its entry, in one step under the session's lock:
+    /// `{"decision": …, "entry": i, "rollback": [{"entry": j, "tool": …, "args": …, "undoes": k}]}`.
+    /// An allowed call's entry and the compensations' are running until `complete`.
+    fn begin(&self, py: Python<'_>, call: &str) -> PyResult<String> {
+        let call: Call = serde_json::from_str(call).map_err(bad("not a call"))?;
+        let r = self.with(py, |s, ctx| s.begin(ctx, &call));
+        serde_json::to_string(&r).map_err(bad("not serialisable"))
+    }
+
+    /// Completes running entry `entry`: with `result` (JSON text) when the tool returned, with
+    /// `error` when it raised.
+    #[pyo3(signature = (entry, result=None, error=None))]
+    fn complete(
+        &self,
+        py: Python<'_>,
+        entry: usize,
+        result: Option<&str>,
+        error: Option<String>,
+    ) -> PyResult<()> {
+        let how = match (result, error) {
+            (_, Some(e)) => Completion::Failed(e),
+            (Some(r), None) => {
+                Completion::Returned(serde_json::from_str(r).map_err(bad("not a JSON result"))?)
+            }
+            (None, None) => Completion::Returned(Value::Null),
+        };
+        self.with(py, |s, ctx| s.complete(ctx, entry, how))
+            .map_err(PyValueError::new_err)
+    }
+
+    /// Whether entry `entry` is a run that has not come back yet.
+    fn is_running(&self, py: Python<'_>, entry: usize) -> bool {
+        self.with(py, |s, _| s.is_running(entry))
+    }
+
+    /// A batch's decisions on the history as it stands (JSON text: `[...]`); nothing appended.
+    fn decide(&self, py: Python<'_>, calls: &str) -> PyResult<String> {
+        let calls: Vec<Call> = serde_json::from_str(calls).map_err(bad("not a list of calls"))?;
+        let out = self.with(py, |s, ctx| s.decide(ctx, &calls));
+        serde_json::to_string(&out).map_err(bad("not serialisable"))
+    }
+
+    /// The history as JSON text, each entry exactly as signed.
+    fn history_json(&self, py: Python<'_>) -> String {
+        self.with(py, |s, _| s.history().to_value().to_string())
+    }
+
+    /// The index of the first entry whose MAC does not verify (the whole chain re-verified).
+    fn first_invalid(&self, py: Python<'_>) -> Option<usize> {
+        self.with(py, |s, ctx| s.verify(ctx.key))
+    }
+
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.with(py, |s, _| s.len())
     }
 }
 
@@ -168,6 +292,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_class::<Checker>()?;
+    m.add_class::<Session>()?;
     m.add("NOT_RUN", toolcheck::batch::NOT_RUN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

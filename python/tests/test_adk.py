@@ -263,3 +263,40 @@ def test_an_mcp_toolset_is_read_from_its_listing_or_is_a_custom_node(tmp_path):
         graph, cat = qls.export_adk(LlmAgent(name="desk", model=Scripted(model="fake"), tools=[toolset()]))
     _, findings, _ = verify(tmp_path, graph, cat)
     assert ("QG006", "desk:McpToolset") in findings  # its tools unknown, never assumed absent
+
+
+def test_the_calls_of_one_step_run_at_once_on_one_guard(tmp_path):
+    """ADK runs a step's function calls as concurrent tasks, each through the guard's callback:
+    the tools run together (each waits until all eight run: a guard that held its lock while a
+    tool ran would never let the second in), every run is on the history, and of eight calls of an
+    at-most-once read one runs."""
+    n = 8
+    for trial in range(5):
+        together = asyncio.Barrier(n)
+        ran: list[str] = []
+
+        async def get_order(order_id: str) -> dict:
+            """Look an order up."""
+            await asyncio.wait_for(together.wait(), 30)
+            ran.append(order_id)
+            return {"status": "paid"}
+
+        async def lookup_credit(customer: str) -> dict:
+            """Look a customer's credit score up."""
+            ran.append(customer)
+            await asyncio.sleep(0.005)
+            return {"score": 700}
+
+        steps = [[("get_order", {"order_id": f"o{i}"}) for i in range(n)],
+                 [("lookup_credit", {"customer": f"c{i}"}) for i in range(n)]]
+        g = AdkGuard(qls.Guard(CATALOGUE, key=KEY))
+        app = g.agent(LlmAgent(name="desk", model=Scripted(model="fake", steps=steps), tools=[get_order, lookup_credit]))
+        responses = run(app)
+        assert sorted(r for r in ran if r.startswith("o")) == [f"o{i}" for i in range(n)]
+        assert len([r for r in ran if r.startswith("c")]) == 1, f"trial {trial}: {ran}"
+        calls = [e for e in g.guard.history["entries"] if e.get("kind", "call") == "call"]
+        assert sorted((e["tool"], e["decision"]) for e in calls) == sorted(
+            [("get_order", "allow")] * n + [("lookup_credit", "allow")] + [("lookup_credit", "refuse")] * (n - 1))
+        assert sum("at_most 1" in str(r.get("result")) for r in responses if r["name"] == "lookup_credit") == n - 1
+        assert g.guard.verify_history() is None
+    assert check_history(tmp_path, g.guard.history_json(), KEY)["decision"] == "allow"

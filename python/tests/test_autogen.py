@@ -214,3 +214,39 @@ def test_the_autogen_docs_examples_export_and_verify(tmp_path):
     rc, findings, _ = verify(tmp_path, graph, cat)
     # refund_flight runs unchecked; HandoffTermination | TextMentionTermination bounds no count.
     assert findings == {("QG001", "refund_flight"), ("QG023", "cycle:travel_agent")} and rc == 1
+
+
+def test_the_calls_of_one_step_run_at_once_on_one_guard(tmp_path):
+    """AutoGen runs a step's tool calls concurrently (`asyncio.gather`), each through its wrapped
+    tool: the tools run together (each waits until all eight run), every run is on the history,
+    and of eight calls of an at-most-once read one runs."""
+    n = 8
+    for trial in range(5):
+        together = asyncio.Barrier(n)
+        ran: list[str] = []
+
+        async def get_order(order_id: str) -> str:
+            """Look an order up."""
+            await asyncio.wait_for(together.wait(), 30)
+            ran.append(order_id)
+            return "paid"
+
+        async def lookup_credit(customer: str) -> str:
+            """Look a customer's credit score up."""
+            ran.append(customer)
+            await asyncio.sleep(0.005)
+            return "700"
+
+        g = AutogenGuard(qls.Guard(CATALOGUE, key=KEY))
+        steps = [[("get_order", {"order_id": f"o{i}"}) for i in range(n)],
+                 [("lookup_credit", {"customer": f"c{i}"}) for i in range(n)]]
+        agent = AssistantAgent("desk", model(*steps), max_tool_iterations=3, tools=g.tools([get_order, lookup_credit]))
+        out = asyncio.run(agent.run(task="orders, then scores"))
+        assert sorted(r for r in ran if r.startswith("o")) == [f"o{i}" for i in range(n)]
+        assert len([r for r in ran if r.startswith("c")]) == 1, f"trial {trial}: {ran}"
+        calls = [e for e in g.guard.history["entries"] if e.get("kind", "call") == "call"]
+        assert sorted((e["tool"], e["decision"]) for e in calls) == sorted(
+            [("get_order", "allow")] * n + [("lookup_credit", "allow")] + [("lookup_credit", "refuse")] * (n - 1))
+        assert sum("at_most 1" in r for r in results(out).values()) == n - 1
+        assert g.guard.verify_history() is None
+    assert check_history(tmp_path, g.guard.history_json(), KEY)["decision"] == "allow"

@@ -257,3 +257,45 @@ def test_the_crewai_examples_export_and_verify(tmp_path):
     rc, findings, _ = verify(tmp_path, graph, cat)
     assert findings == {("QG006", "EmailAutoResponderFlow.fetch_new_emails"),
                         ("QG006", "EmailAutoResponderFlow.generate_draft_responses")}
+
+
+def test_tasks_run_at_once_share_one_guard(tmp_path):
+    """CrewAI runs `async_execution` tasks on threads of their own, so two agents' tool calls go
+    through the guard's hooks at once: each call is decided with its entry in one step, the tools
+    run together (each waits until both run: a guard that held its lock while a tool ran would
+    break the barrier), every run is on the history, and of the two calls of an at-most-once read
+    one runs."""
+    import threading
+
+    for trial in range(5):
+        together = threading.Barrier(2, timeout=30)
+        ran: list[str] = []
+
+        @tool("get_order")
+        def get_order(order_id: str) -> str:
+            """Look an order up."""
+            together.wait()
+            ran.append(order_id)
+            return "paid"
+
+        @tool("lookup_credit")
+        def lookup_credit(customer: str) -> str:
+            """Look a customer's credit score up."""
+            ran.append(customer)
+            return "700"
+
+        desks = [Agent(role=f"desk{i}", goal="Serve the customer", backstory="Desk.", max_iter=4,
+                       llm=Scripted([("get_order", {"order_id": f"o{i}"}), ("lookup_credit", {"customer": f"c{i}"})]),
+                       tools=[get_order, lookup_credit]) for i in range(2)]
+        work = [Task(description=f"Serve customer {i}.", expected_output="done", agent=a, async_execution=True)
+                for i, a in enumerate(desks)]
+        closing = Task(description="Sum up.", expected_output="done", agent=desks[0], context=work)
+        with CrewGuard(qls.Guard(CATALOGUE, key=KEY)) as g:
+            Crew(agents=desks, tasks=[*work, closing]).kickoff()
+        assert sorted(r for r in ran if r.startswith("o")) == ["o0", "o1"], f"trial {trial}: {ran}"
+        assert len([r for r in ran if r.startswith("c")]) == 1, f"trial {trial}: {ran}"
+        calls = [e for e in g.guard.history["entries"] if e.get("kind", "call") == "call"]
+        assert sorted((e["tool"], e["decision"]) for e in calls) == [
+            ("get_order", "allow"), ("get_order", "allow"), ("lookup_credit", "allow"), ("lookup_credit", "refuse")]
+        assert g.guard.verify_history() is None
+    assert check_history(tmp_path, g.guard.history_json(), KEY)["decision"] == "allow"

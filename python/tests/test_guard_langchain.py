@@ -100,7 +100,10 @@ def test_two_calls_of_an_at_most_one_tool_in_one_step_run_once(tmp_path):
     assert desk.ran == [("lookup_credit", {"customer": "a"})]
     by_id = {m.tool_call_id: m for m in tool_messages(out)}
     assert "order_rule" in by_id["call-0-1"].content and by_id["call-0-1"].status == "error"
-    assert [e["tool"] for e in g.history["entries"]] == ["lookup_credit", "lookup_credit"]
+    # The calls run at once: the first may come back after the second was decided (a result
+    # entry then completes it).
+    calls = [(e["tool"], e["decision"]) for e in g.history["entries"] if e.get("kind", "call") == "call"]
+    assert calls == [("lookup_credit", "allow"), ("lookup_credit", "refuse")]
     assert check_history(tmp_path, g.history_json(), KEY)["decision"] == "allow"
 
 
@@ -117,4 +120,52 @@ def test_a_write_after_an_untrusted_read_in_the_same_step_is_held(tmp_path):
     by_id = {m.tool_call_id: m for m in tool_messages(out)}
     assert by_id["call-0-2"].content == qls.NOT_RUN
     assert desk.ran == [("read_inbox", {})]
+    assert check_history(tmp_path, g.history_json(), KEY)["decision"] == "allow"
+
+
+def test_the_calls_of_one_answer_run_at_once_and_are_recorded_in_the_models_order(tmp_path):
+    """`create_agent` runs an answer's tool calls as concurrent tasks: each is decided in the
+    model's order (it waits for the earlier ones to be *decided*, not run), the tools run together
+    (each waits until all eight run), and the history holds every call in the model's order; of
+    eight calls of an at-most-once read, the model's first runs."""
+    import threading
+
+    from langchain_core.tools import tool
+
+    n = 8
+    for trial in range(5):
+        together = threading.Barrier(n, timeout=30)
+        ran: list[str] = []
+
+        @tool
+        def get_order(order_id: str) -> dict:
+            """Look an order up."""
+            together.wait()
+            ran.append(order_id)
+            return {"status": "paid"}
+
+        @tool
+        def lookup_credit(customer: str) -> dict:
+            """Look a customer's credit score up (at most once)."""
+            ran.append(customer)
+            return {"score": 700}
+
+        g = guard()
+        steps = [[("get_order", {"order_id": f"o{i}"}) for i in range(n)],
+                 [("lookup_credit", {"customer": f"c{i}"}) for i in range(n)]]
+        tools = [get_order, lookup_credit]
+        a = create_agent(scripted_model(steps), tools=tools, middleware=[GuardMiddleware(g, tools)],
+                         checkpointer=MemorySaver())
+        # LangGraph's thread pool runs as many tasks at once as `max_concurrency` says (by default
+        # as many as the machine's cores allow, fewer than eight here).
+        out = a.invoke({"messages": [("user", "orders, then scores")]},
+                       {"configurable": {"thread_id": f"p{trial}"}, "max_concurrency": n})
+        assert sorted(r for r in ran if r.startswith("o")) == [f"o{i}" for i in range(n)]
+        assert [r for r in ran if r.startswith("c")] == ["c0"], f"trial {trial}: {ran}"
+        calls = [e for e in g.history["entries"] if e.get("kind", "call") == "call"]
+        assert [e["args"].get("order_id") or e["args"].get("customer") for e in calls] == (
+            [f"o{i}" for i in range(n)] + [f"c{i}" for i in range(n)])
+        assert [e["decision"] for e in calls] == ["allow"] * (n + 1) + ["refuse"] * (n - 1)
+        assert g.verify_history() is None
+        assert sum(1 for m in tool_messages(out) if m.status == "error") == n - 1
     assert check_history(tmp_path, g.history_json(), KEY)["decision"] == "allow"

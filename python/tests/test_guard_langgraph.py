@@ -6,7 +6,8 @@ back, and the history it leaves verified by `qls check`."""
 from __future__ import annotations
 
 import json
-from typing import Any
+import threading
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -16,7 +17,9 @@ pytest.importorskip("langgraph")
 from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import MemorySaver  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
-from langgraph.types import Command  # noqa: E402
+from langchain_core.messages import AIMessage  # noqa: E402
+from langgraph.graph.message import add_messages  # noqa: E402
+from langgraph.types import Command, Send  # noqa: E402
 
 import qls  # noqa: E402
 from qls.langgraph import GuardedToolNode  # noqa: E402
@@ -208,3 +211,61 @@ def test_no_key_is_an_ephemeral_key_with_a_warning(monkeypatch):
     g = qls.Guard(CATALOGUE)
     g.run_step([qls.Call("get_order", {"order_id": "1"})], lambda t, a: {"status": "paid"})
     assert g.history["entries"][0]["result"] == {"status": "paid"}
+
+
+class Branches(TypedDict):
+    messages: Annotated[list, add_messages]
+
+
+def test_parallel_branches_share_one_guard(tmp_path):
+    """LangGraph runs the branches a step sends to the tools node at once (one `Send` per tool
+    call, each on its own thread): every call is decided with its entry in one step, the tools run
+    together (each waits until all eight run: a guard that held its lock while a tool ran would
+    break the barrier), every run is on the history, and an at-most-once read runs once."""
+    n = 8
+    for trial in range(10):
+        together = threading.Barrier(n, timeout=30)
+        ran: list[str] = []
+
+        @tool
+        def get_order(order_id: str) -> dict:
+            """Look an order up."""
+            together.wait()
+            ran.append(order_id)
+            return {"status": "paid"}
+
+        @tool
+        def lookup_credit(customer: str) -> dict:
+            """Look a customer's credit score up (at most once)."""
+            ran.append(customer)
+            return {"score": 700}
+
+        def agent(state: Branches) -> dict:
+            calls = [{"name": "get_order", "args": {"order_id": f"o{i}"}, "id": f"g{i}"} for i in range(n)]
+            calls += [{"name": "lookup_credit", "args": {"customer": f"c{i}"}, "id": f"l{i}"} for i in range(n)]
+            return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+        def fan(state: Branches) -> list[Send]:
+            ai = state["messages"][-1]
+            return [Send("tools", {"messages": [AIMessage(content="", tool_calls=[tc])]}) for tc in ai.tool_calls]
+
+        g = guard()
+        b = StateGraph(Branches)
+        b.add_node("agent", agent)
+        b.add_node("tools", GuardedToolNode([get_order, lookup_credit], g))
+        b.add_edge(START, "agent")
+        b.add_conditional_edges("agent", fan, ["tools"])
+        b.add_edge("tools", END)
+        # LangGraph's thread pool runs as many branches at once as `max_concurrency` says (by
+        # default as many as the machine's cores allow, fewer than eight here).
+        out = b.compile().invoke({"messages": [("user", "orders and scores")]}, {"max_concurrency": 2 * n})
+        assert sorted(r for r in ran if r.startswith("o")) == [f"o{i}" for i in range(n)], f"trial {trial}"
+        assert len([r for r in ran if r.startswith("c")]) == 1, f"trial {trial}: {ran}"
+        entries = g.history["entries"]
+        calls = [e for e in entries if e.get("kind", "call") == "call"]
+        assert sorted((e["tool"], e["decision"]) for e in calls) == sorted(
+            [("get_order", "allow")] * n + [("lookup_credit", "allow")] + [("lookup_credit", "refuse")] * (n - 1))
+        assert g.verify_history() is None
+        refused = [m for m in tool_messages(out) if m.status == "error"]
+        assert len(refused) == n - 1 and all("at_most 1" in m.content for m in refused)
+    assert check_history(tmp_path, g.history_json(), KEY)["decision"] == "allow"

@@ -142,3 +142,44 @@ def test_a_write_after_an_untrusted_read_in_the_same_step_is_held(tmp_path):
     result = asyncio.run(Runner.run(agent, state))
     assert ran == [("read_inbox", {})]
     assert check_history(tmp_path, g.guard.history_json(), KEY)["decision"] == "allow"
+
+
+def test_the_calls_of_one_answer_run_at_once_and_are_recorded_in_the_models_order(tmp_path):
+    """The SDK runs an answer's function calls concurrently: each wrapped tool is decided in the
+    model's order (waiting for the earlier ones to be *decided*), the tools run together (each
+    waits until all eight run), every call is on the history in the model's order, and of eight
+    calls of an at-most-once read the model's first runs."""
+    n = 8
+    for trial in range(5):
+        together = asyncio.Barrier(n)
+        ran: list[str] = []
+
+        @function_tool
+        async def get_order(order_id: str) -> str:
+            """Look an order up."""
+            await asyncio.wait_for(together.wait(), 30)
+            ran.append(order_id)
+            return "paid"
+
+        @function_tool
+        async def lookup_credit(customer: str) -> str:
+            """Look a customer's credit score up."""
+            ran.append(customer)
+            await asyncio.sleep(0.005)
+            return "700"
+
+        model = ScriptedModel([[fc("get_order", {"order_id": f"o{i}"}, f"g{i}") for i in range(n)],
+                               [fc("lookup_credit", {"customer": f"c{i}"}, f"l{i}") for i in range(n)],
+                               [assistant_message("done")]])
+        g = AgentsGuard(qls.Guard(CATALOGUE, key=KEY))
+        agent = g.agent(Agent(name="desk", instructions="Serve.", model=model, tools=[get_order, lookup_credit]))
+        result = asyncio.run(Runner.run(agent, "orders, then scores"))
+        assert sorted(r for r in ran if r.startswith("o")) == [f"o{i}" for i in range(n)]
+        assert [r for r in ran if r.startswith("c")] == ["c0"], f"trial {trial}: {ran}"
+        calls = [e for e in g.guard.history["entries"] if e.get("kind", "call") == "call"]
+        assert [e["args"].get("order_id") or e["args"].get("customer") for e in calls] == (
+            [f"o{i}" for i in range(n)] + [f"c{i}" for i in range(n)])
+        assert [e["decision"] for e in calls] == ["allow"] * (n + 1) + ["refuse"] * (n - 1)
+        assert all("at_most 1" in outputs(result)[f"l{i}"] for i in range(1, n))
+        assert g.guard.verify_history() is None
+    assert check_history(tmp_path, g.guard.history_json(), KEY)["decision"] == "allow"

@@ -11,18 +11,18 @@
 //!
 //! The extended history is exactly what deciding the calls one at a time with
 //! `qls check --append` would leave, plus the rollbacks' compensations: every decided call is
-//! appended as [`record`] appends it, a compensation as a run entry decided [`ROLLBACK`], and a
+//! appended as [`crate::check::record`] appends it, a compensation as a run entry decided [`ROLLBACK`], and a
 //! call that was not run is not appended (it was never decided). So a batch decided here is a
 //! sequence of calls the model could have made one at a time — the guarantee a tools node marked
 //! `batch` rests on. A host that checks each call against the history alone is not covered.
 
 use crate::call::Call;
-use crate::check::{
-    acting_name, check, push_entry, record, rollback_steps, CheckContext, Decision,
-};
-use crate::history::History;
+use crate::check::{acting_name, call_entry, check_with, rollback_steps, CheckContext, Decision};
+use crate::facts::Facts;
+use crate::history::{Entry, History};
 use ir::vocab::Answer;
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 
 /// What a call after a held one returns to the model.
 pub const NOT_RUN: &str = "not run: an earlier call of this step waits for a person";
@@ -96,18 +96,11 @@ pub fn check_batch(ctx: &CheckContext<'_>, history: &History, calls: &[Call]) ->
             outcomes.push(Outcome::NotRun { held_by });
             continue;
         }
-        let d = check(ctx, &h, call);
-        record(ctx, &mut h, call, &d);
-        match d.decision {
-            Answer::Allow => {}
-            Answer::Confirm => held = Some(i),
-            Answer::Refuse => {
-                for undo in rollback_steps(&d, acting_name(ctx, call), call.turn) {
-                    push_entry(ctx, &mut h, &undo, ROLLBACK, true, serde_json::Value::Null);
-                }
-            }
+        let r = decide_and_append(ctx, &mut h, call, false);
+        if r.decision.decision == Answer::Confirm {
+            held = Some(i);
         }
-        outcomes.push(Outcome::Decided(d));
+        outcomes.push(Outcome::Decided(r.decision));
     }
     Batch {
         outcomes,
@@ -115,9 +108,95 @@ pub fn check_batch(ctx: &CheckContext<'_>, history: &History, calls: &[Call]) ->
     }
 }
 
+/// A call decided and put on the history in one step ([`reserve`]): the decision, the call's own
+/// entry, and for a refusal the compensations its rollback runs, each with its entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reserved {
+    /// The check's decision.
+    pub decision: Decision,
+    /// The index of the call's entry.
+    pub entry: usize,
+    /// A refusal's compensations, last write first: each entry's index and the call it records.
+    pub rollback: Vec<(usize, Call)>,
+}
+
+/// `{"decision": …, "entry": i, "rollback": [{"entry": j, "tool": …, "args": …, "undoes": k}]}`.
+impl Serialize for Reserved {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let rollback: Vec<Value> = self
+            .rollback
+            .iter()
+            .map(|(entry, c)| {
+                serde_json::json!({"entry": entry, "tool": c.tool, "args": c.args, "undoes": c.undoes})
+            })
+            .collect();
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("decision", &self.decision)?;
+        m.serialize_entry("entry", &self.entry)?;
+        m.serialize_entry("rollback", &rollback)?;
+        m.end()
+    }
+}
+
+/// Decides `call` and appends its entry in one step, for a host that runs the allowed call
+/// next, outside whatever lock it holds around this: the batch's step for one call, with the
+/// allowed call's entry and the rollback's compensations written as **running** (they count as
+/// runs for every later decision, as the batch counts an allowed call), to be completed with
+/// what each tool did ([`History::complete`]). A held call's entry is the batch's; a refused
+/// call's too. Deciding each call of a step so, in the model's order, gives the batch's
+/// decisions (a batch's call is decided on the history its earlier calls left).
+pub fn reserve(ctx: &CheckContext<'_>, history: &mut History, call: &Call) -> Reserved {
+    decide_and_append(ctx, history, call, true)
+}
+
+/// What a decision reads and an entry is appended to: the history itself (the reference), or a
+/// [`crate::session::Session`] that indexes each entry it appends.
+pub trait Ledger: Facts {
+    /// Appends `entry` (its text rebuilt from its fields, signed after the head); its index.
+    fn append(&mut self, ctx: &CheckContext<'_>, entry: Entry) -> usize;
+}
+
+impl Ledger for History {
+    fn append(&mut self, ctx: &CheckContext<'_>, entry: Entry) -> usize {
+        self.push_signed(entry, ctx.key);
+        self.entries.len() - 1
+    }
+}
+
+/// One call of a batch: decided on `h`, then its entry appended (an allowed call's as run) and,
+/// for a refusal, its rollback's compensations as run entries decided [`ROLLBACK`]. `running`:
+/// the runs are written as running (a host runs them next), else as though they had returned
+/// `null` (`qls check --append`: nothing ran here).
+pub(crate) fn decide_and_append<L: Ledger>(
+    ctx: &CheckContext<'_>,
+    h: &mut L,
+    call: &Call,
+    running: bool,
+) -> Reserved {
+    let decision = check_with(ctx, h, call);
+    let ran = decision.decision == Answer::Allow;
+    let mut e = call_entry(ctx, call, decision.decision.as_str(), ran, Value::Null);
+    e.running = running && ran;
+    let entry = h.append(ctx, e);
+    let mut rollback = Vec::new();
+    if decision.decision == Answer::Refuse {
+        for undo in rollback_steps(&decision, acting_name(ctx, call), call.turn) {
+            let mut e = call_entry(ctx, &undo, ROLLBACK, true, Value::Null);
+            e.running = running;
+            rollback.push((h.append(ctx, e), undo));
+        }
+    }
+    Reserved {
+        decision,
+        entry,
+        rollback,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::check;
     use crate::history::Key;
     use indexmap::IndexMap;
     use ir::agent::{Settings, WritePolicy};

@@ -52,6 +52,21 @@ pub struct Call {
 }
 
 impl Call {
+    /// A call of `tool` with `args` (a JSON object; anything else is no arguments), every argument
+    /// typed by the person: how the tests and benchmarks build the calls no origin rule is about.
+    pub fn typed(tool: &str, args: Value) -> Call {
+        let args = match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Call {
+            tool: tool.to_string(),
+            origins: args.keys().map(|k| (k.clone(), Origin::Typed)).collect(),
+            args,
+            ..Call::default()
+        }
+    }
+
     /// The arguments as one JSON object value.
     pub fn args_value(&self) -> Value {
         Value::Object(self.args.clone())

@@ -15,11 +15,13 @@
 //! - a token made for a call that was then held (appended as a `confirm` entry that did not run)
 //!   still covers that call at the head before the held entry.
 
+use crate::batch::Ledger;
 use crate::call::{Call, Origin};
 use crate::canonical::{digests_equal, idempotency_key, token};
 use crate::destinations::{escape_pointer, find_destination};
+use crate::facts::{Facts, RunScope};
 use crate::gate::{self, GateOutcome};
-use crate::history::{Entry, History, Key};
+use crate::history::{Entry, EntryKind, History, Key, RunState};
 use indexmap::IndexMap;
 use ir::agent::{AgentFile, Privilege, Settings, TaintPolicy, WritePolicy};
 use ir::catalogue::{ArgCheck, Catalogue, Tool, Trust};
@@ -104,35 +106,44 @@ struct Acting {
     privilege: Privilege,
 }
 
-/// Decides one call (SPEC §2). Pure and deterministic: no clock, randomness or I/O.
+/// Decides one call (SPEC §2). Pure and deterministic: no clock, randomness or I/O. The history
+/// is read as it is: every MAC verified, every question answered from its entries (the reference
+/// reading; [`check_with`] decides on any [`Facts`]).
 pub fn check(ctx: &CheckContext<'_>, history: &History, call: &Call) -> Decision {
-    let invalid = history.first_invalid(ctx.key);
-    let run = run_indices(history, call);
+    check_with(ctx, history, call)
+}
+
+/// [`check`] on whatever answers the check's questions about the history: the history itself, or
+/// a [`crate::session::Session`]'s index of it. The same rules, in the same order, either way.
+pub fn check_with<F: Facts + ?Sized>(ctx: &CheckContext<'_>, facts: &F, call: &Call) -> Decision {
+    let invalid = facts.first_invalid(ctx.key);
+    let run = run_scope(facts.history(), call);
     let (tool, acting) = match catalogue_rule(ctx, call) {
         Ok(found) => found,
         Err(refusal) if invalid.is_none() => {
-            return with_rollback(refusal, ctx.catalogue, history, &run)
+            return with_rollback(refusal, ctx.catalogue, facts, run)
         }
         Err(refusal) => return refusal,
     };
     if let Some(entry) = invalid {
         return Decision::refuse(Reason::HistoryInvalid, json!({"entry": entry}));
     }
-    match decide_verified(ctx, history, call, tool, &acting, &run) {
-        d if d.decision == Answer::Refuse => with_rollback(d, ctx.catalogue, history, &run),
+    match decide_verified(ctx, facts, call, tool, &acting, run) {
+        d if d.decision == Answer::Refuse => with_rollback(d, ctx.catalogue, facts, run),
         d => d,
     }
 }
 
 /// Rules 3–12, over a history that verified.
-fn decide_verified(
+fn decide_verified<F: Facts + ?Sized>(
     ctx: &CheckContext<'_>,
-    history: &History,
+    facts: &F,
     call: &Call,
     tool: &Tool,
     acting: &Acting,
-    run: &[usize],
+    run: RunScope,
 ) -> Decision {
+    let history = facts.history();
     let session = history.session.clone().unwrap_or_default();
     let allow = |reasons: &[Reason]| {
         Decision::new(
@@ -147,26 +158,22 @@ fn decide_verified(
     if let Some(d) = destination_rule(tool, call) {
         return d;
     }
-    if let Some(d) = order_rule(ctx, history, call, tool, acting) {
+    if let Some(d) = order_rule(ctx, facts, call, tool, acting) {
         return d;
     }
-    if let Some(d) = compensation_rule(ctx.catalogue, history, call) {
+    if let Some(d) = compensation_rule(ctx.catalogue, facts, call) {
         return d;
     }
     let clarify = match rulebook_rule(ctx.rulebook, call) {
         Ok(c) => c,
         Err(d) => return d,
     };
-    if let Some(d) = sheet_check_rule(ctx.catalogue, tool, history, call) {
+    if let Some(d) = sheet_check_rule(ctx.catalogue, tool, facts, call) {
         return d;
     }
     let bound_undo = call.undoes.is_some();
     let tainted = if tool.is_write() {
-        taint_violations(
-            tool,
-            acting,
-            &carried_marks(ctx, history, call, acting, run),
-        )
+        taint_violations(tool, acting, &carried_marks(ctx, facts, call, acting, run))
     } else {
         Vec::new()
     };
@@ -176,7 +183,7 @@ fn decide_verified(
             json!({Reason::TaintedCall.as_str(): tainted}),
         );
     }
-    let token_note = match token_rule(ctx.key, history, call) {
+    let token_note = match token_rule(ctx.key, facts, call) {
         TokenStatus::Covers => return allow(&[Reason::Confirmed]),
         TokenStatus::Absent => None,
         TokenStatus::Spent => Some("spent"),
@@ -186,7 +193,7 @@ fn decide_verified(
         return allow(&[Reason::Compensation]);
     }
     if tool.is_write() {
-        if let Some(mut d) = person_rule(ctx, history, call, tool, run, clarify, tainted) {
+        if let Some(mut d) = person_rule(ctx, facts, call, tool, run, clarify, tainted) {
             if let Some(note) = token_note {
                 d.detail.insert("token_refused".into(), json!(note));
             }
@@ -254,19 +261,12 @@ fn catalogue_rule<'c>(ctx: &CheckContext<'c>, call: &Call) -> Result<(&'c Tool, 
     ))
 }
 
-/// The indices of the entries in the current run: the current turn's when the host numbers turns,
-/// else the whole history.
-fn run_indices(history: &History, call: &Call) -> Vec<usize> {
-    let current = call
-        .turn
-        .or_else(|| history.entries.last().and_then(|e| e.turn));
-    history
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| current.is_none() || e.turn == current)
-        .map(|(i, _)| i)
-        .collect()
+/// The current run: the current turn's entries (the call's turn, else the last call entry's) when
+/// the host numbers turns, else the whole history.
+fn run_scope(history: &History, call: &Call) -> RunScope {
+    RunScope {
+        turn: call.turn.or_else(|| history.last_call_turn()),
+    }
 }
 
 /// Rule 3: the arguments validate against the tool's JSON Schema.
@@ -343,30 +343,19 @@ pub fn destination_in(paths: &[String], args: &Value) -> Option<Value> {
     Some(json!({"pointer": d.pointer, "value": d.value, "kind": d.kind}))
 }
 
-/// The entries that ran, in the order rules' scope (the acting agent's under `history: per_agent`).
-fn ran_in_scope<'h>(
+/// Rule 5: `after`, `not_after`, `at_most` over the verified history's runs (the acting agent's
+/// under `history: per_agent`).
+fn order_rule<F: Facts + ?Sized>(
     ctx: &CheckContext<'_>,
-    history: &'h History,
-    acting: &Acting,
-) -> Vec<&'h Entry> {
-    let per_agent = ctx.settings.history == ir::agent::HistoryScope::PerAgent;
-    history
-        .entries
-        .iter()
-        .filter(|e| e.ran && (!per_agent || acting.name.is_none() || e.agent == acting.name))
-        .collect()
-}
-
-/// Rule 5: `after`, `not_after`, `at_most` over the verified history.
-fn order_rule(
-    ctx: &CheckContext<'_>,
-    history: &History,
+    facts: &F,
     call: &Call,
     tool: &Tool,
     acting: &Acting,
 ) -> Option<Decision> {
-    let ran = ran_in_scope(ctx, history, acting);
-    let has_run = |name: &str| ran.iter().any(|e| e.tool == name);
+    let per_agent = ctx.settings.history == ir::agent::HistoryScope::PerAgent;
+    let scope = acting.name.as_deref().filter(|_| per_agent);
+    let runs = |name: &str| facts.runs_of(name, scope);
+    let has_run = |name: &str| runs(name) > 0;
     let rule = |text: String| Some(Decision::refuse(Reason::OrderRule, json!({"rule": text})));
     if let Some(missing) = tool.order.after.iter().find(|t| !has_run(t)) {
         return rule(format!("after {missing}"));
@@ -375,8 +364,7 @@ fn order_rule(
         return rule(format!("not_after {seen}"));
     }
     if let Some(limit) = tool.order.at_most {
-        let runs = ran.iter().filter(|e| e.tool == call.tool).count();
-        if runs >= limit as usize {
+        if runs(&call.tool) >= limit as usize {
             return rule(format!("at_most {limit}"));
         }
     }
@@ -385,8 +373,13 @@ fn order_rule(
 
 /// Rule 6: an undo names a step that ran, is the undo declared for it, binds its arguments from
 /// it, and the step was not undone already.
-fn compensation_rule(catalogue: &Catalogue, history: &History, call: &Call) -> Option<Decision> {
+fn compensation_rule<F: Facts + ?Sized>(
+    catalogue: &Catalogue,
+    facts: &F,
+    call: &Call,
+) -> Option<Decision> {
     let index = call.undoes?;
+    let history = facts.history();
     let mismatch = |why: String| {
         Some(Decision::refuse(
             Reason::CompensationMismatch,
@@ -394,6 +387,12 @@ fn compensation_rule(catalogue: &Catalogue, history: &History, call: &Call) -> O
         ))
     };
     let entry = match history.entries.get(index) {
+        Some(e) if e.kind == EntryKind::Result => {
+            return mismatch(format!(
+                "entry {index} is the result of entry {}, not a call",
+                e.of.unwrap_or_default()
+            ))
+        }
         Some(e) => e,
         None => return mismatch(format!("the history has no entry {index}")),
     };
@@ -419,11 +418,7 @@ fn compensation_rule(catalogue: &Catalogue, history: &History, call: &Call) -> O
             }
         }
     }
-    if let Some(by) = history
-        .entries
-        .iter()
-        .position(|e| e.ran && e.undoes == Some(index))
-    {
+    if let Some(by) = facts.undone_by(index) {
         return Some(Decision::refuse(
             Reason::CompensationSpent,
             json!({"undoes": index, "by": by}),
@@ -456,29 +451,29 @@ fn rulebook_rule(rulebook: Option<&Rulebook>, call: &Call) -> Result<Vec<String>
 
 /// Rule 7 (sheet checks): every condition a rule sheet laid over the tool holds; a value that
 /// cannot be read refuses.
-fn sheet_check_rule(
+fn sheet_check_rule<F: Facts + ?Sized>(
     catalogue: &Catalogue,
     tool: &Tool,
-    history: &History,
+    facts: &F,
     call: &Call,
 ) -> Option<Decision> {
     tool.checks.iter().find_map(|c| {
-        sheet_check_fails(c, catalogue, history, call)
+        sheet_check_fails(c, catalogue, facts, call)
             .map(|detail| Decision::refuse(Reason::Check, detail))
     })
 }
 
 /// Why one sheet check fails, as the refusal's detail, or `None` when it holds.
-fn sheet_check_fails(
+fn sheet_check_fails<F: Facts + ?Sized>(
     c: &ArgCheck,
     catalogue: &Catalogue,
-    history: &History,
+    facts: &F,
     call: &Call,
 ) -> Option<Value> {
     check_fails_with(
         c,
         &call.args,
-        resolve_check_value(&c.value, catalogue, history),
+        resolve_check_value(&c.value, catalogue, facts),
     )
 }
 
@@ -521,10 +516,10 @@ pub fn check_fails_with(
 /// A check's comparison value: a literal, or `{"from": "tool.field"}` read from the result of the
 /// most recent run of that tool (the tool split off as `Catalogue::split_from` says, since MCP
 /// tool names may contain `.`).
-pub fn resolve_check_value(
+pub fn resolve_check_value<F: Facts + ?Sized>(
     value: &Value,
     catalogue: &Catalogue,
-    history: &History,
+    facts: &F,
 ) -> Result<Value, String> {
     let from = match value.as_object().and_then(|m| m.get("from")) {
         Some(Value::String(f)) => f,
@@ -534,14 +529,24 @@ pub fn resolve_check_value(
     let (tool, path) = catalogue.split_from(from).ok_or_else(|| {
         format!("`{from}` is not `<tool>.<field>` of a tool the catalogue declares")
     })?;
-    let entry = history
-        .entries
-        .iter()
-        .rev()
-        .find(|e| e.ran && e.tool == tool)
+    let last = facts
+        .last_run_of(tool)
         .ok_or_else(|| format!("`{tool}` has not run, so `{from}` cannot be read"))?;
+    let result = match facts.run_state(last) {
+        RunState::Returned(v) => v,
+        RunState::Running => {
+            return Err(format!(
+                "the last run of `{tool}` has not returned, so `{from}` cannot be read"
+            ))
+        }
+        RunState::Failed(_) => {
+            return Err(format!(
+                "the last run of `{tool}` failed, so `{from}` cannot be read"
+            ))
+        }
+    };
     path.split('.')
-        .try_fold(&entry.result, |v, seg| {
+        .try_fold(result, |v, seg| {
             v.get(seg)
                 .or_else(|| seg.parse::<usize>().ok().and_then(|i| v.get(i)))
         })
@@ -552,21 +557,20 @@ pub fn resolve_check_value(
 
 /// The marks a call carries: those of the history entries its agent has seen (the current run's
 /// only, unless `memory_keeps_marks`), plus the call's own.
-fn carried_marks(
+fn carried_marks<F: Facts + ?Sized>(
     ctx: &CheckContext<'_>,
-    history: &History,
+    facts: &F,
     call: &Call,
     acting: &Acting,
-    run: &[usize],
+    run: RunScope,
 ) -> BTreeSet<String> {
-    let mut marks: BTreeSet<String> = call.marks.iter().cloned().collect();
-    for (i, e) in history.entries.iter().enumerate() {
-        let seen = acting.name.is_none() || e.agent.is_none() || e.agent == acting.name;
-        let remembered = ctx.settings.memory_keeps_marks || run.contains(&i);
-        if e.ran && seen && remembered {
-            marks.extend(entry_marks(ctx.catalogue, e));
-        }
-    }
+    let scope = if ctx.settings.memory_keeps_marks {
+        RunScope { turn: None }
+    } else {
+        run
+    };
+    let mut marks = facts.marks_seen(ctx.catalogue, acting.name.as_deref(), scope);
+    marks.extend(call.marks.iter().cloned());
     marks
 }
 
@@ -613,18 +617,15 @@ enum TokenStatus {
 }
 
 /// Rule 9: whether the call's token covers exactly this call at this point of the history.
-fn token_rule(key: &Key, history: &History, call: &Call) -> TokenStatus {
+fn token_rule<F: Facts + ?Sized>(key: &Key, facts: &F, call: &Call) -> TokenStatus {
     let given = match &call.token {
         Some(t) => t,
         None => return TokenStatus::Absent,
     };
-    if history
-        .entries
-        .iter()
-        .any(|e| e.ran && e.token.as_deref() == Some(given.as_str()))
-    {
+    if facts.token_spent(given) {
         return TokenStatus::Spent;
     }
+    let history = facts.history();
     let args = call.args_value();
     if digests_equal(
         given,
@@ -641,9 +642,14 @@ fn token_rule(key: &Key, history: &History, call: &Call) -> TokenStatus {
 }
 
 /// When the last entry is this very call held for a person (`confirm`, not run), the head before
-/// it: the point the person's token was made at.
+/// it: the point the person's token was made at. Result entries after it are passed over: they
+/// only complete runs decided before the held call, and change no count, mark or token.
 fn held_head(history: &History, call: &Call) -> Option<String> {
-    let (last, before) = history.entries.split_last()?;
+    let last_call = history
+        .entries
+        .iter()
+        .rposition(|e| e.kind != EntryKind::Result)?;
+    let (last, before) = history.entries[..=last_call].split_last()?;
     let same = last.tool == call.tool
         && !last.ran
         && last.decision.as_deref() == Some(Answer::Confirm.as_str())
@@ -661,15 +667,16 @@ fn held_head(history: &History, call: &Call) -> Option<String> {
 }
 
 /// Rule 10: every reason a write needs a person; `None` when the write may run without one.
-fn person_rule(
+fn person_rule<F: Facts + ?Sized>(
     ctx: &CheckContext<'_>,
-    history: &History,
+    facts: &F,
     call: &Call,
     tool: &Tool,
-    run: &[usize],
+    run: RunScope,
     clarify: Vec<String>,
     tainted: Vec<String>,
 ) -> Option<Decision> {
+    let history = facts.history();
     let mut reasons: Vec<Reason> = Vec::new();
     let mut detail = Map::new();
     if !clarify.is_empty() {
@@ -693,7 +700,7 @@ fn person_rule(
         reasons.push(Reason::TaintedCall);
         detail.insert(Reason::TaintedCall.to_string(), json!(tainted));
     }
-    if let Some(pivot) = irreversible_pivot(ctx.catalogue, history, tool, run) {
+    if let Some(pivot) = irreversible_pivot(ctx.catalogue, facts, tool, run) {
         reasons.push(Reason::IrreversiblePivot);
         detail.insert(Reason::IrreversiblePivot.to_string(), json!(pivot));
     }
@@ -730,20 +737,17 @@ fn person_rule(
 }
 
 /// The write that ran earlier in the run, when this write is irreversible.
-fn irreversible_pivot(
+fn irreversible_pivot<F: Facts + ?Sized>(
     catalogue: &Catalogue,
-    history: &History,
+    facts: &F,
     tool: &Tool,
-    run: &[usize],
+    run: RunScope,
 ) -> Option<String> {
     if !tool.irreversible {
         return None;
     }
-    run.iter()
-        .rev()
-        .filter_map(|&i| history.entries.get(i))
-        .find(|e| e.ran && catalogue.get(&e.tool).is_none_or(Tool::is_write))
-        .map(|e| e.tool.clone())
+    let i = facts.last_write(catalogue, run)?;
+    facts.history().entries.get(i).map(|e| e.tool.clone())
 }
 
 /// The confirmation wording with `{arg}` replaced by each argument's value.
@@ -761,13 +765,13 @@ pub fn render_confirmation(words: &str, args: &Map<String, Value>) -> String {
 
 /// Adds `detail.rollback` to a refusal: the compensations for the run's earlier writes that ran,
 /// declare an undo and were not undone yet, last first.
-fn with_rollback(
+fn with_rollback<F: Facts + ?Sized>(
     mut d: Decision,
     catalogue: &Catalogue,
-    history: &History,
-    run: &[usize],
+    facts: &F,
+    run: RunScope,
 ) -> Decision {
-    let steps = rollback(catalogue, history, run);
+    let steps = rollback(catalogue, facts, run);
     if !steps.is_empty() {
         d.detail.insert("rollback".into(), Value::Array(steps));
     }
@@ -776,13 +780,13 @@ fn with_rollback(
 
 /// The compensations that undo the run's earlier writes, last first.
 pub fn rollback_plan(catalogue: &Catalogue, history: &History) -> Vec<Value> {
-    let all: Vec<usize> = (0..history.entries.len()).collect();
-    rollback(catalogue, history, &all)
+    rollback(catalogue, history, RunScope { turn: None })
 }
 
-fn rollback(catalogue: &Catalogue, history: &History, run: &[usize]) -> Vec<Value> {
+fn rollback<F: Facts + ?Sized>(catalogue: &Catalogue, facts: &F, run: RunScope) -> Vec<Value> {
+    let history = facts.history();
     let mut steps = Vec::new();
-    for &i in run.iter().rev() {
+    for i in facts.open_compensations(catalogue, run) {
         let Some(e) = history.entries.get(i) else {
             continue;
         };
@@ -790,9 +794,6 @@ fn rollback(catalogue: &Catalogue, history: &History, run: &[usize]) -> Vec<Valu
             continue;
         };
         let Some(undo) = &t.undo else { continue };
-        if !e.ran || history.entries.iter().any(|o| o.ran && o.undoes == Some(i)) {
-            continue;
-        }
         let args: Map<String, Value> = t
             .undo_args
             .iter()
@@ -875,6 +876,32 @@ pub fn push_entry(
     ran: bool,
     result: Value,
 ) {
+    push_entry_to(ctx, history, call, decision, ran, result);
+}
+
+/// [`push_entry`] onto any [`Ledger`] (a history, or a session that indexes what it appends).
+pub fn push_entry_to<L: Ledger + ?Sized>(
+    ctx: &CheckContext<'_>,
+    ledger: &mut L,
+    call: &Call,
+    decision: &str,
+    ran: bool,
+    result: Value,
+) {
+    ledger.append(ctx, call_entry(ctx, call, decision, ran, result));
+}
+
+/// The entry a decided call is recorded as (unsigned): the call, its acting agent when known,
+/// the decision, whether it ran and what it returned, and the marks its result carries — the
+/// call's own and those its tool declares. The marks are known before the tool returns, so a
+/// run recorded while it runs carries them from the start.
+pub fn call_entry(
+    ctx: &CheckContext<'_>,
+    call: &Call,
+    decision: &str,
+    ran: bool,
+    result: Value,
+) -> Entry {
     let mut entry = Entry {
         tool: call.tool.clone(),
         agent: acting_name(ctx, call),
@@ -883,15 +910,13 @@ pub fn push_entry(
         decision: Some(decision.to_string()),
         ran,
         result,
-        marks: Vec::new(),
         undoes: call.undoes,
         token: call.token.clone(),
         turn: call.turn,
-        mac: None,
-        raw: Map::new(),
+        ..Entry::default()
     };
     let mut marks = entry_marks(ctx.catalogue, &entry);
     marks.extend(call.marks.iter().cloned());
     entry.marks = marks.into_iter().collect();
-    history.push_signed(entry, ctx.key);
+    entry
 }

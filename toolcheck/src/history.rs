@@ -8,6 +8,22 @@
 //!
 //! A chain alone cannot tell a history from its own prefix: dropping entries from the *end* is
 //! only caught where something else pins the head (a confirmation token binds it).
+//!
+//! **Runs recorded before they return.** A guard shared by threads or tasks appends an allowed
+//! call's entry when it decides it (`running: true`: the call counts as run for every later
+//! decision, as SPEC §2's batch counts an allowed call "as though it had returned"), runs the tool
+//! outside its lock, and completes the entry with what the tool did ([`History::complete`]):
+//! - when the running entry is still the last one (and verifies), it is rewritten in place
+//!   (`running` dropped, `result` set, or `error` when the tool raised) and signed again after the
+//!   same previous MAC — the chain verifies, and a session run one call at a time looks exactly as
+//!   before;
+//! - otherwise a **result entry** is appended, `{"kind": "result", "of": i, "result": …}` (or
+//!   `"error": …`), signed like any other: an entry in the middle is never rewritten, so nothing
+//!   after it has to be signed again.
+//!
+//! A running entry with no result entry is a run that has not returned (or whose process stopped
+//! while it ran): the chain says the tool was let run, never nothing. An entry's `kind` says what
+//! it records (`call`, the default when absent, or `result`), so other kinds can follow.
 
 use crate::call::Origin;
 use crate::canonical::{canonical, digests_equal, hmac_hex};
@@ -56,11 +72,34 @@ impl Key {
     }
 }
 
-/// One history entry: a call that was decided (and, when `ran`, run).
+/// What a history entry records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A decided call (the default: an entry without `kind` is one).
+    #[default]
+    Call,
+    /// What an earlier running call returned, or how it failed (`of` names the call's entry).
+    Result,
+}
+
+impl EntryKind {
+    /// Whether this is the default kind (`call`), which is not written out.
+    pub fn is_call(&self) -> bool {
+        *self == EntryKind::Call
+    }
+}
+
+/// One history entry: a call that was decided (and, when `ran`, run), or the result of a run
+/// recorded while it ran (`kind: result`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
-    /// The tool called.
+    /// What the entry records; `call` when absent.
+    #[serde(default, skip_serializing_if = "EntryKind::is_call")]
+    pub kind: EntryKind,
+    /// The tool called (a call entry's; a result entry has none).
+    #[serde(default)]
     pub tool: String,
     /// The agent that called it, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,6 +131,17 @@ pub struct Entry {
     /// The turn it was made in, when the host numbers turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u64>,
+    /// The call was let run and had not returned when the entry was written: its result (or
+    /// failure) is in a later result entry naming it, or, without one, it never came back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
+    /// The run failed (the tool raised): it may or may not have had its effect (an ambiguous
+    /// failure), so it stays a run for every rule, and its result reads as no value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A result entry's call: the index of the running entry it completes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of: Option<usize>,
     /// The entry's MAC (hex).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
@@ -119,6 +169,26 @@ impl Entry {
         }
     }
 
+    /// The result entry of the run recorded at entry `of`: what it returned, or how it failed.
+    pub fn result_of(of: usize, how: Completion) -> Entry {
+        let mut raw = Map::new();
+        raw.insert("kind".into(), Value::String("result".into()));
+        raw.insert("of".into(), Value::from(of));
+        let (result, error) = how.into_parts();
+        match &error {
+            Some(e) => raw.insert("error".into(), Value::String(e.clone())),
+            None => raw.insert("result".into(), result.clone()),
+        };
+        Entry {
+            kind: EntryKind::Result,
+            of: Some(of),
+            result,
+            error,
+            raw,
+            ..Entry::default()
+        }
+    }
+
     /// The MAC this entry should carry after `prev` (the previous MAC, or `""`).
     pub fn expected_mac(&self, key: &Key, prev: &str) -> String {
         let mut body = self.raw.clone();
@@ -128,6 +198,36 @@ impl Entry {
             &[prev.as_bytes(), canonical(&Value::Object(body)).as_bytes()],
         )
     }
+}
+
+/// How a run recorded while it ran came back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Completion {
+    /// The tool returned this result.
+    Returned(Value),
+    /// The tool raised (or was cancelled): why, as the host words it.
+    Failed(String),
+}
+
+impl Completion {
+    /// `(result, error)` as an entry writes them: a failure's result is `null`.
+    fn into_parts(self) -> (Value, Option<String>) {
+        match self {
+            Completion::Returned(v) => (v, None),
+            Completion::Failed(e) => (Value::Null, Some(e)),
+        }
+    }
+}
+
+/// What became of a run, as the history says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RunState<'h> {
+    /// It returned this result.
+    Returned(&'h Value),
+    /// It has not returned (no result entry yet).
+    Running,
+    /// It failed.
+    Failed(&'h str),
 }
 
 /// A session's signed history.
@@ -160,11 +260,125 @@ impl History {
             Some(Value::Array(a)) => a,
             Some(_) => return Err("`entries` must be a list".to_string()),
         };
-        let mut entries = Vec::with_capacity(items.len());
+        let mut entries: Vec<Entry> = Vec::with_capacity(items.len());
+        let mut completed = std::collections::BTreeSet::new();
         for (i, item) in items.iter().enumerate() {
-            entries.push(Entry::from_value(item).map_err(|e| format!("entry {i}: {e}"))?);
+            let e = Entry::from_value(item).map_err(|e| format!("entry {i}: {e}"))?;
+            shape_of(&e, &entries, &mut completed).map_err(|m| format!("entry {i}: {m}"))?;
+            entries.push(e);
         }
         Ok(History { session, entries })
+    }
+
+    /// What became of the run at entry `i` (a call entry): its own result when it was written
+    /// after the tool returned, else its result entry's, else still running.
+    pub fn run_state(&self, i: usize) -> RunState<'_> {
+        self.run_state_by(i, || {
+            self.entries[i + 1..]
+                .iter()
+                .position(|r| r.kind == EntryKind::Result && r.of == Some(i))
+                .map(|p| i + 1 + p)
+        })
+    }
+
+    /// [`History::run_state`], the result entry of a running entry found by `result_entry`.
+    pub(crate) fn run_state_by(
+        &self,
+        i: usize,
+        result_entry: impl FnOnce() -> Option<usize>,
+    ) -> RunState<'_> {
+        let Some(e) = self.entries.get(i) else {
+            return RunState::Running;
+        };
+        let done = if e.running {
+            match result_entry().and_then(|r| self.entries.get(r)) {
+                Some(r) => r,
+                None => return RunState::Running,
+            }
+        } else {
+            e
+        };
+        match &done.error {
+            Some(why) => RunState::Failed(why),
+            None => RunState::Returned(&done.result),
+        }
+    }
+
+    /// The turn of the last call entry (result entries carry none).
+    pub fn last_call_turn(&self) -> Option<u64> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| e.kind == EntryKind::Call)
+            .and_then(|e| e.turn)
+    }
+
+    /// Completes the running entry `i` with what its tool did: in place when it is the last entry
+    /// and verifies (signed again after the same previous MAC), else by appending a result entry
+    /// naming it.
+    /// An entry that is not a running call, or was completed already, is an error.
+    pub fn complete(&mut self, i: usize, how: Completion, key: &Key) -> Result<(), String> {
+        let e = self
+            .entries
+            .get(i)
+            .ok_or_else(|| format!("the history has no entry {i}"))?;
+        if e.kind != EntryKind::Call || !e.running {
+            return Err(format!("entry {i} is not a running call"));
+        }
+        if self.entries[i + 1..]
+            .iter()
+            .any(|r| r.kind == EntryKind::Result && r.of == Some(i))
+        {
+            return Err(format!("entry {i} was completed already"));
+        }
+        if i + 1 == self.entries.len() && self.head_verifies(key) {
+            self.complete_head(how, key);
+        } else {
+            let entry = Entry::result_of(i, how);
+            self.push_raw(entry, key);
+        }
+        Ok(())
+    }
+
+    /// Whether the last entry's MAC verifies after the one before it: only then is it completed in
+    /// place (signing it again must never make an entry that did not verify one that does).
+    pub(crate) fn head_verifies(&self, key: &Key) -> bool {
+        let n = self.entries.len();
+        let Some(last) = self.entries.last() else {
+            return false;
+        };
+        let prev = match n {
+            1 => String::new(),
+            _ => match self.entries[n - 2].raw.get("mac") {
+                Some(Value::String(m)) => m.clone(),
+                _ => String::new(),
+            },
+        };
+        matches!(last.raw.get("mac"), Some(Value::String(m)) if digests_equal(m, &last.expected_mac(key, &prev)))
+    }
+
+    /// Rewrites the last entry (a running call) with what its tool did, signed again after the
+    /// entry before it.
+    pub(crate) fn complete_head(&mut self, how: Completion, key: &Key) {
+        let prev = match self.entries.len() {
+            0 | 1 => String::new(),
+            n => match self.entries[n - 2].raw.get("mac") {
+                Some(Value::String(m)) => m.clone(),
+                _ => String::new(),
+            },
+        };
+        let Some(e) = self.entries.last_mut() else {
+            return;
+        };
+        let (result, error) = how.into_parts();
+        e.running = false;
+        e.result = result;
+        e.error = error;
+        e.mac = None;
+        e.refresh_raw();
+        let mac = e.expected_mac(key, &prev);
+        e.raw.insert("mac".into(), Value::String(mac.clone()));
+        e.mac = Some(mac);
     }
 
     /// The history as JSON, each entry exactly as written (with its MAC).
@@ -226,10 +440,65 @@ impl History {
     pub fn push_signed(&mut self, mut entry: Entry, key: &Key) {
         entry.mac = None;
         entry.refresh_raw();
+        self.push_raw(entry, key);
+    }
+
+    /// Appends an entry whose `raw` is already what it says, signed after the current head.
+    pub(crate) fn push_raw(&mut self, mut entry: Entry, key: &Key) {
+        entry.raw.remove("mac");
         let mac = entry.expected_mac(key, &self.head());
         entry.raw.insert("mac".into(), Value::String(mac.clone()));
         entry.mac = Some(mac);
         self.entries.push(entry);
+    }
+}
+
+/// The keys a result entry may carry.
+const RESULT_KEYS: [&str; 5] = ["kind", "of", "result", "error", "mac"];
+
+/// Whether `e` is a well-formed entry after `before`: a call entry names its tool and is running
+/// only if it ran (its result then comes later); a result entry carries only `of`, `result` or
+/// `error`, and completes an earlier running call that no other result entry completed.
+fn shape_of(
+    e: &Entry,
+    before: &[Entry],
+    completed: &mut std::collections::BTreeSet<usize>,
+) -> Result<(), String> {
+    match e.kind {
+        EntryKind::Call => {
+            if !e.raw.contains_key("tool") {
+                return Err("missing field `tool`".into());
+            }
+            if e.of.is_some() {
+                return Err("`of` names the call a result entry completes; a call has none".into());
+            }
+            if e.running && (!e.ran || e.error.is_some() || !e.result.is_null()) {
+                return Err(
+                    "a running entry ran, and its result or error is in its result entry".into(),
+                );
+            }
+            Ok(())
+        }
+        EntryKind::Result => {
+            if let Some(k) = e.raw.keys().find(|k| !RESULT_KEYS.contains(&k.as_str())) {
+                return Err(format!(
+                    "a result entry has `of` and `result` or `error`, not `{k}`"
+                ));
+            }
+            let of =
+                e.of.ok_or_else(|| "a result entry names its call with `of`".to_string())?;
+            if e.error.is_some() && !e.result.is_null() {
+                return Err("a result entry has `result` or `error`, not both".into());
+            }
+            match before.get(of) {
+                Some(c) if c.kind == EntryKind::Call && c.running => {}
+                _ => return Err(format!("`of` must name an earlier running call, not {of}")),
+            }
+            if !completed.insert(of) {
+                return Err(format!("entry {of} was completed already"));
+            }
+            Ok(())
+        }
     }
 }
 

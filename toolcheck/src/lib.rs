@@ -15,10 +15,14 @@ pub mod call;
 pub mod canonical;
 pub mod check;
 pub mod destinations;
+pub mod facts;
 pub mod gate;
 pub mod history;
+pub mod session;
 
-pub use batch::{check_batch, Batch, Outcome};
+pub use batch::{check_batch, reserve, Batch, Outcome, Reserved};
 pub use call::{Call, Origin};
-pub use check::{check, AgentInfo, CheckContext, Decision};
-pub use history::{Entry, History, Key};
+pub use check::{check, check_with, AgentInfo, CheckContext, Decision};
+pub use facts::Facts;
+pub use history::{Completion, Entry, EntryKind, History, Key, RunState};
+pub use session::Session;

@@ -479,22 +479,26 @@ impl Run<'_> {
     }
 }
 
+/// The project's agents as the tool check reads them (privilege, reachable tools).
+pub fn project_agents(p: &Project) -> IndexMap<String, AgentInfo> {
+    p.graph
+        .agents
+        .iter()
+        .map(|(n, a)| {
+            (
+                n.clone(),
+                AgentInfo {
+                    privilege: a.privilege,
+                    tools: a.tools.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
 impl<'a> Run<'a> {
     pub(crate) fn new(p: &'a Project, keys: &'a Keys, picks: Vec<usize>) -> Run<'a> {
-        let agents = p
-            .graph
-            .agents
-            .iter()
-            .map(|(n, a)| {
-                (
-                    n.clone(),
-                    AgentInfo {
-                        privilege: a.privilege,
-                        tools: a.tools.clone(),
-                    },
-                )
-            })
-            .collect();
+        let agents = project_agents(p);
         let active = p
             .graph
             .node(&p.graph.entry)

@@ -12,6 +12,28 @@ use prover::refine::{refine, Refined};
 use prover::verdict::{RawStep, RawWitness, Verdict};
 use witnesses::replay::{replay, replay_steps, ReplayOutcome};
 
+/// A random project of the agreement tests' shapes, with longer sessions than the engine tests
+/// use (walks are cheap), its lowered system, and up to `n` random walks of it (the empty ones
+/// left out) as witness documents; `salt` varies the walks between tests.
+pub(crate) fn walks(
+    seed: u64,
+    salt: u32,
+    n: usize,
+) -> (ir::Project, Lowered, Vec<witnesses::witness::Witness>) {
+    let mut p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
+    p.settings.step_limit = 3 + (seed % 5) as u32;
+    p.settings.session_steps = (1 + (seed / 5 % 3) as u32).into();
+    let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
+    let mut r = Rng(seed.rotate_left(salt) | 1);
+    let depth = (p.settings.session_steps, p.settings.step_limit);
+    let docs = (0..n)
+        .map(|_| random_walk(&l.ts, &mut r))
+        .filter(|w| !w.steps.is_empty())
+        .map(|w| prover::report::witness_doc(&p, &l.ts, &w, &walk_obligation(), "walk", depth))
+        .collect();
+    (p, l, docs)
+}
+
 fn random_walk(ts: &TransitionSystem, r: &mut Rng) -> RawWitness {
     let mut s = ts.init.clone();
     let mut steps = vec![];
@@ -134,18 +156,8 @@ proptest! {
 
     #[test]
     fn random_walks_replay_through_the_concrete_tool_check(seed in any::<u64>()) {
-        let mut p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
-        // Longer sessions than the engine tests use: walks are cheap.
-        p.settings.step_limit = 3 + (seed % 5) as u32;
-        p.settings.session_steps = (1 + (seed / 5 % 3) as u32).into();
-        let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
-        let mut r = Rng(seed.rotate_left(17) | 1);
-        for _ in 0..12 {
-            let w = random_walk(&l.ts, &mut r);
-            if w.steps.is_empty() {
-                continue;
-            }
-            let doc = prover::report::witness_doc(&p, &l.ts, &w, &walk_obligation(), "walk", (p.settings.session_steps, p.settings.step_limit));
+        let (p, l, docs) = walks(seed, 17, 12);
+        for doc in docs {
             let out = replay_steps(&p, &doc);
             if pinned_saturated_undo(&p, &l, &doc, &out) || values_picked_earlier(&out) {
                 continue;

@@ -33,6 +33,7 @@ mod mcp_remote;
 mod mcp_snapshot;
 mod repair;
 mod sarif;
+mod session_agreement;
 mod shop;
 mod slicing;
 mod subsumption;

@@ -1,0 +1,179 @@
+//! The tool check's cost by history length (issue 57): deciding and recording on a session of
+//! 10, 100, 1,000 and 10,000 entries — a read, a write with an order rule (`after`, `at_most`),
+//! and a batch of five — by the reference reading and by the incremental session, side by side:
+//!
+//! - `reference`: `check` on the `History` (every MAC verified and every entry scanned on each
+//!   decision), then `push_entry` — what the guards did before; for the batch, `check_batch`,
+//!   which decides each call on the history extended by the earlier ones (`qls check --append`);
+//! - `session`: `Session::begin` (decided on the index, the entry appended) then
+//!   `Session::complete` with the tool's result — what the guards do now; for the batch,
+//!   `Session::decide_and_record` per call.
+//!
+//! `cargo bench -p benchmarks --bench toolcheck`; the figures are in benchmarks/README.md.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use prover::cmd_check::CheckInputs;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use toolcheck::check::push_entry;
+use toolcheck::{check, check_batch, Call, Completion, History, Key, Session};
+
+const LENGTHS: [usize; 4] = [10, 100, 1_000, 10_000];
+
+fn inputs() -> CheckInputs {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/guard");
+    CheckInputs::load(
+        &dir.join("desk.catalogue.yaml"),
+        None,
+        Some(&dir.join("agent.yaml")),
+    )
+    .expect("the benchmark desk loads")
+}
+
+/// A call of the desk agent (the mail agent's, for `read_inbox`), typed, in `turn`.
+fn call(tool: &str, args: Value, turn: u64) -> Call {
+    let agent = if tool == "read_inbox" { "mail" } else { "desk" };
+    Call {
+        turn: Some(turn),
+        agent: Some(agent.into()),
+        ..Call::typed(tool, args)
+    }
+}
+
+/// A session of `len` entries as a desk leaves it: turns of ten calls — orders looked up,
+/// shipped, charged (a compensable write), the mail read by its own agent, the credit looked up
+/// (`at_most: 1`: refused after the first time, and the turn's charges refunded) — each run
+/// recorded with its result.
+fn session_of(inputs: &CheckInputs, key: &Key, len: usize) -> Session {
+    let ctx = inputs.context(key);
+    let mut s = Session::new(Some("bench".into()));
+    let mut i = 0u64;
+    while s.len() < len {
+        let turn = i / 10;
+        let c = match i % 10 {
+            0 | 3 | 6 => call("get_order", json!({"order_id": format!("{i}")}), turn),
+            1 | 4 | 7 => call("ship_order", json!({"order_id": format!("{i}")}), turn),
+            2 | 5 => call(
+                "charge_card",
+                json!({"order_id": format!("{i}"), "amount": 5}),
+                turn,
+            ),
+            8 => call("read_inbox", json!({}), turn),
+            _ => call("lookup_credit", json!({"customer": "c"}), turn),
+        };
+        let r = s.begin(&ctx, &c);
+        if r.decision.decision == ir::vocab::Answer::Allow {
+            s.complete(&ctx, r.entry, Completion::Returned(json!({"status": "ok"})))
+                .unwrap();
+        }
+        for (e, _) in r.rollback {
+            s.complete(&ctx, e, Completion::Returned(json!("undone")))
+                .unwrap();
+        }
+        i += 1;
+    }
+    s
+}
+
+/// `iters` runs of `op` on copies of `start`, timed: each copy (made and dropped untimed) takes at
+/// most a hundredth of its length in calls, so the history stays within 1% of the length measured,
+/// and the calls after the first on a copy meet it warm, as a host's long-lived session is.
+fn on_copies<T: Clone>(start: &T, len: usize, iters: u64, mut op: impl FnMut(&mut T)) -> Duration {
+    let per_copy = (len as u64 / 100).clamp(1, 100);
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let mut copy = start.clone();
+        let n = per_copy.min(iters - done);
+        let t = Instant::now();
+        for _ in 0..n {
+            op(&mut copy);
+        }
+        total += t.elapsed();
+        done += n;
+    }
+    total
+}
+
+fn decide_and_record(c: &mut Criterion) {
+    let inputs = inputs();
+    let key = Key::new("bench-key");
+    let ctx = inputs.context(&key);
+    let next_turn = 1_000_000;
+    let read = call("get_order", json!({"order_id": "42"}), next_turn);
+    let write = call("ship_order", json!({"order_id": "42"}), next_turn);
+    let batch = vec![
+        call("get_order", json!({"order_id": "43"}), next_turn),
+        call("ship_order", json!({"order_id": "43"}), next_turn),
+        call(
+            "charge_card",
+            json!({"order_id": "43", "amount": 5}),
+            next_turn,
+        ),
+        call("get_order", json!({"order_id": "44"}), next_turn),
+        call("ship_order", json!({"order_id": "44"}), next_turn),
+    ];
+    let ok = || json!({"status": "ok"});
+    {
+        let mut s = session_of(&inputs, &key, 100);
+        for c in std::iter::once(&read).chain([&write]).chain(&batch) {
+            let d = s.decide_and_record(&ctx, c).decision;
+            assert_eq!(d.decision, ir::vocab::Answer::Allow, "{}: {d:?}", c.tool);
+        }
+    }
+    let mut g = c.benchmark_group("toolcheck");
+    g.sample_size(20);
+    g.warm_up_time(Duration::from_millis(500));
+    g.measurement_time(Duration::from_secs(3));
+    for len in LENGTHS {
+        let session = session_of(&inputs, &key, len);
+        let history: History = session.history().clone();
+        for (name, one) in [("read", &read), ("write", &write)] {
+            g.bench_with_input(
+                BenchmarkId::new(format!("{name}/reference"), len),
+                &len,
+                |b, _| {
+                    b.iter_custom(|iters| {
+                        on_copies(&history, len, iters, |h| {
+                            let d = check(&ctx, h, one);
+                            push_entry(&ctx, h, one, d.decision.as_str(), true, ok());
+                        })
+                    })
+                },
+            );
+            g.bench_with_input(
+                BenchmarkId::new(format!("{name}/session"), len),
+                &len,
+                |b, _| {
+                    b.iter_custom(|iters| {
+                        on_copies(&session, len, iters, |s| {
+                            let r = s.begin(&ctx, one);
+                            let _ = s.complete(&ctx, r.entry, Completion::Returned(ok()));
+                        })
+                    })
+                },
+            );
+        }
+        g.bench_with_input(BenchmarkId::new("batch5/reference", len), &len, |b, _| {
+            b.iter_custom(|iters| {
+                on_copies(&history, len, iters, |h| {
+                    *h = check_batch(&ctx, h, &batch).history;
+                })
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("batch5/session", len), &len, |b, _| {
+            b.iter_custom(|iters| {
+                on_copies(&session, len, iters, |s| {
+                    for c in &batch {
+                        s.decide_and_record(&ctx, c);
+                    }
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, decide_and_record);
+criterion_main!(benches);
