@@ -114,10 +114,10 @@ fn an_error_shows_the_line_of_the_file_read() {
     // In a catalogue in a folder of its own, reached through `..`.
     refused_from_everywhere(
         &[
-            ("agent.yaml", "agents:\n  desk:\n    tools: [get_order]\ntools:\n  - catalogue: ../shared/tools.catalogue.yaml\n"),
-            ("../shared/tools.catalogue.yaml", "tools:\n  get_order: {effect: reed}\n"),
+            ("agent.yaml", "agents:\n  desk:\n    tools: [get_order]\ntools:\n  - catalogue: ../catalogues/tools.catalogue.yaml\n"),
+            ("../catalogues/tools.catalogue.yaml", "tools:\n  get_order: {effect: reed}\n"),
         ],
-        "error: ../shared/tools.catalogue.yaml:2: tool `get_order`:",
+        "error: ../catalogues/tools.catalogue.yaml:2: tool `get_order`:",
         "  |\n2 |   get_order: {effect: reed}\n",
     );
 }
