@@ -8,6 +8,7 @@
 //! `declarations.rs`) read that model and the call tables of `effects.rs`, never the text.
 #![warn(missing_docs)]
 
+mod argv;
 mod checks;
 mod declarations;
 mod effects;
