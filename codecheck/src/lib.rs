@@ -198,6 +198,7 @@ pub(crate) fn findings_of(
     let sources = Sources {
         modules_named: named,
         files: vec![file],
+        turned_off: false,
     };
     check(&sources, catalogue).findings
 }
