@@ -4,6 +4,7 @@
 //! SQL writes, processes — and which of its parameters reach them, and each contradiction with
 //! the catalogue is reported at the code and at the declaration.
 
+use crate::argv;
 use crate::effects::{Action, FileCtx};
 use crate::model::{Function, Val};
 use crate::rules::CodeRule;
@@ -178,8 +179,27 @@ pub fn contradictions(cx: &FileCtx, imp: &Implementation) -> Vec<Hit> {
                 }
                 fetched.insert(format!("{}:{}", at.line, at.col));
             }
-            Action::Process { command, .. } => {
-                let from: BTreeSet<String> = command.iter().flat_map(|v| derived(&m, v)).collect();
+            Action::Process { command, shell } => {
+                let command = argv::command_elements(cx, f, command);
+                let uses = argv::argv_use(cx, *shell, &command, |v| derived(&m, v));
+                let from = uses.runs;
+                if !uses.options.is_empty() {
+                    let prog = match command.first() {
+                        Some(Val::Str(s) | Val::Path(s)) => s.as_str(),
+                        _ => "?",
+                    };
+                    let o = &uses.options;
+                    let (elements, them) = if o.len() == 1 {
+                        ("a command-line element", "it")
+                    } else {
+                        ("command-line elements", "them")
+                    };
+                    // Not a contradiction of the declaration: the tool is named, no declaration.
+                    out.push(Hit {
+                        declared_at: None,
+                        ..hit(CodeRule::ArgumentInjection, *at, format!("'{}' passes its argument{} `{}` to `{prog}` as {elements} with no `--` before {them}: a value starting with `-` is read as an option", t.name, plural(o), join(o)))
+                    });
+                }
                 if from.is_empty() {
                     continue;
                 }
@@ -315,7 +335,7 @@ mod tests {
     fn hits(lang: Language, text: &str, c: &Catalogue, named: bool) -> Vec<(CodeRule, u32)> {
         crate::findings_of(lang, text, c, named)
             .into_iter()
-            .filter(|f| f.declared_at.is_some())
+            .filter(|f| f.tool.is_some())
             .map(|f| (f.rule, f.line))
             .collect()
     }
@@ -385,19 +405,96 @@ mod tests {
     #[test]
     fn qc104_process_from_an_argument() {
         let c = catalogue("run_report", Effect::Write, |_| {});
-        let py = "import subprocess\n@mcp.tool()\ndef run_report(name: str):\n    subprocess.run(['report', name], check=True)\n";
+        // The program from the argument.
+        let py = "import subprocess\n@mcp.tool()\ndef run_report(name: str):\n    subprocess.run([f'./reports/{name}', '--all'], check=True)\n";
         assert_eq!(hits(Python, py, &c, false), vec![(ProcessFromArgument, 4)]);
         let kinded = catalogue("run_report", Effect::Write, |t| {
             t.arg_kinds.insert("name".into(), ArgKind::Shell);
         });
         assert_eq!(hits(Python, py, &kinded, false), vec![]);
-        let js = "const { execFile } = require('child_process');\nserver.setRequestHandler(S, async (request) => {\n  switch (request.params.name) {\n    case 'run_report': { execFile('report', [request.params.arguments.name]); return {}; }\n  }\n});\n";
+        // A shell's command line built from the argument.
+        let sh = "import subprocess\n@mcp.tool()\ndef run_report(name: str):\n    subprocess.run(f'report --name {name}', shell=True)\n";
+        assert_eq!(hits(Python, sh, &c, false), vec![(ProcessFromArgument, 4)]);
+        let js = "const { execFile } = require('child_process');\nserver.setRequestHandler(S, async (request) => {\n  switch (request.params.name) {\n    case 'run_report': { execFile(request.params.arguments.name, []); return {}; }\n  }\n});\n";
         assert_eq!(
             hits(JavaScript, js, &c, false),
             vec![(ProcessFromArgument, 4)]
         );
         let fixed = "import subprocess\n@mcp.tool()\ndef run_report(name: str):\n    subprocess.run(['report', '--all'], check=True)\n";
         assert_eq!(hits(Python, fixed, &c, false), vec![]);
+        // An interpreter's code, and a wrapper's command, from the argument run it.
+        for cmd in [
+            "['python3', '-c', name]",
+            "['bash', '-e', name]",
+            "['node', '-r', name, 'main.js']",
+            "['sudo', '--', name]",
+            "['xargs', '-0', name]",
+            "['ssh', 'build-host', name]",
+            "[RUNNER, name]",
+        ] {
+            let py = format!("import subprocess\n@mcp.tool()\ndef run_report(name: str):\n    subprocess.run({cmd}, check=True)\n");
+            assert_eq!(
+                hits(Python, &py, &c, false),
+                vec![(ProcessFromArgument, 4)],
+                "{cmd}"
+            );
+        }
+    }
+
+    #[test]
+    fn qc105_an_argument_as_an_element_after_a_fixed_program() {
+        let c = catalogue("export_report", Effect::Write, |_| {});
+        // Issue 55's example: a fixed program, the argument a later element.
+        let py = "import subprocess\n@mcp.tool()\ndef export_report(month: str):\n    r = subprocess.run([\"report-tool\", \"export\", \"--month\", month], capture_output=True, text=True)\n    return r.stdout\n";
+        assert_eq!(hits(Python, py, &c, false), vec![(ArgumentInjection, 4)]);
+        let f = crate::findings_of(Python, py, &c, false);
+        assert_eq!(f[0].message, "'export_report' passes its argument `month` to `report-tool` as a command-line element with no `--` before it: a value starting with `-` is read as an option");
+        assert_eq!(f[0].declared_at, None);
+        assert_eq!(
+            CodeRule::ArgumentInjection.info().severity,
+            ir::vocab::Severity::Medium
+        );
+        assert_eq!(CodeRule::ArgumentInjection.info().cwe, "CWE-88");
+        // Not after a `--`, nor glued to a constant that fixes its first character.
+        for quiet in [
+            "[\"report-tool\", \"export\", \"--\", month]",
+            "[\"report-tool\", \"export\", f\"--month={month}\"]",
+            "[\"report-tool\", \"export\", \"--month=\" + month]",
+        ] {
+            let py = format!("import subprocess\n@mcp.tool()\ndef export_report(month: str):\n    subprocess.run({quiet})\n");
+            assert_eq!(hits(Python, &py, &c, false), vec![], "{quiet}");
+        }
+        // The argument naming the option is one; a list bound once in the function is read
+        // through; an interpreter's argv after its constant script; a program bound in the file.
+        for loud in [
+            "[\"report-tool\", f\"--{month}\"]",
+            "[\"python3\", \"export.py\", month]",
+            "[\"python3\", \"-c\", \"import sys; print(sys.argv)\", month]",
+            "[TOOL, \"export\", month]",
+        ] {
+            let py = format!("import subprocess\nTOOL = 'report-tool'\n@mcp.tool()\ndef export_report(month: str):\n    subprocess.run({loud})\n");
+            assert_eq!(
+                hits(Python, &py, &c, false),
+                vec![(ArgumentInjection, 5)],
+                "{loud}"
+            );
+        }
+        let bound = "import subprocess\n@mcp.tool()\ndef export_report(month: str):\n    cmd = [\"report-tool\", \"export\", month]\n    subprocess.run(cmd)\n";
+        assert_eq!(hits(Python, bound, &c, false), vec![(ArgumentInjection, 5)]);
+        // Bound twice: either list may run, so the name is read as before.
+        let twice = "import subprocess\n@mcp.tool()\ndef export_report(month: str):\n    cmd = [month]\n    cmd = [\"report-tool\", month]\n    subprocess.run(cmd)\n";
+        assert_eq!(
+            hits(Python, twice, &c, false),
+            vec![(ProcessFromArgument, 6)]
+        );
+        // Go and JavaScript: the same reading of the list.
+        let go = "package p\nfunc main() { s.AddTool(mcp.NewTool(\"export_report\"), h) }\nfunc h(ctx context.Context, r mcp.CallToolRequest) {\n\tm := r.GetString(\"month\", \"\")\n\texec.CommandContext(ctx, \"report-tool\", \"--month\", m).Output()\n\texec.CommandContext(ctx, \"report-tool\", \"--\", m).Output()\n}\n";
+        assert_eq!(hits(Go, go, &c, false), vec![(ArgumentInjection, 5)]);
+        let js = "const { execFile } = require('child_process');\nserver.setRequestHandler(S, async (request) => {\n  switch (request.params.name) {\n    case 'export_report': { execFile('report-tool', [request.params.arguments.month]); return {}; }\n  }\n});\n";
+        assert_eq!(
+            hits(JavaScript, js, &c, false),
+            vec![(ArgumentInjection, 4)]
+        );
     }
 
     #[test]

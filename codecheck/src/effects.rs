@@ -381,35 +381,26 @@ impl<'u> FileCtx<'u> {
             return Some(Action::FileWrite);
         }
         if lib == "child_process" {
-            let shell_opt = c
-                .args
-                .iter()
-                .any(|a| a.entry("shell").is_some_and(|v| *v != Val::Bool(false)));
             return match verb {
                 "exec" | "execSync" => Some(Action::Process {
                     shell: true,
                     command: c.args.first().cloned().into_iter().collect(),
                 }),
-                "spawn" | "spawnSync" | "execFile" | "execFileSync" => {
-                    let mut cmd: Vec<Val> = c.args.first().cloned().into_iter().collect();
-                    if let Some(Val::List(xs)) = c.args.get(1) {
-                        cmd.extend(xs.iter().cloned());
-                    } else if let Some(v) = c.args.get(1).filter(|v| !matches!(v, Val::Object(_))) {
-                        cmd.push(v.clone());
-                    }
-                    Some(if shell_opt {
-                        Action::Process {
-                            shell: true,
-                            command: cmd,
-                        }
-                    } else {
-                        process(false, cmd)
-                    })
-                }
+                "spawn" | "spawnSync" | "execFile" | "execFileSync" => Some(file_and_args(c)),
                 _ => None,
             };
         }
-        None
+        // spawn-rx and execa take the same (file, [args], options) as `execFile`, no shell
+        // unless the options ask for one.
+        let file_args = match lib {
+            "spawn-rx" => matches!(
+                verb,
+                "spawn" | "spawnPromise" | "spawnDetached" | "spawnDetachedPromise"
+            ),
+            "execa" => matches!(verb, "execa" | "execaSync"),
+            _ => false,
+        };
+        file_args.then(|| file_and_args(c))
     }
 
     fn go(&self, c: &Call) -> Option<Action> {
@@ -519,6 +510,29 @@ impl<'u> FileCtx<'u> {
                         ))
             }
         }
+    }
+}
+
+/// A JavaScript `(file, [args], options)` call (`execFile`, `spawn`): the program and its
+/// elements, through a shell when the options set `shell`.
+fn file_and_args(c: &Call) -> Action {
+    let shell = c
+        .args
+        .iter()
+        .any(|a| a.entry("shell").is_some_and(|v| *v != Val::Bool(false)));
+    let mut cmd: Vec<Val> = c.args.first().cloned().into_iter().collect();
+    if let Some(Val::List(xs)) = c.args.get(1) {
+        cmd.extend(xs.iter().cloned());
+    } else if let Some(v) = c.args.get(1).filter(|v| !matches!(v, Val::Object(_))) {
+        cmd.push(v.clone());
+    }
+    if shell {
+        Action::Process {
+            shell: true,
+            command: cmd,
+        }
+    } else {
+        process(false, cmd)
     }
 }
 

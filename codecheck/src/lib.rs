@@ -8,6 +8,7 @@
 //! `declarations.rs`) read that model and the call tables of `effects.rs`, never the text.
 #![warn(missing_docs)]
 
+mod argv;
 mod checks;
 mod declarations;
 mod effects;
@@ -197,6 +198,7 @@ pub(crate) fn findings_of(
     let sources = Sources {
         modules_named: named,
         files: vec![file],
+        turned_off: false,
     };
     check(&sources, catalogue).findings
 }

@@ -7,7 +7,7 @@ use ir::vocab::Severity;
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever what a rule fires on changes without its record changing.
-pub const RULESET_VERSION: &str = "qls-code-rules/1";
+pub const RULESET_VERSION: &str = "qls-code-rules/2";
 
 /// A code rule's id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -36,6 +36,9 @@ pub enum CodeRule {
     UntrustedUndeclared,
     /// QC104: runs a process from an argument that has no `code`/`shell` kind.
     ProcessFromArgument,
+    /// QC105: passes an argument to a fixed program where it can begin an element of the
+    /// command line, with no `--` before it (argument injection).
+    ArgumentInjection,
 }
 
 /// A rule's record.
@@ -57,7 +60,7 @@ pub struct CodeRuleInfo {
 
 impl CodeRule {
     /// Every rule, in the report's order.
-    pub const ALL: [CodeRule; 12] = [
+    pub const ALL: [CodeRule; 13] = [
         CodeRule::ProviderKey,
         CodeRule::SecretLiteral,
         CodeRule::TlsOff,
@@ -70,6 +73,7 @@ impl CodeRule {
         CodeRule::UrlFromArgument,
         CodeRule::UntrustedUndeclared,
         CodeRule::ProcessFromArgument,
+        CodeRule::ArgumentInjection,
     ];
 
     /// The rule's record.
@@ -99,6 +103,8 @@ impl CodeRule {
                 "Declare the tool `returns: untrusted`, so what it returns carries the external mark."),
             CodeRule::ProcessFromArgument => ("QC104", "Process from an argument without a code/shell kind", "CWE-78", Severity::High,
                 "Declare the argument's kind `shell` or `code` in `arg_kinds` (so QG017 applies), or stop passing it to the process."),
+            CodeRule::ArgumentInjection => ("QC105", "Argument can start an option of a fixed program", "CWE-88", Severity::Medium,
+                "Put a `--` element before the arguments' elements (`[\"tool\", \"export\", \"--\", month]`), so the program reads them as operands, or glue each to its option (`--month=` + month); or refuse values that start with `-`."),
         };
         CodeRuleInfo {
             id,

@@ -16,7 +16,7 @@ func main() {
 
 func runReport(ctx context.Context, request mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := request.GetString("name", "")
-	out, err := exec.CommandContext(ctx, "report", "--name", name).Output()
+	out, err := exec.CommandContext(ctx, "./reports/"+name, "--all").Output()
 	if err != nil {
 		return nil, err
 	}

@@ -82,12 +82,25 @@ pub struct Sources {
     pub modules_named: bool,
     /// The files, ordered by path.
     pub files: Vec<SourceFile>,
+    /// The code checks were turned off (`--no-code-checks`): no file was read, not even the
+    /// modules agent.yaml names, and the report says so on its code-checks line.
+    pub turned_off: bool,
 }
 
 impl Sources {
-    /// Whether the code checks have anything to say: a module is named or a file was found.
+    /// Whether the code checks have anything to say: a module is named or a file was found
+    /// (never when they were turned off).
     pub fn in_play(&self) -> bool {
-        self.modules_named || !self.files.is_empty()
+        !self.turned_off && (self.modules_named || !self.files.is_empty())
+    }
+
+    /// The sources of a run with the code checks turned off: nothing read.
+    pub fn turned_off(modules_named: bool) -> Sources {
+        Sources {
+            modules_named,
+            files: vec![],
+            turned_off: true,
+        }
     }
 }
 

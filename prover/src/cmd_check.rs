@@ -20,10 +20,13 @@ use toolcheck::{AgentInfo, Call, CheckContext, History, Key, Session};
 /// Arguments of `qls check`.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// The catalogue.
-    #[arg(long)]
-    pub catalogue: PathBuf,
-    /// The rulebook (.co, rule sheet, or compiled folder).
+    /// A catalogue; give it several times for tools from several lists (a function list and
+    /// its overlay, several MCP servers): merged in order, overlays applied, as `verify
+    /// --catalogue` and agent.yaml's `tools:` list merge them.
+    #[arg(long, required = true)]
+    pub catalogue: Vec<PathBuf>,
+    /// The rulebook: a Colang file, a rule sheet (`rules.yaml`, compiled as `qls rules compile`
+    /// would, its overlay applied to the catalogue), or a compiled or NeMo folder.
     #[arg(long)]
     pub rulebook: Option<PathBuf>,
     /// An agent.yaml whose settings and agents apply.
@@ -72,8 +75,9 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 
 /// What `qls check` prints, as one line of JSON (the Python API's `qls.check` returns it).
 pub fn decide(args: &CheckArgs) -> anyhow::Result<String> {
-    let inputs = CheckInputs::load(
-        &args.catalogue,
+    let catalogues: Vec<&Path> = args.catalogue.iter().map(PathBuf::as_path).collect();
+    let inputs = CheckInputs::load_all(
+        &catalogues,
         args.rulebook.as_deref(),
         args.settings.as_deref(),
     )?;
@@ -133,12 +137,28 @@ impl CheckInputs {
         rulebook: Option<&Path>,
         settings: Option<&Path>,
     ) -> Result<CheckInputs, InputError> {
-        let mut cat = read_catalogue_file(catalogue)?;
+        CheckInputs::load_all(&[catalogue], rulebook, settings)
+    }
+
+    /// [`CheckInputs::load`] with several catalogues, merged in order (a later one's overlay
+    /// applied to the tools before it) as `verify` merges them; the rulebook's overlay is
+    /// applied to the merged catalogue, which is then cross-checked.
+    pub fn load_all(
+        catalogues: &[&Path],
+        rulebook: Option<&Path>,
+        settings: Option<&Path>,
+    ) -> Result<CheckInputs, InputError> {
+        let mut cat = Catalogue::default();
+        for p in catalogues {
+            let name = display(p);
+            cat.merge(catalogue::read_catalogue(&name, &read_text(p, &name)?)?)?;
+        }
         let compiled = rulebook.map(read_rulebook).transpose()?;
         let rulebook: Option<Rulebook> = compiled.map(|c| {
             c.overlay.apply(&mut cat);
             c.rulebook
         });
+        catalogue::check_merged(&cat)?;
         let (settings, agents) = match settings {
             Some(p) => {
                 let name = display(p);
@@ -182,13 +202,6 @@ pub fn history(cmd: HistoryCommand) -> anyhow::Result<u8> {
 
 fn display(p: &Path) -> String {
     readers::display_name(&p.display().to_string())
-}
-
-fn read_catalogue_file(p: &Path) -> Result<Catalogue, InputError> {
-    let name = display(p);
-    let cat = catalogue::read_catalogue(&name, &read_text(p, &name)?)?;
-    catalogue::check_merged(&cat)?;
-    Ok(cat)
 }
 
 fn read_rulebook(p: &Path) -> Result<Compiled, InputError> {

@@ -76,6 +76,7 @@ impl PromelaArgs {
             ),
         };
         let mut job = Job::new(inputs);
+        job.code_checks = !self.inputs.no_code_checks;
         job.depth.session_steps = self.session_steps.map(SessionSteps::Turns);
         job.depth.step_limit = self.step_limit;
         job.budgets.jobs = self.jobs;
@@ -85,7 +86,7 @@ impl PromelaArgs {
 
 fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
     let job = a.job()?;
-    let loaded = crate::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
+    let loaded = crate::session::load_job(&job).map_err(lift)?;
     // A corpus case's notes are not shown (as its runner does not show them).
     if a.case.is_none() {
         print_notes(&loaded.notes, Shown::All);

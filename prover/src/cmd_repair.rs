@@ -73,7 +73,8 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
     job.depth.step_limit = args.step_limit;
     job.engines = crate::proof::Engines::Both;
     job.budgets.timeout = Duration::from_secs(args.timeout.max(1));
-    let loaded = crate::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
+    job.code_checks = !args.inputs.no_code_checks;
+    let loaded = crate::session::load_job(&job).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
     let session = Session::new(job, loaded).map_err(lift)?;
     let run = session.verify().map_err(lift)?;

@@ -31,6 +31,10 @@ pub struct ExportArgs {
     /// Write the merged catalogue here (default with -o: beside the graph).
     #[arg(long = "catalogue-output")]
     pub catalogue_output: Option<PathBuf>,
+    /// Do not look for the tool modules agent.yaml names (export reads no code; a module kept
+    /// in another repository need not be there).
+    #[arg(long)]
+    pub no_code_checks: bool,
 }
 
 /// What LangGraph's graph JSON does not say, for `--graph` (ignored by none: a qls-graph/1 file
@@ -126,6 +130,11 @@ pub struct Inputs {
     /// How to read LangGraph's graph JSON given as --graph.
     #[command(flatten)]
     pub langgraph: LangGraphArgs,
+    /// Run without the code checks: the tools' own code is not read, so a module agent.yaml
+    /// names need not be beside it (configuration and code kept in separate repositories); the
+    /// report's code-checks line says they were turned off.
+    #[arg(long)]
+    pub no_code_checks: bool,
 }
 
 impl Inputs {
@@ -147,7 +156,8 @@ impl Inputs {
 
     /// Loads the project, printing every reader's note.
     pub fn load(&self) -> anyhow::Result<Loaded> {
-        let loaded = crate::session::load(&self.job_inputs()?, &[]).map_err(lift)?;
+        let loaded = crate::session::load_with(&self.job_inputs()?, &[], !self.no_code_checks)
+            .map_err(lift)?;
         print_notes(&loaded.notes, Shown::All);
         Ok(loaded)
     }
@@ -221,6 +231,7 @@ impl VerifyArgs {
     /// The job these flags ask for.
     fn job(&self) -> anyhow::Result<Job> {
         let mut job = Job::new(self.inputs.job_inputs()?);
+        job.code_checks = !self.inputs.no_code_checks;
         job.dependencies = self.dependencies.clone();
         job.depth.session_steps = self.session_steps;
         job.depth.step_limit = self.step_limit;
@@ -274,7 +285,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
         }),
         _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
     };
-    let loaded = crate::session::load(&inputs, &[]).map_err(lift)?;
+    let loaded = crate::session::load_with(&inputs, &[], !args.no_code_checks).map_err(lift)?;
     print_notes(&loaded.notes, Shown::GraphReader);
     let project = loaded.project;
     let json = project.graph.to_json();
@@ -378,7 +389,7 @@ fn exit_code(run: &Run) -> u8 {
 /// Loads the inputs and proves them (with the progress line on a terminal).
 fn prove(args: &VerifyArgs) -> anyhow::Result<Proved> {
     let job = args.job()?;
-    let loaded = crate::session::load(&job.inputs, &job.dependencies).map_err(lift)?;
+    let loaded = crate::session::load_job(&job).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
     let session = Session::new(job, loaded).map_err(lift)?;
     let (turns, steps) = session.depth();

@@ -29,6 +29,9 @@ pub struct Job {
     pub budgets: Budgets,
     /// What the run writes besides the findings.
     pub outputs: Outputs,
+    /// Whether the code checks read the tools' own code (`--no-code-checks` turns them off:
+    /// the modules agent.yaml names are not looked for, and the report says so).
+    pub code_checks: bool,
 }
 
 impl Job {
@@ -42,6 +45,7 @@ impl Job {
             engines: Engines::Both,
             budgets: Budgets::default(),
             outputs: Outputs::default(),
+            code_checks: true,
         }
     }
 }

@@ -144,6 +144,9 @@ pub struct Report {
     /// The code checks over the tools' own source, when agent.yaml names tool modules or
     /// source files are beside it (`None` otherwise: the report then reads as it always did).
     pub code: Option<codecheck::CodeReport>,
+    /// The code checks were turned off (`--no-code-checks`): the tools' code was not read, and
+    /// the code-checks line says so instead of a count.
+    pub code_checks_off: bool,
     /// agent.yaml's folder as the user gave it (empty when it is where qls runs): the code
     /// checks name their files relative to it — their places are their findings' identity — and
     /// the printers show them under it, as every other file is shown.
@@ -363,6 +366,7 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
         per_engine: per_engine(proof),
         cross_check: CrossCheck::of(proof),
         code: code_checks(p),
+        code_checks_off: p.sources.turned_off,
         code_dir: p
             .agent_file
             .as_ref()

@@ -84,7 +84,27 @@ pub struct Loaded {
 /// (every command that reads an agent or a graph comes here). A corpus case adds the files its
 /// `case.json` names.
 pub fn load(inputs: &Inputs, dependencies: &[std::path::PathBuf]) -> Result<Loaded, SessionError> {
-    let mut loaded = load_inputs(inputs)?;
+    load_with(inputs, dependencies, true)
+}
+
+/// [`load`] for a job: its inputs and dependencies, the tools' code read only when its code
+/// checks are on.
+pub fn load_job(job: &Job) -> Result<Loaded, SessionError> {
+    load_with(&job.inputs, &job.dependencies, job.code_checks)
+}
+
+/// [`load`], the tools' own code read for the code checks only when `code_checks`; turned off,
+/// the project's sources say so (nothing read), and the report states it.
+pub fn load_with(
+    inputs: &Inputs,
+    dependencies: &[std::path::PathBuf],
+    code_checks: bool,
+) -> Result<Loaded, SessionError> {
+    let mut loaded = load_inputs(inputs, code_checks)?;
+    if !code_checks {
+        let named = loaded.project.sources.modules_named;
+        loaded.project.sources = ir::code::Sources::turned_off(named);
+    }
     for path in dependencies {
         add_dependencies(&mut loaded, path)?;
     }
@@ -103,10 +123,10 @@ fn add_dependencies(loaded: &mut Loaded, path: &Path) -> Result<(), SessionError
     Ok(())
 }
 
-fn load_inputs(inputs: &Inputs) -> Result<Loaded, SessionError> {
+fn load_inputs(inputs: &Inputs, code_checks: bool) -> Result<Loaded, SessionError> {
     match inputs {
         Inputs::Agent(a) => {
-            let project = readers::load_project(a)?;
+            let project = readers::load_project_with(a, code_checks)?;
             Ok(Loaded {
                 notes: catalogue_notes(&project),
                 subject: readers::display_name(&a.display().to_string()),
@@ -150,7 +170,7 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, SessionError> {
             let spec = crate::corpus::CaseSpec::read(dir).map_err(case)?;
             let deps: Vec<std::path::PathBuf> =
                 spec.dependencies.iter().map(|d| dir.join(d)).collect();
-            let loaded = load(&spec.inputs(dir), &deps)
+            let loaded = load_with(&spec.inputs(dir), &deps, code_checks)
                 .map_err(|e| case(format!("the case does not load: {e}")))?;
             Ok(Loaded {
                 case: Some(spec),
@@ -238,7 +258,7 @@ fn resolve_depth(job: &Job, loaded: &Loaded) -> Result<(SessionSteps, u32), Sess
 impl Session {
     /// Loads the job's inputs ([`load`]), then opens the session on them ([`Session::new`]).
     pub fn open(job: Job) -> Result<Session, SessionError> {
-        let loaded = load(&job.inputs, &job.dependencies)?;
+        let loaded = load_job(&job)?;
         Session::new(job, loaded)
     }
 

@@ -56,7 +56,7 @@ fn check(
     append: bool,
 ) -> PyResult<String> {
     let args = CheckArgs {
-        catalogue,
+        catalogue: vec![catalogue],
         rulebook,
         settings,
         history,

@@ -170,11 +170,22 @@ pub(crate) fn fold_onto(mut out: PathBuf, rel: &Path) -> PathBuf {
 /// given, the files it names joined to its folder as given ([`beside_file`]). An error carries
 /// the path its file was opened with.
 pub fn load_project(agent_path: &Path) -> Result<Project, InputError> {
-    let mut inputs = Vec::new();
-    load_agent_project(agent_path, &mut inputs).map_err(|e| Input::attach(e, &inputs))
+    load_project_with(agent_path, true)
 }
 
-fn load_agent_project(agent_path: &Path, inputs: &mut Vec<Input>) -> Result<Project, InputError> {
+/// [`load_project`], reading the tools' own code for the code checks only when `code_checks`
+/// (`--no-code-checks` turns them off: the modules agent.yaml names are then not looked for,
+/// for a project whose code lives in another repository).
+pub fn load_project_with(agent_path: &Path, code_checks: bool) -> Result<Project, InputError> {
+    let mut inputs = Vec::new();
+    load_agent_project(agent_path, code_checks, &mut inputs).map_err(|e| Input::attach(e, &inputs))
+}
+
+fn load_agent_project(
+    agent_path: &Path,
+    code_checks: bool,
+    inputs: &mut Vec<Input>,
+) -> Result<Project, InputError> {
     let agent_display = display_name(&agent_path.display().to_string());
     let text = read_input(agent_path, &agent_display, inputs)?;
     let af = agent::read_agent_file(&agent_display, &text)?;
@@ -203,7 +214,15 @@ fn load_agent_project(agent_path: &Path, inputs: &mut Vec<Input>) -> Result<Proj
     };
     catalogue::check_merged(&catalogue)?;
     check_agent_tools(&af, &catalogue)?;
-    let sources = sources::read_sources(&dir, &af)?;
+    let sources = if code_checks {
+        sources::read_sources(&dir, &af)?
+    } else {
+        let named = af
+            .tools
+            .iter()
+            .any(|t| matches!(t, ToolSourceRef::Module(..)));
+        ir::code::Sources::turned_off(named)
+    };
     let graph = ir::graph::export(&af);
     let mut p = project(
         Some(af),

@@ -67,6 +67,7 @@ pub fn read_sources(dir: &Path, af: &AgentFile) -> Result<Sources, InputError> {
     Ok(Sources {
         modules_named,
         files,
+        turned_off: false,
     })
 }
 
@@ -91,7 +92,7 @@ fn module_files(
             &at.file,
             at.line,
             format!(
-                "`{}: {name}` names {what}, which is not there: the code checks read the tools' code from it",
+                "`{}: {name}` names {what}, which is not there: the code checks read the tools' code from it (to prove without them, where the code lives elsewhere, run with `--no-code-checks`; the report then says they were turned off)",
                 lang.key()
             ),
         )

@@ -18,7 +18,11 @@
 //!   words becomes the argument list the shell would have split it into, without `shell=True`:
 //!   each word a string (an f-string when it holds a value), so the program and its constant
 //!   arguments are the same and only the shell's reading of the values (splitting, globbing,
-//!   metacharacters) is gone.
+//!   metacharacters) is gone; with a `--` before the first word a value begins, where
+//!   `options.rs`'s conditions hold, so no value is read as an option either (QC105).
+//! - QC105: a `--` element before the first element of a command's list a value can begin
+//!   (`options.rs`: only for a program that reads its own options, with no option name just
+//!   before it and no constant option after it).
 //!
 //! - QC001, QC002, QC006: the secret moved to an environment variable, QC007: a logged
 //!   credential replaced by `[redacted]` (`secrets.rs`, which says how; each checked by
@@ -114,6 +118,20 @@ pub fn fixes(lang: Language, text: &str) -> Vec<SourceFix> {
             });
         }
     }
+    // QC105 is found against the catalogue (which argument reaches the list), which this
+    // function does not read: its edit is offered at every process call whose list takes one,
+    // and the repair keeps it only where a QC105 finding stands at that place.
+    for c in &unit.calls {
+        if let Some((edits, what)) = f.end_options(&cx, c.at.byte) {
+            out.push(SourceFix {
+                rule: CodeRule::ArgumentInjection,
+                line: c.at.line,
+                column: c.at.col,
+                edits,
+                what,
+            });
+        }
+    }
     out
 }
 
@@ -161,6 +179,7 @@ pub fn apply(text: &str, edits: &[TextEdit]) -> String {
 
 type Found = Option<(Vec<TextEdit>, String)>;
 
+/// The syntax tree an edit is located on, with its text.
 struct Fixer<'t> {
     text: &'t str,
     lang: Language,
@@ -602,13 +621,33 @@ impl<'t> Fixer<'t> {
         if program.contains('=') || SHELL_WORDS.contains(&program.as_str()) {
             return None;
         }
-        let items: Vec<String> = words
+        let mut items: Vec<String> = words
             .iter()
             .map(|(w, valued)| {
                 let p = if *valued { prefix } else { "" };
                 format!("{p}{quote}{w}{quote}")
             })
             .collect();
+        // A value the shell split into a word of its own is, without the shell, an element a
+        // value starting with `-` turns into an option (QC105): a `--` before the first such
+        // word, where it changes nothing else (`options.rs`'s conditions).
+        let open = |(w, valued): &(String, bool)| {
+            *valued
+                && w.split('{')
+                    .next()
+                    .is_some_and(|c| c.chars().all(|x| x == '-'))
+        };
+        let option = |(w, valued): &(String, bool)| !*valued && w.starts_with('-');
+        if let Some(i) = words.iter().position(open) {
+            let plain = crate::argv::plain_program(&crate::argv::program_base(program));
+            let ended = words[..i].iter().any(|(w, v)| !*v && w == "--");
+            // An option name awaiting its value: a `-` word without `=`.
+            let (before, _) = &words[i - 1];
+            let option_name = before.starts_with('-') && !before.contains('=');
+            if plain && !ended && !option_name && !words[i + 1..].iter().any(option) {
+                items.insert(i, format!("{quote}--{quote}"));
+            }
+        }
         Some(format!("[{}]", items.join(", ")))
     }
 }
@@ -665,6 +704,7 @@ fn fixed(lang: Language, text: &str) -> (String, Vec<SourceFix>) {
     (apply(text, &all), fx)
 }
 
+mod options;
 mod secrets;
 #[cfg(test)]
 mod tests;

@@ -160,14 +160,29 @@ fn qc008_gives_the_command_as_its_words() {
         ShellInjection,
         Python,
         "import subprocess\nsubprocess.run(f\"grep {order_id} orders.csv\", shell=True, capture_output=True, text=True)\n",
-        "import subprocess\nsubprocess.run([\"grep\", f\"{order_id}\", \"orders.csv\"], capture_output=True, text=True)\n",
+        "import subprocess\nsubprocess.run([\"grep\", \"--\", f\"{order_id}\", \"orders.csv\"], capture_output=True, text=True)\n",
     );
     fixes_to(
         ShellInjection,
         Python,
         "from subprocess import check_output\ncheck_output(f'ls -l --color=never {d}/x', shell=True)\n",
-        "from subprocess import check_output\ncheck_output(['ls', '-l', '--color=never', f'{d}/x'])\n",
+        "from subprocess import check_output\ncheck_output(['ls', '-l', '--color=never', '--', f'{d}/x'])\n",
     );
+    // No `--` where it would change more than a value's reading: after an option name, before
+    // a constant option, for an interpreter; a word with constant text first needs none.
+    for (cmd, words) in [
+        ("grep -e {q} x", "['grep', '-e', f'{q}', 'x']"),
+        ("grep {q} -r x", "['grep', f'{q}', '-r', 'x']"),
+        ("python3 tool.py {q}", "['python3', 'tool.py', f'{q}']"),
+        ("tool --month={m}", "['tool', f'--month={m}']"),
+    ] {
+        fixes_to(
+            ShellInjection,
+            Python,
+            &format!("import subprocess\nsubprocess.run(f'{cmd}', shell=True)\n"),
+            &format!("import subprocess\nsubprocess.run({words})\n"),
+        );
+    }
     // Shell syntax in the command (a pipe, quotes, a glob), a builtin, or a command that
     // is not an f-string: no edit.
     for text in [
@@ -425,4 +440,56 @@ fn qc007_logs_that_the_credential_is_used_not_its_value() {
         TypeScript,
         "console.log(`key ${mask(apiKey)}`);\n",
     );
+}
+
+#[test]
+fn qc105_puts_a_double_dash_before_the_first_value() {
+    use ir::catalogue::{Effect, Tool};
+    let mut c = Catalogue::default();
+    let t = Tool::new("export_report", Effect::Write, ir::Loc::new("t.yaml", 1));
+    c.tools.insert("export_report".into(), t);
+    let qc105 = |lang: Language, text: &str| {
+        crate::findings_of(lang, text, &c, false)
+            .iter()
+            .filter(|f| f.rule == ArgumentInjection)
+            .count()
+    };
+    let py = |cmd: &str| {
+        format!("import subprocess\n@mcp.tool()\ndef export_report(month: str):\n    subprocess.run({cmd}, check=True)\n")
+    };
+    let cases = [
+        (Python, py("['report-tool', 'export', month]"), py("['report-tool', 'export', '--', month]")),
+        (Python, py("[\"report-tool\", f\"{month}.csv\"]"), py("[\"report-tool\", \"--\", f\"{month}.csv\"]")),
+        (
+            TypeScript,
+            "import { spawnPromise } from 'spawn-rx';\nserver.tool('export_report', {}, async ({ month }) => {\n  await spawnPromise(\"yt-dlp\", [\"--skip-download\", \"vtt\", month], { detached: true });\n});\n".to_string(),
+            "import { spawnPromise } from 'spawn-rx';\nserver.tool('export_report', {}, async ({ month }) => {\n  await spawnPromise(\"yt-dlp\", [\"--skip-download\", \"vtt\", \"--\", month], { detached: true });\n});\n".to_string(),
+        ),
+    ];
+    for (lang, before, after) in cases {
+        assert_eq!(qc105(lang, &before), 1, "{before}");
+        let (out, fx) = fixed(lang, &before);
+        assert!(fx.iter().any(|f| f.rule == ArgumentInjection), "{fx:?}");
+        assert_eq!(out, after);
+        assert_eq!(qc105(lang, &out), 0, "{out}");
+        assert!(!lang::parse(lang, &out).unwrap().root_node().has_error());
+    }
+    // Not offered: the value of an option name (issue 55's `--month month`), a constant
+    // option after, an interpreter's argv, Go's variadic call.
+    for text in [
+        py("['report-tool', 'export', '--month', month]"),
+        py("['report-tool', month, '--all']"),
+        py("['python3', 'export.py', month]"),
+    ] {
+        assert_eq!(qc105(Python, &text), 1, "{text}");
+        assert!(
+            !fixes(Python, &text)
+                .iter()
+                .any(|f| f.rule == ArgumentInjection),
+            "{text}"
+        );
+    }
+    let go = "package p\nfunc main() { s.AddTool(mcp.NewTool(\"export_report\"), h) }\nfunc h(ctx context.Context, r mcp.CallToolRequest) {\n\tm := r.GetString(\"month\", \"\")\n\texec.Command(\"report-tool\", m).Run()\n}\n";
+    assert_eq!(qc105(Go, go), 1);
+    assert!(!fixes(Go, go).iter().any(|f| f.rule == ArgumentInjection));
 }

@@ -4,8 +4,9 @@
 //! `exec(…)` the call `child_process.exec`; `promisify(exec)` stays `child_process.exec`).
 //! Tools: `server.tool("name", …, handler)`, `server.registerTool("name", …, handler)`, the AI
 //! SDK's `tool({ execute })`, LangChain's `tool(fn, { name })` and `new DynamicStructuredTool({
-//! name, func })`, and each `case "name":` of a `switch` on a tool name (the low-level MCP
-//! server's `tools/call` handler).
+//! name, func })`, each `case "name":` of a `switch` on a tool name (the low-level MCP
+//! server's `tools/call` handler), and, in such a handler, what follows an
+//! `if (request.params.name !== "name") throw …` (a server with one tool).
 
 use super::{children, each_node, Src};
 use crate::model::{Assign, Call, Function, Literal, Pair, Unit, Val};
@@ -534,6 +535,7 @@ impl<'t> Walk<'t> {
                 }
             }
             "switch_statement" => self.tool_switch(n),
+            "if_statement" => self.tool_guard(n),
             _ => {}
         }
         // An arrow function's expression body is its return value.
@@ -623,18 +625,77 @@ impl<'t> Walk<'t> {
         }
     }
 
+    /// Whether a path names a tool (`request.params.name`, `toolName`).
+    fn names_a_tool(&self, n: Node) -> bool {
+        self.path(n).is_some_and(|p| {
+            matches!(
+                crate::model::last(&p),
+                "name" | "toolName" | "tool_name" | "tool"
+            )
+        })
+    }
+
+    /// `if (request.params.name !== "get_page") { throw … }` (or `return …`), with no `else`, in
+    /// a handler: every other tool is turned away, so the rest of the handler after the `if` is
+    /// that tool's implementation, with the handler's parameters (anaisbetts/mcp-youtube names
+    /// its one tool this way).
+    fn tool_guard(&mut self, n: Node) {
+        let Some(&outer) = self.stack.last() else {
+            return;
+        };
+        if n.child_by_field_name("alternative").is_some() {
+            return;
+        }
+        let mut cond = n.child_by_field_name("condition");
+        while let Some(c) = cond.filter(|c| c.kind() == "parenthesized_expression") {
+            cond = children(c).into_iter().next();
+        }
+        let Some(cond) = cond.filter(|c| c.kind() == "binary_expression") else {
+            return;
+        };
+        let op = cond.child_by_field_name("operator").map(|o| self.text(o));
+        let (Some(l), Some(r)) = (
+            cond.child_by_field_name("left"),
+            cond.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let name = match (self.val(l), self.val(r)) {
+            (Val::Str(s), _) if self.names_a_tool(r) => s,
+            (_, Val::Str(s)) if self.names_a_tool(l) => s,
+            _ => return,
+        };
+        let leaves = |s: Node| matches!(s.kind(), "throw_statement" | "return_statement");
+        let turns_away = n.child_by_field_name("consequence").is_some_and(|c| {
+            leaves(c)
+                || (c.kind() == "statement_block"
+                    && children(c)
+                        .into_iter()
+                        .rfind(|x| x.is_named())
+                        .is_some_and(leaves))
+        });
+        if !matches!(op, Some("!==" | "!=")) || !turns_away {
+            return;
+        }
+        let params = self.unit.functions[outer].params.clone();
+        let end = self.unit.functions[outer].range.1;
+        self.unit.functions.push(Function {
+            name: Some(name.clone()),
+            params,
+            at: self.src.pos(n),
+            range: (n.end_byte(), end),
+            tool: Some(name),
+            returns: vec![],
+        });
+    }
+
     /// `switch (name) { case "get_page": … }` on a tool name: each case with a string label is
     /// the tool's implementation, with the enclosing function's parameters.
     fn tool_switch(&mut self, n: Node) {
         let Some(disc) = n.child_by_field_name("value") else {
             return;
         };
-        let on_name = self.path(disc).is_some_and(|p| {
-            matches!(
-                crate::model::last(&p),
-                "name" | "toolName" | "tool_name" | "tool"
-            )
-        });
+        let on_name = self.names_a_tool(disc);
         let Some(&outer) = self.stack.last() else {
             return;
         };
@@ -701,5 +762,34 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
             assert_eq!(tools[1].0, "shell");
             assert_eq!(tools[1].1, &vec!["request".to_string()]);
         }
+    }
+
+    #[test]
+    fn a_handler_that_turns_away_every_other_tool_implements_the_one_it_names() {
+        let src = r#"
+server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  if (request.params.name !== "download_youtube_url") {
+    throw new Error(`Unknown tool: ${request.params.name}`);
+  }
+  const { url } = request.params.arguments;
+  await spawnPromise("yt-dlp", ["--skip-download", url]);
+});
+server.setRequestHandler(Other, async (request) => {
+  if (request.params.name !== "kept_going") { log("other"); }
+  if ("returned" != request.params.name) return {};
+  if (request.params.name !== "has_else") { throw new Error("x"); } else { run(); }
+});
+"#;
+        let u = walk(Language::TypeScript, src).unwrap();
+        let tools: Vec<(&str, usize, usize)> = u
+            .functions
+            .iter()
+            .filter_map(|f| f.tool.as_deref().map(|t| (t, f.range.0, f.range.1)))
+            .collect();
+        let names: Vec<&str> = tools.iter().map(|t| t.0).collect();
+        assert_eq!(names, vec!["download_youtube_url", "returned"]);
+        let (_, start, end) = tools[0];
+        assert!(src[start..end].contains("spawnPromise") && !src[start..end].contains("Unknown"));
+        assert!(!src[start..end].contains("kept_going"));
     }
 }

@@ -56,6 +56,8 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
     }
     if let Some(c) = &r.code {
         v["code_checks"] = code_checks_json(r, c);
+    } else if r.code_checks_off {
+        v["code_checks"] = json!({"turned_off": true});
     }
     serde_json::to_string_pretty(&v).expect("findings serialise") + "\n"
 }

@@ -74,13 +74,19 @@ fn sarif_value(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> Value {
         );
         results.extend(c.findings.iter().map(|f| code_result(r, f, base)));
     }
+    let mut invocation =
+        json!({"executionSuccessful": true, "exitCode": if r.passed { 0 } else { 1 }});
+    if r.code_checks_off {
+        // A code-scanning UI shows an invocation's notifications: the run read no code.
+        invocation["toolConfigurationNotifications"] = json!([{"level": "note", "message": {"text": "Code checks: turned off (--no-code-checks): the tools' code was not read."}}]);
+    }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "qls", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
             "automationDetails": {"id": format!("qls/verify/{}/", r.subject)},
-            "invocations": [{"executionSuccessful": true, "exitCode": if r.passed { 0 } else { 1 }}],
+            "invocations": [invocation],
             "results": results,
             "properties": {"gate": if r.passed { "passed" } else { "failed" }, "session_steps": r.depth.0, "step_limit": r.depth.1},
         }],

@@ -189,6 +189,10 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
     }
     if let Some(c) = &r.code {
         code_checks(s, r, c);
+    } else if r.code_checks_off {
+        s.push_str(
+            "\nCode checks: turned off (--no-code-checks): the tools' code was not read, so nothing here speaks for it.\n",
+        );
     }
 }
 

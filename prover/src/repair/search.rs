@@ -98,10 +98,13 @@ fn code_id(c: &CodeFinding) -> Target {
 }
 
 /// Whether the change `c` can close the code finding `f`: a declaration of what the tool's
-/// code does, for that rule (and *confirm a read*, which also declares the tool a write).
+/// code does, for that rule (and *confirm a read*, which also declares the tool a write); an
+/// edit of the source at the finding's place, for any rule (QC008's edit, which gives the
+/// command as a list with a `--` before its values, also leaves no process run from the
+/// argument there: QC104).
 fn affects_code(c: &Change, f: &CodeFinding) -> bool {
-    if let Scope::Source { rule, place } = &c.scope {
-        return *rule == f.rule.id() && *place == f.place();
+    if let Scope::Source { place, .. } = &c.scope {
+        return *place == f.place();
     }
     let Some(tool) = &f.tool else { return false };
     match (&c.scope, &c.kind) {

@@ -1,6 +1,6 @@
 //! Source edits as changes of the space: per gate-failing code finding that `codecheck::fixes`
 //! has an edit for (QC001, QC002 and QC006 a secret moved to an environment variable, QC003,
-//! QC004, QC005, QC007 a logged credential redacted, QC008), the edit of the tools' source file, scoped to
+//! QC004, QC005, QC007 a logged credential redacted, QC008, QC105 a `--` before a command's values), the edit of the tools' source file, scoped to
 //! that finding alone (the engines read declarations, not code, so no witness is affected). The
 //! search proves a set holding one as any other: a whole verify run on the working copy, in
 //! which the code checks re-read the edited file. Since an edit moves the text after it, a code
@@ -54,7 +54,7 @@ pub(super) fn source_changes(p: &Project, files: &Files, code: &CodeReport, out:
 
 /// Why a gate-failing code finding that no change of the space is about stays outside it.
 pub(super) fn outside_why(c: &CodeFinding) -> &'static str {
-    if c.tool.is_some() {
+    if c.tool.is_some() && c.declared_at.is_some() {
         return "a contradiction of the catalogue that no declaration of the space can state here (the tool is not declared in a qls catalogue under the inputs' folder, or its argument already has another kind); fix the declaration or the code as its rule's fix text says";
     }
     match c.rule.id() {

@@ -444,3 +444,102 @@ fn a_bad_call_in_a_batch_names_its_line() {
     assert_eq!(code, 2);
     assert!(err.contains("must be a list"), "{err}");
 }
+
+/// Issue 55: τ-bench retail's own OpenAI function list and the corpus case's overlay, given to
+/// `qls check` as two `--catalogue`s (merged in order, as `verify` merges them), with no
+/// `qls export` first: a lookup the overlay marks a read runs without a person, a write asks
+/// one; the list alone (no overlay) reads every tool as a write.
+#[test]
+fn a_function_list_and_its_overlay_are_two_catalogues() {
+    let s = Scratch::new("two-catalogues");
+    s.signed_history(json!([]));
+    let case = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../corpus/taubench-retail-function-list"
+    );
+    let (list, overlay) = (
+        format!("{case}/tools.json"),
+        format!("{case}/lookups.overlay.yaml"),
+    );
+    let run = |catalogues: &[&str], call: Value| -> Value {
+        s.write("call.json", &call.to_string());
+        let (h, c) = (s.path("history.json"), s.path("call.json"));
+        let mut args = vec!["check"];
+        for cat in catalogues {
+            args.extend(["--catalogue", cat]);
+        }
+        args.extend(["--history", &h, "--call", &c]);
+        let (code, out, err) = qls(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).unwrap()
+    };
+    let lookup = json!({"tool": "get_order_details", "args": {"order_id": "#W2378156"}, "origins": {"order_id": "typed"}});
+    expect(&run(&[&list, &overlay], lookup.clone()), "allow", &[]);
+    let write = json!({"tool": "cancel_pending_order", "args": {"order_id": "#W2378156", "reason": "no longer needed"}, "origins": {"order_id": "typed", "reason": "typed"}});
+    assert_eq!(verdict(&run(&[&list, &overlay], write)).0, "confirm");
+    assert_eq!(verdict(&run(&[&list], lookup)).0, "confirm");
+    // An overlay before the list it overlays names a tool no catalogue declared yet: exit 2 at
+    // the overlay's line, as `verify` says it.
+    s.write("call.json", "{\"tool\": \"calculate\", \"args\": {}}");
+    let (h, c) = (s.path("history.json"), s.path("call.json"));
+    let (code, _, err) = qls(&[
+        "check",
+        "--catalogue",
+        &overlay,
+        "--history",
+        &h,
+        "--call",
+        &c,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("lookups.overlay.yaml:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Issue 55: `--rulebook` takes a rule sheet as it is (seed 003's `rules.yaml`), compiled as
+/// `qls rules compile` compiles it, its overlay (an order rule here) applied: the receipt before
+/// any charge is refused by the sheet's `after: [charge_card]`, and is a plain write without it.
+#[test]
+fn a_rule_sheet_is_the_rulebook_as_it_is() {
+    let s = Scratch::new("sheet");
+    s.signed_history(json!([]));
+    let case = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/sheet-seed003");
+    s.write(
+        "shop.catalogue.yaml",
+        &std::fs::read_to_string(format!("{case}/shop.catalogue.yaml")).unwrap(),
+    );
+    let sheet = format!("{case}/rules.yaml");
+    let receipt = json!({"tool": "send_receipt", "args": {"order_id": "4411"}, "origins": {"order_id": "typed"}});
+    expect(&s.check(receipt.clone(), &[]), "confirm", &["write"]);
+    let d = s.check(receipt, &["--rulebook", &sheet]);
+    expect(&d, "refuse", &["order_rule"]);
+    assert_eq!(d["detail"]["rule"], "after charge_card");
+    // A sheet with a mistake: exit 2 at its line.
+    s.write(
+        "bad.rules.yaml",
+        "rules:\n- action: send_receipt\n  afterwards: [charge_card]\n",
+    );
+    s.write(
+        "call.json",
+        "{\"tool\": \"get_order\", \"args\": {\"order_id\": \"1\"}}",
+    );
+    let (cat, h, c, bad) = (
+        s.path("shop.catalogue.yaml"),
+        s.path("history.json"),
+        s.path("call.json"),
+        s.path("bad.rules.yaml"),
+    );
+    let (code, _, err) = qls(&[
+        "check",
+        "--catalogue",
+        &cat,
+        "--rulebook",
+        &bad,
+        "--history",
+        &h,
+        "--call",
+        &c,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.rules.yaml:3"), "{err}");
+}

@@ -553,3 +553,79 @@ fn a_reader_that_closes_the_pipe_early_ends_qls_without_a_panic() {
     assert!(!err(&o).contains("panicked"), "{}", err(&o));
     assert_eq!(o.status.signal(), Some(13), "{:?}", o.status);
 }
+
+/// The shop without its tool module: `agent.yaml` names `python: shop.tools`, kept (as users
+/// who keep configuration and code in separate repositories do) somewhere else.
+fn shop_without_its_code() -> crate::common::Scratch {
+    let dir = crate::common::Scratch::new("no-code");
+    for f in ["agent.yaml", "policy.co", "shop.catalogue.yaml"] {
+        std::fs::copy(root().join("examples/shop").join(f), dir.join(f)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_missing_module_says_how_to_prove_without_the_code_checks() {
+    let dir = shop_without_its_code();
+    let agent = dir.join("agent.yaml").display().to_string();
+    // The error stays (exit 2, at the line naming the module), and says how to run without.
+    let o = qls(&["verify", &agent]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let e = err(&o);
+    assert!(e.contains("agent.yaml:13"), "{e}");
+    assert!(
+        e.contains("`python: shop.tools` names shop/tools.py"),
+        "{e}"
+    );
+    assert!(e.contains("run with `--no-code-checks`"), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    // With the flag the proof runs, and every format says the code checks were turned off.
+    let o = qls(&["verify", &agent, "--no-code-checks"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        text(&o).contains("\nCode checks: turned off (--no-code-checks): the tools' code was not read, so nothing here speaks for it.\n"),
+        "{}",
+        text(&o)
+    );
+    let o = qls(&["verify", &agent, "--no-code-checks", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["code_checks"], serde_json::json!({"turned_off": true}));
+    let o = qls(&["verify", &agent, "--no-code-checks", "--format", "sarif"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let note = &v["runs"][0]["invocations"][0]["toolConfigurationNotifications"][0];
+    assert!(
+        note["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("turned off"),
+        "{v}"
+    );
+    // Wherever the project is read: export and repair take the flag too.
+    let o = qls(&["export", &agent, "--no-code-checks"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let o = qls(&["export", &agent]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let o = qls(&["repair", &agent, "--no-code-checks"]);
+    assert_ne!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(!err(&o).contains("panicked"), "{}", err(&o));
+}
+
+#[test]
+fn turned_off_code_checks_read_no_code_and_say_so() {
+    // corpus/qc101-fires: its code contradicts the catalogue (QC101, gate failed). Turned off,
+    // the finding is not there to see, and the report says why instead of "no finding".
+    let agent = root().join("corpus/qc101-fires/agent.yaml");
+    let agent = agent.display().to_string();
+    let on = qls(&["verify", &agent]);
+    assert_eq!(on.status.code(), Some(1));
+    assert!(text(&on).contains("QC101"), "{}", text(&on));
+    let off = qls(&["verify", &agent, "--no-code-checks"]);
+    assert_eq!(off.status.code(), Some(0), "{}", err(&off));
+    let t = text(&off);
+    assert!(!t.contains("QC101"), "{t}");
+    assert!(
+        t.contains("Code checks: turned off (--no-code-checks)"),
+        "{t}"
+    );
+    assert!(!t.contains("no finding in"), "{t}");
+}

@@ -50,6 +50,7 @@ const CASES: &[&str] = &[
     "qc103-clean",
     "qc103-fires",
     "qc104-fires",
+    "qc105-fires",
     "qg001-fires",
     "qg005-fires",
     "qg002-fires",

@@ -304,6 +304,62 @@ fn a_while_loop_is_followed_until_its_paths_settle() {
 }
 
 #[test]
+fn a_loop_that_computes_its_own_exit_puts_no_condition_on_what_follows() {
+    // Issue 55's example: the loop's exit (`$amount > 0` failing) is what the loop computed, so
+    // `send_money` after it runs whatever the input: one path, no condition (QG004 sees it).
+    let t = "flow pay rent\n  match UtteranceUserAction.Finished(final_transcript=\"pay the rent\") as $ref\n  $amount = 1200\n  while $amount > 0\n    $amount = $amount - 1200\n  await send_money\n";
+    let rb = colang::compile_colang2("p.co", t).unwrap_or_else(|e| panic!("{e}"));
+    let g = rb.gate("send_money").unwrap();
+    assert_eq!(g.paths.len(), 1, "{:?}", g.paths);
+    assert!(g.paths[0].literals.is_empty(), "{:?}", g.paths);
+    // Without the loop, the same: the loop changed nothing the gate states.
+    let flat = "flow pay rent\n  match UtteranceUserAction.Finished(final_transcript=\"pay the rent\") as $ref\n  $amount = 1200\n  await send_money\n";
+    let f = colang::compile_colang2("p.co", flat).unwrap();
+    let lits =
+        |p: &[ir::rulebook::GatePath]| p.iter().map(|p| p.literals.clone()).collect::<Vec<_>>();
+    assert_eq!(lits(&f.gate("send_money").unwrap().paths), lits(&g.paths));
+    // A path whose known value keeps the condition true never leaves: a loop that never
+    // changes `$amount` leaves only from the paths where it is unknown.
+    let stuck = "flow f\n  $amount = 1200\n  while $amount > 0\n    bot say \"waiting\"\n  await send_money\n";
+    let s = colang::compile_colang2("p.co", stuck).unwrap();
+    assert!(
+        s.gate("send_money").is_none_or(|g| g.paths.is_empty()),
+        "{:?}",
+        s.gate("send_money")
+    );
+    // A condition on what the body does not assign still holds after the loop (the flow
+    // goes on only once the context says so), as an `if` would.
+    let input = "flow f\n  while $balance < 100\n    bot say \"waiting\"\n  await send_money\n";
+    let i = colang::compile_colang2("p.co", input).unwrap();
+    let p = &i.gate("send_money").unwrap().paths;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].literals.len(), 1, "{p:?}");
+    assert_eq!(p[0].literals[0].op, CmpOp::Ge);
+}
+
+#[test]
+fn nemos_own_counting_loop_puts_no_condition_on_what_follows() {
+    // NVIDIA/NeMo-Guardrails' `tests/test_configs/mvp_v2_x_d/config.co` (fixtures/colang-
+    // examples/nemo/, provenance in fixtures/README.md): `flow count` sets `$count = 1`, then
+    // `while $count <= 5` says it and adds one. An action put after that loop runs once the
+    // counting is done, whatever the input: its one path carries no `$count > 5`.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/colang-examples/nemo/tests__test_configs__mvp_v2_x_d__config.co"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let body = "  while $count <= 5\n    bot say \"{$count}\"\n    $count = $count + 1\n";
+    assert!(text.contains(body), "the file as fetched");
+    let real = colang::compile_colang2("config.co", &text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(real.gate("Announce").is_none());
+    let edited = text.replacen(body, &format!("{body}  await Announce(n=$count)\n"), 1);
+    let rb = colang::compile_colang2("config.co", &edited).unwrap_or_else(|e| panic!("{e}"));
+    let g = rb.gate("Announce").unwrap();
+    assert_eq!(g.paths.len(), 1, "{:?}", g.paths);
+    assert!(g.paths[0].literals.is_empty(), "{:?}", g.paths);
+}
+
+#[test]
 fn the_event_language_is_kept_as_steps() {
     let t = "flow main\n  match UtteranceUserAction.Finished(final_transcript=\"Hi\") as $ref\n  start UtteranceBotAction(script=\"x\") as $b\n    and GestureBotAction(gesture=\"wave\")\n  send $b.Stop()\n  $v = ...\"a number\"\n  ...\n  when user said \"hi\"\n    await Lookup(q=$ref)\n  or when user said \"bye\"\n    abort\n";
     let rb = colang::compile_colang2("p.co", t).unwrap_or_else(|e| panic!("{e}"));

@@ -18,7 +18,9 @@
 //! What governs no tool (event matches, `send`, `when` on events, natural-language values and
 //! `...`) is parsed and taken as a step that may happen or not, recorded as a [`Note`]; a
 //! condition the IR cannot state constrains neither branch. A `while` is followed until the paths
-//! into its body settle. Nothing is ever turned into a refusal the runtime would not make.
+//! into its body settle; its failed condition constrains what follows only when the body assigns
+//! none of the variables it reads (else the exit is the loop's own doing, not a condition on the
+//! next write). Nothing is ever turned into a refusal the runtime would not make.
 //! Every refusal of a file is reported, not only the first.
 //!
 //! The files: `lines.rs` (logical lines and the indentation tree), `walk.rs` (the path-tracking

@@ -135,7 +135,7 @@ impl Compiler<'_> {
                 if self.needs_block(n, "this `while`") {
                     continue;
                 }
-                states = self.while_loop(n, &cond, states, in_else)?;
+                states = self.while_loop(n, &cond, &reads, states, in_else)?;
             } else {
                 if self.lang == Language::Colang2 {
                     if let Err(e) = self.no_children(n) {
@@ -165,6 +165,7 @@ impl Compiler<'_> {
         &mut self,
         n: &Node,
         cond: &Cond,
+        reads: &[String],
         entry: Vec<State>,
         in_else: bool,
     ) -> Result<Vec<State>, InputError> {
@@ -199,9 +200,46 @@ impl Compiler<'_> {
         self.rb = saved_rb;
         self.errors.truncate(saved_errors);
         let (_, _, breaks) = self.loop_round(n, cond, &head, in_else)?;
-        let mut exits = self.restrict(&head, cond, true, n)?;
+        let mut exits = if reads.iter().any(|r| self.assigned(&n.children).contains(r)) {
+            // The loop leaves when its condition fails, and the condition reads what the body
+            // computes (`while $amount > 0` / `$amount = $amount - 1200`): its failing is the
+            // loop's own doing, no condition on what follows (issue 55: the `await send_money`
+            // after it runs whatever the input, so QG004 must see it unconditioned). A path
+            // leaves with its own conditions; only a path whose known values keep the condition
+            // true cannot leave.
+            let mut out = Vec::new();
+            for s in &head {
+                let known = State {
+                    lits: Vec::new(),
+                    env: s.env.clone(),
+                };
+                if !self.restrict(&[known], cond, true, n)?.is_empty() {
+                    out.push(s.clone());
+                }
+            }
+            out
+        } else {
+            self.restrict(&head, cond, true, n)?
+        };
         exits.extend(breaks);
         self.cap(dedupe(exits))
+    }
+
+    /// Every variable a statement of `nodes` (nested blocks included) assigns: `$v = …`, an
+    /// action's `as $v`, a step that binds one.
+    fn assigned(&self, nodes: &[Node]) -> HashSet<String> {
+        let mut out = HashSet::new();
+        for n in nodes {
+            match self.parse(n) {
+                Ok(Stmt::Assign { var, .. }) => {
+                    out.insert(var);
+                }
+                Ok(Stmt::Exec { assigns, .. } | Stmt::Step { assigns, .. }) => out.extend(assigns),
+                _ => {}
+            }
+            out.extend(self.assigned(&n.children));
+        }
+        out
     }
 
     /// One round of a loop body: the paths at its end, at its `continue`s and at its `break`s.
