@@ -59,7 +59,7 @@ fn brute_force(ts: &TransitionSystem, obls: &[Obligation], max_depth: u32) -> Ve
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1500, .. ProptestConfig::default() })]
 
     #[test]
     fn bfs_and_bmc_agree_on_random_graphs(seed in any::<u64>()) {
