@@ -496,7 +496,11 @@ impl B<'_> {
 /// Why a call to a tool can be invalid (SPEC §2 steps 3–4), as the refusal's reason: an
 /// undeclared argument where the schema is closed; else a destination in an argument of a tool
 /// that does not send out; else a wrongly typed or missing declared argument. `None` only for a
-/// tool that may send out and whose schema accepts every object.
+/// tool that may send out and whose schema accepts every object. **Over-approximates**: any
+/// declared argument whose schema says more than annotations may be invalid (a `oneOf` of `$ref`
+/// models has no `type` of its own yet refuses `5`: reading only `type` hid those refusals, which
+/// the 100,000-graph conformance run caught); the value solver then leaves out the invalid
+/// choice where it proves no value has it.
 pub fn invalid_reason(t: &Tool) -> Option<Reason> {
     if !t.schema_partial() {
         return Some(Reason::ArgumentSchema);
@@ -508,10 +512,21 @@ pub fn invalid_reason(t: &Tool) -> Option<Reason> {
     let typed = schema
         .get("properties")
         .and_then(|p| p.as_object())
-        .is_some_and(|p| p.values().any(|s| s.get("type").is_some()));
+        .is_some_and(|p| p.values().any(constrains));
     let required = schema
         .get("required")
         .and_then(|r| r.as_array())
         .is_some_and(|r| !r.is_empty());
     (typed || required).then_some(Reason::ArgumentSchema)
+}
+
+/// Whether a property's schema may refuse some value: anything but `true` or an object of
+/// annotations only.
+fn constrains(s: &Value) -> bool {
+    const ANNOTATIONS: &[&str] = &["title", "description", "default", "examples", "deprecated"];
+    match s {
+        Value::Bool(b) => !b,
+        Value::Object(m) => m.keys().any(|k| !ANNOTATIONS.contains(&k.as_str())),
+        _ => true,
+    }
 }
