@@ -133,6 +133,15 @@ impl Run<'_> {
                 }
             }
         }
+        // An invalid call is refused at step 3 or 4, before the steps that read a region, a
+        // check, an origin or an undo's binding: it asks only for an invalid value, as the
+        // lowering offers it (`encoder::ts::lower::realisable`).
+        if want.validity == ArgsAre::Invalid {
+            let mut bare = Want::valid(t.args.clone(), t.sends_out);
+            bare.paths = t.path_args();
+            bare.validity = ArgsAre::Invalid;
+            want = bare;
+        }
         let mut earlier = false;
         let answer = match realise::realise(&want) {
             // A proof that leans on a value this run picked earlier — the arguments an undo

@@ -111,8 +111,9 @@ impl<'a> Matcher<'a> {
                 }
                 // The regions of an argument hold values of its declared type (the lowering's
                 // `regions_of_type`); a call refused at step 3 or 4 may hold any value, and its
-                // refusal reads no region: any region follows it (the value solver still
-                // decides which (invalid, region) pairs the system offers).
+                // refusal reads no region: any region follows it (the lowering offers every
+                // region and check outcome with `args.invalid` once the value solver has an
+                // invalid value, `realisable::want`).
                 if ch.invalid == Some(true) {
                     return true;
                 }
