@@ -20,7 +20,12 @@ and returns an ``Export`` ``(graph, catalogue)``:
 - A ``Flow``: each method a custom node (its code is opaque: QG006), at the line it was written;
   ``@start`` methods are entries, ``@listen(x)`` an edge from ``x`` (``or_``/``and_``: from each),
   ``@router`` an edge to every listener of a label (a label listens on a router's return value),
-  or to end; ``@human_feedback`` a human node after its method.
+  or to end; ``@human_feedback`` a human node after its method. The crews and agents a method
+  kicks off (``SomeCrew().crew().kickoff()`` on a ``@CrewBase`` class, a module-level crew or
+  agent, ``self.<attr>``: ``qls._crewflow``) are exported inside the flow after the method's node,
+  in the order written, each possibly skipped, and on to the method's listeners; their agents'
+  budgets add up over the kickoffs, and are dropped where a kickoff may repeat (a loop, a cycle
+  of the flow). A kickoff that cannot be followed is a note and stays the method's opaque code.
 
 ``CrewGuard(guard, ask=...)`` is CrewAI's own tool-call hooks (``register_before_tool_call_hook``
 and ``register_after_tool_call_hook``, global): the before hook decides the call (``qls._percall``;
@@ -36,6 +41,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from qls._build import Builder, Part, ToolSpec, at_of
+from qls._crewflow import kickoffs
 from qls._percall import Ask, CallGate, Go, Origins, Stop
 from qls.export import Export, _clean_schema
 from qls.guard import Guard
@@ -153,44 +159,69 @@ class _Crew:
 
     def budgets(self, crew: Any) -> None:
         """Each agent's budget: ``max_iter`` times the executions that may reach it."""
-        agents = list(crew.agents)
-        runs = {a.role: sum(1 for t in crew.tasks if t.agent is a) for a in agents}
-        hier = crew.process.value == "hierarchical"
-        delegators = {a.role: [d for d in agents if d is not a and d.allow_delegation] for a in agents}
-        if hier:
-            mgr = crew.manager_agent
-            for a in agents:
-                delegators[a.role].append(mgr)
-
-        memo: dict[str, int | None] = {}
-
-        def visits(a: Any, path: tuple) -> int | None:
-            if a is None:
-                return None  # the built-in manager: bounded by nothing we can read
-            if a.role in path:
-                return None
-            if a.role in memo:
-                return memo[a.role]
-            total = runs.get(a.role, 0) + (1 if hier and a is crew.manager_agent else 0)
-            for d in delegators.get(a.role, []):
-                v = visits(d, path + (a.role,))
-                if v is None or d is None or d.max_iter is None:
-                    memo[a.role] = None
-                    return None
-                total += v * int(d.max_iter)
-            memo[a.role] = total
-            return total
-
-        for a in agents:
-            v = visits(a, ())
-            entry = self.b.agents.get(a.role)
-            if entry is None or "budget" in (self.b.agents_overlay.get(a.role) or {}):
+        for role, v in _crew_budgets(crew).items():
+            entry = self.b.agents.get(role)
+            if entry is None or "budget" in (self.b.agents_overlay.get(role) or {}):
                 continue
-            if v is None or a.max_iter is None:
+            if v is None:
                 entry.pop("budget", None)
-                self.b.note(f"agent `{a.role}` may be delegated to without a bound (a delegation cycle): no budget")
+                self.b.note(f"agent `{role}` may be delegated to without a bound (a delegation cycle): no budget")
             else:
-                entry["budget"] = int(a.max_iter) * max(v, 1)
+                entry["budget"] = v
+
+    def agent(self, a: Any) -> Part:
+        """An ``Agent`` kicked off on its own (``Agent.kickoff``): its model node and tools."""
+        self.b.agent(a.role)
+        m = self.b.unique(a.role)
+        self.b.node(m, "model", a.role)
+        self.b.attach(m, a.role, self.specs(a.tools))
+        return Part([m], [m])
+
+
+def _crew_budgets(crew: Any) -> dict[str, int | None]:
+    """Each agent's budget in one run of a crew: ``max_iter`` times the executions that may
+    reach it; ``None`` where a delegation cycle leaves it unbounded."""
+    agents = list(crew.agents)
+    runs = {a.role: sum(1 for t in crew.tasks if t.agent is a) for a in agents}
+    hier = crew.process.value == "hierarchical"
+    delegators = {a.role: [d for d in agents if d is not a and d.allow_delegation] for a in agents}
+    if hier:
+        mgr = crew.manager_agent
+        for a in agents:
+            delegators[a.role].append(mgr)
+
+    memo: dict[str, int | None] = {}
+
+    def visits(a: Any, path: tuple) -> int | None:
+        if a is None:
+            return None  # the built-in manager: bounded by nothing we can read
+        if a.role in path:
+            return None
+        if a.role in memo:
+            return memo[a.role]
+        total = runs.get(a.role, 0) + (1 if hier and a is crew.manager_agent else 0)
+        for d in delegators.get(a.role, []):
+            v = visits(d, path + (a.role,))
+            if v is None or d is None or d.max_iter is None:
+                memo[a.role] = None
+                return None
+            total += v * int(d.max_iter)
+        memo[a.role] = total
+        return total
+
+    out: dict[str, int | None] = {}
+    for a in agents:
+        v = visits(a, ())
+        out[a.role] = None if v is None or a.max_iter is None else int(a.max_iter) * max(v, 1)
+    return out
+
+
+def _kickoff_budgets(target: Any) -> dict[str, int | None]:
+    """The budgets one kickoff of a crew or an agent gives its agents."""
+    if _is_crew(target):
+        return _crew_budgets(target)
+    it = getattr(target, "max_iter", None)
+    return {target.role: None if it is None else int(it)}
 
 
 def _flow(b: Builder, flow: Any) -> Part:
@@ -199,14 +230,33 @@ def _flow(b: Builder, flow: Any) -> Part:
     b.agent(name)
     defs = cls._flow_definition.methods
     nodes: dict[str, str] = {}
-    exits: dict[str, str] = {}
+    exits: dict[str, list[str]] = {}
+    crews = _Crew(b, _installed_guard())
+    runs: dict[str, list] = {}  # method -> what it kicks off
+
+    def link(xs: list[str], to: str) -> None:
+        """On from the flow's own nodes (a route), or from a crew's last agent (a hand-off back
+        to the flow's code)."""
+        for x in xs:
+            b.edge(x, to, "route" if b.nodes[x]["agent"] == name else None)
     for m, d in defs.items():
         nodes[m] = b.custom(f"{name}.{m}", name, f"flow method `{m}` is code", at=at_of(getattr(cls, m, None)))
-        exits[m] = nodes[m]
+        found, notes = kickoffs(flow, m)
+        for n in notes:
+            b.note(n)
+        runs[m] = found
+        # The method's code runs what it kicks off in the order written, each possibly skipped
+        # (a branch, an exception): more runs than the code has, never fewer.
+        out = [nodes[m]]
+        for k in found:
+            part = crews.crew(k.target) if _is_crew(k.target) else crews.agent(k.target)
+            b.wire(out, part.entries)
+            out = out + [x for x in part.exits if x not in out]
+        exits[m] = out
         if d.human_feedback is not None:
             h = b.node(b.unique(f"{name}.{m}:feedback"), "human", name)
-            b.edge(nodes[m], h, "route")
-            exits[m] = h
+            link(out, h)
+            exits[m] = [h]
 
     def sources(cond: Any) -> list[str]:
         if cond is None:
@@ -221,22 +271,84 @@ def _flow(b: Builder, flow: Any) -> Part:
 
     routers = [m for m, d in defs.items() if d.router]
     labels_heard = False
+    after: dict[str, set[str]] = {m: set() for m in defs}  # the methods each method may run before
+    def heard(d: Any) -> list[str]:
+        """What a method listens to; ``@start("label")`` is an entry that also listens (CrewAI
+        runs it again when a router returns the label: the flow's loop)."""
+        cond = [] if isinstance(d.start, bool) or d.start is None else sources(d.start)
+        return sources(d.listen) + cond
+
     for m, d in defs.items():
-        for s in sources(d.listen):
+        for s in heard(d):
             if s in defs:
-                b.edge(exits[s], nodes[m], "route")
+                link(exits[s], nodes[m])
+                after[m].add(s)
             else:  # a label: any router may return it
                 labels_heard = True
                 for r in routers:
-                    b.edge(exits[r], nodes[m], "route")
+                    link(exits[r], nodes[m])
+                    after[m].add(r)
     if labels_heard:
         b.note(f"flow `{name}`: a router's return value picks its listeners; read as any label")
-    listened = {s for d in defs.values() for s in sources(d.listen)}
+    _budgets(b, name, runs, after)
+    listened = {s for d in defs.values() for s in heard(d)}
     starts = [nodes[m] for m, d in defs.items() if d.start]
-    ends = [exits[m] for m in defs if m not in listened or defs[m].router]
+    ends = [x for m in defs if m not in listened or defs[m].router for x in exits[m]]
     if not starts:
         raise ValueError(f"flow `{name}` has no @start method")
-    return Part(starts, ends or list(exits.values()))
+    return Part(starts, ends or [x for xs in exits.values() for x in xs])
+
+
+def _is_crew(x: Any) -> bool:
+    from crewai import Crew
+
+    return isinstance(x, Crew)
+
+
+def _budgets(b: Builder, flow: str, runs: dict[str, list], after: dict[str, set[str]]) -> None:
+    """The budgets of the agents a flow kicks off: each kickoff's own (``max_iter`` times the
+    tasks it runs, as for a crew alone), summed over the kickoffs that reach an agent — and none
+    where a kickoff may run any number of times (in a loop, or its method on a cycle of the
+    flow: a router sending the flow back)."""
+
+    def on_cycle(m: str) -> bool:
+        seen: set[str] = set()
+        todo = list(after[m])
+        while todo:
+            x = todo.pop()
+            if x == m:
+                return True
+            if x not in seen:
+                seen.add(x)
+                todo.extend(after[x])
+        return False
+
+    total: dict[str, int | None] = {}
+    for m, found in runs.items():
+        again = on_cycle(m)
+        for k in found:
+            per = _kickoff_budgets(k.target)
+            for role, v in per.items():
+                if "budget" in (b.agents_overlay.get(role) or {}):
+                    continue
+                if again or k.repeats or v is None:
+                    if total.get(role, 0) is not None:
+                        why = ("its method is on a cycle of the flow" if again else
+                               "it is kicked off in a loop" if k.repeats else "it has no bound of its own")
+                        b.note(f"flow `{flow}`: agent `{role}` has no budget: {why}")
+                    total[role] = None
+                elif role not in total:
+                    total[role] = v
+                elif total[role] is not None:
+                    total[role] = int(total[role] or 0) + v
+    for role, v in total.items():
+        entry = b.agents.get(role)
+        if entry is None:
+            continue
+        if v is None:
+            entry.pop("budget", None)
+        else:
+            entry["budget"] = v
 
 
 def export_crew(crew_or_flow: Any, *, tools: dict | None = None, agents: dict | None = None) -> Export:

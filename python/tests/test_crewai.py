@@ -186,6 +186,119 @@ def test_a_flow_is_the_graph_it_declares(tmp_path):
     assert ("QG006", "Desk.fetch") in {(r, s) for r, s in findings}
 
 
+def example_package(name: str) -> Any:
+    """An example app kept as its package (data/examples/<name>/, a framework's template with its
+    crews' YAML configuration beside their classes): its ``main`` module."""
+    import importlib
+    import sys
+
+    root = str(DATA / "examples")
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return importlib.import_module(f"{name}.main")
+
+
+def test_the_flow_template_exports_its_crew_inside_the_flow(tmp_path):
+    """CrewAI's own flow template (`crewai create flow`): `ContentCrew().crew().kickoff()` in a
+    flow method. Before, the three agents were missing (the method was code only)."""
+    flow = example_package("crewai_content_flow").ContentFlow()
+    with pytest.warns(qls.QlsExportNote, match="flow method"):
+        graph, cat = qls.export_crew(flow)
+    kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
+    roles = {n["agent"] for n in graph["nodes"] if n["kind"] == "model"}
+    assert len(roles) == 3, roles  # planner, writer, editor: one task each, in order
+    planner, writer, editor = (next(n["id"] for n in graph["nodes"] if n["kind"] == "model"
+                                    and n["agent"].startswith(r)) for r in ("Content Planner", "Content Writer",
+                                                                            "Content Editor"))
+    edges = {(e["from"], e["to"]) for e in graph["edges"]}
+    assert {("ContentFlow.generate_content", planner), (planner, writer), (writer, editor),
+            (editor, "ContentFlow.save_content"),
+            ("ContentFlow.generate_content", "ContentFlow.save_content")} <= edges, edges
+    assert kinds["ContentFlow.generate_content"] == "custom"
+    assert all(graph["agents"][r]["budget"] == 25 for r in roles)  # CrewAI's default max_iter, one task
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    assert {f for f in findings if f[0] != "QG006"} == set(), findings  # no tools: only the code is open
+
+
+def desk_flow(ran: list) -> Flow:  # type: ignore[type-arg]
+    """A flow written for the test in the shapes CrewAI's documentation shows: a crew defined at
+    module level (here a closure) kicked off by name, an agent kept on the flow (`self.<attr>`),
+    one built inside the method (which cannot be followed), and a router that may send the flow
+    back to its start."""
+    crew = support_crew(ran=ran)
+    t = desk_tools(ran)
+    auditor = Agent(role="auditor", goal="Check the refunds", backstory="Audit.", llm=Scripted([]),
+                    tools=[t["refund_card"]], max_iter=3)
+
+    class DeskFlow(Flow):  # type: ignore[type-arg]
+        @start("again")
+        def take_request(self) -> str:
+            return crew.kickoff(inputs={}).raw
+
+        @router(take_request)
+        def review(self) -> str:
+            self.auditor.kickoff("check")
+            return "again" if ran else "done"
+
+        @listen("done")
+        def report(self) -> None:
+            helper = Agent(role="helper", goal="Report", backstory="Report.", llm=Scripted([]))
+            helper.kickoff("report")
+
+    f = DeskFlow()
+    f.auditor = auditor  # type: ignore[attr-defined]
+    return f
+
+
+def test_a_flow_kicking_off_crews_exports_them_and_their_tools(tmp_path):
+    """The issue's failure: `tools=` naming a tool of a crew the flow runs raised `ValueError: `tools`
+    names [...], which no agent of the app holds`; now the crew is in the graph with its tools, and
+    the flow's loop leaves its agents without a budget."""
+    with pytest.warns(qls.QlsExportNote) as notes:
+        graph, cat = qls.export_crew(desk_flow([]), tools=UNTRUSTED, agents=HIGH)
+    said = " | ".join(str(n.message) for n in notes)
+    assert "`helper` is built inside the method" in said and "report" in said
+    assert "agent `billing` has no budget: its method is on a cycle of the flow" in said
+    assert {"triage", "billing", "auditor"} <= set(graph["agents"])
+    assert "helper" not in graph["agents"]
+    assert "budget" not in graph["agents"]["billing"] and "budget" not in graph["agents"]["auditor"]
+    assert cat["tools"]["read_inbox"]["returns"] == "untrusted"
+    edges = {(e["from"], e["to"]) for e in graph["edges"]}
+    assert {("DeskFlow.take_request", "triage"), ("triage", "billing"), ("billing", "DeskFlow.review"),
+            ("DeskFlow.review", "auditor"), ("auditor", "DeskFlow.take_request")} <= edges, edges
+    rc, findings, _ = verify(tmp_path, graph, cat)
+    # The crew's own findings hold inside the flow: the mail reaches the high-privilege write.
+    assert {("QG012", "charge_card"), ("QG011", "charge_card")} <= findings and rc == 1
+
+
+def test_a_flow_kicking_a_crew_off_once_sums_its_budgets(tmp_path):
+    """Two kickoffs of the same crew in a flow without a cycle: each agent's budget is the sum."""
+    crew = support_crew()
+
+    class Twice(Flow):  # type: ignore[type-arg]
+        @start()
+        def first(self) -> None:
+            crew.kickoff()
+
+        @listen(first)
+        def second(self) -> None:
+            crew.kickoff()
+
+    with pytest.warns(qls.QlsExportNote, match="flow method"):
+        graph, _ = qls.export_crew(Twice(), tools=UNTRUSTED)
+    assert graph["agents"]["triage"]["budget"] == 8 and graph["agents"]["billing"]["budget"] == 10
+
+    class InALoop(Flow):  # type: ignore[type-arg]
+        @start()
+        def each(self) -> None:
+            for _ in range(3):
+                crew.kickoff()
+
+    with pytest.warns(qls.QlsExportNote, match="kicked off in a loop"):
+        graph, _ = qls.export_crew(InALoop(), tools=UNTRUSTED)
+    assert "budget" not in graph["agents"]["triage"]
+
+
 def test_behind_the_guard_no_write_misses_its_check():
     with CrewGuard(qls.Guard(CATALOGUE, key=KEY)):
         export = qls.export_crew(support_crew(), agents=HIGH)
