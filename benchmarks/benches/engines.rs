@@ -3,8 +3,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use encoder::ts::lower::lower;
+use engines::{bfs, bmc};
 use ir::Project;
-use prover::{bfs, bmc};
 use std::path::Path;
 
 fn load(rel: &str) -> Project {

@@ -3,9 +3,9 @@
 
 #[cfg(test)]
 mod tests {
+    use engines::verdict::{disagree, Verdict};
     use ir::testkit::{family, SizeClass};
     use prover::proof::{run_per_slice, Engines, Options};
-    use prover::verdict::{disagree, Verdict};
     use std::time::{Duration, Instant};
 
     /// 50 seeds of every size class lower to a well-formed system with obligations.

@@ -2,12 +2,12 @@
 //! with `--stats` the BFS engine's own figures for the same system (the full state count, its
 //! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`.
 
-use crate::bfs;
 use crate::cmd_verify::{lift, print_notes, Shown};
 use crate::job::{Inputs, Job};
 use crate::session::Session;
-use crate::verdict::Verdict;
 use clap::{Args, Subcommand};
+use engines::bfs;
+use engines::verdict::Verdict;
 use ir::agent::SessionSteps;
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -620,7 +620,7 @@ fn case_inputs(session: &Session) -> anyhow::Result<(Vec<(PathBuf, String)>, ser
 /// otherwise, so CI logs and piped output stay clean.
 fn with_progress<T: Send>(
     title: &str,
-    counters: &crate::progress::Progress,
+    counters: &engines::progress::Progress,
     work: impl FnOnce() -> T + Send,
 ) -> T {
     use std::io::IsTerminal;

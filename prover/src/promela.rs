@@ -127,7 +127,7 @@ fn paren(s: &str) -> String {
 /// correspond one to one.
 pub fn valuations(ts: &TransitionSystem, c: &Command) -> Vec<Vec<u32>> {
     let mut out = vec![];
-    crate::bfs::for_each_choice(ts, c, |ch, _| out.push(ch.to_vec()));
+    ts.for_each_choice(c, |ch, _| out.push(ch.to_vec()));
     out
 }
 
@@ -596,7 +596,7 @@ mod tests {
             String::from_utf8_lossy(&out.stderr)
         );
         if let Some(n) = pan_states {
-            assert_eq!(n, crate::bfs::count_states(&lowered.ts));
+            assert_eq!(n, engines::bfs::count_states(&lowered.ts));
         }
     }
 }

@@ -2,12 +2,13 @@
 //! (in parallel with each other), compares their verdicts (QG312) and folds multi-turn findings
 //! into QG003. **Engines never print**; this module returns data.
 
-use crate::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
-use crate::{bfs, bmc, induction, refine};
+use crate::refine;
 use encoder::ts::lower::lower_with;
 use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
+use engines::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
+use engines::{bfs, bmc, induction};
 use ir::agent::SessionSteps;
 use ir::Project;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,16 +19,6 @@ use std::time::{Duration, Instant};
 pub mod defaults {
     /// Seconds the whole proof may take (lowering, both engines and the QG003 re-proof).
     pub const TIMEOUT_SECS: u64 = 300;
-    /// Distinct states the BFS may store.
-    pub const MAX_STATES: usize = 20_000_000;
-    /// Bytes the BFS's state store may take (states, parents and index).
-    pub const MAX_MEMORY_BYTES: usize = 4 << 30;
-    /// Under `any`: the largest k the k-induction tries.
-    pub const INDUCTION_MAX_DEPTH: u32 = 4;
-    /// Under `any`: seconds one induction question may take (never past the proof's deadline).
-    pub const INDUCTION_QUERY_SECS: u64 = 20;
-    /// Under `any`: seconds the search for an invariant may take in all.
-    pub const INDUCTION_INVARIANT_SECS: u64 = 120;
     /// Search each group of obligations on its slice of the system (`encoder::ts::slice`)
     /// rather than all of them on the whole system. Bounded sessions only: under `any` the
     /// fixpoint's K and the induction speak of the whole system. Off: with one search per
@@ -46,9 +37,6 @@ pub mod defaults {
     /// verdicts are the system's, in fewer states; the system itself is searched for what they
     /// left open (property-tested: the same verdicts and depths).
     pub const HIDE: bool = true;
-    /// Bytes Z3 may take (its own count, over every solver in the process): past it a check
-    /// answers unknown and what is open is undecided for the memory budget.
-    pub const Z3_MAX_MEMORY_BYTES: usize = 4 << 30;
 }
 
 /// Which engines to run.
@@ -79,7 +67,7 @@ pub struct Options {
     /// BFS memory budget, in bytes of its state store.
     pub max_memory: usize,
     /// Where the engines count how far they got (for the CLI's progress line).
-    pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
+    pub progress: Option<std::sync::Arc<engines::progress::Progress>>,
     /// Search per slice (`defaults::SLICE`); off to compare against the whole-system search.
     pub slice: bool,
     /// Observer subsumption in the BFS (`defaults::SUBSUME`); off to compare.
@@ -102,8 +90,8 @@ impl Options {
             step_limit: p.settings.step_limit,
             engines: Engines::Both,
             timeout: Duration::from_secs(defaults::TIMEOUT_SECS),
-            max_states: defaults::MAX_STATES,
-            max_memory: defaults::MAX_MEMORY_BYTES,
+            max_states: engines::bfs::MAX_STATES,
+            max_memory: engines::bfs::MAX_MEMORY_BYTES,
             progress: None,
             slice: defaults::SLICE,
             subsume: defaults::SUBSUME,
@@ -294,14 +282,13 @@ fn run_engines(
         if let Some(run) = b.as_mut() {
             for v in run.verdicts.iter_mut() {
                 if matches!(v, Verdict::Reachable(_)) {
-                    *v = match k {
-                        Some(turns) => {
-                            Verdict::UnreachableAnyLength(crate::verdict::AnyLength::Fixpoint {
-                                turns,
-                            })
-                        }
-                        None => Verdict::Unreachable { depth: ts.depth },
-                    };
+                    *v =
+                        match k {
+                            Some(turns) => Verdict::UnreachableAnyLength(
+                                engines::verdict::AnyLength::Fixpoint { turns },
+                            ),
+                            None => Verdict::Unreachable { depth: ts.depth },
+                        };
                 }
             }
         }
@@ -750,7 +737,7 @@ pub fn system_by(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::AnyLength;
+    use engines::verdict::AnyLength;
 
     #[test]
     fn under_any_a_bounded_answer_alone_is_undecided() {

@@ -23,8 +23,8 @@
 //! finding; anything else proves nothing for sessions longer than those searched, so the
 //! obligation is undecided ([`settle`]) — never clean, and never a finding without a real run.
 
-use crate::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::{CmdId, Obligation, TransitionSystem};
+use engines::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use ir::agent::SessionSteps;
 use ir::Project;
 use sha2::{Digest, Sha256};
@@ -491,7 +491,7 @@ fn enabled(ts: &TransitionSystem, s: &[u32]) -> Vec<(CmdId, Vec<u32>)> {
     let mut out = vec![];
     for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
         let c = ts.command(cid);
-        crate::bfs::for_each_choice(ts, c, |ch, _| {
+        ts.for_each_choice(c, |ch, _| {
             if ts.eval_bool(&c.guard, s, ch) {
                 out.push((cid, ch.to_vec()));
             }

@@ -7,8 +7,8 @@
 
 use crate::proof::{Engines, Proof};
 use crate::triage::Baseline;
-use crate::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use encoder::ts::{Obligation, TransitionSystem};
+use engines::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use ir::agent::SessionSteps;
 use ir::suppress::Date;
 use ir::{Loc, Project};
@@ -709,14 +709,14 @@ fn engines_sentence(proof: &Proof) -> String {
             continue;
         }
         match &o.bmc {
-            Some(Verdict::UnreachableAnyLength(crate::verdict::AnyLength::Induction {
+            Some(Verdict::UnreachableAnyLength(engines::verdict::AnyLength::Induction {
                 depth,
                 ..
             })) => {
                 closed += 1;
                 depths.push(*depth);
             }
-            Some(Verdict::UnreachableAnyLength(crate::verdict::AnyLength::Pdr)) => pdr += 1,
+            Some(Verdict::UnreachableAnyLength(engines::verdict::AnyLength::Pdr)) => pdr += 1,
             Some(Verdict::Unreachable { depth }) => {
                 bfs_only += 1;
                 bounded = Some(bounded.map_or(*depth, |b: u32| b.min(*depth)));

@@ -278,8 +278,8 @@ impl Session {
             progress: job
                 .outputs
                 .progress
-                .then(|| Arc::new(crate::progress::Progress::default())),
-            bmc_tactics: crate::bmc::BmcTactics::default(),
+                .then(|| Arc::new(engines::progress::Progress::default())),
+            bmc_tactics: engines::bmc::BmcTactics::default(),
             fault_bfs_blind: false,
             slice: crate::proof::defaults::SLICE,
             subsume: crate::proof::defaults::SUBSUME,
@@ -324,7 +324,7 @@ impl Session {
     }
 
     /// The counters the engines update, when the job asked for progress.
-    pub fn progress(&self) -> Option<&crate::progress::Progress> {
+    pub fn progress(&self) -> Option<&engines::progress::Progress> {
         self.options.progress.as_deref()
     }
 

@@ -21,10 +21,10 @@
 //! (whole states, by the concrete interpreter) and how many values it takes; `options` the
 //! commands with the most valuations of their choices (what the compiled BFS expands first).
 
+use engines::bmc::BmcTactics;
+use engines::verdict::{StopReason, Verdict};
 use ir::testkit::{family, SizeClass};
-use prover::bmc::BmcTactics;
 use prover::proof::{for_batches, run_per_slice, Engines, Options};
-use prover::verdict::{StopReason, Verdict};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -133,14 +133,14 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         hide: engine != BFS_SHOWN,
         bmc_tactics: BmcTactics {
             induct_first: match engine {
-                BMC_UNROLL_FIRST => prover::bmc::InductFirst::Never,
-                BMC_INDUCT_ALWAYS => prover::bmc::InductFirst::Always,
+                BMC_UNROLL_FIRST => engines::bmc::InductFirst::Never,
+                BMC_INDUCT_ALWAYS => engines::bmc::InductFirst::Always,
                 _ => BmcTactics::default().induct_first,
             },
             pdr: match engine {
-                BMC_NO_PDR => prover::bmc::SpacerWhen::Never,
-                BMC_PDR_FIRST => prover::bmc::SpacerWhen::First,
-                _ => prover::bmc::SpacerWhen::Midway,
+                BMC_NO_PDR => engines::bmc::SpacerWhen::Never,
+                BMC_PDR_FIRST => engines::bmc::SpacerWhen::First,
+                _ => engines::bmc::SpacerWhen::Midway,
             },
             pdr_reuse: engine != BMC_NO_REUSE,
             ..BmcTactics::default()
@@ -150,8 +150,8 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
     let t = Instant::now();
     let (b, m, _) = if !whole {
         // Lowering spent the budget: as `qls verify`, no engine runs.
-        let und = prover::verdict::Verdict::undecided(StopReason::LoweringTimeBudget, "lowering");
-        let run = prover::verdict::EngineRun {
+        let und = engines::verdict::Verdict::undecided(StopReason::LoweringTimeBudget, "lowering");
+        let run = engines::verdict::EngineRun {
             verdicts: vec![und; obls.len()],
             cost: Default::default(),
             inductive: vec![],
@@ -370,25 +370,17 @@ fn reachable_states(ts: &encoder::ts::TransitionSystem, max: usize) -> Vec<Vec<u
             let node = s[ts.node_var.0 as usize] as usize;
             for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
                 let c = ts.command(cid);
-                let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
-                let total: u64 = ids.iter().map(|i| ts.choices[*i].domain as u64).product();
-                for mut k in 0..total {
-                    let mut ch = vec![0u32; ts.choices.len()];
-                    for i in &ids {
-                        let d = ts.choices[*i].domain as u64;
-                        ch[*i] = (k % d) as u32;
-                        k /= d;
-                    }
-                    if ts.eval_bool(&c.guard, s, &ch) {
-                        let t = ts.apply(c, s, &ch);
+                ts.for_each_choice(c, |ch, _| {
+                    if order.len() < max && ts.eval_bool(&c.guard, s, ch) {
+                        let t = ts.apply(c, s, ch);
                         if seen.insert(t.clone()) {
                             order.push(t.clone());
                             next.push(t);
-                            if order.len() >= max {
-                                return order;
-                            }
                         }
                     }
+                });
+                if order.len() >= max {
+                    return order;
                 }
             }
         }

@@ -13,8 +13,8 @@
 //! cargo run --release -p benchmarks --bin scale -- prove synthetic:1540 --timeout 3
 //! ```
 
-use prover::verdict::{EngineRun, Verdict};
-use prover::{bfs, bmc};
+use engines::verdict::{EngineRun, Verdict};
+use engines::{bfs, bmc};
 use std::time::{Duration, Instant};
 
 fn ms(d: Duration) -> u128 {
@@ -250,14 +250,14 @@ fn tactics() -> bmc::BmcTactics {
             induct: t.contains("induct"),
             delay_simplify: t.contains("delay_simplify"),
             induct_first: if t.contains("induct_first") {
-                prover::bmc::InductFirst::Always
+                engines::bmc::InductFirst::Always
             } else {
-                prover::bmc::InductFirst::Never
+                engines::bmc::InductFirst::Never
             },
             pdr: if t.contains("pdr") {
-                prover::bmc::SpacerWhen::Midway
+                engines::bmc::SpacerWhen::Midway
             } else {
-                prover::bmc::SpacerWhen::Never
+                engines::bmc::SpacerWhen::Never
             },
             pdr_reuse: t.contains("pdr_reuse"),
         },

@@ -306,6 +306,45 @@ impl TransitionSystem {
         &self.commands[c.0 as usize]
     }
 
+    /// Calls `f` for every valuation of a command's choices (other choices stay 0), with the
+    /// valuation's number: the choices in the command's order as digits, the first the lowest
+    /// (see [`TransitionSystem::valuation`]). The one enumeration every search, the promela
+    /// writer, the refinement and the tests use, so they agree on which valuation is which.
+    pub fn for_each_choice(&self, c: &Command, mut f: impl FnMut(&[u32], u32)) {
+        let mut ch = vec![0u32; self.choices.len()];
+        let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
+        let mut n = 0u32;
+        loop {
+            f(&ch, n);
+            n += 1;
+            let mut k = 0;
+            loop {
+                if k == ids.len() {
+                    return;
+                }
+                let i = ids[k];
+                ch[i] += 1;
+                if ch[i] < self.choices[i].domain {
+                    break;
+                }
+                ch[i] = 0;
+                k += 1;
+            }
+        }
+    }
+
+    /// The choices of valuation number `n` of a command (the inverse of
+    /// [`TransitionSystem::for_each_choice`]'s count).
+    pub fn valuation(&self, c: &Command, mut n: u32) -> Vec<u32> {
+        let mut ch = vec![0u32; self.choices.len()];
+        for id in &c.choices {
+            let d = self.choices[id.0 as usize].domain.max(1);
+            ch[id.0 as usize] = n % d;
+            n /= d;
+        }
+        ch
+    }
+
     /// Whether some command is a call of a batch that goes on (SPEC §3 Batches): then a run
     /// may take more commands than `depth` counts steps, so a search bounded by `depth` commands
     /// is not complete and the BFS searches every reachable state instead.

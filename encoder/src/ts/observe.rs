@@ -6,7 +6,7 @@
 //! provenance the lowering keeps (`prov.external.desk`, copied on a hand-off, never cleared) and
 //! a `steered_from_lower` label only the rules read are such flags.
 //!
-//! What it buys (`prover::bfs`, `bfs/subsume.rs`): the other variables evolve the same whatever
+//! What it buys (`engines::bfs`, `bfs/subsume.rs`): the other variables evolve the same whatever
 //! the observers, and by distributivity what a state with observers `X` set can violate, and
 //! when, is what the same state with none of them set or with one `f ∈ X` alone can (the
 //! exploded supergraph of IFDS, Reps–Horwitz–Sagiv 1995). A state need not be searched when

@@ -3,22 +3,22 @@
 
 use crate::proof::{Outcome, Proof};
 use crate::report::{CrossCheck, Finding, Report, Standing};
-use crate::verdict::{StopReason, Verdict};
+use engines::verdict::{StopReason, Verdict};
 use ir::agent::SessionSteps;
 use ir::Project;
 use serde_json::{json, Value};
 
 /// One engine's proof for any length in `qls-findings/1`: the engine, and the fixpoint's K, the
 /// induction's depth and invariant size, or Spacer's method.
-fn any_length_json(how: &crate::verdict::AnyLength) -> Value {
+fn any_length_json(how: &engines::verdict::AnyLength) -> Value {
     match how {
-        crate::verdict::AnyLength::Fixpoint { turns } => {
+        engines::verdict::AnyLength::Fixpoint { turns } => {
             json!({"engine": how.engine(), "method": "fixpoint", "turns": turns})
         }
-        crate::verdict::AnyLength::Induction { depth, invariant } => json!({
+        engines::verdict::AnyLength::Induction { depth, invariant } => json!({
             "engine": how.engine(), "method": "k_induction", "induction_depth": depth, "invariant_size": invariant
         }),
-        crate::verdict::AnyLength::Pdr => json!({"engine": how.engine(), "method": "pdr"}),
+        engines::verdict::AnyLength::Pdr => json!({"engine": how.engine(), "method": "pdr"}),
     }
 }
 

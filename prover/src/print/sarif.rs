@@ -3,7 +3,7 @@
 
 use crate::proof::Proof;
 use crate::report::{Finding, Report, Standing};
-use crate::verdict::RawWitness;
+use engines::verdict::RawWitness;
 use ir::vocab::Severity;
 use ir::Loc;
 use obligations::catalog::Rule;

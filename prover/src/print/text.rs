@@ -3,8 +3,8 @@
 
 use crate::proof::Engines;
 use crate::report::{CrossCheck, EngineSummary, Finding, Report, Standing};
-use crate::verdict::RawWitness;
 use encoder::ts::TransitionSystem;
+use engines::verdict::RawWitness;
 use ir::agent::SessionSteps;
 use ir::{Loc, Project};
 
@@ -24,7 +24,7 @@ fn engine_text(e: &EngineSummary) -> String {
 
 /// Stop reasons with their counts: "time budget" when there is one reason, else "2 time
 /// budget, 1 state budget".
-fn reasons(why: &std::collections::BTreeMap<crate::verdict::StopReason, usize>) -> String {
+fn reasons(why: &std::collections::BTreeMap<engines::verdict::StopReason, usize>) -> String {
     why.iter()
         .map(|(r, n)| {
             if why.len() == 1 {

@@ -14,7 +14,7 @@
 //!   and a code finding's place across them;
 //! - `text.rs`: the text locators and edits (comments and layout kept) and the unified diff;
 //! - `search.rs`: the loop — Z3 chooses a cheapest set blocking every counterexample so far
-//!   (`crate::optimise`, the engine layer), a session proves the changed inputs, each witness
+//!   (`engines::optimise`, the engine layer), a session proves the changed inputs, each witness
 //!   left becomes a constraint — and the minimality check.
 //!
 //! Like a session, a repair never prints: the result is data that `print::repair` formats.

@@ -4,7 +4,7 @@
 //! first verify run is `S = ∅`) teaches the clause "some change that can affect `W` and is not
 //! in `S` is made": a change whose scope `W` never touches (a tool it never calls, a node it
 //! never visits, an edge it never takes) leaves `W` a run of the changed system, and so do the
-//! changes of `S`, which `W` survived. Z3 (`crate::optimise`) picks a cheapest set satisfying
+//! changes of `S`, which `W` survived. Z3 (`engines::optimise`) picks a cheapest set satisfying
 //! every clause; a session proves it with both engines on the changed inputs (a working copy);
 //! each target still reachable adds its new witness, each finding that appears adds "not all
 //! of `S`, unless a change that can affect its witness", until a set closes every target with
@@ -17,10 +17,10 @@
 
 use super::{Change, Files, Kind, Minimality, Outcome, RepairError, Repaired, Scope, Target};
 use crate::job::{GraphInputs, Inputs, Job};
-use crate::optimise::{cheapest, Choice, Clause};
 use crate::report::{Finding, Report};
 use crate::session::Session;
 use codecheck::CodeFinding;
+use engines::optimise::{cheapest, Choice, Clause};
 use ir::agent::SessionSteps;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

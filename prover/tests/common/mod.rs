@@ -610,19 +610,11 @@ pub fn enabled(ts: &TransitionSystem, s: &[u32]) -> Vec<(CmdId, Vec<u32>)> {
     let mut out = vec![];
     for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
         let c = ts.command(cid);
-        let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
-        let total: u64 = ids.iter().map(|i| ts.choices[*i].domain as u64).product();
-        for mut k in 0..total {
-            let mut ch = vec![0u32; ts.choices.len()];
-            for i in &ids {
-                let d = ts.choices[*i].domain as u64;
-                ch[*i] = (k % d) as u32;
-                k /= d;
+        ts.for_each_choice(c, |ch, _| {
+            if ts.eval_bool(&c.guard, s, ch) {
+                out.push((cid, ch.to_vec()));
             }
-            if ts.eval_bool(&c.guard, s, &ch) {
-                out.push((cid, ch));
-            }
-        }
+        });
     }
     out
 }

@@ -6,10 +6,10 @@
 use crate::common::{enabled, lowered, random_project, random_project_with, Rng, Shapes};
 use encoder::ts::lower::Lowered;
 use encoder::ts::{Obligation, TransitionSystem};
+use engines::verdict::{RawStep, RawWitness, Verdict};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
 use proptest::prelude::*;
 use prover::refine::{refine, Refined};
-use prover::verdict::{RawStep, RawWitness, Verdict};
 use witnesses::replay::{replay, replay_steps, ReplayOutcome};
 
 /// A random project of the agreement tests' shapes, with longer sessions than the engine tests
@@ -221,7 +221,8 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
     let accept = |i: usize, w: &RawWitness| {
         obls[i].inverted || replay(p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
     };
-    let run = prover::bfs::run_accepting(&l.ts, &obls, prover::bfs::BfsBudget::default(), &accept);
+    let run =
+        engines::bfs::run_accepting(&l.ts, &obls, engines::bfs::BfsBudget::default(), &accept);
     for (o, v) in obls.iter().zip(&run.verdicts) {
         let (Verdict::Reachable(w), false) = (v, o.inverted) else {
             continue;
@@ -359,7 +360,7 @@ fn a_corrupted_witness_is_not_reproduced_at_the_right_step() {
         let p = random_project(seed * 31337);
         let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let obls = obligations::reach::obligations(&p, &l);
-        let run = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
+        let run = engines::bfs::run(&l.ts, &obls, engines::bfs::BfsBudget::default());
         for (o, v) in obls.iter().zip(&run.verdicts) {
             let Verdict::Reachable(w) = v else { continue };
             if o.inverted || w.steps.len() < 3 {
@@ -453,7 +454,7 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
         let p = random_project(seed * 7777);
         let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let obls = obligations::reach::obligations(&p, &l);
-        let run = prover::bfs::run(&l.ts, &obls, prover::bfs::BfsBudget::default());
+        let run = engines::bfs::run(&l.ts, &obls, engines::bfs::BfsBudget::default());
         for (o, v) in obls.iter().zip(&run.verdicts) {
             let Verdict::Reachable(w) = v else { continue };
             if o.inverted {
@@ -524,7 +525,7 @@ fn under_any_length_a_finding_is_reported_only_with_a_witness_that_replays() {
                 (Refined::Reproduced(_), v) => panic!("{}: refined, but {v:?}", x.obligation.id),
                 (_, Verdict::Undecided(u)) => assert_eq!(
                     u.why,
-                    prover::verdict::StopReason::WitnessNotReplayed,
+                    engines::verdict::StopReason::WitnessNotReplayed,
                     "{}",
                     x.obligation.id
                 ),
@@ -566,7 +567,7 @@ fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_unde
     let l = lowered(&p, ir::agent::SessionSteps::Any, p.settings.step_limit);
     let obls = obligations::reach::obligations(&p, &l);
     let depth = (ir::agent::SessionSteps::Any, p.settings.step_limit);
-    let (run, _) = prover::bfs::fixpoint(&l.ts, &obls, prover::bfs::BfsBudget::default());
+    let (run, _) = engines::bfs::fixpoint(&l.ts, &obls, engines::bfs::BfsBudget::default());
     let i = obls.iter().position(|o| o.id == "QG011:t1").unwrap();
     let engines = run.verdicts[i].clone();
     let Verdict::Reachable(w) = &engines else {
@@ -591,7 +592,7 @@ fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_unde
         assert!(why.contains("`session_steps`"), "{why}");
         match prover::refine::settle(engines.clone(), &r, depth, l.ts.depth) {
             Verdict::Undecided(u) => {
-                assert_eq!(u.why, prover::verdict::StopReason::WitnessNotReplayed);
+                assert_eq!(u.why, engines::verdict::StopReason::WitnessNotReplayed);
                 assert_eq!(&u.detail, why);
             }
             v => panic!("budget {budget:?}: {v:?}"),

@@ -4,11 +4,11 @@
 //! printed — the issue asks for at least 80 %. The same run times the corpus at 2 turns, so
 //! the ratio of the two is printed too (`cargo test -p prover --test it anylen_corpus:: -- --nocapture`).
 
+use engines::verdict::{AnyLength, Verdict};
 use ir::agent::SessionSteps;
 use prover::corpus::{case_dirs, load_case};
 use prover::proof::{prove, Options};
 use prover::report;
-use prover::verdict::{AnyLength, Verdict};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -5,11 +5,12 @@
 //! "every state within K turns".
 
 use crate::common::random_project;
+use engines::verdict::{AnyLength, Verdict};
+use engines::{bfs, bmc, induction};
 use ir::agent::SessionSteps;
 use ir::Project;
 use proptest::prelude::*;
-use prover::verdict::{AnyLength, Verdict};
-use prover::{bfs, bmc, induction, proof};
+use prover::proof;
 
 /// The three answers for one project, by obligation: (id, fixpoint, Z3, bounded at K + 1).
 struct Answers {

@@ -4,8 +4,8 @@
 //! depths are asked) and leave every verdict and shortest depth equal to the BFS's and to the
 //! unrolling without it.
 
-use prover::verdict::Verdict;
-use prover::{bfs, bmc};
+use engines::verdict::Verdict;
+use engines::{bfs, bmc};
 
 #[test]
 fn the_shop_at_three_turns_is_decided_by_induction_with_the_bfs_verdicts() {

@@ -2,8 +2,8 @@
 //! cannot finish in its budget ends near it, with what is open undecided for the time budget
 //! (never clean), and the report says per engine what it decided.
 
+use engines::verdict::{StopReason, Verdict};
 use prover::proof::{prove, Options};
-use prover::verdict::{StopReason, Verdict};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -48,11 +48,11 @@ fn z3_out_of_memory_leaves_obligations_undecided_for_the_memory_budget() {
     // state, proved for every run).
     let p = ir::testkit::handoff_chain(8);
     let (ts, obls) = prover::proof::system(&p, 1, 60);
-    let budget = prover::bmc::BmcBudget {
+    let budget = engines::bmc::BmcBudget {
         max_memory: 1 << 20,
         ..Default::default()
     };
-    let run = prover::bmc::run(&ts, &obls, budget);
+    let run = engines::bmc::run(&ts, &obls, budget);
     let mut asked = 0;
     for (i, (o, v)) in obls.iter().zip(&run.verdicts).enumerate() {
         if o.commands.is_empty() {
@@ -71,7 +71,7 @@ fn z3_out_of_memory_leaves_obligations_undecided_for_the_memory_budget() {
     }
     assert!(asked > 0);
     // The same system with the default budget decides everything: the limit is what stopped it.
-    let full = prover::bmc::run(&ts, &obls, prover::bmc::BmcBudget::default());
+    let full = engines::bmc::run(&ts, &obls, engines::bmc::BmcBudget::default());
     assert!(full
         .verdicts
         .iter()

@@ -4,10 +4,10 @@
 
 use crate::common::{enabled, lowered, random_project, random_project_with, Shapes};
 use encoder::ts::{Obligation, TransitionSystem};
+use engines::verdict::Verdict;
+use engines::{bfs, bmc};
 use ir::Project;
 use proptest::prelude::*;
-use prover::verdict::Verdict;
-use prover::{bfs, bmc};
 
 fn depth_of(v: &Verdict) -> Option<u32> {
     v.depth()

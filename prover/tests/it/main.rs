@@ -61,9 +61,9 @@ fn snapshots() -> insta::Settings {
 pub fn violates_on_whole_system(
     ts: &encoder::ts::TransitionSystem,
     o: &encoder::ts::Obligation,
-    v: &prover::verdict::Verdict,
+    v: &::engines::verdict::Verdict,
 ) -> Result<(), String> {
-    let prover::verdict::Verdict::Reachable(w) = v else {
+    let ::engines::verdict::Verdict::Reachable(w) = v else {
         return Ok(());
     };
     let mut s = ts.init.clone();

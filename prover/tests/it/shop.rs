@@ -1,8 +1,8 @@
 //! The shop example of seed 000 through the whole pipeline: state counts (as stored, and the full
 //! count SPIN must equal) pinned at one and two turns, both engines agreeing, and QG312 firing when a fault is injected into one engine.
 
+use engines::verdict::Verdict;
 use prover::proof::{prove, Engines, Options};
-use prover::verdict::Verdict;
 use std::path::Path;
 
 fn shop() -> ir::Project {
@@ -28,7 +28,7 @@ fn shop_one_turn_state_count_is_pinned_and_engines_agree() {
         .iter()
         .all(|o| !matches!(o.verdict, Verdict::Undecided(_))));
     // The BFS stores states with dead variables reset; the full count is SPIN's.
-    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, prover::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 118 (full 242); obligations 6");
+    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, engines::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 118 (full 242); obligations 6");
 }
 
 #[test]
@@ -36,7 +36,7 @@ fn shop_two_turns_state_count_is_pinned_and_engines_agree() {
     let proof = run(2);
     assert!(proof.outcomes.iter().all(|o| !o.disagreement));
     // The BFS stores states with dead variables reset; the full count is SPIN's.
-    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, prover::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 760 (full 1664); obligations 6");
+    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, engines::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 760 (full 1664); obligations 6");
 }
 
 #[test]

@@ -8,11 +8,11 @@ use crate::common::random_project;
 use crate::violates_on_whole_system;
 use encoder::ts::slice::groups;
 use encoder::ts::{Obligation, TransitionSystem};
+use engines::verdict::{EngineRun, Verdict};
+use engines::{bfs, bmc};
 use ir::Project;
 use proptest::prelude::*;
 use prover::proof::{self, Options};
-use prover::verdict::{EngineRun, Verdict};
-use prover::{bfs, bmc};
 use std::time::{Duration, Instant};
 
 fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {

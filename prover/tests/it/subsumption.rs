@@ -9,10 +9,10 @@ use crate::common::{random_project_with, Shapes};
 use crate::violates_on_whole_system;
 use encoder::ts::observe::observers;
 use encoder::ts::{Obligation, TransitionSystem};
+use engines::verdict::{EngineRun, Verdict};
 use ir::Project;
 use proptest::prelude::*;
 use prover::proof::{self, Engines, Options};
-use prover::verdict::{EngineRun, Verdict};
 use std::time::{Duration, Instant};
 
 fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {
@@ -38,13 +38,13 @@ fn bfs(p: &Project, ts: &TransitionSystem, obls: &[Obligation], subsume: bool) -
 fn compare(p: &Project, what: &str) -> Result<(usize, usize, u64, u64), String> {
     let (ts, obls) = system(p);
     let observers = observers(&ts, &obls).len();
-    let whole = prover::bfs::run(
+    let whole = engines::bfs::run(
         &ts,
         &obls,
-        prover::bfs::BfsBudget {
+        engines::bfs::BfsBudget {
             drop_dead: false,
             subsume: false,
-            hide: prover::bfs::Hide::Never,
+            hide: engines::bfs::Hide::Never,
             ..Default::default()
         },
     );

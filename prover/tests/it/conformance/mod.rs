@@ -20,6 +20,8 @@ use crate::common::{random_project_with, Shapes};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::regions::eval_literal;
 use encoder::ts::{CmdId, Label, LabelKind};
+use engines::verdict::Verdict;
+use engines::{bfs, bmc};
 use explore::Route;
 use explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
 use ir::graph::NodeKind;
@@ -29,8 +31,6 @@ use ir::vocab::{
     VarKey,
 };
 use ir::Project;
-use prover::verdict::Verdict;
-use prover::{bfs, bmc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;

@@ -9,7 +9,7 @@ mod hiding;
 mod subsume;
 
 use compiled::Compiled;
-use encoder::ts::{CmdId, Command, Obligation, TransitionSystem, VarId};
+use encoder::ts::{CmdId, Obligation, TransitionSystem, VarId};
 use hashbrown::HashTable;
 use rayon::prelude::*;
 use std::sync::atomic::Ordering::Relaxed;
@@ -54,11 +54,16 @@ impl BfsBudget {
     }
 }
 
+/// Distinct states the BFS may store by default.
+pub const MAX_STATES: usize = 20_000_000;
+/// Bytes the BFS's state store may take by default (states, parents and index).
+pub const MAX_MEMORY_BYTES: usize = 4 << 30;
+
 impl Default for BfsBudget {
     fn default() -> Self {
         BfsBudget {
-            max_states: crate::proof::defaults::MAX_STATES,
-            max_memory: crate::proof::defaults::MAX_MEMORY_BYTES,
+            max_states: MAX_STATES,
+            max_memory: MAX_MEMORY_BYTES,
             deadline: None,
             drop_dead: true,
             subsume: true,
@@ -177,43 +182,6 @@ impl Store {
             + self.table.capacity() * 5
             + self.subsume.as_ref().map_or(0, Subsume::bytes)
     }
-}
-
-/// Calls `f` for every valuation of a command's choices (other choices stay 0), with the
-/// valuation's number: the choices in the command's order as digits, the first the lowest
-/// (see [`valuation`]).
-pub(crate) fn for_each_choice(ts: &TransitionSystem, c: &Command, mut f: impl FnMut(&[u32], u32)) {
-    let mut ch = vec![0u32; ts.choices.len()];
-    let ids: Vec<usize> = c.choices.iter().map(|x| x.0 as usize).collect();
-    let mut n = 0u32;
-    loop {
-        f(&ch, n);
-        n += 1;
-        let mut k = 0;
-        loop {
-            if k == ids.len() {
-                return;
-            }
-            let i = ids[k];
-            ch[i] += 1;
-            if ch[i] < ts.choices[i].domain {
-                break;
-            }
-            ch[i] = 0;
-            k += 1;
-        }
-    }
-}
-
-/// The choices of valuation number `n` of a command (the inverse of [`for_each_choice`]'s count).
-fn valuation(ts: &TransitionSystem, c: &Command, mut n: u32) -> Vec<u32> {
-    let mut ch = vec![0u32; ts.choices.len()];
-    for id in &c.choices {
-        let d = ts.choices[id.0 as usize].domain.max(1);
-        ch[id.0 as usize] = n % d;
-        n /= d;
-    }
-    ch
 }
 
 /// The successors (packed one after the other, with their options and the frontier state they
@@ -363,13 +331,7 @@ impl Explored<'_> {
         first.get_or_insert(hit);
         *tries += 1;
         let (si, cid, val) = hit;
-        let w = witness(
-            ts,
-            &self.store,
-            si,
-            cid,
-            valuation(ts, ts.command(cid), val),
-        );
+        let w = witness(ts, &self.store, si, cid, ts.valuation(ts.command(cid), val));
         if accept(oi, &w) {
             self.found[oi] = Some(hit);
         } else if *tries >= ACCEPT_TRIES {
@@ -496,7 +458,7 @@ fn search(
         .iter()
         .map(|f| match (*f, x.exhausted) {
             (Some((si, cid, val)), _) => {
-                let choices = valuation(ts, ts.command(cid), val);
+                let choices = ts.valuation(ts.command(cid), val);
                 Verdict::Reachable(witness(ts, &x.store, si, cid, choices))
             }
             (None, Some(why)) => out_of_budget(why, &budget, level),
@@ -813,7 +775,7 @@ fn witness(
     let mut cur = last as usize;
     while store.parent[cur] != u32::MAX {
         let c = CmdId(store.cmd[cur]);
-        options.push((c, valuation(ts, ts.command(c), store.val[cur])));
+        options.push((c, ts.valuation(ts.command(c), store.val[cur])));
         cur = store.parent[cur] as usize;
     }
     options.reverse();

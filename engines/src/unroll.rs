@@ -142,13 +142,17 @@ pub struct BmcBudget {
     pub max_memory: usize,
 }
 
+/// Bytes Z3 may take by default (its own count, over every solver in the process): past it a
+/// check answers unknown and what is open is undecided for the memory budget.
+pub const Z3_MAX_MEMORY_BYTES: usize = 4 << 30;
+
 impl Default for BmcBudget {
     fn default() -> Self {
         BmcBudget {
             deadline: None,
             tactics: BmcTactics::default(),
             progress: None,
-            max_memory: crate::proof::defaults::Z3_MAX_MEMORY_BYTES,
+            max_memory: Z3_MAX_MEMORY_BYTES,
         }
     }
 }

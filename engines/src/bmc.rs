@@ -30,7 +30,7 @@
 
 use crate::induction::{self, InductionBudget};
 use crate::unroll::{finish, new_solver, Unroller};
-pub use crate::unroll::{BmcBudget, BmcTactics, InductFirst, SpacerWhen};
+pub use crate::unroll::{BmcBudget, BmcTactics, InductFirst, SpacerWhen, Z3_MAX_MEMORY_BYTES};
 use crate::verdict::{AnyLength, EngineRun, StopReason, Verdict};
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::Instant;

@@ -519,9 +519,10 @@ impl Compiled {
     }
 }
 
-/// The prover's property-test generator of random projects (every shape SPEC allows).
+/// The prover's property-test generator of random projects (every shape SPEC allows), shared
+/// with the prover's integration tests.
 #[cfg(test)]
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../../prover/tests/common/mod.rs"]
 mod common;
 
 #[cfg(test)]
@@ -533,7 +534,7 @@ mod tests {
     use super::common;
 
     /// Compares every successor and obligation hit the compiled system gives with the
-    /// interpreter's (`eval_bool` / `apply`, choices enumerated as `for_each_choice` does, each
+    /// interpreter's (`eval_bool` / `apply`, choices enumerated as `TransitionSystem::for_each_choice` does, each
     /// value truncated to its width and, with `liveness`, the variables dead at the successor's
     /// node reset to their initial values), in the same order, on the states reachable from the
     /// initial one, expanding at most `max` of them. Returns how many were compared.
@@ -557,7 +558,7 @@ mod tests {
             let node = state[ts.node_var.0 as usize] as usize;
             for &cid in ts.by_node.get(node).map(|v| v.as_slice()).unwrap_or(&[]) {
                 let cmd = ts.command(cid);
-                crate::bfs::for_each_choice(ts, cmd, |ch, val| {
+                ts.for_each_choice(cmd, |ch, val| {
                     if !ts.eval_bool(&cmd.guard, &state, ch) {
                         return;
                     }

@@ -40,12 +40,20 @@ pub struct InductionBudget {
     pub houdini: bool,
 }
 
+/// Under `any`: the largest k the k-induction tries by default.
+pub const MAX_DEPTH: u32 = 4;
+/// Under `any`: seconds one induction question may take by default (never past the proof's
+/// deadline).
+pub const QUERY_SECS: u64 = 20;
+/// Under `any`: seconds the search for an invariant may take in all, by default.
+pub const INVARIANT_SECS: u64 = 120;
+
 impl Default for InductionBudget {
     fn default() -> Self {
         InductionBudget {
-            max_depth: crate::proof::defaults::INDUCTION_MAX_DEPTH,
-            per_query: Duration::from_secs(crate::proof::defaults::INDUCTION_QUERY_SECS),
-            invariant_time: Duration::from_secs(crate::proof::defaults::INDUCTION_INVARIANT_SECS),
+            max_depth: MAX_DEPTH,
+            per_query: Duration::from_secs(QUERY_SECS),
+            invariant_time: Duration::from_secs(INVARIANT_SECS),
             bounded: BmcBudget::default(),
             pairs: true,
             max_rounds: usize::MAX,

@@ -68,7 +68,7 @@ pub(super) fn compile_command(
     let updates_keep = &keeps_choices[1..=n];
     let mut options = vec![];
     let mut out_of_time = false;
-    crate::bfs::for_each_choice(ts, c, |ch, val| {
+    ts.for_each_choice(c, |ch, val| {
         if out_of_time || past(deadline) {
             out_of_time = true;
             return;
