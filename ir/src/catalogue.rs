@@ -172,6 +172,10 @@ pub struct Tool {
     pub sends_out: bool,
     /// What some arguments are used as.
     pub arg_kinds: IndexMap<String, ArgKind>,
+    /// The arguments the model may write without a person (SPEC §2 step 10: no
+    /// `argument_origin` for them); none has a kind (QG017/QG018 guard those).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_may_write: Vec<String>,
     /// Its result carries the `external` mark.
     pub returns_untrusted: bool,
     /// Its result carries the `confidential` mark.
@@ -254,6 +258,7 @@ impl Tool {
             irreversible: false,
             sends_out: false,
             arg_kinds: IndexMap::new(),
+            model_may_write: Vec::new(),
             returns_untrusted: false,
             confidential: false,
             store: None,
@@ -306,11 +311,16 @@ pub struct Overlay {
 }
 
 /// The fields an overlay may set: what a server cannot say about its own tools. The schemas
-/// stay the source's, and so does every hint the source states: `effect` and `idempotent` may be
-/// laid over a tool whose source gave no hint (a function list, an MCP tool without
-/// `readOnlyHint`), never against one.
+/// stay the source's, and so does every hint the source states: `effect`, `idempotent` and
+/// `irreversible` may be laid over a tool whose source gave no hint (a function list, an MCP
+/// tool without `readOnlyHint` or `destructiveHint`), never against one. `args_closed: true`
+/// closes an argument schema whose source leaves `additionalProperties` unsaid (a function list
+/// never says it); a schema that states it is the source's word.
 pub const OVERLAY_KEYS: &[&str] = &[
     "effect",
+    "irreversible",
+    "args_closed",
+    "model_may_write",
     "returns",
     "confidential",
     "store",
@@ -362,6 +372,9 @@ fn tool_json(t: &Tool) -> Value {
             "arg_kinds",
             serde_json::to_value(&t.arg_kinds).unwrap_or(Value::Null),
         );
+    }
+    if !t.model_may_write.is_empty() {
+        put("model_may_write", field_value(t, "model_may_write"));
     }
     if t.returns_untrusted {
         put("returns", Value::from("untrusted"));
@@ -418,6 +431,9 @@ fn field_value(t: &Tool, key: &str) -> Value {
         "confidential" => Value::Bool(t.confidential),
         "sends_out" => Value::Bool(t.sends_out),
         "idempotent" => Value::Bool(t.idempotent),
+        "irreversible" => Value::Bool(t.irreversible),
+        "args_closed" => Value::Bool(!t.schema_partial()),
+        "model_may_write" => j(serde_json::to_value(&t.model_may_write)),
         "store" => j(serde_json::to_value(&t.store)),
         "trust" => j(serde_json::to_value(t.trust)),
         "order" => j(serde_json::to_value(&t.order)),
@@ -472,6 +488,18 @@ fn copy_field(from: &Tool, to: &mut Tool, key: &str) {
         "confidential" => to.confidential = from.confidential,
         "sends_out" => to.sends_out = from.sends_out,
         "idempotent" => to.idempotent = from.idempotent,
+        "irreversible" => to.irreversible = from.irreversible,
+        "model_may_write" => to.model_may_write = from.model_may_write.clone(),
+        "args_closed" if !from.schema_partial() => {
+            // A tool declared without a schema takes no argument once closed (a function
+            // declaration without `parameters` is called with none).
+            let s = to
+                .args
+                .get_or_insert_with(|| serde_json::json!({"type": "object", "properties": {}}));
+            if let Some(o) = s.as_object_mut() {
+                o.insert("additionalProperties".into(), Value::Bool(false));
+            }
+        }
         "store" => to.store = from.store.clone(),
         "trust" => to.trust = from.trust,
         "order" => to.order = from.order.clone(),
@@ -574,19 +602,28 @@ impl Catalogue {
             copy_field(&o.fields, t, key);
             t.declared.insert(key.clone(), at.clone());
         }
-        if t.undo.is_some() && !t.is_write() {
-            let at = t
-                .declared
-                .get("undo")
-                .cloned()
-                .unwrap_or_else(|| o.fields.at.clone());
-            return Err(InputError::at(
-                &at.file,
-                at.line,
-                format!("tool `{name}` is a read; only a write has an undo"),
-            ));
+        for (key, what) in [("undo", "an undo"), ("irreversible", "irreversible")] {
+            let says = if key == "undo" {
+                t.undo.is_some()
+            } else {
+                o.fields.irreversible && o.fields.declared.contains_key(key)
+            };
+            if says && !t.is_write() {
+                let at = t
+                    .declared
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| o.fields.at.clone());
+                let is = if key == "undo" { "has" } else { "is" };
+                return Err(InputError::at(
+                    &at.file,
+                    at.line,
+                    format!("tool `{name}` is a read; only a write {is} {what}"),
+                ));
+            }
         }
         check_undo_args(&o.fields.at.file, t)?;
+        check_model_may_write(t)?;
         if !self.overlaid.contains(name) {
             self.overlaid.push(name.clone());
         }
@@ -606,6 +643,32 @@ pub struct RemoteServer {
     pub authenticated: bool,
     /// Where the lock records it.
     pub at: Loc,
+}
+
+/// Every argument `model_may_write` names is one the tool declares (when its schema names any)
+/// and has no kind: the model writing code, a query or a destination is what QG017 and QG018
+/// find, so a person confirms such an argument or the kind goes.
+pub fn check_model_may_write(t: &Tool) -> Result<(), InputError> {
+    let names = t.arg_names();
+    let at = t.declared.get("model_may_write").unwrap_or(&t.at);
+    for a in &t.model_may_write {
+        if !names.is_empty() && !names.contains(a) {
+            let hint =
+                crate::diag::did_you_mean(a, &names.iter().map(String::as_str).collect::<Vec<_>>())
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+            return Err(InputError::at(&at.file, at.line, format!("tool `{}`: `model_may_write` names `{a}`, which is not an argument of `{}`{hint}; its arguments are {}", t.name, t.name, names.join(", "))));
+        }
+        if let Some(k) = t.arg_kinds.get(a) {
+            let kind = serde_json::to_value(k)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let by = t.declared.get(&format!("arg_kinds.{a}")).unwrap_or(&t.at);
+            return Err(InputError::at(&at.file, at.line, format!("tool `{}`: `model_may_write` names `{a}`, which {by} declares a `{kind}` argument; the model writing one is what QG017/QG018 find, so a person confirms it: leave `{a}` out of `model_may_write`, or drop its kind", t.name)));
+        }
+    }
+    Ok(())
 }
 
 /// Every `undo_args` binding reads an argument of the tool itself (when its schema names any).

@@ -490,9 +490,13 @@ pub enum ArgClass {
     Query,
     /// Every other argument.
     Other,
+    /// An argument without a kind that the catalogue lets the model write
+    /// (`model_may_write`): who wrote it decides nothing (SPEC §2 step 10), so no choice
+    /// tracks its origin and it never makes `argument_origin`.
+    Free,
 }
 
-words!(ArgClass { Code => "code", Query => "query", Other => "other" });
+words!(ArgClass { Code => "code", Query => "query", Other => "other", Free => "free" });
 
 impl ArgClass {
     /// The tool's declared arguments of this class, in schema order: an origin the model wrote
@@ -504,11 +508,13 @@ impl ArgClass {
             .collect()
     }
 
-    /// The class of a tool's argument: by its declared kind (code or query-like), else other.
+    /// The class of a tool's argument: by its declared kind (code or query-like), else free
+    /// when `model_may_write` lists it, else other.
     pub fn of(t: &crate::catalogue::Tool, arg: &str) -> ArgClass {
         match t.arg_kinds.get(arg) {
             Some(k) if k.is_code() => ArgClass::Code,
             Some(_) => ArgClass::Query,
+            None if t.model_may_write.iter().any(|a| a == arg) => ArgClass::Free,
             None => ArgClass::Other,
         }
     }

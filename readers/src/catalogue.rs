@@ -28,6 +28,7 @@ const TOOL_KEYS: &[&str] = &[
     "irreversible",
     "sends_out",
     "arg_kinds",
+    "model_may_write",
     "returns",
     "confidential",
     "store",
@@ -78,6 +79,17 @@ pub fn read_catalogue(file: &str, text: &str) -> Result<Catalogue, InputError> {
                 read_fields(file, name, &m, &mut fields)?;
                 cat.pending.push(Overlay { fields });
             }
+        }
+    }
+    // A schema that says `additionalProperties` states whether it is closed: an overlay's
+    // `args_closed` may agree with it, never change it (a qls catalogue's says so at `args:`).
+    for t in cat.tools.values_mut() {
+        if t.args
+            .as_ref()
+            .is_some_and(|a| a.get("additionalProperties").is_some())
+        {
+            let at = t.at.clone();
+            t.declared.entry("args_closed".into()).or_insert(at);
         }
     }
     check_references(file, &cat)?;
@@ -132,6 +144,18 @@ fn read_fields(file: &str, name: &str, m: &Map<'_>, t: &mut Tool) -> Result<(), 
         }
     }
     t.args = read_schema(file, m, "args")?;
+    if t.args
+        .as_ref()
+        .is_some_and(|a| a.get("additionalProperties").is_some())
+    {
+        t.declared
+            .insert("args_closed".into(), Loc::new(file, m.key_line("args")));
+    }
+    // `args_closed` (an overlay's key only: a catalogue says it in its schema).
+    if m.opt_bool("args_closed")? == Some(true) {
+        t.args = Some(serde_json::json!({"additionalProperties": false}));
+    }
+    t.model_may_write = read_model_may_write(file, name, m)?;
     t.result = read_schema(file, m, "result")?;
     t.undo = m.opt_str("undo")?;
     if let Some(n) = m.get("undo_args") {
@@ -172,6 +196,23 @@ fn read_fields(file: &str, name: &str, m: &Map<'_>, t: &mut Tool) -> Result<(), 
         t.checks = read_checks(file, n)?;
     }
     Ok(())
+}
+
+/// `model_may_write:` — the arguments the model may write without a person (SPEC §2 step 10), a
+/// list of names, each once.
+fn read_model_may_write(file: &str, name: &str, m: &Map<'_>) -> Result<Vec<String>, InputError> {
+    let mut out: Vec<String> = Vec::new();
+    for (a, line) in m.opt_str_list("model_may_write")?.unwrap_or_default() {
+        if out.contains(&a) {
+            return Err(InputError::at(
+                file,
+                line,
+                format!("tool `{name}`: `model_may_write` names `{a}` twice"),
+            ));
+        }
+        out.push(a);
+    }
+    Ok(out)
 }
 
 /// Whether `returns:` says `untrusted` (`trusted` or no key leave the tool as it was: an overlay
@@ -330,9 +371,10 @@ fn read_schema(file: &str, m: &Map<'_>, key: &str) -> Result<Option<Value>, Inpu
 /// Every tool a catalogue names (undo, order rules) must be declared in the same catalogue
 /// or a later merge; here only the undo's own shape is checked.
 fn check_references(file: &str, cat: &Catalogue) -> Result<(), InputError> {
-    cat.tools
-        .values()
-        .try_for_each(|t| ir::catalogue::check_undo_args(file, t))
+    cat.tools.values().try_for_each(|t| {
+        ir::catalogue::check_undo_args(file, t)?;
+        ir::catalogue::check_model_may_write(t)
+    })
 }
 
 /// Checks the cross-references of a fully merged catalogue: every undo and order rule names a
@@ -563,5 +605,214 @@ mod tests {
         };
         assert_eq!(plain(&back), plain(&c));
         assert!(back.get("fetch").unwrap().returns_untrusted);
+    }
+
+    /// A function list (OpenAI chat tools): no `additionalProperties`, no hints.
+    const LIST: &str = r#"[{"type": "function", "function": {"name": "cancel_order",
+   "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "reason": {"type": "string"}}}}},
+ {"type": "function", "function": {"name": "open_ticket",
+   "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}, "additionalProperties": true}}},
+ {"type": "function", "function": {"name": "refund", "strict": true,
+   "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]"#;
+
+    /// The error merging `files` gives, which must say `says`.
+    fn refused(files: &[(&str, &str)], says: &str) -> InputError {
+        let e = merged(files).unwrap_err();
+        assert!(e.message.contains(says), "{e}");
+        e
+    }
+
+    /// The function list with this overlay is refused at `o.yaml:line`, saying `says`.
+    fn list_refused(overlay: &str, line: u32, says: &str) {
+        let e = over_list(overlay).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("o.yaml", line), "{e}");
+        assert!(e.message.contains(says), "{e}");
+    }
+
+    fn over_list(overlay: &str) -> Result<Catalogue, InputError> {
+        merged(&[("tools.json", LIST), ("o.yaml", overlay)])
+    }
+
+    #[test]
+    fn an_overlay_closes_a_schema_the_source_left_open() {
+        let before = over_list("overlay:\n  cancel_order: {returns: trusted}\n").unwrap();
+        assert!(before.get("cancel_order").unwrap().schema_partial());
+        let c = over_list("overlay:\n  cancel_order: {args_closed: true}\n").unwrap();
+        let t = c.get("cancel_order").unwrap();
+        assert!(!t.schema_partial());
+        assert_eq!(t.args.as_ref().unwrap()["additionalProperties"], false);
+        assert_eq!(
+            t.arg_names(),
+            vec!["order_id", "reason"],
+            "the schema stays"
+        );
+        // `args_closed: false` on an unsaid schema states the default: the schema stays open.
+        let c = over_list("overlay:\n  cancel_order: {args_closed: false}\n").unwrap();
+        assert!(c.get("cancel_order").unwrap().schema_partial());
+        // Agreeing with a closed source (OpenAI `strict: true` closes it) is no conflict.
+        over_list("overlay:\n  refund: {args_closed: true}\n").unwrap();
+        // The merged catalogue writes the closed schema, and reads back closed.
+        let c = over_list("overlay:\n  cancel_order: {args_closed: true}\n").unwrap();
+        let back = read_catalogue("m.json", &c.to_qls_json()).unwrap();
+        assert!(!back.get("cancel_order").unwrap().schema_partial());
+    }
+
+    #[test]
+    fn a_schema_that_says_additional_properties_is_the_sources_word() {
+        // The source says `additionalProperties: true` (its tool opens at line 3).
+        list_refused(
+            "overlay:\n  open_ticket:\n    args_closed: true\n",
+            3,
+            "`args_closed` to true, but tools.json:3 sets it to false",
+        );
+        // `strict: true` closed `refund` (its tool opens at line 5).
+        let e = over_list("overlay:\n  refund: {args_closed: false}\n").unwrap_err();
+        assert!(
+            e.message
+                .contains("`args_closed` to false, but tools.json:5 sets it to true"),
+            "{e}"
+        );
+        // A qls catalogue says it at `args:`.
+        let src = "tools:\n  a:\n    effect: write\n    args: {type: object, additionalProperties: {type: string}}\n";
+        refused(
+            &[
+                ("c.yaml", src),
+                ("o.yaml", "overlay:\n  a: {args_closed: true}\n"),
+            ],
+            "c.yaml:4 sets it to false",
+        );
+        // A wrong type is refused at its line.
+        let e = over_list("overlay:\n  cancel_order:\n    args_closed: yes\n").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("o.yaml", 3), "{e}");
+    }
+
+    #[test]
+    fn an_overlay_marks_a_write_irreversible_unless_the_source_said() {
+        let c = over_list("overlay:\n  cancel_order: {irreversible: true}\n").unwrap();
+        assert!(c.get("cancel_order").unwrap().irreversible);
+        assert!(!c.get("open_ticket").unwrap().irreversible);
+        let back = read_catalogue("m.json", &c.to_qls_json()).unwrap();
+        assert!(back.get("cancel_order").unwrap().irreversible);
+        // An MCP tool without `destructiveHint` is irreversible by MCP's default, which an
+        // overlay may deny; `destructiveHint` stated is the server's word.
+        let mcp = "{\"tools\": [{\"name\": \"remember\"},\n {\"name\": \"forget\", \"annotations\": {\n  \"destructiveHint\": false}}]}";
+        let c = merged(&[
+            ("s.json", mcp),
+            ("o.yaml", "overlay:\n  remember: {irreversible: false}\n"),
+        ])
+        .unwrap();
+        assert!(!c.get("remember").unwrap().irreversible);
+        let e = refused(
+            &[
+                ("s.json", mcp),
+                ("o.yaml", "overlay:\n  forget:\n    irreversible: true\n"),
+            ],
+            "`irreversible` to true, but s.json:3 sets it to false",
+        );
+        assert_eq!((e.file.as_str(), e.line), ("o.yaml", 3), "{e}");
+        // A qls catalogue's `irreversible:` is stated too.
+        let src = "tools:\n  w: {effect: write, irreversible: true}\n";
+        refused(
+            &[
+                ("c.yaml", src),
+                ("o.yaml", "overlay:\n  w: {irreversible: false}\n"),
+            ],
+            "c.yaml:2 sets it to true",
+        );
+        // Only a write can be irreversible: a read (stated, or made one by the same overlay).
+        let e = overlay_err("overlay:\n  fetch:\n    irreversible: true\n");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(
+            e.message
+                .contains("is a read; only a write is irreversible"),
+            "{e}"
+        );
+        let e = over_list("overlay:\n  cancel_order: {irreversible: true, effect: read}\n")
+            .unwrap_err();
+        assert!(e.message.contains("is a read"), "{e}");
+        let e = over_list("overlay:\n  cancel_order: {irreversible: 1}\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn an_overlay_lists_the_arguments_the_model_may_write() {
+        let c = over_list("overlay:\n  cancel_order:\n    model_may_write: [reason]\n").unwrap();
+        assert_eq!(
+            c.get("cancel_order").unwrap().model_may_write,
+            vec!["reason"]
+        );
+        let back = read_catalogue("m.json", &c.to_qls_json()).unwrap();
+        assert_eq!(
+            back.get("cancel_order").unwrap().model_may_write,
+            vec!["reason"]
+        );
+        list_refused(
+            "overlay:\n  cancel_order:\n    model_may_write: [reasn]\n",
+            3,
+            "not an argument of `cancel_order` (did you mean `reason`?)",
+        );
+        let e =
+            over_list("overlay:\n  cancel_order:\n    model_may_write: [reason,\n      reason]\n")
+                .unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains("twice"), "{e}");
+        let e = over_list("overlay:\n  cancel_order:\n    model_may_write: reason\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        // An argument with a kind is QG017/QG018's: a person confirms it.
+        let e = over_list("overlay:\n  cancel_order:\n    arg_kinds: {reason: template}\n    model_may_write: [reason]\n").unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(
+            e.message
+                .contains("o.yaml:3 declares a `template` argument"),
+            "{e}"
+        );
+        // The kind from another overlay, in either order.
+        for files in [
+            [
+                ("tools.json", LIST),
+                (
+                    "k.yaml",
+                    "overlay:\n  cancel_order: {arg_kinds: {reason: sql}}\n",
+                ),
+                (
+                    "o.yaml",
+                    "overlay:\n  cancel_order: {model_may_write: [reason]}\n",
+                ),
+            ],
+            [
+                ("tools.json", LIST),
+                (
+                    "o.yaml",
+                    "overlay:\n  cancel_order: {model_may_write: [reason]}\n",
+                ),
+                (
+                    "k.yaml",
+                    "overlay:\n  cancel_order: {arg_kinds: {reason: sql}}\n",
+                ),
+            ],
+        ] {
+            refused(&files, "declares a `sql` argument");
+        }
+        // A qls catalogue's list is its word; the same list again is no conflict.
+        let src = "tools:\n  mail:\n    effect: write\n    args: {type: object, properties: {to: {type: string}, body: {type: string}}}\n    model_may_write: [body]\n";
+        merged(&[
+            ("c.yaml", src),
+            ("o.yaml", "overlay:\n  mail: {model_may_write: [body]}\n"),
+        ])
+        .unwrap();
+        let to_too = "overlay:\n  mail: {model_may_write: [to, body]}\n";
+        refused(
+            &[("c.yaml", src), ("o.yaml", to_too)],
+            "c.yaml:5 sets it to [\"body\"]",
+        );
+        let e = read_catalogue("c.yaml", "tools:\n  mail:\n    effect: write\n    args: {type: object, properties: {to: {type: string}}}\n    model_may_write: [body]\n").unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
+    }
+
+    #[test]
+    fn an_overlay_refuses_an_unknown_key_at_its_line() {
+        let e = over_list("overlay:\n  cancel_order:\n    args_close: true\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("args_closed"), "{e}");
     }
 }

@@ -687,7 +687,7 @@ fn person_rule<F: Facts + ?Sized>(
         let mut v: Vec<&String> = call
             .args
             .keys()
-            .filter(|a| call.origin_of(a) == Origin::Model)
+            .filter(|a| call.origin_of(a) == Origin::Model && !tool.model_may_write.contains(a))
             .collect();
         v.sort();
         v

@@ -527,3 +527,24 @@ mod no_panics {
         }
     }
 }
+
+/// SPEC §2 step 10: an argument `model_may_write` lists needs no person for being the model's;
+/// another argument the model wrote still does, and only it is named.
+#[test]
+fn an_argument_the_model_may_write_needs_no_person() {
+    let mut w = World::new();
+    w.settings.write_policy = WritePolicy::Declared;
+    let h = w.history(json!([{"tool": "get_order", "args": {"order_id": "4411"}, "ran": true}]));
+    assert_eq!(
+        reasons(&w.decide(&h, refund("model"))),
+        vec!["argument_origin"]
+    );
+    w.cat.tools.get_mut("refund_card").unwrap().model_may_write = vec!["amount".into()];
+    let d = w.decide(&h, refund("model"));
+    assert_eq!((d.decision, reasons(&d)), (Answer::Allow, vec![]));
+    let mut both = refund("model");
+    both["origins"]["order_id"] = json!("model");
+    let d = w.decide(&h, both);
+    assert_eq!(reasons(&d), vec!["argument_origin"]);
+    assert_eq!(d.detail["argument_origin"], json!(["order_id"]));
+}

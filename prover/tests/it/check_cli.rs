@@ -137,7 +137,8 @@ fn qls(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn verdict(d: &Value) -> (String, Vec<String>) {
+/// A decision's (decision, reasons).
+pub(crate) fn verdict(d: &Value) -> (String, Vec<String>) {
     let reasons = d["reasons"]
         .as_array()
         .unwrap()

@@ -31,6 +31,7 @@ mod mcp_pages;
 mod mcp_reader;
 mod mcp_remote;
 mod mcp_snapshot;
+mod overlay_keys;
 mod repair;
 mod sarif;
 mod session_agreement;

@@ -392,6 +392,7 @@ pub(super) fn read_annotations(
             *slot = b;
             let field = match k {
                 "readOnlyHint" | "read_only_hint" => Some("effect"),
+                "destructiveHint" | "destructive_hint" => Some("irreversible"),
                 "idempotentHint" | "idempotent_hint" => Some("idempotent"),
                 "openWorldHint" | "open_world_hint" => Some("sends_out"),
                 _ => None,

@@ -12,7 +12,9 @@ impl B<'_> {
         let names = t.arg_names();
         let has_code = t.arg_kinds.iter().any(|(_, k)| k.is_code());
         let has_query = t.arg_kinds.iter().any(|(_, k)| !k.is_code());
-        let has_other = names.iter().any(|n| !t.arg_kinds.contains_key(n))
+        // An argument the model may write (`ArgClass::Free`) has no origin choice: who wrote it
+        // decides nothing.
+        let has_other = names.iter().any(|n| ArgClass::of(t, n) == ArgClass::Other)
             || (names.is_empty() && t.args.is_none());
         let mut out = vec![];
         for (has, class) in [

@@ -1085,3 +1085,73 @@ fn an_undo_naming_a_run_a_batch_rolled_back_is_refused_spent_in_the_system_too()
         );
     }
 }
+
+#[test]
+fn an_argument_the_model_may_write_needs_no_person_in_the_system_too() {
+    // SPEC §2 step 10: `note` is in `w`'s `model_may_write`, `order_id` is not. Under
+    // `write_policy: declared` a call whose note the model wrote (its order typed) runs without
+    // a person; one whose order the model wrote is held. After the untrusted read `r`, a run of
+    // `w` (a persistent store, any input accepted) unconfirmed is QG021. The explorer picks
+    // each class's origin, `note`'s (`ArgClass::Free`) too, and asks the real check: every
+    // concrete run must be a run of the lowered system (a lowering that counted `note` with
+    // `order_id` would hold the first call and fall out), each violation found at its depth.
+    use ir::agent::{Privilege, WritePolicy};
+    use ir::catalogue::{Effect, Store, Trust};
+    use ir::vocab::{Answer, ArgClass};
+    let mut w = closed_tool("w", Effect::Write);
+    w.args = Some(
+        serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}, "note": {"type": "string"}}, "required": ["order_id"], "additionalProperties": false}),
+    );
+    w.model_may_write = vec!["note".into()];
+    w.store = Some(Store {
+        name: "orders".into(),
+        multi_tenant: false,
+        persistent: true,
+    });
+    w.trust = Trust::External;
+    let mut r = closed_tool("r", Effect::Read);
+    r.returns_untrusted = true;
+    let b = [w, r]
+        .into_iter()
+        .fold(ir::testkit::Builder::new(), |b, t| b.tool(t))
+        .agent("a", Privilege::Low, None)
+        .node("a_router", NodeKind::Router, Some("a"), None, &[])
+        .node("a_model", NodeKind::Model, Some("a"), None, &[])
+        .node("a_raw", NodeKind::Tools, Some("a"), Some(false), &["r"])
+        .node(
+            "a_tools",
+            NodeKind::Tools,
+            Some("a"),
+            Some(true),
+            &["w", "r"],
+        );
+    let mut p = with_model_loop(b, 7);
+    p.settings.write_policy = WritePolicy::Declared;
+    let runs = random_runs(&p, 11, 20_000);
+    let (mut free_ran, mut other_held) = (0, 0);
+    for st in runs.iter().flat_map(|r| r.steps.iter()) {
+        if st.label.tool.as_deref() != Some("w") || st.choices.invalid != Some(false) {
+            continue;
+        }
+        let wrote = |c| st.choices.model_wrote.get(&c).copied().unwrap_or(false);
+        match (
+            wrote(ArgClass::Free),
+            wrote(ArgClass::Other),
+            st.label.decision,
+        ) {
+            (true, false, Some(Answer::Allow)) => free_ran += 1,
+            (_, true, Some(Answer::Confirm)) => other_held += 1,
+            _ => {}
+        }
+    }
+    assert!(free_ran > 0 && other_held > 0, "{free_ran} {other_held}");
+    let hit = runs
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .any(|s| s.violations.iter().any(|v| v == "QG021:w"));
+    assert!(hit, "no random run reached QG021 on w");
+    let f = check_project(&p, &runs, 0, true);
+    let misses: Vec<&String> = f.depth_failures.iter().map(|(_, _, d)| d).collect();
+    assert!(f.mismatches.is_empty(), "{}", f.mismatches[0].1.detail);
+    assert!(misses.is_empty(), "{}", misses[0]);
+}
