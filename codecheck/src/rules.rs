@@ -127,6 +127,12 @@ impl CodeRule {
     }
 }
 
+impl std::fmt::Display for CodeRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// The rule set's hash: the first 12 hex digits of the SHA-256 of [`RULESET_VERSION`] and every
 /// record.
 pub fn rules_hash() -> String {

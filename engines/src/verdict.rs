@@ -198,15 +198,65 @@ impl std::fmt::Display for Undecided {
     }
 }
 
+/// A verdict as one word, or an engine that did not run: what a report shows per engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VerdictWord {
+    /// `reachable`.
+    Reachable,
+    /// `unreachable`.
+    Unreachable,
+    /// `unreachable_any_length`.
+    UnreachableAnyLength,
+    /// `undecided`.
+    Undecided,
+    /// `not run`: the engine was not asked.
+    NotRun,
+}
+
+impl VerdictWord {
+    /// The printed form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictWord::Reachable => "reachable",
+            VerdictWord::Unreachable => "unreachable",
+            VerdictWord::UnreachableAnyLength => "unreachable_any_length",
+            VerdictWord::Undecided => "undecided",
+            VerdictWord::NotRun => "not run",
+        }
+    }
+
+    /// The word of an engine's verdict, `NotRun` where it gave none.
+    pub fn of(v: Option<&Verdict>) -> VerdictWord {
+        v.map_or(VerdictWord::NotRun, Verdict::kind)
+    }
+}
+
+impl std::fmt::Display for VerdictWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for VerdictWord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl Verdict {
+    /// The verdict as one word.
+    pub fn kind(&self) -> VerdictWord {
+        match self {
+            Verdict::Reachable(_) => VerdictWord::Reachable,
+            Verdict::Unreachable { .. } => VerdictWord::Unreachable,
+            Verdict::UnreachableAnyLength(_) => VerdictWord::UnreachableAnyLength,
+            Verdict::Undecided(_) => VerdictWord::Undecided,
+        }
+    }
+
     /// A short word for reports.
     pub fn word(&self) -> &'static str {
-        match self {
-            Verdict::Reachable(_) => "reachable",
-            Verdict::Unreachable { .. } => "unreachable",
-            Verdict::UnreachableAnyLength(_) => "unreachable_any_length",
-            Verdict::Undecided(_) => "undecided",
-        }
+        self.kind().as_str()
     }
 
     /// The shortest depth, for a reachable verdict.

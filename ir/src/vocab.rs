@@ -201,6 +201,38 @@ impl RuleId {
     }
 }
 
+/// The two engines every proof cross-checks (SPEC §5): the one name a witness, a finding's
+/// verdicts and the per-engine summary give each. Serialised as `bfs`/`bmc` (a witness's
+/// `engine`, a finding's `engines`), labelled `BFS`/`BMC` where a report counts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// The explicit-state BFS.
+    Bfs,
+    /// Z3: bounded model checking (with k-induction and Spacer under `any`).
+    Bmc,
+}
+
+words!(Engine { Bfs => "bfs", Bmc => "bmc" });
+
+impl Engine {
+    /// The name a report counts it under (`BFS`, `BMC`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Engine::Bfs => "BFS",
+            Engine::Bmc => "BMC",
+        }
+    }
+
+    /// The other engine, the one it is cross-checked against.
+    pub fn other(self) -> Engine {
+        match self {
+            Engine::Bfs => Engine::Bmc,
+            Engine::Bmc => Engine::Bfs,
+        }
+    }
+}
+
 /// An obligation's id, `QG001:charge_card`: its rule and its subject, made in one place
 /// ([`ObligationId::new`]) and printed, ordered and serialised as that text, so reports,
 /// witnesses and `expected.json` read as they always did. No stage splits it back: the

@@ -44,7 +44,7 @@ impl RuleType {
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Rule {
     /// `QG001`.
-    pub id: &'static str,
+    pub id: RuleId,
     /// The title.
     pub title: &'static str,
     /// The type.
@@ -63,8 +63,8 @@ pub struct Rule {
 
 /// One catalog entry, written where its rule family lives (`rules/<family>.rs`).
 macro_rules! rule {
-    ($id:literal, $title:literal, $kind:ident, $gate:literal, $stop:literal, $reach:literal, [$($o:literal),*], $fix:literal) => {
-        $crate::catalog::Rule { id: $id, title: $title, kind: $crate::catalog::RuleType::$kind, fails_gate: $gate, stops_agent: $stop, reachability: $reach, owasp: &[$($o),*], fix: $fix }
+    ($id:ident, $title:literal, $kind:ident, $gate:literal, $stop:literal, $reach:literal, [$($o:literal),*], $fix:literal) => {
+        $crate::catalog::Rule { id: ir::vocab::RuleId::$id, title: $title, kind: $crate::catalog::RuleType::$kind, fails_gate: $gate, stops_agent: $stop, reachability: $reach, owasp: &[$($o),*], fix: $fix }
     };
 }
 pub(crate) use rule;
@@ -84,7 +84,7 @@ macro_rules! registry {
         )*
 
         /// Every rule, in id order.
-        pub const RULES: &[Rule] = &[$(entry($family::ENTRIES, stringify!($name))),*];
+        pub const RULES: &[Rule] = &[$(entry($family::ENTRIES, RuleId::$name)),*];
 
         /// The constants' names, for the test that each names its own entry.
         #[cfg(test)]
@@ -93,31 +93,15 @@ macro_rules! registry {
 }
 
 /// The entry of `id` in a family's table; a build error when the table has none.
-const fn entry(family: &[Rule], id: &str) -> Rule {
+const fn entry(family: &[Rule], id: RuleId) -> Rule {
     let mut i = 0;
     while i < family.len() {
-        if same(family[i].id, id) {
+        if family[i].id as usize == id as usize {
             return family[i];
         }
         i += 1;
     }
     panic!("a registry line names a rule its family does not hold")
-}
-
-/// String equality, as a `const fn` can compute it.
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 use crate::rules::{
@@ -214,7 +198,7 @@ pub fn markdown_sections() -> String {
     for r in RULES {
         s.push_str(&format!(
             "\n<a id=\"{}\"></a>\n### {} {}\n\n{} ({}); {}. OWASP: {}.\n\nFix: {}\n",
-            r.id.to_lowercase(),
+            r.id.as_str().to_lowercase(),
             r.id,
             r.title,
             r.kind.name(),
@@ -258,7 +242,7 @@ mod tests {
         for (i, id) in RuleId::ALL.iter().enumerate() {
             assert_eq!(*id as usize, i, "{} has the index of its place", NAMES[i]);
             assert_eq!(
-                id.rule().id,
+                id.rule().id.as_str(),
                 NAMES[i],
                 "the constant {} names its entry",
                 NAMES[i]
@@ -274,7 +258,7 @@ mod tests {
 
     #[test]
     fn every_family_entry_is_registered_once() {
-        let held: Vec<&str> = FAMILIES
+        let held: Vec<RuleId> = FAMILIES
             .iter()
             .flat_map(|f| f.iter().map(|r| r.id))
             .collect();

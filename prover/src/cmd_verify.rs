@@ -534,7 +534,7 @@ fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Re
         };
         let case = dir.join(format!(
             "{}-{}",
-            f.rule.id.to_lowercase(),
+            f.rule.id.as_str().to_lowercase(),
             f.subject.replace([':', '/', '\\', ' '], "_")
         ));
         std::fs::create_dir_all(&case)?;

@@ -448,7 +448,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         if Instant::now() >= deadline {
             return false;
         }
-        let doc = crate::report::witness_doc(p, &ts, w, ob, "bfs", depth);
+        let doc = crate::report::witness_doc(p, &ts, w, ob, ir::vocab::Engine::Bfs, depth);
         let ok = replayer.replay(&doc) == witnesses::replay::ReplayOutcome::Reproduced;
         if ok {
             replayed[i].store(true, Ordering::Relaxed);
@@ -541,7 +541,8 @@ fn refine_unreplayed(
             );
             continue;
         }
-        let doc = crate::report::witness_doc(p, ts, w, &x.obligation, "bfs", depth);
+        let doc =
+            crate::report::witness_doc(p, ts, w, &x.obligation, ir::vocab::Engine::Bfs, depth);
         if replayer.replay(&doc) == witnesses::replay::ReplayOutcome::Reproduced {
             continue;
         }
@@ -774,7 +775,14 @@ mod tests {
                 continue;
             };
             let depth = (o.session_steps, o.step_limit);
-            let doc = crate::report::witness_doc(&p, &proof.ts, w, &x.obligation, "bfs", depth);
+            let doc = crate::report::witness_doc(
+                &p,
+                &proof.ts,
+                w,
+                &x.obligation,
+                ir::vocab::Engine::Bfs,
+                depth,
+            );
             let once = witnesses::replay::replay(&p, &doc);
             if !x.obligation.inverted {
                 // The BFS keeps a witness that replays (SPEC §6).

@@ -130,8 +130,14 @@ pub fn refine(
         };
     }
     let any = depth.0 == SessionSteps::Any;
-    let mut header =
-        crate::report::witness_doc(p, ts, &RawWitness { steps: vec![] }, ob, "bfs", depth);
+    let mut header = crate::report::witness_doc(
+        p,
+        ts,
+        &RawWitness { steps: vec![] },
+        ob,
+        ir::vocab::Engine::Bfs,
+        depth,
+    );
     if any {
         // The concrete session is one of `max_turns` turns and one more, so that no turn the
         // search takes ends it (the looping system starts the next turn where a bounded
@@ -185,7 +191,14 @@ pub fn refine(
                 for taken in taking.taken {
                     if taken.violates {
                         let w = path(&nodes, *ni, raw.clone());
-                        let doc = crate::report::witness_doc(p, ts, &w, ob, "bfs", depth);
+                        let doc = crate::report::witness_doc(
+                            p,
+                            ts,
+                            &w,
+                            ob,
+                            ir::vocab::Engine::Bfs,
+                            depth,
+                        );
                         if replay(p, &doc) == ReplayOutcome::Reproduced {
                             return Refined::Reproduced(w);
                         }

@@ -8,9 +8,10 @@
 use crate::proof::{Engines, Proof};
 use crate::triage::Baseline;
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{RawStep, RawWitness, StopReason, Verdict};
+use engines::verdict::{RawStep, RawWitness, StopReason, Verdict, VerdictWord};
 use ir::agent::SessionSteps;
 use ir::suppress::Date;
+use ir::vocab::{Engine, ObligationId};
 use ir::{Loc, Project};
 use obligations::catalog::{Catalogued, Rule};
 use obligations::lints::Lint;
@@ -38,8 +39,8 @@ pub struct Finding {
     pub witness: Option<RawWitness>,
     /// The witness as `qls-witness/1`: what `--keep` writes, replay runs and the JSON shows.
     pub document: Option<Witness>,
-    /// The obligation id and each engine's verdict word.
-    pub engines: Option<(String, String, String)>,
+    /// The obligation and each engine's verdict on it.
+    pub engines: Option<EngineVerdicts>,
     /// The index of the obligation in the proof, for reachability findings.
     pub obligation: Option<usize>,
     /// Where `--keep` writes the witness.
@@ -51,6 +52,17 @@ pub struct Finding {
     pub fingerprint: String,
     /// New, in the baseline, or accepted by a suppression.
     pub standing: Standing,
+}
+
+/// A finding's obligation and what each engine answered on it (`engines` in `qls-findings/1`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineVerdicts {
+    /// The obligation.
+    pub obligation: ObligationId,
+    /// The BFS's verdict.
+    pub bfs: VerdictWord,
+    /// Z3's verdict.
+    pub bmc: VerdictWord,
 }
 
 impl Finding {
@@ -201,8 +213,8 @@ impl CrossCheck {
             alone: Vec::new(),
             neither: 0,
         };
-        let mut bfs = DecidedAlone::new("BFS", "BMC");
-        let mut bmc = DecidedAlone::new("BMC", "BFS");
+        let mut bfs = DecidedAlone::new(Engine::Bfs);
+        let mut bmc = DecidedAlone::new(Engine::Bmc);
         let decided =
             |v: &Option<Verdict>| matches!(v, Some(v) if !matches!(v, Verdict::Undecided(_)));
         let why = |v: &Option<Verdict>| match v {
@@ -228,10 +240,10 @@ impl CrossCheck {
 /// The obligations one engine decided and the other did not.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecidedAlone {
-    /// The engine that decided them (`BFS` or `BMC`).
-    pub engine: &'static str,
+    /// The engine that decided them.
+    pub engine: Engine,
     /// The engine that did not.
-    pub other: &'static str,
+    pub other: Engine,
     /// Their ids, in the proof's order.
     pub obligations: Vec<String>,
     /// Why the other engine left them undecided, with how many for each reason.
@@ -239,10 +251,10 @@ pub struct DecidedAlone {
 }
 
 impl DecidedAlone {
-    fn new(engine: &'static str, other: &'static str) -> DecidedAlone {
+    fn new(engine: Engine) -> DecidedAlone {
         DecidedAlone {
             engine,
-            other,
+            other: engine.other(),
             obligations: Vec::new(),
             other_stopped: BTreeMap::new(),
         }
@@ -257,8 +269,8 @@ impl DecidedAlone {
 /// What one engine decided over every obligation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineSummary {
-    /// `BFS` or `BMC`.
-    pub engine: &'static str,
+    /// The engine.
+    pub engine: Engine,
     /// Obligations it decided (reachable or unreachable).
     pub decided: usize,
     /// Obligations it left undecided, by stop reason.
@@ -266,7 +278,7 @@ pub struct EngineSummary {
 }
 
 impl EngineSummary {
-    fn of<'a>(engine: &'static str, verdicts: impl Iterator<Item = &'a Verdict>) -> EngineSummary {
+    fn of<'a>(engine: Engine, verdicts: impl Iterator<Item = &'a Verdict>) -> EngineSummary {
         let mut s = EngineSummary {
             engine,
             decided: 0,
@@ -427,19 +439,11 @@ fn reachability(
     for (oi, o) in proof.outcomes.iter().enumerate() {
         let ob = &o.obligation;
         let r = ob.rule.rule();
-        let words = (
-            ob.id.to_string(),
-            o.bfs
-                .as_ref()
-                .map(|v| v.word())
-                .unwrap_or("not run")
-                .to_string(),
-            o.bmc
-                .as_ref()
-                .map(|v| v.word())
-                .unwrap_or("not run")
-                .to_string(),
-        );
+        let words = EngineVerdicts {
+            obligation: ob.id.clone(),
+            bfs: VerdictWord::of(o.bfs.as_ref()),
+            bmc: VerdictWord::of(o.bmc.as_ref()),
+        };
         if o.disagreement {
             agree = false;
             let q = obligations::catalog::QG312.rule();
@@ -656,13 +660,13 @@ fn per_engine(proof: &Proof) -> Vec<EngineSummary> {
     let mut out = Vec::new();
     if proof.bfs.is_some() {
         out.push(EngineSummary::of(
-            "BFS",
+            Engine::Bfs,
             proof.outcomes.iter().filter_map(|o| o.bfs.as_ref()),
         ));
     }
     if proof.bmc.is_some() {
         out.push(EngineSummary::of(
-            "BMC",
+            Engine::Bmc,
             proof.outcomes.iter().filter_map(|o| o.bmc.as_ref()),
         ));
     }
@@ -803,7 +807,7 @@ pub fn witness_doc(
     ts: &TransitionSystem,
     raw: &RawWitness,
     obligation: &encoder::ts::Obligation,
-    engine: &str,
+    engine: Engine,
     depth: (SessionSteps, u32),
 ) -> witnesses::witness::Witness {
     use witnesses::witness::{Witness, FORMAT};
@@ -833,7 +837,7 @@ pub fn witness_doc(
         obligation: obligation.id.clone(),
         rule: obligation.rule.to_string(),
         subject: obligation.subject.clone(),
-        engine: engine.into(),
+        engine,
         depth: raw.depth(),
         session_steps,
         step_limit: depth.1,
@@ -847,15 +851,15 @@ pub fn witness_doc(
 }
 
 /// The engine whose witness a finding shows: BFS when it found one (deterministic), else BMC.
-pub fn witness_engine(proof: &Proof, oi: usize) -> &'static str {
+pub fn witness_engine(proof: &Proof, oi: usize) -> Engine {
     if proof.outcomes[oi]
         .bfs
         .as_ref()
         .is_some_and(|v| matches!(v, Verdict::Reachable(_)))
     {
-        "bfs"
+        Engine::Bfs
     } else {
-        "bmc"
+        Engine::Bmc
     }
 }
 
@@ -932,7 +936,10 @@ mod tests {
         for f in r.findings.iter().filter(|f| f.document.is_some()) {
             assert_eq!(f.replay, Some(ReplayOutcome::Reproduced), "{}", f.subject);
         }
-        assert!(r.findings.iter().all(|f| f.rule.id != "QG312"));
+        assert!(r
+            .findings
+            .iter()
+            .all(|f| f.rule.id != ir::vocab::RuleId::QG312));
         // Without --replay nothing is replayed and nothing is named.
         let plain = build("agent.yaml", &p, &proof, Engines::Both, depth);
         assert!(plain
@@ -962,7 +969,7 @@ mod tests {
         let bmc = c
             .alone
             .iter()
-            .find(|a| a.engine == "BMC")
+            .find(|a| a.engine == Engine::Bmc)
             .expect("Z3 decided alone");
         assert_eq!(
             bmc.other_stopped.keys().copied().collect::<Vec<_>>(),

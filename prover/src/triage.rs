@@ -44,7 +44,7 @@ pub fn fingerprint(f: &Finding, ts: &TransitionSystem) -> String {
             .unwrap_or_default();
     digest(&[
         "qls-fingerprint/1",
-        f.rule.id,
+        f.rule.id.as_str(),
         &f.subject,
         &agent,
         &path,
@@ -93,7 +93,7 @@ pub fn apply_suppressions(r: &mut Report, p: &Project, today: Date) {
         }
         let mut matched = false;
         for f in r.findings.iter_mut() {
-            if f.rule.id == s.rule.as_str()
+            if f.rule.id == s.rule
                 && f.subject == s.subject
                 && s.rule != obligations::catalog::QG312
             {
@@ -127,7 +127,7 @@ fn lint(code: LintCode, rule: &str, subject: &str, message: String) -> Lint {
 /// severity; a finding that got more severe, and QG312, stay new.
 pub fn apply_baseline(r: &mut Report, b: &Baseline) {
     for f in r.findings.iter_mut() {
-        if f.standing != Standing::New || f.rule.id == obligations::catalog::QG312.as_str() {
+        if f.standing != Standing::New || f.rule.id == obligations::catalog::QG312 {
             continue;
         }
         if let Some(old) = b.findings.get(&f.fingerprint) {

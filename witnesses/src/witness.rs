@@ -40,7 +40,7 @@ pub struct Witness {
     /// The subject.
     pub subject: String,
     /// The engine whose witness this is (`bfs` or `bmc`).
-    pub engine: String,
+    pub engine: ir::vocab::Engine,
     /// The number of steps, the violating one included.
     pub depth: u32,
     /// Turns and steps per turn of the proof.

@@ -13,8 +13,8 @@ use ir::Project;
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG017", "Model writes code that runs", Vulnerability, true, true, true, ["LLM05:2026", "ASI05:2026"], "Have a person confirm the call, or stop the model from writing the argument (type it, or take it from a tool result)."),
-    rule!("QG018", "Model writes a query or a destination", Vulnerability, true, true, true, ["LLM05:2026", "ASI02:2026"], "Have a person confirm the call, or bind the argument to a value the person typed."),
+    rule!(QG017, "Model writes code that runs", Vulnerability, true, true, true, ["LLM05:2026", "ASI05:2026"], "Have a person confirm the call, or stop the model from writing the argument (type it, or take it from a tool result)."),
+    rule!(QG018, "Model writes a query or a destination", Vulnerability, true, true, true, ["LLM05:2026", "ASI02:2026"], "Have a person confirm the call, or bind the argument to a value the person typed."),
 ];
 
 // The origin choices are shared by every tool, so a rule reads one only for a tool that

@@ -9,8 +9,8 @@ use crate::catalog::{rule, Rule, RuleId};
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG003", "Multi-turn escape", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Keep the marks across turns (memory_keeps_marks: true) or count order rules over the whole session (history: shared)."),
-    rule!("QG312", "Engine disagreement", Bug, true, false, false, ["ASI08:2026"], "Report the inputs: the two engines (or the replay) disagree, which is an encoding bug in qls."),
+    rule!(QG003, "Multi-turn escape", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Keep the marks across turns (memory_keeps_marks: true) or count order rules over the whole session (history: shared)."),
+    rule!(QG312, "Engine disagreement", Bug, true, false, false, ["ASI08:2026"], "Report the inputs: the two engines (or the replay) disagree, which is an encoding bug in qls."),
 ];
 
 /// QG003's message: the base rule's finding message, naming the base rule and the turns its

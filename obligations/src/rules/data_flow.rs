@@ -14,9 +14,9 @@ use ir::Project;
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG019", "Confidential data leaves", Vulnerability, true, true, true, ["LLM02:2026", "ASI08:2026"], "Confirm every call of a sends_out tool in an agent that reads confidential data, or split the agents."),
-    rule!("QG020", "Retrieval not bound to the user", Vulnerability, true, true, true, ["LLM08:2026", "ASI03:2026"], "Bind the retrieval to the calling user (bound_to_user: true) so one tenant never reads another's data."),
-    rule!("QG021", "Untrusted content persisted", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Confirm writes to the persistent store after untrusted content was read, or refuse them (taint_policy: refuse)."),
+    rule!(QG019, "Confidential data leaves", Vulnerability, true, true, true, ["LLM02:2026", "ASI08:2026"], "Confirm every call of a sends_out tool in an agent that reads confidential data, or split the agents."),
+    rule!(QG020, "Retrieval not bound to the user", Vulnerability, true, true, true, ["LLM08:2026", "ASI03:2026"], "Bind the retrieval to the calling user (bound_to_user: true) so one tenant never reads another's data."),
+    rule!(QG021, "Untrusted content persisted", Vulnerability, true, true, true, ["LLM01:2026", "ASI06:2026"], "Confirm writes to the persistent store after untrusted content was read, or refuse them (taint_policy: refuse)."),
 ];
 
 /// A read of a multi-tenant store that is not bound to the user: every run of it is QG020.

@@ -11,10 +11,10 @@ use petgraph::algo::tarjan_scc;
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG006", "Unverified region", Bug, false, false, false, ["ASI08:2026"], "Declare the tools the custom node may call (may_call) and keep its own logic small; it is read as able to do anything it declares."),
-    rule!("QG015", "Undeclared route", Bug, false, false, false, ["ASI08:2026"], "Declare the route in agent.yaml (hands_off_to, tools) or remove the edge."),
-    rule!("QG016", "Unmodelled path", Vulnerability, true, true, false, ["ASI08:2026"], "List the possible targets of the dynamic edge (targets: [...])."),
-    rule!("QG023", "Unbounded loop", Bug, false, false, false, ["LLM06:2026", "ASI08:2026"], "Declare a budget for the agent or the run, or add an exit the model cannot avoid -- a counter in the state, declared on the edge as exit_after."),
+    rule!(QG006, "Unverified region", Bug, false, false, false, ["ASI08:2026"], "Declare the tools the custom node may call (may_call) and keep its own logic small; it is read as able to do anything it declares."),
+    rule!(QG015, "Undeclared route", Bug, false, false, false, ["ASI08:2026"], "Declare the route in agent.yaml (hands_off_to, tools) or remove the edge."),
+    rule!(QG016, "Unmodelled path", Vulnerability, true, true, false, ["ASI08:2026"], "List the possible targets of the dynamic edge (targets: [...])."),
+    rule!(QG023, "Unbounded loop", Bug, false, false, false, ["LLM06:2026", "ASI08:2026"], "Declare a budget for the agent or the run, or add an exit the model cannot avoid -- a counter in the state, declared on the edge as exit_after."),
 ];
 
 /// QG006 Unverified region: every custom node, read as able to run what it declares.

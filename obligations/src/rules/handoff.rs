@@ -12,8 +12,8 @@ use ir::vocab::Mark;
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG011", "Confused deputy", Vulnerability, true, true, true, ["LLM06:2026", "ASI03:2026"], "Require trust: privileged on the tool, so a call carrying a hand-off label from a lower-privilege agent is confirmed or refused."),
-    rule!("QG012", "Cascading injection", Vulnerability, true, true, true, ["LLM01:2026", "ASI07:2026", "ASI08:2026"], "Bind the tool to the guarded tool node in the acting agent, so a call carrying a label from the handing agent is confirmed or refused; or route the hand-off through a confirmation."),
+    rule!(QG011, "Confused deputy", Vulnerability, true, true, true, ["LLM06:2026", "ASI03:2026"], "Require trust: privileged on the tool, so a call carrying a hand-off label from a lower-privilege agent is confirmed or refused."),
+    rule!(QG012, "Cascading injection", Vulnerability, true, true, true, ["LLM01:2026", "ASI07:2026", "ASI08:2026"], "Bind the tool to the guarded tool node in the acting agent, so a call carrying a label from the handing agent is confirmed or refused; or route the hand-off through a confirmation."),
 ];
 
 /// QG011 Confused deputy: a high-privilege agent runs a write unconfirmed while steered from a

@@ -14,13 +14,13 @@ use ir::{Loc, Project};
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG004", "Permissive by default", Bug, false, false, false, ["LLM06:2026"], "Execute the write only under a condition that states when it may run; refuse on the else branch."),
-    rule!("QG005", "Unshippable policy", Bug, true, false, false, ["LLM06:2026"], "Rewrite the refused statement in the supported subset, or move the rule to a rule sheet."),
-    rule!("QG007", "Read before written", Vulnerability, false, true, false, ["LLM06:2026"], "Assign the variable before the flow reads it, or declare it in context: so the host sets it."),
-    rule!("QG008", "Call without execute", Vulnerability, false, true, false, ["LLM06:2026"], "Write `execute <tool>` where the flow means to run the tool; a bot line only says something."),
-    rule!("QG009", "Undefined bot message", Vulnerability, false, true, false, ["LLM09:2026"], "Define the bot message with `define bot …`, or use a built-in one."),
-    rule!("QG010", "Dead action", Vulnerability, false, true, true, ["LLM06:2026"], "Make the flow's condition satisfiable by some context the host sets, or remove the execute."),
-    rule!("QG022", "Rail with a published advisory", Vulnerability, true, true, false, ["LLM03:2026"], "Upgrade the package to a version the advisory names as fixed, or replace the rail or package it names."),
+    rule!(QG004, "Permissive by default", Bug, false, false, false, ["LLM06:2026"], "Execute the write only under a condition that states when it may run; refuse on the else branch."),
+    rule!(QG005, "Unshippable policy", Bug, true, false, false, ["LLM06:2026"], "Rewrite the refused statement in the supported subset, or move the rule to a rule sheet."),
+    rule!(QG007, "Read before written", Vulnerability, false, true, false, ["LLM06:2026"], "Assign the variable before the flow reads it, or declare it in context: so the host sets it."),
+    rule!(QG008, "Call without execute", Vulnerability, false, true, false, ["LLM06:2026"], "Write `execute <tool>` where the flow means to run the tool; a bot line only says something."),
+    rule!(QG009, "Undefined bot message", Vulnerability, false, true, false, ["LLM09:2026"], "Define the bot message with `define bot …`, or use a built-in one."),
+    rule!(QG010, "Dead action", Vulnerability, false, true, true, ["LLM06:2026"], "Make the flow's condition satisfiable by some context the host sets, or remove the execute."),
+    rule!(QG022, "Rail with a published advisory", Vulnerability, true, true, false, ["LLM03:2026"], "Upgrade the package to a version the advisory names as fixed, or replace the rail or package it names."),
 ];
 
 /// A rule sheet's `never` compiles to a gate with no path: the author wrote no `execute`, so it is

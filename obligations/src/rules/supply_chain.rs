@@ -12,8 +12,8 @@ use ir::Project;
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG106", "Unpinned tool source", Hotspot, false, false, false, ["LLM03:2026", "ASI04:2026"], "Pin the tool server or package to one version or digest (a lock entry, `==X` with a hash, a commit)."),
-    rule!("QG107", "Unauthenticated agent channel", Hotspot, false, false, false, ["ASI07:2026"], "Require authentication on the agent's remote channel."),
+    rule!(QG106, "Unpinned tool source", Hotspot, false, false, false, ["LLM03:2026", "ASI04:2026"], "Pin the tool server or package to one version or digest (a lock entry, `==X` with a hash, a commit)."),
+    rule!(QG107, "Unauthenticated agent channel", Hotspot, false, false, false, ["ASI07:2026"], "Require authentication on the agent's remote channel."),
 ];
 
 /// QG106 Unpinned tool source: a tool whose source names no pin.

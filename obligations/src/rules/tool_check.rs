@@ -16,11 +16,11 @@ use ir::Project;
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG001", "Missing check", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Move the tool into a guarded tool node, so the tool check decides every call of it."),
-    rule!("QG002", "Escapable guard", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Remove the unguarded route to the tool: every node that runs it must be the guarded tool node."),
-    rule!("QG014", "Order rule escapable", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Run the tool only through the guarded tool node and count its order rules over the session (history: shared)."),
-    rule!("QG101", "Unchecked action", Hotspot, false, false, true, ["LLM06:2026"], "Move the read into the guarded tool node."),
-    rule!("QG104", "Check missing against its peers", Hotspot, false, false, false, ["LLM06:2026"], "Give the write a confirmation wording, a rule or an order rule, as its peers have."),
+    rule!(QG001, "Missing check", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Move the tool into a guarded tool node, so the tool check decides every call of it."),
+    rule!(QG002, "Escapable guard", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Remove the unguarded route to the tool: every node that runs it must be the guarded tool node."),
+    rule!(QG014, "Order rule escapable", Vulnerability, true, true, true, ["LLM06:2026", "ASI02:2026"], "Run the tool only through the guarded tool node and count its order rules over the session (history: shared)."),
+    rule!(QG101, "Unchecked action", Hotspot, false, false, true, ["LLM06:2026"], "Move the read into the guarded tool node."),
+    rule!(QG104, "Check missing against its peers", Hotspot, false, false, false, ["LLM06:2026"], "Give the write a confirmation wording, a rule or an order rule, as its peers have."),
 ];
 
 /// Which of QG001/QG002/QG101 an unchecked run of a tool violates (SPEC §4): a read is QG101,

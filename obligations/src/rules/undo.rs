@@ -14,8 +14,8 @@ use petgraph::graph::NodeIndex;
 /// This family's catalog entries; the registry in `catalog.rs` puts them in the catalog's order.
 #[rustfmt::skip]
 pub(crate) const ENTRIES: &[Rule] = &[
-    rule!("QG013", "Irreversible before undoable", Bug, false, false, true, ["ASI08:2026"], "Order the irreversible write last, after every write that can still be undone."),
-    rule!("QG105", "Unrecoverable write", Hotspot, false, false, false, ["LLM03:2026", "ASI08:2026"], "Declare a compensation for '{tool}' in the catalogue, or mark it irreversible."),
+    rule!(QG013, "Irreversible before undoable", Bug, false, false, true, ["ASI08:2026"], "Order the irreversible write last, after every write that can still be undone."),
+    rule!(QG105, "Unrecoverable write", Hotspot, false, false, false, ["LLM03:2026", "ASI08:2026"], "Declare a compensation for '{tool}' in the catalogue, or mark it irreversible."),
 ];
 
 /// A write with a compensation: a run of it after an irreversible write in the turn is QG013.

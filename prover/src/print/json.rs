@@ -42,7 +42,7 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
         "obligations": obls,
         "quiet_rules": r.quiet.iter().map(|q| json!({"rule": q.rule, "reason": q.reason})).collect::<Vec<_>>(),
         "states": proof.bfs.as_ref().map(|b| b.cost.states),
-        "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine, "decided": e.decided, "undecided": e.undecided_total(),
+        "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine.label(), "decided": e.decided, "undecided": e.undecided_total(),
             "undecided_by_reason": e.undecided.iter().map(|(k, n)| (reason_word(*k), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),
     });
     let mut v = v;
@@ -90,9 +90,9 @@ fn cross_check_json(c: &CrossCheck) -> Value {
         "obligations": c.obligations,
         "both_decided": c.both,
         "decided_alone": c.alone.iter().map(|a| json!({
-            "engine": a.engine,
+            "engine": a.engine.label(),
             "decided": a.obligations.len(),
-            "other": a.other,
+            "other": a.other.label(),
             "other_stopped": a.other_stopped.iter().map(|(k, n)| (reason_word(*k), json!(n))).collect::<serde_json::Map<String, Value>>(),
             "obligations": a.obligations,
         })).collect::<Vec<_>>(),
@@ -118,7 +118,7 @@ fn finding_json(f: &Finding) -> Value {
         "witness": f.document,
         "witness_file": f.witness_file,
         "replay": f.replay.as_ref().map(|x| x.text()),
-        "engines": f.engines.as_ref().map(|(id, b, m)| json!({"obligation": id, "bfs": b, "bmc": m})),
+        "engines": f.engines.as_ref().map(|e| json!({"obligation": e.obligation, "bfs": e.bfs, "bmc": e.bmc})),
         "fingerprint": f.fingerprint,
         "standing": f.standing.word(),
         "suppression": match &f.standing { Standing::Suppressed { reason, until, at } => json!({"reason": reason, "until": until, "at": at}), _ => Value::Null },

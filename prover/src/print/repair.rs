@@ -2,7 +2,7 @@
 //! line, what is outside the space and why, the search's figures, and the diff. It only formats
 //! the [`Repaired`] value `repair::repair` computed.
 
-use crate::repair::{Change, Minimality, Outcome, Repaired};
+use crate::repair::{Change, Minimality, Outcome, Repaired, TargetRule};
 
 fn change_line(r: &Repaired, c: &Change) -> String {
     format!(
@@ -92,7 +92,7 @@ pub fn text(r: &Repaired) -> String {
 
 /// A finding's SARIF `fixes`: the repair's changes as replacements of the inputs' text (each
 /// an offset and a length in characters), described by the changes that close this finding.
-pub fn sarif_fixes(r: &Repaired, rule: &str, subject: &str) -> Option<serde_json::Value> {
+pub fn sarif_fixes(r: &Repaired, rule: TargetRule, subject: &str) -> Option<serde_json::Value> {
     let t = r
         .targets
         .iter()

@@ -2,6 +2,7 @@
 //! and the gate were decided by `report::findings`.
 
 use crate::proof::Proof;
+use crate::repair::TargetRule;
 use crate::report::{Finding, Report, Standing};
 use engines::verdict::RawWitness;
 use ir::vocab::Severity;
@@ -42,14 +43,18 @@ pub fn sarif_repaired(
     let mut v = sarif_value(r, proof, rules_uri);
     if let Some(results) = v["runs"][0]["results"].as_array_mut() {
         for (res, f) in results.iter_mut().zip(&r.findings) {
-            if let Some(fixes) = super::repair::sarif_fixes(repaired, f.rule.id, &f.subject) {
+            if let Some(fixes) =
+                super::repair::sarif_fixes(repaired, TargetRule::Proof(f.rule.id), &f.subject)
+            {
                 res["fixes"] = fixes;
             }
         }
         // The code findings' results follow, in the same order as the report's.
         let code = r.code.iter().flat_map(|c| &c.findings);
         for (res, f) in results.iter_mut().skip(r.findings.len()).zip(code) {
-            if let Some(fixes) = super::repair::sarif_fixes(repaired, f.rule.id(), &f.place()) {
+            if let Some(fixes) =
+                super::repair::sarif_fixes(repaired, TargetRule::Code(f.rule), &f.place())
+            {
                 res["fixes"] = fixes;
             }
         }
@@ -101,11 +106,11 @@ fn rule_entry(ru: &Rule, rules_uri: Option<&str>) -> Value {
         "name": pascal_case(ru.title),
         "shortDescription": {"text": ru.title},
         "help": {"text": ru.fix},
-        "helpUri": rules_uri.map(|u| format!("{u}#{}", ru.id.to_lowercase())),
+        "helpUri": rules_uri.map(|u| format!("{u}#{}", ru.id.as_str().to_lowercase())),
         "defaultConfiguration": {"level": sarif_level(ru)},
         "properties": {"tags": ru.owasp, "type": ru.kind.name(), "severity": ru.kind.severity(), "fails_gate": ru.fails_gate,
                        "security-severity": security_severity(ru.kind.severity()),
-                       "helpPath": format!("{RULES_DOC}#{}", ru.id.to_lowercase())},
+                       "helpPath": format!("{RULES_DOC}#{}", ru.id.as_str().to_lowercase())},
     });
     if entry["helpUri"].is_null() {
         if let Some(m) = entry.as_object_mut() {

@@ -12,7 +12,7 @@ use ir::{Loc, Project};
 fn engine_text(e: &EngineSummary) -> String {
     let mut t = format!(
         "{}: {} decided, {} undecided",
-        e.engine,
+        e.engine.label(),
         e.decided,
         e.undecided_total()
     );
@@ -311,9 +311,9 @@ fn cross_check_line(s: &mut String, partial: Option<&CrossCheck>) {
         }
         line.push_str(&format!(
             "; {} alone decided {} (the {} stopped on them: {}): {ids}",
-            a.engine,
+            a.engine.label(),
             a.obligations.len(),
-            a.other,
+            a.other.label(),
             reasons(&a.other_stopped)
         ));
     }

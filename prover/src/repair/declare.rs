@@ -9,8 +9,10 @@
 use super::space::{push, CodeDeclaration, Kind, Scope};
 use super::text::{Doc, Edit, Val};
 use super::{Change, Files};
+use codecheck::CodeRule;
 use ir::deps::{DepFormat, Requirement};
 use ir::graph::{EdgeKind, NodeKind};
+use ir::vocab::RuleId;
 use ir::Project;
 use obligations::osv::{self, version::Version};
 use std::collections::BTreeSet;
@@ -56,7 +58,7 @@ pub(super) fn dependency_changes(p: &Project, files: &Files, out: &mut Vec<Chang
             to,
         };
         let scope = Scope::Finding {
-            rule: "QG022",
+            rule: RuleId::QG022,
             subject: format!("{}@{from} ", d.subject()),
             prefix: true,
         };
@@ -182,7 +184,7 @@ pub(super) fn target_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<Ch
             count: all.len(),
         };
         let scope = Scope::Finding {
-            rule: "QG016",
+            rule: RuleId::QG016,
             subject: e.from.clone(),
             prefix: false,
         };
@@ -327,7 +329,7 @@ pub(super) fn path_map_changes(p: &Project, doc: &Doc, key: &str, out: &mut Vec<
         count: ids.len(),
     };
     let scope = Scope::Finding {
-        rule: "QG016",
+        rule: RuleId::QG016,
         subject: from.to_string(),
         prefix: false,
     };
@@ -349,11 +351,11 @@ pub(super) fn code_changes(
     let mut seen = BTreeSet::new();
     for f in code.findings.iter().filter(|f| f.rule.info().fails_gate) {
         let Some(name) = &f.tool else { continue };
-        let whats: Vec<CodeDeclaration> = match f.rule.id() {
-            "QC101" => vec![CodeDeclaration::Write],
-            "QC102" => vec![CodeDeclaration::SendsOut],
-            "QC103" => vec![CodeDeclaration::Untrusted],
-            "QC104" => {
+        let whats: Vec<CodeDeclaration> = match f.rule {
+            CodeRule::DeclaredReadWrites => vec![CodeDeclaration::Write],
+            CodeRule::UrlFromArgument => vec![CodeDeclaration::SendsOut],
+            CodeRule::UntrustedUndeclared => vec![CodeDeclaration::Untrusted],
+            CodeRule::ProcessFromArgument => {
                 let Some(t) = p.catalogue.get(name) else {
                     continue;
                 };

@@ -216,11 +216,34 @@ fn parent(p: &Path) -> PathBuf {
     p.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
+/// The rule of a finding the search targets or leaves outside: a proof's, a code check's, or
+/// a source file the code checks could not parse. Ordered as the ids print (`QC…` before `QG…`
+/// before `code`), which is the order the repair reports them in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TargetRule {
+    /// A code check's rule.
+    Code(codecheck::CodeRule),
+    /// A proof's rule.
+    Proof(ir::vocab::RuleId),
+    /// A source file the code checks could not parse.
+    Unparsed,
+}
+
+impl std::fmt::Display for TargetRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetRule::Code(r) => f.write_str(r.id()),
+            TargetRule::Proof(r) => write!(f, "{r}"),
+            TargetRule::Unparsed => f.write_str("code"),
+        }
+    }
+}
+
 /// A gate-failing finding the search targets (a reachability obligation's).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Target {
-    /// The rule id.
-    pub rule: String,
+    /// The rule.
+    pub rule: TargetRule,
     /// The subject.
     pub subject: String,
 }

@@ -18,6 +18,7 @@
 use super::space::{push, Kind, Scope};
 use super::text::{Doc, Edit};
 use super::{Change, Files};
+use ir::vocab::RuleId;
 use ir::Project;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -89,7 +90,7 @@ fn block_end(text: &str, starts: &[usize], first: usize) -> usize {
 fn refusal_change(file: &str, key: &str, text: &str, line: usize, out: &mut Vec<Change>) {
     let doc = Doc::new(text);
     let scope = Scope::Rulebook {
-        rule: "QG005",
+        rule: RuleId::QG005,
         subjects: vec![obligations::rules::rulebook::qg005_subject(file)],
     };
     if file.ends_with(".yaml") || file.ends_with(".yml") {
@@ -310,7 +311,7 @@ fn advised_flow_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
         }
         let doc = Doc::new(text);
         let scope = Scope::Rulebook {
-            rule: "QG022",
+            rule: RuleId::QG022,
             subjects: subjects.into_iter().collect(),
         };
         let kind = Kind::DropFlow {

@@ -15,13 +15,17 @@
 //! target only when a declaration of the space is scoped to it; its clause is "one of those
 //! declarations is made" (`Scope::Finding`), since nothing else the space edits decides it.
 
-use super::{Change, Files, Kind, Minimality, Outcome, RepairError, Repaired, Scope, Target};
+use super::{
+    Change, Files, Kind, Minimality, Outcome, RepairError, Repaired, Scope, Target, TargetRule,
+};
 use crate::job::{GraphInputs, Inputs, Job};
 use crate::report::{Finding, Report};
 use crate::session::Session;
 use codecheck::CodeFinding;
+use codecheck::CodeRule;
 use engines::optimise::{cheapest, Choice, Clause};
 use ir::agent::SessionSteps;
+use ir::vocab::RuleId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,7 +44,7 @@ pub struct Options {
 /// A finding's identity across runs.
 fn id(f: &Finding) -> Target {
     Target {
-        rule: f.rule.id.to_string(),
+        rule: TargetRule::Proof(f.rule.id),
         subject: f.subject.clone(),
     }
 }
@@ -63,9 +67,9 @@ fn targeted(f: &Finding, space: &[Change]) -> bool {
 /// refused rulebook's text).
 fn declared_only(f: &Finding, c: &Change) -> Option<bool> {
     match (f.rule.id, &c.scope) {
-        ("QG022", Scope::Finding { .. } | Scope::Rulebook { .. })
-        | ("QG016", Scope::Finding { .. } | Scope::Edge(_)) => None,
-        ("QG022" | "QG016" | "QG005", _) => Some(false),
+        (RuleId::QG022, Scope::Finding { .. } | Scope::Rulebook { .. })
+        | (RuleId::QG016, Scope::Finding { .. } | Scope::Edge(_)) => None,
+        (RuleId::QG022 | RuleId::QG016 | RuleId::QG005, _) => Some(false),
         _ => None,
     }
 }
@@ -76,11 +80,11 @@ fn outside_why(f: &Finding) -> String {
         "the engines left it undecided, so no witness says what a change must block"
     } else {
         match f.rule.id {
-            "QG005" => "the rulebook is refused as written and no change of the space makes it compile: the sheet's two rules for one action share a key (which value applies is the author's choice), more than 8 statements are refused, the rulebook is a folder, or the refusal is not of a statement or rule (YAML outside the sheet's subset, a syntax error)",
-            "QG022" if !f.subject.contains('@') => "the rulebook uses a rail or action with a published advisory, and no flow carrying it could be dropped leaving a rulebook that compiles; the rulebook names no fixed version to move to",
-            "QG022" => "no version the advisories name as fixed clears every advisory, the dependency is not pinned to one version (a range or an address), or its lock entry records a hash of the old artefact (re-lock with the package manager)",
-            "QG016" => "the dynamic edges are in LangGraph's own JSON, drawn from several nodes because no drawn edge reaches a node and the reader cannot tell which node's code routes there, and the JSON has no place for a `Send`'s targets (give the routing node's conditional edge a path map, which LangGraph then draws, or export with the qls package)",
-            "QG312" => "the engines disagree: the proof itself is in doubt",
+            RuleId::QG005 => "the rulebook is refused as written and no change of the space makes it compile: the sheet's two rules for one action share a key (which value applies is the author's choice), more than 8 statements are refused, the rulebook is a folder, or the refusal is not of a statement or rule (YAML outside the sheet's subset, a syntax error)",
+            RuleId::QG022 if !f.subject.contains('@') => "the rulebook uses a rail or action with a published advisory, and no flow carrying it could be dropped leaving a rulebook that compiles; the rulebook names no fixed version to move to",
+            RuleId::QG022 => "no version the advisories name as fixed clears every advisory, the dependency is not pinned to one version (a range or an address), or its lock entry records a hash of the old artefact (re-lock with the package manager)",
+            RuleId::QG016 => "the dynamic edges are in LangGraph's own JSON, drawn from several nodes because no drawn edge reaches a node and the reader cannot tell which node's code routes there, and the JSON has no place for a `Send`'s targets (give the routing node's conditional edge a path map, which LangGraph then draws, or export with the qls package)",
+            RuleId::QG312 => "the engines disagree: the proof itself is in doubt",
             _ => "it is not a reachable obligation of the transition system (a structural, rulebook, dependency or code finding), and no declaration of the space is about it",
         }
     };
@@ -92,7 +96,7 @@ fn outside_why(f: &Finding) -> String {
 /// `source::original`, before they get here).
 fn code_id(c: &CodeFinding) -> Target {
     Target {
-        rule: c.rule.id().to_string(),
+        rule: TargetRule::Code(c.rule),
         subject: c.place(),
     }
 }
@@ -108,8 +112,8 @@ fn affects_code(c: &Change, f: &CodeFinding) -> bool {
     }
     let Some(tool) = &f.tool else { return false };
     match (&c.scope, &c.kind) {
-        (Scope::Code { rule, tool: t }, _) => *rule == f.rule.id() && t == tool,
-        (_, Kind::ConfirmRead { tool: t }) => f.rule.id() == "QC101" && t == tool,
+        (Scope::Code { rule, tool: t }, _) => *rule == f.rule && t == tool,
+        (_, Kind::ConfirmRead { tool: t }) => f.rule == CodeRule::DeclaredReadWrites && t == tool,
         _ => false,
     }
 }
@@ -431,7 +435,7 @@ pub fn repair(
         }
         for f in code.files.iter().filter(|f| f.unparsed.is_some()) {
             let t = Target {
-                rule: "code".into(),
+                rule: TargetRule::Unparsed,
                 subject: f.file.clone(),
             };
             outside.push((
@@ -677,7 +681,7 @@ mod tests {
             .report
             .findings
             .iter()
-            .find(|f| f.rule.id == "QG001")
+            .find(|f| f.rule.id == RuleId::QG001)
             .unwrap()
             .clone();
         (space, f)
@@ -722,7 +726,7 @@ mod tests {
         let f = code
             .findings
             .iter()
-            .find(|c| c.rule.id() == "QC104")
+            .find(|c| c.rule == CodeRule::ProcessFromArgument)
             .unwrap();
         let clause = learn_code(&space, f, &[], false);
         assert_eq!(clause.any, vec![before]);
@@ -739,7 +743,7 @@ mod tests {
         assert_eq!(
             space[before].scope,
             Scope::Code {
-                rule: "QC104",
+                rule: CodeRule::ProcessFromArgument,
                 tool: "run_report".into()
             }
         );

@@ -10,6 +10,7 @@
 use super::space::{push, Kind, Scope};
 use super::text::{Doc, Edit};
 use super::{Change, Files};
+use codecheck::CodeRule;
 use codecheck::{CodeFinding, CodeReport};
 use ir::Project;
 
@@ -33,7 +34,7 @@ pub(super) fn source_changes(p: &Project, files: &Files, code: &CodeReport, out:
             if !found {
                 continue;
             }
-            let rule = fix.rule.id();
+            let rule = fix.rule;
             let edits = fix
                 .edits
                 .iter()
@@ -57,9 +58,9 @@ pub(super) fn outside_why(c: &CodeFinding) -> &'static str {
     if c.tool.is_some() && c.declared_at.is_some() {
         return "a contradiction of the catalogue that no declaration of the space can state here (the tool is not declared in a qls catalogue under the inputs' folder, or its argument already has another kind); fix the declaration or the code as its rule's fix text says";
     }
-    match c.rule.id() {
-        "QC001" | "QC002" | "QC006" => "a secret in the source in a form the move to an environment variable does not edit (a Go literal that is part of a string, in a `const` or in a file without `import \"os\"`; bytes; a value that is not one plain literal; a place where the read would not parse); move it out and rotate it as the rule's fix text says",
-        "QC007" => "a credential written to a log in a form the redaction does not edit (the value passed through a call, a structured log's field); fix it as the rule's fix text says",
+    match c.rule {
+        CodeRule::ProviderKey | CodeRule::SecretLiteral | CodeRule::UrlCredentials => "a secret in the source in a form the move to an environment variable does not edit (a Go literal that is part of a string, in a `const` or in a file without `import \"os\"`; bytes; a value that is not one plain literal; a place where the read would not parse); move it out and rotate it as the rule's fix text says",
+        CodeRule::LoggedCredential => "a credential written to a log in a form the redaction does not edit (the value passed through a call, a structured log's field); fix it as the rule's fix text says",
         _ => "no source edit of the space removes this form of it (docs/repair.md lists the forms edited); fix it as its rule's fix text says",
     }
 }

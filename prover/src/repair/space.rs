@@ -6,9 +6,11 @@
 
 use super::text::{Doc, Edit, Val};
 use super::Files;
+use codecheck::CodeRule;
 use ir::agent::{HistoryScope, TaintPolicy, WritePolicy};
 use ir::catalogue::Trust;
 use ir::graph::EdgeKind;
+use ir::vocab::RuleId;
 use ir::Project;
 
 /// What a change does.
@@ -127,7 +129,7 @@ pub enum Kind {
     /// edited file prove it.
     SourceEdit {
         /// The code rule.
-        rule: &'static str,
+        rule: CodeRule,
         /// What the edit does.
         what: String,
     },
@@ -197,12 +199,12 @@ pub enum CodeDeclaration {
 
 impl CodeDeclaration {
     /// The code rule whose finding the declaration closes.
-    pub fn rule(&self) -> &'static str {
+    pub fn rule(&self) -> CodeRule {
         match self {
-            CodeDeclaration::Write => "QC101",
-            CodeDeclaration::SendsOut => "QC102",
-            CodeDeclaration::Untrusted => "QC103",
-            CodeDeclaration::Shell { .. } => "QC104",
+            CodeDeclaration::Write => CodeRule::DeclaredReadWrites,
+            CodeDeclaration::SendsOut => CodeRule::UrlFromArgument,
+            CodeDeclaration::Untrusted => CodeRule::UntrustedUndeclared,
+            CodeDeclaration::Shell { .. } => CodeRule::ProcessFromArgument,
         }
     }
 }
@@ -224,7 +226,7 @@ pub enum Scope {
     /// witness depends on: a dependency's version, a dynamic edge's targets).
     Finding {
         /// The rule.
-        rule: &'static str,
+        rule: RuleId,
         /// The finding's subject, or its beginning.
         subject: String,
         /// Whether `subject` is a prefix of the finding's.
@@ -234,7 +236,7 @@ pub enum Scope {
     /// of what its code does: the rules that then apply restrict its calls like a tool change).
     Code {
         /// The code rule.
-        rule: &'static str,
+        rule: CodeRule,
         /// The tool.
         tool: String,
     },
@@ -243,7 +245,7 @@ pub enum Scope {
     /// code).
     Source {
         /// The code rule.
-        rule: &'static str,
+        rule: CodeRule,
         /// The finding's place.
         place: String,
     },
@@ -251,7 +253,7 @@ pub enum Scope {
     /// text: what it governs can change any witness).
     Rulebook {
         /// The rule.
-        rule: &'static str,
+        rule: RuleId,
         /// The findings' subjects.
         subjects: Vec<String>,
     },
@@ -290,7 +292,7 @@ impl Kind {
             // code should already do; a timeout, a command without the shell or a secret read
             // from the environment (unset, the call fails) can make a call fail that ran before.
             Kind::SourceEdit { rule, .. } => match *rule {
-                "QC003" | "QC004" | "QC007" => 1,
+                CodeRule::TlsOff | CodeRule::PlainHttp | CodeRule::LoggedCredential => 1,
                 _ => 2,
             },
             Kind::Interrupt { .. } | Kind::DeclareCode { .. } => 2,

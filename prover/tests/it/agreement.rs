@@ -29,7 +29,16 @@ pub(crate) fn walks(
     let docs = (0..n)
         .map(|_| random_walk(&l.ts, &mut r))
         .filter(|w| !w.steps.is_empty())
-        .map(|w| prover::report::witness_doc(&p, &l.ts, &w, &walk_obligation(), "walk", depth))
+        .map(|w| {
+            prover::report::witness_doc(
+                &p,
+                &l.ts,
+                &w,
+                &walk_obligation(),
+                ir::vocab::Engine::Bfs,
+                depth,
+            )
+        })
         .collect();
     (p, l, docs)
 }
@@ -213,8 +222,9 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
     let l = lowered(p, p.settings.session_steps, p.settings.step_limit);
     let obls = obligations::reach::obligations(p, &l);
     let depth = (p.settings.session_steps, p.settings.step_limit);
-    let doc =
-        |o: &Obligation, w: &RawWitness| prover::report::witness_doc(p, &l.ts, w, o, "bfs", depth);
+    let doc = |o: &Obligation, w: &RawWitness| {
+        prover::report::witness_doc(p, &l.ts, w, o, ir::vocab::Engine::Bfs, depth)
+    };
     // The search keeps, per obligation, the first witness that replays (the engine's own
     // safety net, `bfs::run_accepting`); what is left below is a witness none of whose
     // alternatives replayed, which the search along the concrete runtime settles.
@@ -371,7 +381,7 @@ fn a_corrupted_witness_is_not_reproduced_at_the_right_step() {
                 &l.ts,
                 w,
                 o,
-                "bfs",
+                ir::vocab::Engine::Bfs,
                 (p.settings.session_steps, p.settings.step_limit),
             );
             assert_eq!(replay(&p, &doc), ReplayOutcome::Reproduced);
@@ -407,7 +417,7 @@ fn the_walks_exercise_every_kind_of_decision() {
                 &l.ts,
                 &w,
                 &walk_obligation(),
-                "walk",
+                ir::vocab::Engine::Bfs,
                 (p.settings.session_steps, p.settings.step_limit),
             );
             let out = replay_steps(&p, &doc);
@@ -465,7 +475,7 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
                 &l.ts,
                 w,
                 o,
-                "bfs",
+                ir::vocab::Engine::Bfs,
                 (p.settings.session_steps, p.settings.step_limit),
             );
             // A guarded step that ran a tool with valid arguments: claim the arguments were invalid.
@@ -533,7 +543,14 @@ fn under_any_length_a_finding_is_reported_only_with_a_witness_that_replays() {
             }
         }
         if let Verdict::Reachable(w) = &x.verdict {
-            let doc = prover::report::witness_doc(&p, &proof.ts, w, &x.obligation, "bfs", depth);
+            let doc = prover::report::witness_doc(
+                &p,
+                &proof.ts,
+                w,
+                &x.obligation,
+                ir::vocab::Engine::Bfs,
+                depth,
+            );
             assert_eq!(
                 replay(&p, &doc),
                 ReplayOutcome::Reproduced,
@@ -573,7 +590,7 @@ fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_unde
     let Verdict::Reachable(w) = &engines else {
         panic!("QG011:t1 is reachable in the system: {engines:?}")
     };
-    let doc = prover::report::witness_doc(&p, &l.ts, w, &obls[i], "bfs", depth);
+    let doc = prover::report::witness_doc(&p, &l.ts, w, &obls[i], ir::vocab::Engine::Bfs, depth);
     assert_ne!(replay(&p, &doc), ReplayOutcome::Reproduced);
     for budget in [
         prover::refine::RefineBudget {

@@ -123,7 +123,7 @@ fn every_case_under_any_agrees_with_the_bfs_fixpoint() {
         };
         let rep = report::findings(&project, &proof, &rq);
         for f in &rep.findings {
-            if f.rule.id == "QG312" {
+            if f.rule.id == ir::vocab::RuleId::QG312 {
                 problems.push(format!("{name}: QG312 {}: {}", f.subject, f.message));
             }
         }

@@ -635,7 +635,7 @@ fn refined_witness_replays(
 ) {
     let Verdict::Reachable(w) = v else { return };
     let depth = (p.settings.session_steps, p.settings.step_limit);
-    let doc = prover::report::witness_doc(p, ts, w, ob, "bfs", depth);
+    let doc = prover::report::witness_doc(p, ts, w, ob, ir::vocab::Engine::Bfs, depth);
     if witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced {
         return;
     }
