@@ -512,7 +512,7 @@ impl CheckOp {
     }
 }
 
-/// The argument classes whose origin the abstraction tracks (ARCHITECTURE.md Decisions).
+/// The argument classes whose origin the abstraction tracks (docs/decisions.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ArgClass {

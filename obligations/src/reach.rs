@@ -71,7 +71,7 @@ pub fn obligations(p: &Project, l: &Lowered) -> Vec<Obligation> {
     }
 }
 
-/// The deadline passed while the obligations were being built (ARCHITECTURE.md Decisions, "The
+/// The deadline passed while the obligations were being built (docs/decisions.md, "The
 /// time budget covers lowering"): those named by then, every subject's declared, and how many
 /// commands were read. The caller reports them undecided; others may be missing.
 #[derive(Clone, Debug)]

@@ -405,7 +405,7 @@ fn lift(ts: &TransitionSystem, s: &Slice, ob: &Obligation, v: Verdict) -> Verdic
 /// Proves a project.
 pub fn prove(p: &Project, o: &Options) -> Proof {
     // One deadline from the start: lowering and building the obligations spend it too, and the
-    // engines get what remains (ARCHITECTURE.md Decisions, "The time budget covers lowering").
+    // engines get what remains (docs/decisions.md, "The time budget covers lowering").
     let deadline = Instant::now() + o.timeout;
     let built = system_by(p, o.session_steps, o.step_limit, Some(deadline));
     if let Some(e) = &p.rulebook_refusal {

@@ -1,7 +1,7 @@
 //! Refinement on demand: **no reachable finding without a witness that replays**.
 //!
-//! The transition system over-approximates a few things of the concrete runtime (ARCHITECTURE.md
-//! Decisions: a compensable write's session counts saturate at 2, and a normal undo may name an
+//! The transition system over-approximates a few things of the concrete runtime
+//! (docs/decisions.md: a compensable write's session counts saturate at 2, and a normal undo may name an
 //! earlier turn's run, so the rollback a refusal makes is read loosely; what one rollback's
 //! compensations see of each other where they are themselves compensable writes). Where the
 //! engines' witnesses of an obligation do not replay, [`refine`] searches again with the whole

@@ -56,7 +56,7 @@ pub enum ReplayOutcome {
         why: String,
         /// Whether a value would be there but for the values this run picked earlier (the
         /// arguments an undo binds, a result a check reads): the system does not track values
-        /// from one call to the next, an over-approximation ARCHITECTURE.md names.
+        /// from one call to the next, an over-approximation docs/decisions.md names.
         earlier: bool,
     },
 }

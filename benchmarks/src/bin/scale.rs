@@ -323,7 +323,7 @@ fn turns() {
 /// The whole proof of a row (`proof::prove`, what `qls verify` runs) under a time budget of
 /// `timeout` seconds: how long it took from the project built to the proof returned, and its
 /// obligations by verdict and stop reason. `--timeout` bounds the whole run, lowering included
-/// (ARCHITECTURE.md Decisions), so the time is about the budget or less.
+/// (docs/decisions.md), so the time is about the budget or less.
 fn prove_row(what: &str, turns: u32, step_limit: u32, timeout: f64) {
     let p = project(what);
     let mut o = prover::proof::Options::for_project(&p);

@@ -68,7 +68,7 @@ pub(crate) fn qg014_subject(s: &Subject<'_>) -> bool {
 /// the rollback, and a `not_after` naming a compensation the same rollback runs first (those of
 /// the turn's later runs, `turn.after`; itself, when the write ran twice). An `after` that a
 /// compensation run first would satisfy still counts as violated: `turn.after` may
-/// over-approximate (ARCHITECTURE.md Decisions), and its negation would then hide a violation.
+/// over-approximate (docs/decisions.md), and its negation would then hide a violation.
 pub(crate) fn qg014_on_rollback(x: &Compensation<'_>, acc: &mut Acc) {
     x.add(
         acc,

@@ -128,7 +128,7 @@ fn pinned_saturated_undo(
 
 /// A walk no value was built for only because of values the run picked earlier (an undo's bound
 /// arguments, a result a check reads): the lowering does not track values from one call to the
-/// next (ARCHITECTURE.md Decisions), so a walk may ask a later call for a value the earlier pick
+/// next (docs/decisions.md), so a walk may ask a later call for a value the earlier pick
 /// rules out while another pick would not. Replay says `not built` there, never "diverged".
 fn values_picked_earlier(out: &ReplayOutcome) -> bool {
     matches!(out, ReplayOutcome::NotBuilt { earlier: true, .. })

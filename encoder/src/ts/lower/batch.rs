@@ -12,7 +12,7 @@
 //! with a held call's token) after the turn's first step: the model's call edge, which SPEC
 //! names, and also a human's approval or a custom node's route into the node, which
 //! over-approximates (LangGraph's ToolNode runs every call of the model's last message
-//! whichever node led to it; ARCHITECTURE.md Decisions).
+//! whichever node led to it; docs/decisions.md).
 
 use super::*;
 

@@ -285,7 +285,7 @@ impl GuardedCall<'_> {
 /// value 0 and the depth is one turn's `step_limit` steps (a bound only for engines that answer
 /// boundedly; the BFS fixpoint and the induction ignore it). No turn end leads to `done`: a
 /// session that stops after some turn is a prefix of one that goes on, and every obligation is
-/// a bad *step*, so stopping adds no violation (ARCHITECTURE.md Decisions).
+/// a bad *step*, so stopping adds no violation (docs/decisions.md).
 pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> Lowered {
     match lower_by(p, session, step_limit, None) {
         Ok(l) => l,
@@ -293,7 +293,7 @@ pub fn lower(p: &Project, session: impl Into<SessionSteps>, step_limit: u32) -> 
     }
 }
 
-/// The lowering's deadline passed before the system was whole (ARCHITECTURE.md Decisions, "The
+/// The lowering's deadline passed before the system was whole (docs/decisions.md, "The
 /// time budget covers lowering"): what was lowered by then, and how far it got. A wide graph
 /// takes seconds to lower, and `--timeout` bounds the whole run, so the caller reports every
 /// obligation undecided (never clean) rather than waiting for the rest.

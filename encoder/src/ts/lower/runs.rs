@@ -321,7 +321,7 @@ impl B<'_> {
     /// holds, except between compensations it ran that are themselves compensable writes. Their
     /// order within the rollback (the history's, last first) is not tracked, so such a pair is set
     /// as in either order — as the first write's compensation ran: 2 when some run it undid was
-    /// unconfirmed (an over-approximation, ARCHITECTURE.md Decisions).
+    /// unconfirmed (an over-approximation, docs/decisions.md).
     pub(super) fn rollback_order(&self, runs: &[(String, VarId)], upd: &mut IndexMap<VarId, Expr>) {
         let undone_by = |u: &str| -> Vec<VarId> {
             runs.iter()
