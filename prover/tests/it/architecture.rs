@@ -436,6 +436,37 @@ fn only_cmd_mcp_and_isolate_start_a_process_or_open_a_socket() {
     }
 }
 
+/// Whether a line holds a rule id as a string literal (`"QG001"`, `"QC104"`).
+fn quotes_a_rule_id(line: &str) -> bool {
+    let b = line.as_bytes();
+    (0..b.len().saturating_sub(6)).any(|i| {
+        b[i] == b'"'
+            && b[i + 1] == b'Q'
+            && (b[i + 2] == b'G' || b[i + 2] == b'C')
+            && b[i + 3..i + 6].iter().all(u8::is_ascii_digit)
+            && b[i + 6] == b'"'
+    })
+}
+
+#[test]
+fn the_findings_layer_compares_no_rule_id_as_text() {
+    // Rule ids are `RuleId` and `codecheck::CodeRule` above the readers: a rule named as a
+    // string literal in the proof, the report, triage, repair or the printers would be a
+    // second spelling of it that the compiler cannot check.
+    assert!(quotes_a_rule_id(r#"match x { "QG022" => 1 }"#));
+    assert!(!quotes_a_rule_id(r#"format!("{}", RuleId::QG022)"#));
+    for dir in ["prover/src", "engines/src"] {
+        for (file, code) in sources(dir) {
+            for line in code_lines(&code) {
+                assert!(
+                    !quotes_a_rule_id(line),
+                    "{file} names a rule id as text: {line}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn only_the_session_loads_a_project() {
     // In the prover, only `session::load` loads a project (the benchmarks' `scale` binary loads

@@ -78,6 +78,9 @@ fn a_blind_bfs_makes_qg312_fire() {
         "the cross-check must flag the blinded engine"
     );
     let report = prover::report::build("t", &p, &faulty, Engines::Both, (1.into(), 4));
-    assert!(report.findings.iter().any(|f| f.rule.id == ir::vocab::RuleId::QG312));
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.rule.id == ir::vocab::RuleId::QG312));
     assert!(!report.passed);
 }
