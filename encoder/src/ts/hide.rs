@@ -15,7 +15,7 @@
 //! within that depth: **an unreachable verdict of the hidden system is the system's**, whatever
 //! is hidden. A violation of the hidden system may be no run of the system: [`lift`] replays it
 //! on the system and says so, naming the hidden variables it got wrong first, which the caller
-//! (`prover/src/bfs/hiding.rs`) shows in its next round — localisation abstraction with
+//! (`engines/src/bfs/hiding.rs`) shows in its next round — localisation abstraction with
 //! counterexample-guided refinement.
 
 use super::{ChoiceId, Decl, Expr, Obligation, TransitionSystem, VarId};
