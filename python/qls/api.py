@@ -8,16 +8,14 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence
 
 from qls import _native
-from qls.export import Export, write
+from qls._build import Export
+from qls._shared import PathLike, QlsInputError
+from qls.export import write
 
-PathLike = Union[str, "os.PathLike[str]"]
-
-
-class QlsInputError(ValueError):
-    """An input ``qls`` could not read (the message is the binary's: ``file:line: …``)."""
+__all__ = ["verify", "render", "check", "Result", "Finding", "QlsInputError", "PathLike", "inputs_argv"]
 
 
 class Finding(dict):  # type: ignore[type-arg]
@@ -74,7 +72,7 @@ def _flags(options: Mapping[str, Any]) -> list[str]:
         elif isinstance(value, _FLAG_VALUES):
             out += [flag, str(value)]
         else:
-            raise TypeError(f"option `{name}`: expected a string, number, path or list, not {type(value).__name__}")
+            raise QlsInputError(f"option `{name}`: expected a string, number, path or list, not {type(value).__name__}")
     return out
 
 
@@ -83,6 +81,10 @@ def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, 
     export's own rulebook and settings unless ``options`` name them."""
     if isinstance(path_or_graph, (str, os.PathLike)):
         return [str(path_or_graph)]
+    if not (isinstance(path_or_graph, tuple) and len(path_or_graph) == 2
+            and all(isinstance(d, Mapping) for d in path_or_graph)):
+        raise QlsInputError("expected an agent.yaml path, an Export or a (graph, catalogue) pair of dicts, "
+                            f"not {type(path_or_graph).__name__}")
     graph, catalogue = path_or_graph
     g, c = Path(tmp) / "graph.json", Path(tmp) / "tools.catalogue.json"
     write(graph, catalogue, str(g), str(c))
@@ -95,8 +97,8 @@ def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, 
 
 
 def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any) -> Result:
-    """Proves an ``agent.yaml`` (a path) or an exported graph (``export_graph``/``export_agents``'s
-    result, or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
+    """Proves an ``agent.yaml`` (a path) or an exported graph (an ``export_<framework>`` result,
+    or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
     options (``session_steps=2``, ``replay=True``, ``sarif="qls.sarif"``, ``rulebook=…``).
 
     A bad input raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.

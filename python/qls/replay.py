@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, Mapping, Union
 
 from qls import _native
-from qls.api import PathLike, QlsInputError, inputs_argv
-from qls.export import Export
+from qls._build import Export
+from qls._shared import PathLike, QlsInputError
+from qls.api import inputs_argv
 from qls.guard import Call, Guard, Held
 
 #: The trace format ``qls replay --trace`` writes and ``_native.replay`` returns.
@@ -86,7 +87,7 @@ def replay_through(guard: Guard, finding: Mapping[str, Any], inputs: Inputs, **o
     with the tools stubbed, and compares its decisions with the concrete run's."""
     witness = finding.get("witness")
     if not witness:
-        raise ValueError(f"finding {finding.get('rule')}:{finding.get('subject')} has no witness "
+        raise QlsInputError(f"finding {finding.get('rule')}:{finding.get('subject')} has no witness "
                          "(verify with replay=True, or the obligation is not reachable)")
     with tempfile.TemporaryDirectory(prefix="qls-replay-") as tmp:
         w = Path(tmp) / "witness.json"
