@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
 from qls._shared import FrameworkGuard, QlsInputError, approved, wait
-from qls.guard import Call, Guard, Held, Outcome, Ticket
+from qls.guard import Call, Guard, Held, Outcome, Runner, Ticket
 
 Ask = Callable[[dict], Any]  # the person: question -> yes (True, "yes", "approve") or no; may be async
-Runner = Callable[[str, Mapping[str, Any]], Any]
 
 
 @dataclass

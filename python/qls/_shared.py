@@ -72,6 +72,23 @@ def check_overlays(exporter: str, **overlays: Any) -> None:
                                     f"{{\"effect\": \"read\"}}), not {type(fields).__name__}")
 
 
+def framework_class(exporter: str, module: str, name: str, what: str) -> Any:
+    """The framework's class ``module.name`` an exporter takes, or ``QlsInputError`` when the
+    framework is not installed (no app of it can have been built, so the app is not one)."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        raise QlsInputError(f"{exporter} takes {what}, and `{module}` is not installed") from None
+
+
+def require_app(exporter: str, app: Any, ok: bool, what: str) -> None:
+    """``QlsInputError`` unless ``ok`` (``app`` is what ``exporter`` reads: ``what``)."""
+    if not ok:
+        raise QlsInputError(f"{exporter} takes {what}, not {type(app).__name__}")
+
+
 def _one_argument(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` takes one positional argument (the old origins function, given the tool
     call) rather than two (the tool and its arguments)."""

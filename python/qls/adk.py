@@ -50,7 +50,7 @@ from typing import Any, Mapping
 
 from qls._build import WEB, Builder, Export, Part, ToolSpec, at_of, clean_schema, hashable, mcp_specs, own_metadata
 from qls._percall import Ask, CallGate
-from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, wait
+from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, framework_class, require_app, wait
 from qls.guard import Guard
 
 __all__ = ["export_adk", "AdkGuard"]
@@ -261,6 +261,8 @@ def export_adk(app: Any, *, tools: dict | None = None, agents: dict | None = Non
                mcp_tools: Mapping[Any, Any] | None = None) -> Export:
     """Exports an ADK agent tree (``app``: the root agent the app runs): ``(graph, catalogue)``."""
     check_overlays("export_adk", tools=tools, agents=agents)
+    what = "an ADK agent (the root agent the app runs)"
+    require_app("export_adk", app, isinstance(app, framework_class("export_adk", "google.adk.agents", "BaseAgent", what)), what)
     root_agent = app
     b = Builder(tools=dict(tools or {}), agents_overlay=dict(agents or {}))
     r = _Reader(b, dict(mcp_tools or {}))

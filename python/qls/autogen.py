@@ -37,7 +37,7 @@ from typing import Any, Mapping, Sequence
 
 from qls._build import Builder, Export, Part, ToolSpec, clean_schema, hashable, mcp_specs
 from qls._percall import Ask, CallGate
-from qls._shared import FrameworkGuard, Origins, check_overlays, wait
+from qls._shared import FrameworkGuard, Origins, check_overlays, framework_class, require_app, wait
 from qls.guard import Guard
 
 __all__ = ["export_autogen", "AutogenGuard"]
@@ -200,6 +200,10 @@ def export_autogen(app: Any, *, tools: dict | None = None, agents: dict | None =
                    mcp_tools: Mapping[Any, Any] | None = None) -> Export:
     """Exports an AutoGen AgentChat team or agent (``app``): ``(graph, catalogue)``."""
     check_overlays("export_autogen", tools=tools, agents=agents)
+    what = "an AutoGen AgentChat team or agent"
+    agent_cls = framework_class("export_autogen", "autogen_agentchat.base", "ChatAgent", what)
+    team_cls = framework_class("export_autogen", "autogen_agentchat.base", "Team", what)
+    require_app("export_autogen", app, isinstance(app, (agent_cls, team_cls)), what)
     team_or_agent = app
     b = Builder(tools=dict(tools or {}), agents_overlay=dict(agents or {}))
     r = _Reader(b, dict(mcp_tools or {}))

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 from qls._build import Builder, Export, Part, ToolSpec, at_of, clean_schema
 from qls._percall import Ask, CallGate, Go, Stop
-from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, deprecated_alias
+from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, deprecated_alias, framework_class, require_app
 from qls.guard import Guard
 
 __all__ = ["export_crewai", "CrewGuard", "export_crew"]
@@ -243,15 +243,14 @@ def _flow(b: Builder, flow: Any) -> Part:
 def export_crewai(app: Any, *, tools: dict | None = None, agents: dict | None = None) -> Export:
     """Exports a CrewAI ``Crew`` or ``Flow`` (``app``): ``(graph, catalogue)``."""
     check_overlays("export_crewai", tools=tools, agents=agents)
+    what = "a CrewAI Crew or Flow"
+    crew_cls = framework_class("export_crewai", "crewai", "Crew", what)
+    flow_cls = framework_class("export_crewai", "crewai.flow.flow", "Flow", what)
+    require_app("export_crewai", app, isinstance(app, (crew_cls, flow_cls)), what)
     crew_or_flow = app
-    from crewai import Crew
-    from crewai.flow.flow import Flow
-
     b = Builder(tools=dict(tools or {}), agents_overlay=dict(agents or {}))
-    if isinstance(crew_or_flow, Flow):
+    if isinstance(crew_or_flow, flow_cls):
         return b.finish(_flow(b, crew_or_flow))
-    if not isinstance(crew_or_flow, Crew):
-        raise QlsInputError(f"export_crewai takes a Crew or a Flow, not {type(crew_or_flow).__name__}")
     r = _Crew(b, _installed_guard())
     part = r.crew(crew_or_flow)
     r.budgets(crew_or_flow)

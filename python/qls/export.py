@@ -29,7 +29,7 @@ from typing import Any, Iterable
 
 from qls._build import (FORMAT, Export, QlsExportNote, catalogue_entry, clean_schema, edge_kind, guarded_entries,
                         one_guard, own_metadata, warn_notes)
-from qls._shared import QlsInputError, check_overlays, deprecated_alias, guard_of
+from qls._shared import QlsInputError, check_overlays, deprecated_alias, guard_of, require_app
 
 __all__ = ["export_langgraph", "export_openai_agents", "export_graph", "export_agents", "lower", "write", "Export",
            "QlsExportNote", "FORMAT"]
@@ -101,6 +101,7 @@ def export_langgraph(app: Any, *, model_nodes: Iterable[str], tools: dict | None
     over what the exporter reads (``{"book_hotel": {"effect": "write", "undo": "cancel_hotel"}}``).
     """
     check_overlays("export_langgraph", tools=tools)
+    require_app("export_langgraph", app, callable(getattr(app, "get_graph", None)), "a compiled LangGraph app")
     if isinstance(model_nodes, str):
         raise QlsInputError("export_langgraph: `model_nodes` is a list of node ids, not one string")
     model_nodes = list(model_nodes)
@@ -335,6 +336,7 @@ def export_openai_agents(app: Any, *, tools: dict | None = None) -> Export:
     a ``Handoff`` object whose agent cannot be read, and any non-function tool, become custom nodes.
     """
     check_overlays("export_openai_agents", tools=tools)
+    require_app("export_openai_agents", app, _is_agent(app), "an OpenAI Agents SDK Agent")
     agent = app
     tools = dict(tools or {})
     catalogue: dict[str, dict] = {}

@@ -198,6 +198,17 @@ def test_behind_the_guard_no_write_misses_its_check():
     assert not [n for n in graph["nodes"] if n.get("guarded")]
 
 
+def test_export_crew_warns_and_gives_what_export_crewai_gives():
+    with pytest.warns(DeprecationWarning, match="`export_crew` is now `export_crewai`"):
+        old = qls.export_crew(support_crew(), tools=UNTRUSTED, agents=HIGH)
+    assert old == qls.export_crewai(support_crew(), tools=UNTRUSTED, agents=HIGH)
+
+
+def test_export_crewai_refuses_what_is_not_a_crew_or_a_flow():
+    with pytest.raises(qls.QlsInputError, match="export_crewai takes a CrewAI Crew or Flow, not Agent"):
+        qls.export_crewai(support_crew().agents[0])
+
+
 def desk_crew(ran: list, actions: list) -> tuple[Crew, Scripted]:
     t = desk_tools(ran)
     llm = Scripted(actions)
