@@ -125,21 +125,17 @@ def check(catalogue: PathLike, history: PathLike | Mapping[str, Any], call: Path
     """Decides one call — or, given a list of calls, one model step's batch (SPEC §2) — exactly
     as ``qls check`` does: the same native code, the same JSON (a decision; ``{"decisions":
     [...]}`` for a batch; the history with ``append``). ``history`` and ``call`` are paths or the
-    JSON values themselves."""
-    with tempfile.TemporaryDirectory(prefix="qls-check-") as tmp:
-        def path(value: Any, name: str) -> str:
-            if isinstance(value, (str, os.PathLike)):
-                return str(value)
-            p = Path(tmp) / name
-            p.write_text(json.dumps(value))
-            return str(p)
+    JSON values themselves (handed to the native check as they are: no temporary file)."""
+    def value(v: Any) -> Any:
+        if isinstance(v, (str, os.PathLike)):
+            return v
+        return dict(v) if isinstance(v, Mapping) else v
 
-        calls = {"calls": list(call)} if isinstance(call, (list, tuple)) else call
-        try:
-            out = _native.check(str(catalogue), path(history, "history.json"), path(calls, "call.json"),
-                                _opt(rulebook), _opt(settings), _opt(key_file), append)
-        except ValueError as e:
-            raise QlsInputError(str(e).rstrip()) from None
+    calls = {"calls": [value(c) for c in call]} if isinstance(call, (list, tuple)) else value(call)
+    try:
+        out = _native.check(str(catalogue), value(history), calls, _opt(rulebook), _opt(settings), _opt(key_file), append)
+    except ValueError as e:
+        raise QlsInputError(str(e).rstrip()) from None
     parsed: dict[str, Any] = json.loads(out)
     return parsed
 
