@@ -35,3 +35,4 @@ pub mod session;
 pub mod triage;
 mod unroll;
 pub mod verdict;
+pub mod verify_options;

@@ -15,7 +15,7 @@ from qls._build import Export
 from qls._shared import PathLike, QlsInputError
 from qls.export import write
 
-__all__ = ["verify", "render", "check", "Result", "Finding", "QlsInputError", "PathLike", "inputs_argv"]
+__all__ = ["verify", "render", "check", "Result", "Finding", "QlsInputError", "PathLike", "inputs", "inputs_argv"]
 
 
 class Finding(dict):  # type: ignore[type-arg]
@@ -76,11 +76,13 @@ def _flags(options: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, options: Mapping[str, Any]) -> list[str]:
-    """The command-line inputs for a path or an exported graph (written into ``tmp``); an
-    export's own rulebook and settings unless ``options`` name them."""
+def inputs(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str,
+           options: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The agent.yaml, and the options with the inputs of an exported graph among them (its
+    graph and catalogue written into ``tmp``; its own rulebook and settings unless ``options``
+    name them)."""
     if isinstance(path_or_graph, (str, os.PathLike)):
-        return [str(path_or_graph)]
+        return str(path_or_graph), dict(options)
     if not (isinstance(path_or_graph, tuple) and len(path_or_graph) == 2
             and all(isinstance(d, Mapping) for d in path_or_graph)):
         raise QlsInputError("expected an agent.yaml path, an Export or a (graph, catalogue) pair of dicts, "
@@ -88,25 +90,34 @@ def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, 
     graph, catalogue = path_or_graph
     g, c = Path(tmp) / "graph.json", Path(tmp) / "tools.catalogue.json"
     write(graph, catalogue, str(g), str(c))
-    inputs = ["--graph", str(g), "--catalogue", str(c)]
+    given = options.get("catalogue")
+    more = [] if given is None else list(given) if isinstance(given, (list, tuple)) else [given]
+    out: dict[str, Any] = {**options, "graph": str(g), "catalogue": [str(c), *more]}
     for name in ("rulebook", "settings"):
         own = getattr(path_or_graph, name, None)
-        if own is not None and name not in options:
-            inputs += [f"--{name}", str(own)]
-    return inputs
+        if own is not None and options.get(name) is None:
+            out[name] = str(own)
+    return None, out
+
+
+def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, options: Mapping[str, Any]) -> list[str]:
+    """``inputs`` as a command line (``qls replay``'s): the agent.yaml, then the flags."""
+    agent, opts = inputs(path_or_graph, tmp, options)
+    return ([agent] if agent is not None else []) + _flags(opts)
 
 
 def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any) -> Result:
     """Proves an ``agent.yaml`` (a path) or an exported graph (an ``export_<framework>`` result,
     or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
-    options (``session_steps=2``, ``replay=True``, ``sarif="qls.sarif"``, ``rulebook=…``).
+    options (``session_steps=2``, ``replay=True``, ``sarif="qls.sarif"``, ``rulebook=…``), each
+    handed to the native proof as a typed value (no command line between).
 
-    A bad input raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
+    A bad input or option raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
     """
     with tempfile.TemporaryDirectory(prefix="qls-verify-") as tmp:
-        inputs = inputs_argv(path_or_graph, tmp, options)
+        agent, opts = inputs(path_or_graph, tmp, options)
         try:
-            code, text, report = _native.verify(["qls", "verify", *inputs, *_flags(options)])
+            code, text, report = _native.verify(agent, opts)
         except ValueError as e:
             raise QlsInputError(str(e).rstrip()) from None
     doc = json.loads(report)

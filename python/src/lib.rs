@@ -6,6 +6,7 @@
 //! Every function releases the GIL while the Rust code runs (a proof can take minutes).
 
 use prover::cmd_check::{CheckInputs, Json};
+use prover::cmd_verify::VerifyArgs;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -21,14 +22,28 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(|| prover::cmd_run::run(argv))
 }
 
-/// Runs `qls verify` with `argv` (the program name and `verify` first) without printing the
-/// report: `(exit code, text report, qls-findings/1 JSON)`. A bad input raises `ValueError` with
-/// the message the binary prints.
+/// Runs `qls verify` on the agent.yaml `agent` (or the `graph` option's graph) with `options`,
+/// each a flag's keyword and a typed value (`{"session_steps": 2, "replay": True, "sarif":
+/// "qls.sarif"}`: `prover::verify_options`), without printing the report: `(exit code, text
+/// report, qls-findings/1 JSON)`. A bad input or option raises `ValueError` with the message the
+/// binary prints.
 #[pyfunction]
-fn verify(py: Python<'_>, argv: Vec<String>) -> PyResult<(u8, String, String)> {
-    py.detach(|| prover::cmd_run::verify_report(argv))
+#[pyo3(signature = (agent, options))]
+fn verify(
+    py: Python<'_>,
+    agent: Option<PathBuf>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(u8, String, String)> {
+    let mut args = VerifyArgs::defaults(agent).map_err(PyValueError::new_err)?;
+    for (name, value) in options.iter() {
+        let name: String = name.extract()?;
+        let value = json_value(&value, &format!("option `{name}`"))?;
+        args.set(&name, &value)
+            .map_err(|e| PyValueError::new_err(format!("error: {e}")))?;
+    }
+    py.detach(|| prover::cmd_verify::report(args))
         .map(|v| (v.code, v.text, v.json))
-        .map_err(PyValueError::new_err)
+        .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
 }
 
 /// Runs `qls replay` with `argv` (the program name and `replay` first) without printing:
@@ -96,7 +111,8 @@ impl CheckJson {
     }
 }
 
-/// A Python value as JSON: `None`, booleans, integers, finite floats, strings, and dicts (string
+/// A Python value as JSON: `None`, booleans, integers, finite floats, strings, paths (as
+/// strings), and dicts (string
 /// keys, order kept) and lists or tuples of them; anything else is a `ValueError` naming `what`.
 fn json_value(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     let not_json = |why: String| PyValueError::new_err(format!("{what}: not a JSON value ({why})"));
@@ -122,6 +138,10 @@ fn json_value(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     }
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(Value::String(s.to_str()?.to_owned()));
+    }
+    if v.hasattr("__fspath__")? {
+        let p: PathBuf = v.extract()?;
+        return Ok(Value::String(p.to_string_lossy().into_owned()));
     }
     if let Ok(d) = v.cast::<PyDict>() {
         let mut m = serde_json::Map::new();

@@ -70,3 +70,17 @@ def test_check_takes_values_and_paths_alike(tmp_path):
         qls.check(DATA / "desk.catalogue.yaml", history, {"tool": "get_order", "args": {"ids": {1, 2}}})
     with pytest.raises(qls.QlsInputError, match="not a finite number"):
         qls.check(DATA / "desk.catalogue.yaml", history, {"tool": "get_order", "args": {"n": float("nan")}})
+
+
+def test_verify_takes_each_option_as_a_typed_value():
+    """Each keyword is set on the proof's arguments with its flag's type (no command line): a
+    keyword no flag has, or a value of the wrong type, is a QlsInputError saying so."""
+    assert qls.verify(SHOP, session_steps="1", step_limit=10).report == qls.verify(SHOP, session_steps=1, step_limit=10).report
+    with pytest.raises(qls.QlsInputError, match="`sesion_steps` is no option of qls verify"):
+        qls.verify(SHOP, sesion_steps=2)
+    with pytest.raises(qls.QlsInputError, match="option `session_steps`: session_steps must be at least 1"):
+        qls.verify(SHOP, session_steps=0)
+    with pytest.raises(qls.QlsInputError, match="option `replay`: expected true or false"):
+        qls.verify(SHOP, replay="yes")
+    with pytest.raises(qls.QlsInputError, match="option `engine`: `z3` is not one of both, bmc, bfs"):
+        qls.verify(SHOP, engine="z3")
