@@ -3,13 +3,25 @@
 //! hands over values, never a command line to parse back. Every flag of `qls verify` has its
 //! keyword; a test walks clap's flags so a new one cannot be left out.
 
-use crate::cmd_verify::{EngineArg, Format, VerifyArgs};
+use crate::cmd_verify::{EngineArg, Format, Inputs, VerifyArgs};
 use clap::{Args, FromArgMatches, ValueEnum};
 use ir::agent::SessionSteps;
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// The keywords, one per flag of `qls verify` (the agent.yaml is the positional input).
+/// The keywords of the inputs' flags, which `qls verify` and `qls replay` share.
+pub const INPUT_OPTIONS: &[&str] = &[
+    "graph",
+    "catalogue",
+    "rulebook",
+    "settings",
+    "model_node",
+    "tools_node",
+    "no_code_checks",
+];
+
+/// The keywords, one per flag of `qls verify` (the agent.yaml is the positional input): the
+/// inputs' ([`INPUT_OPTIONS`]), then these.
 pub const OPTIONS: &[&str] = &[
     "graph",
     "catalogue",
@@ -47,6 +59,11 @@ pub enum OptionError {
 impl std::fmt::Display for OptionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            OptionError::Unknown(name) if OPTIONS.contains(&name.as_str()) => write!(
+                f,
+                "`{name}` is an option of qls verify, not of qls replay (its options: {})",
+                INPUT_OPTIONS.join(", ")
+            ),
             OptionError::Unknown(name) => write!(
                 f,
                 "`{name}` is no option of qls verify (options: {})",
@@ -79,20 +96,11 @@ impl VerifyArgs {
         if value.is_null() {
             return Ok(());
         }
+        if INPUT_OPTIONS.contains(&name) {
+            return self.inputs.set(name, value);
+        }
         let v = Typed { name, value };
-        let i = &mut self.inputs;
         match name {
-            "graph" => i.graph = Some(v.path()?),
-            "catalogue" => i.catalogue = v.list(Typed::path)?,
-            "rulebook" => i.rulebook = Some(v.path()?),
-            "settings" => i.settings = Some(v.path()?),
-            "model_node" => i.langgraph.model_node = v.list(Typed::text)?,
-            "tools_node" => {
-                i.langgraph.tools_node = v.list(|t| {
-                    readers::langgraph::Options::parse_tools_node(&t.text()?).map_err(|e| t.bad(&e))
-                })?
-            }
-            "no_code_checks" => i.no_code_checks = v.flag()?,
             "session_steps" => {
                 let text = match value {
                     Value::Number(n) => n.to_string(),
@@ -114,6 +122,35 @@ impl VerifyArgs {
             "dependencies" => self.dependencies = v.list(Typed::path)?,
             "sarif" => self.sarif = Some(v.path()?),
             "json" => self.json = Some(v.path()?),
+            _ => return Err(OptionError::Unknown(name.to_string())),
+        }
+        Ok(())
+    }
+}
+
+impl Inputs {
+    /// Sets input option `name` (a keyword of [`INPUT_OPTIONS`]) to `value`, as
+    /// [`VerifyArgs::set`] does: `qls replay`'s inputs, and `qls verify`'s.
+    pub fn set(&mut self, name: &str, value: &Value) -> Result<(), OptionError> {
+        if !INPUT_OPTIONS.contains(&name) {
+            return Err(OptionError::Unknown(name.to_string()));
+        }
+        if value.is_null() {
+            return Ok(());
+        }
+        let v = Typed { name, value };
+        match name {
+            "graph" => self.graph = Some(v.path()?),
+            "catalogue" => self.catalogue = v.list(Typed::path)?,
+            "rulebook" => self.rulebook = Some(v.path()?),
+            "settings" => self.settings = Some(v.path()?),
+            "model_node" => self.langgraph.model_node = v.list(Typed::text)?,
+            "tools_node" => {
+                self.langgraph.tools_node = v.list(|t| {
+                    readers::langgraph::Options::parse_tools_node(&t.text()?).map_err(|e| t.bad(&e))
+                })?
+            }
+            "no_code_checks" => self.no_code_checks = v.flag()?,
             _ => return Err(OptionError::Unknown(name.to_string())),
         }
         Ok(())
@@ -215,6 +252,25 @@ mod tests {
             let r = args.set(name, &json!({"not": "a value"}));
             assert!(matches!(r, Err(OptionError::Bad(_))), "{name}: {r:?}");
         }
+    }
+
+    #[test]
+    fn replays_inputs_are_verifys_input_flags() {
+        let cmd = crate::cmd_verify::ReplayArgs::augment_args(clap::Command::new("replay"));
+        let flags: BTreeSet<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .filter(|l| *l != "trace") // a file qls replay writes: the Python API returns it
+            .map(|l| l.replace('-', "_"))
+            .collect();
+        let keywords: BTreeSet<String> = INPUT_OPTIONS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(flags, keywords);
+        let mut inputs = VerifyArgs::defaults(None).unwrap().inputs;
+        assert_eq!(
+            inputs.set("step_limit", &json!(3)).unwrap_err().to_string(),
+            "`step_limit` is an option of qls verify, not of qls replay (its options: graph, \
+             catalogue, rulebook, settings, model_node, tools_node, no_code_checks)"
+        );
     }
 
     #[test]

@@ -79,8 +79,8 @@ def framework_class(exporter: str, module: str, name: str, what: str) -> Any:
 
     try:
         return getattr(importlib.import_module(module), name)
-    except ImportError:
-        raise QlsInputError(f"{exporter} takes {what}, and `{module}` is not installed") from None
+    except (ImportError, AttributeError):  # not installed, or a namespace package of that name
+        raise QlsInputError(f"{exporter} takes {what}, and `{module}.{name}` is not installed") from None
 
 
 def require_app(exporter: str, app: Any, ok: bool, what: str) -> None:

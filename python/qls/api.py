@@ -15,7 +15,7 @@ from qls._build import Export
 from qls._shared import PathLike, QlsInputError
 from qls.export import write
 
-__all__ = ["verify", "render", "check", "Result", "Finding", "QlsInputError", "PathLike", "inputs", "inputs_argv"]
+__all__ = ["verify", "render", "check", "Result", "Finding", "QlsInputError", "PathLike", "verify_inputs"]
 
 
 class Finding(dict):  # type: ignore[type-arg]
@@ -53,30 +53,7 @@ class Result:
         return self.exit_code == 0
 
 
-_FLAG_VALUES = (str, int, float, os.PathLike)
-
-
-def _flags(options: Mapping[str, Any]) -> list[str]:
-    """``session_steps=2`` → ``--session-steps 2``; ``replay=True`` → ``--replay``; a list
-    repeats its flag; ``None``/``False`` add nothing."""
-    out: list[str] = []
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                out += [flag, str(v)]
-        elif isinstance(value, _FLAG_VALUES):
-            out += [flag, str(value)]
-        else:
-            raise QlsInputError(f"option `{name}`: expected a string, number, path or list, not {type(value).__name__}")
-    return out
-
-
-def inputs(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str,
+def verify_inputs(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str,
            options: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """The agent.yaml, and the options with the inputs of an exported graph among them (its
     graph and catalogue written into ``tmp``; its own rulebook and settings unless ``options``
@@ -100,12 +77,6 @@ def inputs(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str,
     return None, out
 
 
-def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, options: Mapping[str, Any]) -> list[str]:
-    """``inputs`` as a command line (``qls replay``'s): the agent.yaml, then the flags."""
-    agent, opts = inputs(path_or_graph, tmp, options)
-    return ([agent] if agent is not None else []) + _flags(opts)
-
-
 def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any) -> Result:
     """Proves an ``agent.yaml`` (a path) or an exported graph (an ``export_<framework>`` result,
     or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
@@ -115,7 +86,7 @@ def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any)
     A bad input or option raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
     """
     with tempfile.TemporaryDirectory(prefix="qls-verify-") as tmp:
-        agent, opts = inputs(path_or_graph, tmp, options)
+        agent, opts = verify_inputs(path_or_graph, tmp, options)
         try:
             code, text, report = _native.verify(agent, opts)
         except ValueError as e:

@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 from qls._shared import FrameworkGuard, Origins, QlsInputError
 from qls.export import export_agents, export_openai_agents
-from qls.guard import NOT_RUN, Call, Guard, Outcome
+from qls.guard import NOT_RUN, Call, Guard
 
 __all__ = ["export_openai_agents", "AgentsGuard", "export_agents"]
 

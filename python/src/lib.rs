@@ -46,14 +46,32 @@ fn verify(
         .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
 }
 
-/// Runs `qls replay` with `argv` (the program name and `replay` first) without printing:
-/// `(reproduced, the line qls replay prints, the qls-replay-trace/1 JSON)`. A bad input raises
-/// `ValueError` with the message the binary prints.
+/// Replays `witness` (a `qls-witness/1` value) on the agent.yaml `agent` (or the `graph`
+/// option's graph) with input `options` (`graph`, `catalogue`, `rulebook`, …, typed as for
+/// `verify`), without printing: `(reproduced, the line qls replay prints, the
+/// qls-replay-trace/1 JSON)`. A bad input raises `ValueError` with the message the binary prints.
 #[pyfunction]
-fn replay(py: Python<'_>, argv: Vec<String>) -> PyResult<(bool, String, String)> {
-    py.detach(|| prover::cmd_run::replay_trace(argv))
+#[pyo3(signature = (witness, agent, options))]
+fn replay(
+    py: Python<'_>,
+    witness: &Bound<'_, PyAny>,
+    agent: Option<PathBuf>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(bool, String, String)> {
+    let text = json_value(witness, "<witness>")?.to_string();
+    let mut inputs = VerifyArgs::defaults(agent)
+        .map_err(PyValueError::new_err)?
+        .inputs;
+    for (name, value) in options.iter() {
+        let name: String = name.extract()?;
+        let value = json_value(&value, &format!("option `{name}`"))?;
+        inputs
+            .set(&name, &value)
+            .map_err(|e| PyValueError::new_err(format!("error: {e}")))?;
+    }
+    py.detach(|| prover::cmd_verify::replayed_text("<witness>", &text, &inputs))
         .map(|r| (r.reproduced, r.line, r.trace))
-        .map_err(PyValueError::new_err)
+        .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
 }
 
 /// What `qls check` prints (one line of JSON): a decision, `{"decisions": [...]}` for a batch, or
