@@ -20,16 +20,9 @@ pub const INPUT_OPTIONS: &[&str] = &[
     "no_code_checks",
 ];
 
-/// The keywords, one per flag of `qls verify` (the agent.yaml is the positional input): the
-/// inputs' ([`INPUT_OPTIONS`]), then these.
-pub const OPTIONS: &[&str] = &[
-    "graph",
-    "catalogue",
-    "rulebook",
-    "settings",
-    "model_node",
-    "tools_node",
-    "no_code_checks",
+/// The keywords of `qls verify`'s other flags: with [`INPUT_OPTIONS`], one per flag (the
+/// agent.yaml is the positional input).
+pub const PROOF_OPTIONS: &[&str] = &[
     "session_steps",
     "step_limit",
     "engine",
@@ -56,18 +49,24 @@ pub enum OptionError {
     Bad(String),
 }
 
+/// Whether `name` is a keyword of `qls verify`.
+fn is_option(name: &str) -> bool {
+    INPUT_OPTIONS.contains(&name) || PROOF_OPTIONS.contains(&name)
+}
+
 impl std::fmt::Display for OptionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OptionError::Unknown(name) if OPTIONS.contains(&name.as_str()) => write!(
+            OptionError::Unknown(name) if is_option(name) => write!(
                 f,
                 "`{name}` is an option of qls verify, not of qls replay (its options: {})",
                 INPUT_OPTIONS.join(", ")
             ),
             OptionError::Unknown(name) => write!(
                 f,
-                "`{name}` is no option of qls verify (options: {})",
-                OPTIONS.join(", ")
+                "`{name}` is no option of qls verify (options: {}, {})",
+                INPUT_OPTIONS.join(", "),
+                PROOF_OPTIONS.join(", ")
             ),
             OptionError::Bad(why) => f.write_str(why),
         }
@@ -87,10 +86,11 @@ impl VerifyArgs {
         Ok(args)
     }
 
-    /// Sets option `name` (a keyword of [`OPTIONS`]) to `value`: `null` leaves the default, a
-    /// flag takes a boolean, a repeatable flag a list (or one value), a path or a text a string.
+    /// Sets option `name` (a keyword of [`INPUT_OPTIONS`] or [`PROOF_OPTIONS`]) to `value`:
+    /// `null` leaves the default, a flag takes a boolean, a repeatable flag a list (or one
+    /// value), a path or a text a string.
     pub fn set(&mut self, name: &str, value: &Value) -> Result<(), OptionError> {
-        if !OPTIONS.contains(&name) {
+        if !is_option(name) {
             return Err(OptionError::Unknown(name.to_string()));
         }
         if value.is_null() {
@@ -244,11 +244,12 @@ mod tests {
             .filter_map(|a| a.get_long())
             .map(|l| l.replace('-', "_"))
             .collect();
-        let keywords: BTreeSet<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
+        let all = || INPUT_OPTIONS.iter().chain(PROOF_OPTIONS);
+        let keywords: BTreeSet<String> = all().map(|s| s.to_string()).collect();
         assert_eq!(flags, keywords);
         // And each keyword is taken (a value of the wrong type is refused, never unknown).
         let mut args = VerifyArgs::defaults(None).unwrap();
-        for name in OPTIONS {
+        for name in all() {
             let r = args.set(name, &json!({"not": "a value"}));
             assert!(matches!(r, Err(OptionError::Bad(_))), "{name}: {r:?}");
         }
