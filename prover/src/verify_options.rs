@@ -77,7 +77,7 @@ impl VerifyArgs {
     /// What `qls verify` takes with no flag — the defaults clap's attributes declare, the
     /// binary's own — with `agent` as the input.
     pub fn defaults(agent: Option<PathBuf>) -> Result<VerifyArgs, String> {
-        let cmd = VerifyArgs::augment_args(clap::Command::new("verify"));
+        let cmd = VerifyArgs::augment_args(clap::Command::default());
         let m = cmd
             .try_get_matches_from(["verify"])
             .map_err(|e| e.to_string())?;
@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn every_flag_of_qls_verify_has_its_keyword() {
-        let cmd = VerifyArgs::augment_args(clap::Command::new("verify"));
+        let cmd = VerifyArgs::augment_args(clap::Command::default());
         let flags: BTreeSet<String> = cmd
             .get_arguments()
             .filter_map(|a| a.get_long())
@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn replays_inputs_are_verifys_input_flags() {
-        let cmd = crate::cmd_verify::ReplayArgs::augment_args(clap::Command::new("replay"));
+        let cmd = crate::cmd_verify::ReplayArgs::augment_args(clap::Command::default());
         let flags: BTreeSet<String> = cmd
             .get_arguments()
             .filter_map(|a| a.get_long())
