@@ -3,7 +3,7 @@ approval gate (`interrupt_before`), the hotel assistant reads hotel reviews from
 (untrusted) and books hotels with no gate; each hands off to the other by a `transfer_to_…` tool.
 
 `python3 examples/langgraph/app.py` writes, beside this file, `graph.json` and
-`tools.catalogue.json` (by `qls.export_graph`) and `app.to_json.json` (LangGraph's own
+`tools.catalogue.json` (by `qls.export_langgraph`) and `app.to_json.json` (LangGraph's own
 `get_graph(xray=True).to_json()`, which `qls verify --graph` also reads with `--model-node`).
 No model is called: a fake chat model stands in. It needs the `qls` wheel installed
 (`bash scripts/wheel.sh`, then `pip install target/wheels/qls-*.whl`).
@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langgraph_swarm import create_handoff_tool, create_swarm  # noqa: E402
 
-from qls import QlsExportNote, export_graph, write  # noqa: E402
+from qls import QlsExportNote, export_langgraph, write  # noqa: E402
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 from langgraph.prebuilt import create_react_agent  # noqa: E402
@@ -62,7 +62,7 @@ app = create_swarm([flight, hotel], default_active_agent="flight_assistant").com
 if __name__ == "__main__":
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", QlsExportNote)
-        graph, catalogue = export_graph(
+        graph, catalogue = export_langgraph(
             app,
             model_nodes=["flight_assistant:agent", "hotel_assistant:agent"],
             tools={"search_hotels": {"effect": "read", "returns": "untrusted"}},

@@ -73,7 +73,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// What `qls check` prints, as one line of JSON (the Python API's `qls.check` returns it).
+/// What `qls check` prints, as one line of JSON.
 pub fn decide(args: &CheckArgs) -> anyhow::Result<String> {
     let catalogues: Vec<&Path> = args.catalogue.iter().map(PathBuf::as_path).collect();
     let inputs = CheckInputs::load_all(
@@ -82,16 +82,63 @@ pub fn decide(args: &CheckArgs) -> anyhow::Result<String> {
         args.settings.as_deref(),
     )?;
     let key = read_key(args.key_file.as_deref())?;
-    let history = read_history(&args.history)?;
-    let calls = read_calls(&args.call)?;
-    let ctx = inputs.context(&key);
-    // The file is read, parsed and verified once (every MAC) and indexed; each call of it is
-    // then decided on the index, in time independent of the history's length.
-    let mut session = Session::load(history, &inputs.catalogue, &key);
+    let history = read_history(&Json::read(&args.history)?)?;
+    let calls = read_calls(&Json::read(&args.call)?)?;
+    decide_on(&inputs, &key, history, calls, args.append)
+}
+
+/// One JSON input of `qls check` (the history, or the call or batch): the name its errors give
+/// (the file's path, or the name the Python API gives a value it was handed) and its text.
+pub struct Json {
+    /// The name in an error's `name:line:`.
+    pub name: String,
+    /// The JSON text.
+    pub text: String,
+}
+
+impl Json {
+    /// The file `p`, read.
+    pub fn read(p: &Path) -> Result<Json, InputError> {
+        let name = display(p);
+        let text = read_text(p, &name)?;
+        Ok(Json { name, text })
+    }
+}
+
+/// What `qls check` prints for a history and a call (or batch) given as JSON text, with the
+/// inputs and key already read: the Python API's `qls.check`, which hands the values it was
+/// given over as they are (no file between), and `decide` for the files.
+pub fn decide_json(
+    inputs: &CheckInputs,
+    key: &Key,
+    history: &Json,
+    calls: &Json,
+    append: bool,
+) -> anyhow::Result<String> {
+    decide_on(
+        inputs,
+        key,
+        read_history(history)?,
+        read_calls(calls)?,
+        append,
+    )
+}
+
+fn decide_on(
+    inputs: &CheckInputs,
+    key: &Key,
+    history: History,
+    calls: Calls,
+    append: bool,
+) -> anyhow::Result<String> {
+    let ctx = inputs.context(key);
+    // The history is parsed and verified once (every MAC) and indexed; each call of it is then
+    // decided on the index, in time independent of the history's length.
+    let mut session = Session::load(history, &inputs.catalogue, key);
     Ok(match calls {
         Calls::One(call) => {
             let decision = toolcheck::check_with(&ctx, &session, &call);
-            if args.append {
+            if append {
                 session.record(
                     &ctx,
                     &call,
@@ -105,7 +152,7 @@ pub fn decide(args: &CheckArgs) -> anyhow::Result<String> {
             }
         }
         Calls::Batch(calls) => {
-            if args.append {
+            if append {
                 session.record_batch(&ctx, &calls);
                 serde_json::to_string(&session.history().to_value())?
             } else {
@@ -192,7 +239,7 @@ pub fn history(cmd: HistoryCommand) -> anyhow::Result<u8> {
     match cmd {
         HistoryCommand::Sign { plain, key_file } => {
             let key = read_key(Some(&key_file))?;
-            let mut h = read_history(&plain)?;
+            let mut h = read_history(&Json::read(&plain)?)?;
             h.sign(&key);
             println!("{}", serde_json::to_string(&h.to_value())?);
             Ok(0)
@@ -213,20 +260,15 @@ fn read_rulebook(p: &Path) -> Result<Compiled, InputError> {
     }
 }
 
-fn read_key(p: Option<&Path>) -> Result<Key, InputError> {
+/// The history key in file `p` (`None`: the development key, as `qls check` without
+/// `--key-file`).
+pub fn read_key(p: Option<&Path>) -> Result<Key, InputError> {
     match p {
         None => Ok(Key::dev()),
         Some(p) => std::fs::read(p)
             .map(|b| Key::from_file_bytes(&b))
             .map_err(|e| InputError::at(display(p), 0, format!("cannot read the key file: {e}"))),
     }
-}
-
-fn read_json(p: &Path) -> Result<(String, serde_json::Value), InputError> {
-    let name = display(p);
-    let text = read_text(p, &name)?;
-    let v = serde_json::from_str(&text).map_err(|e| json_error(&name, &e, "JSON"))?;
-    Ok((name, v))
 }
 
 fn json_error(name: &str, e: &serde_json::Error, what: &str) -> InputError {
@@ -237,9 +279,11 @@ fn json_error(name: &str, e: &serde_json::Error, what: &str) -> InputError {
     ie
 }
 
-fn read_history(p: &Path) -> Result<History, InputError> {
-    let (name, v) = read_json(p)?;
-    History::from_value(&v).map_err(|m| InputError::at(&name, 1, format!("not a history ({m}); expected {{\"session\": …, \"entries\": [{{\"tool\": …, …}}]}}")))
+fn read_history(j: &Json) -> Result<History, InputError> {
+    let name = &j.name;
+    let v: serde_json::Value =
+        serde_json::from_str(&j.text).map_err(|e| json_error(name, &e, "JSON"))?;
+    History::from_value(&v).map_err(|m| InputError::at(name.as_str(), 1, format!("not a history ({m}); expected {{\"session\": …, \"entries\": [{{\"tool\": …, …}}]}}")))
 }
 
 /// A call file: one call, or a batch (`{"calls": [...]}`).
@@ -250,24 +294,23 @@ enum Calls {
 
 const CALL_SHAPE: &str = "call (expected {\"tool\", \"agent\", \"args\", \"origins\", \"context\", \"token\", \"undoes\", \"marks\"}, or a batch {\"calls\": [...]})";
 
-fn read_calls(p: &Path) -> Result<Calls, InputError> {
-    let name = display(p);
-    let text = read_text(p, &name)?;
+fn read_calls(j: &Json) -> Result<Calls, InputError> {
+    let (name, text) = (j.name.as_str(), j.text.as_str());
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| json_error(&name, &e, CALL_SHAPE))?;
+        serde_json::from_str(text).map_err(|e| json_error(name, &e, CALL_SHAPE))?;
     let Some(items) = value.as_object().and_then(|m| m.get("calls")) else {
         // One call: read from the text, so a mistake names its line and column.
-        return serde_json::from_str(&text)
+        return serde_json::from_str(text)
             .map(|c| Calls::One(Box::new(c)))
-            .map_err(|e| json_error(&name, &e, CALL_SHAPE));
+            .map_err(|e| json_error(name, &e, CALL_SHAPE));
     };
     if !items.is_array() {
-        return Err(InputError::at(&name, 1, "`calls` must be a list of calls"));
+        return Err(InputError::at(name, 1, "`calls` must be a list of calls"));
     }
     // Read from the text again, so a mistake in one call names its line and column.
-    serde_json::from_str::<BatchFile>(&text)
+    serde_json::from_str::<BatchFile>(text)
         .map(|b| Calls::Batch(b.calls))
-        .map_err(|e| json_error(&name, &e, CALL_SHAPE))
+        .map_err(|e| json_error(name, &e, CALL_SHAPE))
 }
 
 /// A batch file (SPEC §2 "A batch"): the calls of one model step, in the model's order.

@@ -106,33 +106,3 @@ where
         }
     }
 }
-
-/// What `qls verify` computes, rendered, without printing the report: for the Python API
-/// (`qls.verify`). Errors are rendered as the binary renders them (`file:line: message` and the
-/// caret), in the returned `Err`.
-pub fn verify_report<I, T>(args: I) -> Result<cmd_verify::Verified, String>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    let cli = Cli::try_parse_from(args).map_err(|e| e.render().to_string())?;
-    let Command::Verify(a) = cli.command else {
-        return Err("error: not a `qls verify` command".to_string());
-    };
-    cmd_verify::report(a).map_err(|e| crate::diagnostics::render_error(&e))
-}
-
-/// What `qls replay` finds, without printing: for the Python API (`qls.replay_through`), the
-/// outcome line, whether it reproduced, and the `qls-replay-trace/1` document. Errors are rendered
-/// as the binary renders them.
-pub fn replay_trace<I, T>(args: I) -> Result<cmd_verify::Replayed, String>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    let cli = Cli::try_parse_from(args).map_err(|e| e.render().to_string())?;
-    let Command::Replay(a) = cli.command else {
-        return Err("error: not a `qls replay` command".to_string());
-    };
-    cmd_verify::replayed(&a).map_err(|e| crate::diagnostics::render_error(&e))
-}

@@ -464,9 +464,15 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<u8> {
 pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
     let name = args.witness.display().to_string();
     let text = readers::read_text(&args.witness, &name)?;
-    let w: witnesses::witness::Witness = serde_json::from_str(&text).map_err(|e| {
+    replayed_text(&name, &text, &args.inputs)
+}
+
+/// Replays the witness `text` (named `name` in errors) on `inputs` without printing: what
+/// `qls.replay_through` hands over, the witness being a value it holds, no file between.
+pub fn replayed_text(name: &str, text: &str, inputs: &Inputs) -> anyhow::Result<Replayed> {
+    let w: witnesses::witness::Witness = serde_json::from_str(text).map_err(|e| {
         ir::InputError::at(
-            &name,
+            name,
             e.line() as u32,
             format!("not a qls-witness/1 file: {e}"),
         )
@@ -474,7 +480,7 @@ pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
     })?;
     if w.format != witnesses::witness::FORMAT {
         return Err(ir::InputError::at(
-            &name,
+            name,
             1,
             format!(
                 "expected format `{}`, found `{}`",
@@ -484,7 +490,7 @@ pub fn replayed(args: &ReplayArgs) -> anyhow::Result<Replayed> {
         )
         .into());
     }
-    let project = args.inputs.load()?.project;
+    let project = inputs.load()?.project;
     for ir::Input {
         file, sha256: sha, ..
     } in &project.inputs

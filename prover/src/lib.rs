@@ -27,3 +27,4 @@ pub mod repair;
 pub mod report;
 pub mod session;
 pub mod triage;
+pub mod verify_options;

@@ -10,6 +10,10 @@ two agents is a hand-off edge (it carries the conversation, so it carries marks)
 one agent is a route. What an exporter cannot read is a custom node (QG006) or a dynamic edge
 without targets (QG016), each with a ``QlsExportNote``, never dropped.
 
+It also holds what every exporter shares (the LangGraph and Agents SDK exporters of
+``qls.export`` too): ``Export``, the catalogue entry a tool gets, the edge kind between two nodes,
+the one guard of an app, and the notes (``QlsExportNote``).
+
 Each workflow shape compiles to a ``Part``: the nodes where it is entered and the nodes it may
 finish at, so sequences, fan-outs and loops are wired exit-to-entry.
 """
@@ -18,11 +22,113 @@ from __future__ import annotations
 
 import inspect
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from qls.export import FORMAT, Export, _clean_schema, _edge_kind, _entry, _guarded_entries, _note, _one_guard
+from qls._shared import QlsInputError
+
+FORMAT = "qls-graph/1"
+
+
+class QlsExportNote(UserWarning):
+    """What the exporter read as less than certain (the graph itself carries it too)."""
+
+
+def warn_notes(notes: list[str]) -> None:
+    for n in notes:
+        warnings.warn(n, QlsExportNote, stacklevel=3)
+
+
+class Export(tuple):  # type: ignore[type-arg]
+    """``(graph, catalogue)``, with the rulebook and settings of the guard the tools run behind
+    (``None`` without one): ``qls.verify(export)`` passes them as ``--rulebook``/``--settings``."""
+
+    rulebook: str | None
+    settings: str | None
+
+    def __new__(cls, graph: dict, catalogue: dict, rulebook: str | None = None, settings: str | None = None) -> "Export":
+        self = super().__new__(cls, (graph, catalogue))
+        self.rulebook = rulebook
+        self.settings = settings
+        return self
+
+    @property
+    def graph(self) -> dict:
+        return self[0]  # type: ignore[no-any-return]
+
+    @property
+    def catalogue(self) -> dict:
+        return self[1]  # type: ignore[no-any-return]
+
+
+def one_guard(guards: list[Any]) -> Any:
+    """The guard every guarded node shares (one catalogue, rulebook and settings per proof)."""
+    if not guards:
+        return None
+    first = guards[0]
+    for g in guards[1:]:
+        if (g.catalogue, g.rulebook, g.settings) != (first.catalogue, first.rulebook, first.settings):
+            raise QlsInputError("the app's guards read different catalogues, rulebooks or settings: "
+                             "one proof is about one check; give every guard the same files")
+    return first
+
+
+def guarded_entries(guard: Any, names: Iterable[str], catalogue: dict[str, dict]) -> None:
+    """The guard's own catalogue entries for its tools (what the check enforces), in place."""
+    own = guard.catalogue_entries()
+    for name in names:
+        if name in own:
+            catalogue[name] = own[name]
+        else:
+            warn_notes([f"tool `{name}` runs behind a guard whose catalogue does not declare it: the check refuses it (unknown_tool)"])
+
+
+def catalogue_entry(name: str, schema: dict | None, own: dict, overlay: dict | None, handoff: bool) -> dict:
+    """One catalogue entry: what the tool says of itself, then the caller's overlay."""
+    entry: dict[str, Any] = {}
+    if handoff:
+        entry["effect"] = "read"
+    for k, v in own.items():
+        entry[k] = v
+    for k, v in (overlay or {}).items():
+        entry[k] = v
+    entry.setdefault("effect", "write")
+    if schema is not None and "args" not in entry:
+        entry["args"] = schema
+    return entry
+
+
+def own_metadata(md: dict | None) -> dict:
+    md = md or {}
+    own = dict(md.get("qls") or {})
+    if "effect" in md and "effect" not in own:
+        own["effect"] = md["effect"]
+    return own
+
+
+def clean_schema(schema: dict | None) -> dict | None:
+    if schema is None:
+        return None
+    s = {k: v for k, v in schema.items() if k not in ("title", "description")}
+    s.setdefault("type", "object")
+    s.setdefault("properties", {})
+    return s
+
+
+def edge_kind(a: dict | None, b: dict | None) -> str:
+    if b is None:
+        return "reply"
+    if a["agent"] != b["agent"]:
+        return "handoff"
+    if a["kind"] == "model" and b["kind"] in ("tools", "human"):
+        return "call"
+    if a["kind"] == "tools" and b["kind"] == "model":
+        return "return"
+    return "route"
+
+
 
 #: Tool names of the hand-off/delegation machinery: they change nothing outside the run.
 READ = {"effect": "read"}
@@ -119,7 +225,7 @@ class Builder:
             self.edges.append(e)
 
     def kind(self, a: str, b: str | None) -> str:
-        return _edge_kind(self.nodes[a], None if b is None or b == "end" else self.nodes[b])
+        return edge_kind(self.nodes[a], None if b is None or b == "end" else self.nodes[b])
 
     def wire(self, exits: Iterable[str], entries: Iterable[str], **extra: Any) -> None:
         """Every exit of one part on to every entry of the next."""
@@ -149,7 +255,7 @@ class Builder:
 
     def entry(self, name: str, schema: dict | None, own: dict | None = None) -> dict:
         """A catalogue entry: the tool's own metadata, then the caller's overlay; else a write."""
-        return _entry(name, schema, dict(own or {}), self.tools.get(name), False)
+        return catalogue_entry(name, schema, dict(own or {}), self.tools.get(name), False)
 
     def model(self, name: str, specs: list[ToolSpec], *, at: dict | None = None, budget: int | None = None) -> str:
         """Agent ``name``'s model node and its tools nodes (called and returning to the model)."""
@@ -201,12 +307,12 @@ class Builder:
         """The export: ``part``'s exits reply (end the turn); one entry, or a custom fan-out."""
         unknown = [t for t in self.tools if t not in self.catalogue]
         if unknown:
-            raise ValueError(f"`tools` names {unknown}, which no agent of the app holds")
+            raise QlsInputError(f"`tools` names {unknown}, which no agent of the app holds")
         unknown_a = [a for a in self.agents_overlay if a not in self.agents]
         if unknown_a:
-            raise ValueError(f"`agents` names {unknown_a}, which the app does not have (agents: {sorted(self.agents)})")
+            raise QlsInputError(f"`agents` names {unknown_a}, which the app does not have (agents: {sorted(self.agents)})")
         if not part.entries:
-            raise ValueError("the app has no agent to start at")
+            raise QlsInputError("the app has no agent to start at")
         for x in part.exits:
             self.edge(x, None, "reply")
         entry = part.entries[0]
@@ -217,10 +323,10 @@ class Builder:
             entry = self.node(self.unique("__start__"), "router", first)
             for e in part.entries:
                 self.edge(entry, e, "route")
-        guard = _one_guard(self.guards)
+        guard = one_guard(self.guards)
         if guard is not None:
-            _guarded_entries(guard, list(dict.fromkeys(self.guarded_tools)), self.catalogue)
-        _note(self.notes)
+            guarded_entries(guard, list(dict.fromkeys(self.guarded_tools)), self.catalogue)
+        warn_notes(self.notes)
         graph = {"format": FORMAT, "entry": entry, "agents": self.agents,
                  "nodes": [*self.nodes.values(), {"id": "end", "kind": "end"}], "edges": self.edges}
         if guard is None:
@@ -242,7 +348,7 @@ def mcp_specs(b: Builder, listing: Any, *, prefix: str | None = None, keep: Any 
         full = f"{prefix}_{name}" if prefix else name
         own = {"effect": "read" if (tool.get("annotations") or {}).get("readOnlyHint") else "write"}
         schema = tool.get("inputSchema", tool.get("input_schema"))
-        out.append(ToolSpec(full, b.entry(full, _clean_schema(schema), own), guard=guard))
+        out.append(ToolSpec(full, b.entry(full, clean_schema(schema), own), guard=guard))
     return out
 
 

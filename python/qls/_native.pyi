@@ -1,17 +1,20 @@
 """Type stubs of ``qls._native``, the wheel's Rust module (``python/src/lib.rs``)."""
 
 from os import PathLike
+from typing import Any
 
 NOT_RUN: str
 __version__: str
 
 def main(argv: list[str]) -> int: ...
-def verify(argv: list[str]) -> tuple[int, str, str]: ...
-def replay(argv: list[str]) -> tuple[bool, str, str]: ...
+def verify(agent: str | PathLike[str] | None, options: dict[str, Any]) -> tuple[int, str, str]: ...
+def replay(witness: dict[str, Any], agent: str | PathLike[str] | None, options: dict[str, Any]) -> tuple[bool, str, str]: ...
+JsonValue = dict[str, Any] | list[Any] | str | int | float | bool | None
+
 def check(
     catalogue: str | PathLike[str],
-    history: str | PathLike[str],
-    call: str | PathLike[str],
+    history: str | PathLike[str] | JsonValue,
+    call: str | PathLike[str] | JsonValue,
     rulebook: str | PathLike[str] | None = None,
     settings: str | PathLike[str] | None = None,
     key_file: str | PathLike[str] | None = None,

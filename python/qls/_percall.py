@@ -19,17 +19,14 @@ The tool runs outside the lock, and its result (or its failure) completes its en
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
-from qls.guard import Call, Guard, Held, Origin, Outcome, Ticket
-from qls.langgraph import approved  # the person's yes, read as the LangGraph guard reads a resume
+from qls._shared import FrameworkGuard, QlsInputError, approved, wait
+from qls.guard import Call, Guard, Held, Outcome, Runner, Ticket
 
 Ask = Callable[[dict], Any]  # the person: question -> yes (True, "yes", "approve") or no; may be async
-Origins = Callable[[str, Mapping[str, Any]], Mapping[str, Origin]]
-Runner = Callable[[str, Mapping[str, Any]], Any]
 
 
 @dataclass
@@ -56,19 +53,22 @@ class Stop:
 
 
 class CallGate:
-    """One call at a time through a ``Guard``: ``decide`` (may ask the person), then ``record``.
-    It holds no lock of its own: ``Guard.begin`` is the one step that orders concurrent calls."""
+    """One call at a time through the ``Guard`` of ``owner`` (a framework guard, whose origins and
+    outcomes it uses): ``decide`` (may ask the person), then ``record``. It holds no lock of its
+    own: ``Guard.begin`` is the one step that orders concurrent calls."""
 
-    def __init__(self, guard: Guard, *, ask: Ask | None = None, origins: Origins | None = None) -> None:
-        self.guard = guard
+    def __init__(self, owner: FrameworkGuard, *, ask: Ask | None = None) -> None:
+        if ask is not None and not callable(ask):
+            raise QlsInputError(f"{type(owner).__name__}: `ask` is a function (question) -> yes or no, "
+                                f"not {type(ask).__name__}")
+        self.owner = owner
+        self.guard: Guard = owner.guard
         self.ask = ask
-        self.origins = origins
-        self.outcomes: list[Outcome] = []
+        self.outcomes: list[Outcome] = owner.outcomes
         self.held: list[Held] = []
 
     def call(self, tool: str, args: Mapping[str, Any], call_id: str | None = None, agent: str | None = None) -> Call:
-        origins = dict(self.origins(tool, args)) if self.origins else {}
-        return Call(tool, dict(args), origins, call_id=call_id, agent=agent)
+        return Call(tool, dict(args), self.owner.origins_of(tool, args), call_id=call_id, agent=agent)
 
     # -- one call, synchronously (the person's answer awaited when ``ask`` is async) -----------------
 
@@ -86,7 +86,7 @@ class CallGate:
             return self._stop(o)
         answer = ask(o.held.question())
         if inspect.isawaitable(answer):
-            answer = _wait(answer)
+            answer = wait(answer)
         return self._after_answer(o.held, answer, run)
 
     def _after_answer(self, held: Held, answer: Any, run: Runner) -> Go | Stop:
@@ -165,18 +165,3 @@ class CallGate:
 
 async def _never(args: Mapping[str, Any]) -> Any:
     raise AssertionError("only a refusal or a held call is carried out here")
-
-
-def _wait(aw: Awaitable[Any]) -> Any:
-    """An awaitable's value from synchronous code (on a worker thread when a loop is running)."""
-    import concurrent.futures
-
-    async def go() -> Any:
-        return await aw
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(go())
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, go()).result()

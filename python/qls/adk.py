@@ -1,6 +1,6 @@
 """Google's Agent Development Kit (``google-adk``): ``export_adk`` and ``AdkGuard``.
 
-``export_adk(root_agent, *, tools=None, agents=None, mcp_tools=None)`` reads the agent tree the
+``export_adk(app, *, tools=None, agents=None, mcp_tools=None)`` reads the agent tree the
 app builds (never its source) and returns an ``Export`` ``(graph, catalogue)``:
 
 - ``LlmAgent``: a model node named after the agent, with its tools (below). Each of its
@@ -48,9 +48,9 @@ import inspect
 import json
 from typing import Any, Mapping
 
-from qls._build import WEB, Builder, Part, ToolSpec, at_of, hashable, mcp_specs
-from qls._percall import Ask, CallGate, Origins
-from qls.export import Export, _clean_schema, _own_metadata
+from qls._build import WEB, Builder, Export, Part, ToolSpec, at_of, clean_schema, hashable, mcp_specs, own_metadata
+from qls._percall import Ask, CallGate
+from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, framework_class, require_app, wait
 from qls.guard import Guard
 
 __all__ = ["export_adk", "AdkGuard"]
@@ -203,7 +203,7 @@ class _Reader:
                 self.b.beside(a.name, f"{a.name}:{t.name}", f"tool `{t.name}` of `{a.name}` ({cls}) declares no schema")
                 continue
             own = dict(WEB) if (t.name in _WEB_FUNCTIONS or cls in _WEB_FUNCTIONS) else {}
-            own.update(_own_metadata(getattr(t, "custom_metadata", None)))
+            own.update(own_metadata(getattr(t, "custom_metadata", None)))
             confirm = getattr(t, "_require_confirmation", False)
             if callable(confirm):
                 self.b.note(f"tool `{t.name}` of `{a.name}` needs confirmation only when a function says so: read as never confirmed")
@@ -245,7 +245,7 @@ def _declaration(t: Any) -> dict | None:
         schema = json.loads(json.dumps(schema).replace('"STRING"', '"string"').replace('"OBJECT"', '"object"')
                             .replace('"NUMBER"', '"number"').replace('"INTEGER"', '"integer"')
                             .replace('"BOOLEAN"', '"boolean"').replace('"ARRAY"', '"array"'))
-    return _clean_schema(schema if schema is not None else {})
+    return clean_schema(schema if schema is not None else {})
 
 
 def _guard_of(a: Any) -> Any:
@@ -257,9 +257,13 @@ def _guard_of(a: Any) -> Any:
     return None
 
 
-def export_adk(root_agent: Any, *, tools: dict | None = None, agents: dict | None = None,
+def export_adk(app: Any, *, tools: dict | None = None, agents: dict | None = None,
                mcp_tools: Mapping[Any, Any] | None = None) -> Export:
-    """Exports an ADK agent tree (the root agent the app runs): ``(graph, catalogue)``."""
+    """Exports an ADK agent tree (``app``: the root agent the app runs): ``(graph, catalogue)``."""
+    check_overlays("export_adk", tools=tools, agents=agents)
+    what = "an ADK agent (the root agent the app runs)"
+    require_app("export_adk", app, isinstance(app, framework_class("export_adk", "google.adk.agents", "BaseAgent", what)), what)
+    root_agent = app
     b = Builder(tools=dict(tools or {}), agents_overlay=dict(agents or {}))
     r = _Reader(b, dict(mcp_tools or {}))
     part = r.agent(root_agent)
@@ -291,7 +295,7 @@ class _Callback:
         return out if isinstance(out, dict) else {"result": out}
 
 
-class AdkGuard:
+class AdkGuard(FrameworkGuard):
     """ADK's tools behind a ``Guard``, through ``before_tool_callback``.
 
     ``AdkGuard(guard, ask=person).agent(root)`` sets the callback on ``root`` and every
@@ -301,14 +305,11 @@ class AdkGuard:
     """
 
     def __init__(self, guard: Guard, *, ask: Ask | None = None, origins: Origins | None = None) -> None:
-        self.guard = guard
-        self.gate = CallGate(guard, ask=ask, origins=origins)
+        self._setup(guard, origins)
+        self.gate = CallGate(self, ask=ask)
+        self.ask = ask
         self.callback = _Callback(self)
         self._tools: dict[str, Any] = {}
-
-    @property
-    def outcomes(self) -> list:
-        return self.gate.outcomes
 
     def agent(self, agent: Any) -> Any:
         A, T = _adk()
@@ -317,7 +318,7 @@ class AdkGuard:
             a = stack.pop()
             if isinstance(a, A.LlmAgent):
                 if a.before_tool_callback is not None and a.before_tool_callback is not self.callback:
-                    raise ValueError(f"agent `{a.name}` has a before_tool_callback of its own: the guard needs it")
+                    raise QlsInputError(f"agent `{a.name}` has a before_tool_callback of its own: the guard needs it")
                 a.before_tool_callback = self.callback
                 for t in a.tools:
                     if isinstance(t, T.AgentTool):
@@ -336,7 +337,5 @@ class AdkGuard:
             raise KeyError(f"`{tool}` is not a function tool of the guarded agents (a compensation must be one)")
         out = f(**dict(args))
         if inspect.isawaitable(out):
-            from qls._percall import _wait
-
-            out = _wait(out)
+            out = wait(out)
         return out

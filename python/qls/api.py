@@ -8,16 +8,14 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence
 
 from qls import _native
-from qls.export import Export, write
+from qls._build import Export
+from qls._shared import PathLike, QlsInputError
+from qls.export import write
 
-PathLike = Union[str, "os.PathLike[str]"]
-
-
-class QlsInputError(ValueError):
-    """An input ``qls`` could not read (the message is the binary's: ``file:line: …``)."""
+__all__ = ["verify", "render", "check", "Result", "Finding", "QlsInputError", "PathLike", "verify_inputs"]
 
 
 class Finding(dict):  # type: ignore[type-arg]
@@ -55,56 +53,42 @@ class Result:
         return self.exit_code == 0
 
 
-_FLAG_VALUES = (str, int, float, os.PathLike)
-
-
-def _flags(options: Mapping[str, Any]) -> list[str]:
-    """``session_steps=2`` → ``--session-steps 2``; ``replay=True`` → ``--replay``; a list
-    repeats its flag; ``None``/``False`` add nothing."""
-    out: list[str] = []
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                out += [flag, str(v)]
-        elif isinstance(value, _FLAG_VALUES):
-            out += [flag, str(value)]
-        else:
-            raise TypeError(f"option `{name}`: expected a string, number, path or list, not {type(value).__name__}")
-    return out
-
-
-def inputs_argv(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str, options: Mapping[str, Any]) -> list[str]:
-    """The command-line inputs for a path or an exported graph (written into ``tmp``); an
-    export's own rulebook and settings unless ``options`` name them."""
+def verify_inputs(path_or_graph: PathLike | Export | tuple[dict, dict], tmp: str,
+           options: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The agent.yaml, and the options with the inputs of an exported graph among them (its
+    graph and catalogue written into ``tmp``; its own rulebook and settings unless ``options``
+    name them)."""
     if isinstance(path_or_graph, (str, os.PathLike)):
-        return [str(path_or_graph)]
+        return str(path_or_graph), dict(options)
+    if not (isinstance(path_or_graph, tuple) and len(path_or_graph) == 2
+            and all(isinstance(d, Mapping) for d in path_or_graph)):
+        raise QlsInputError("expected an agent.yaml path, an Export or a (graph, catalogue) pair of dicts, "
+                            f"not {type(path_or_graph).__name__}")
     graph, catalogue = path_or_graph
     g, c = Path(tmp) / "graph.json", Path(tmp) / "tools.catalogue.json"
     write(graph, catalogue, str(g), str(c))
-    inputs = ["--graph", str(g), "--catalogue", str(c)]
+    given = options.get("catalogue")
+    more = [] if given is None else list(given) if isinstance(given, (list, tuple)) else [given]
+    out: dict[str, Any] = {**options, "graph": str(g), "catalogue": [str(c), *more]}
     for name in ("rulebook", "settings"):
         own = getattr(path_or_graph, name, None)
-        if own is not None and name not in options:
-            inputs += [f"--{name}", str(own)]
-    return inputs
+        if own is not None and options.get(name) is None:
+            out[name] = str(own)
+    return None, out
 
 
 def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any) -> Result:
-    """Proves an ``agent.yaml`` (a path) or an exported graph (``export_graph``/``export_agents``'s
-    result, or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
-    options (``session_steps=2``, ``replay=True``, ``sarif="qls.sarif"``, ``rulebook=…``).
+    """Proves an ``agent.yaml`` (a path) or an exported graph (an ``export_<framework>`` result,
+    or a ``(graph, catalogue)`` pair) as ``qls verify`` does, with its flags as keyword
+    options (``session_steps=2``, ``replay=True``, ``sarif="qls.sarif"``, ``rulebook=…``), each
+    handed to the native proof as a typed value (no command line between).
 
-    A bad input raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
+    A bad input or option raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
     """
     with tempfile.TemporaryDirectory(prefix="qls-verify-") as tmp:
-        inputs = inputs_argv(path_or_graph, tmp, options)
+        agent, opts = verify_inputs(path_or_graph, tmp, options)
         try:
-            code, text, report = _native.verify(["qls", "verify", *inputs, *_flags(options)])
+            code, text, report = _native.verify(agent, opts)
         except ValueError as e:
             raise QlsInputError(str(e).rstrip()) from None
     doc = json.loads(report)
@@ -123,21 +107,17 @@ def check(catalogue: PathLike, history: PathLike | Mapping[str, Any], call: Path
     """Decides one call — or, given a list of calls, one model step's batch (SPEC §2) — exactly
     as ``qls check`` does: the same native code, the same JSON (a decision; ``{"decisions":
     [...]}`` for a batch; the history with ``append``). ``history`` and ``call`` are paths or the
-    JSON values themselves."""
-    with tempfile.TemporaryDirectory(prefix="qls-check-") as tmp:
-        def path(value: Any, name: str) -> str:
-            if isinstance(value, (str, os.PathLike)):
-                return str(value)
-            p = Path(tmp) / name
-            p.write_text(json.dumps(value))
-            return str(p)
+    JSON values themselves (handed to the native check as they are: no temporary file)."""
+    def value(v: Any) -> Any:
+        if isinstance(v, (str, os.PathLike)):
+            return v
+        return dict(v) if isinstance(v, Mapping) else v
 
-        calls = {"calls": list(call)} if isinstance(call, (list, tuple)) else call
-        try:
-            out = _native.check(str(catalogue), path(history, "history.json"), path(calls, "call.json"),
-                                _opt(rulebook), _opt(settings), _opt(key_file), append)
-        except ValueError as e:
-            raise QlsInputError(str(e).rstrip()) from None
+    calls = {"calls": [value(c) for c in call]} if isinstance(call, (list, tuple)) else value(call)
+    try:
+        out = _native.check(str(catalogue), value(history), calls, _opt(rulebook), _opt(settings), _opt(key_file), append)
+    except ValueError as e:
+        raise QlsInputError(str(e).rstrip()) from None
     parsed: dict[str, Any] = json.loads(out)
     return parsed
 

@@ -1,6 +1,6 @@
 """AutoGen AgentChat (``autogen-agentchat``): ``export_autogen`` and ``AutogenGuard``.
 
-``export_autogen(team_or_agent, *, tools=None, agents=None, mcp_tools=None)`` reads the team or
+``export_autogen(app, *, tools=None, agents=None, mcp_tools=None)`` reads the team or
 agent the app builds and returns an ``Export`` ``(graph, catalogue)``:
 
 - ``AssistantAgent``: a model node with its tools (each tool's own JSON schema). Its ``handoffs``
@@ -35,9 +35,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Mapping, Sequence
 
-from qls._build import Builder, Part, ToolSpec, hashable, mcp_specs
-from qls._percall import Ask, CallGate, Origins
-from qls.export import Export, _clean_schema
+from qls._build import Builder, Export, Part, ToolSpec, clean_schema, hashable, mcp_specs
+from qls._percall import Ask, CallGate
+from qls._shared import FrameworkGuard, Origins, check_overlays, framework_class, require_app, wait
 from qls.guard import Guard
 
 __all__ = ["export_autogen", "AutogenGuard"]
@@ -122,7 +122,7 @@ class _Reader:
     def tool(self, t: Any) -> ToolSpec:
         guard = getattr(t, "qls_guard", None)
         s = t.schema
-        schema = _clean_schema(dict(s.get("parameters") or {"type": "object", "properties": {}}))
+        schema = clean_schema(dict(s.get("parameters") or {"type": "object", "properties": {}}))
         return ToolSpec(t.name, self.b.entry(t.name, schema), guard=guard)
 
     def workbench(self, a: Any, wb: Any) -> list[ToolSpec]:
@@ -196,9 +196,15 @@ class _Reader:
                             "names: read as the person")
 
 
-def export_autogen(team_or_agent: Any, *, tools: dict | None = None, agents: dict | None = None,
+def export_autogen(app: Any, *, tools: dict | None = None, agents: dict | None = None,
                    mcp_tools: Mapping[Any, Any] | None = None) -> Export:
-    """Exports an AutoGen AgentChat team or agent: ``(graph, catalogue)``."""
+    """Exports an AutoGen AgentChat team or agent (``app``): ``(graph, catalogue)``."""
+    check_overlays("export_autogen", tools=tools, agents=agents)
+    what = "an AutoGen AgentChat team or agent"
+    agent_cls = framework_class("export_autogen", "autogen_agentchat.base", "ChatAgent", what)
+    team_cls = framework_class("export_autogen", "autogen_agentchat.base", "Team", what)
+    require_app("export_autogen", app, isinstance(app, (agent_cls, team_cls)), what)
+    team_or_agent = app
     b = Builder(tools=dict(tools or {}), agents_overlay=dict(agents or {}))
     r = _Reader(b, dict(mcp_tools or {}))
     part = r.agent(team_or_agent)
@@ -209,7 +215,7 @@ def export_autogen(team_or_agent: Any, *, tools: dict | None = None, agents: dic
     return b.finish(part)
 
 
-class AutogenGuard:
+class AutogenGuard(FrameworkGuard):
     """AutoGen tools behind a ``Guard``: ``AssistantAgent(..., tools=g.tools([...]))``.
 
     Each wrapped tool keeps its name, description and schema; when AutoGen runs it, the check
@@ -219,13 +225,10 @@ class AutogenGuard:
     """
 
     def __init__(self, guard: Guard, *, ask: Ask | None = None, origins: Origins | None = None) -> None:
-        self.guard = guard
-        self.gate = CallGate(guard, ask=ask, origins=origins)
+        self._setup(guard, origins)
+        self.ask = ask
+        self.gate = CallGate(self, ask=ask)
         self._tools: dict[str, Any] = {}
-
-    @property
-    def outcomes(self) -> list:
-        return self.gate.outcomes
 
     def tools(self, tools: Sequence[Any]) -> list[Any]:
         from autogen_core.tools import FunctionTool
@@ -241,12 +244,10 @@ class AutogenGuard:
     def _runner(self, tool: str, args: Mapping[str, Any]) -> Any:
         from autogen_core import CancellationToken
 
-        from qls._percall import _wait
-
         t = self._tools.get(tool)
         if t is None:
             raise KeyError(f"`{tool}` is not a tool of this guard (a compensation must be one too)")
-        return _wait(t.run_json(dict(args), CancellationToken()))
+        return wait(t.run_json(dict(args), CancellationToken()))
 
 
 def _wrap(inner: Any, owner: AutogenGuard) -> Any:

@@ -1,6 +1,7 @@
-"""CrewAI (``crewai``): ``export_crew`` and ``CrewGuard``.
+"""CrewAI (``crewai``): ``export_crewai`` and ``CrewGuard``.
 
-``export_crew(crew_or_flow, *, tools=None, agents=None)`` reads the crew or flow the app builds
+``export_crewai(app, *, tools=None, agents=None)`` (``app``: a ``Crew`` or a ``Flow``; the old name
+``export_crew`` is a deprecated alias, kept one release) reads the crew or flow the app builds
 and returns an ``Export`` ``(graph, catalogue)``:
 
 - A ``Crew`` with ``Process.sequential``: one model node per task, of the task's agent (graph
@@ -32,7 +33,7 @@ and ``register_after_tool_call_hook``, global): the before hook decides the call
 a confirm asks the person — by default through CrewAI's ``request_human_input`` — and waits) and
 blocks what is refused or declined; the after hook records the allowed call's real result, or
 gives the model the refusal's reason. A hook that fails blocks the call (CrewAI's hooks fail open).
-``export_crew`` writes every tool as guarded while the guard's hooks are installed (they see every
+``export_crewai`` writes every tool as guarded while the guard's hooks are installed (they see every
 tool call of every crew in the process); the delegation tools pass through (they are edges).
 """
 
@@ -40,13 +41,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from qls._build import Builder, Part, ToolSpec, at_of
+from qls._build import Builder, Export, Part, ToolSpec, at_of, clean_schema
 from qls._crewflow import kickoffs
-from qls._percall import Ask, CallGate, Go, Origins, Stop
-from qls.export import Export, _clean_schema
+from qls._percall import Ask, CallGate, Go, Stop
+from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, deprecated_alias, framework_class, require_app
 from qls.guard import Guard
 
-__all__ = ["export_crew", "CrewGuard"]
+__all__ = ["export_crewai", "CrewGuard", "export_crew"]
 
 _DELEGATION = {"delegate_work_to_coworker", "ask_question_to_coworker",
                "Delegate work to coworker", "Ask question to coworker"}
@@ -76,7 +77,7 @@ class _Crew:
             schema = None
             a = getattr(t, "args_schema", None)
             if a is not None and hasattr(a, "model_json_schema"):
-                schema = _clean_schema(a.model_json_schema())
+                schema = clean_schema(a.model_json_schema())
             fn = getattr(t, "func", None) or getattr(type(t), "_run", None)
             out.append(ToolSpec(t.name, self.b.entry(t.name, schema), guard=self.guard, at=at_of(fn)))
         return out
@@ -111,7 +112,7 @@ class _Crew:
         for p, q in zip(parts, parts[1:]):
             self.b.wire(p.exits, q.entries)
         if not parts:
-            raise ValueError("the crew has no tasks")
+            raise QlsInputError("the crew has no tasks")
         return Part(parts[0].entries, parts[-1].exits)
 
     def task(self, t: Any, a: Any, agents: list) -> Part:
@@ -295,7 +296,7 @@ def _flow(b: Builder, flow: Any) -> Part:
     starts = [nodes[m] for m, d in defs.items() if d.start]
     ends = [x for m in defs if m not in listened or defs[m].router for x in exits[m]]
     if not starts:
-        raise ValueError(f"flow `{name}` has no @start method")
+        raise QlsInputError(f"flow `{name}` has no @start method")
     return Part(starts, ends or [x for xs in exits.values() for x in xs])
 
 
@@ -351,16 +352,17 @@ def _budgets(b: Builder, flow: str, runs: dict[str, list], after: dict[str, set[
             entry["budget"] = v
 
 
-def export_crew(crew_or_flow: Any, *, tools: dict | None = None, agents: dict | None = None) -> Export:
-    """Exports a CrewAI ``Crew`` or ``Flow``: ``(graph, catalogue)``."""
-    from crewai import Crew
-    from crewai.flow.flow import Flow
-
+def export_crewai(app: Any, *, tools: dict | None = None, agents: dict | None = None) -> Export:
+    """Exports a CrewAI ``Crew`` or ``Flow`` (``app``): ``(graph, catalogue)``."""
+    check_overlays("export_crewai", tools=tools, agents=agents)
+    what = "a CrewAI Crew or Flow"
+    crew_cls = framework_class("export_crewai", "crewai", "Crew", what)
+    flow_cls = framework_class("export_crewai", "crewai.flow.flow", "Flow", what)
+    require_app("export_crewai", app, isinstance(app, (crew_cls, flow_cls)), what)
+    crew_or_flow = app
     b = Builder(tools=dict(tools or {}), agents_overlay=dict(agents or {}))
-    if isinstance(crew_or_flow, Flow):
+    if isinstance(crew_or_flow, flow_cls):
         return b.finish(_flow(b, crew_or_flow))
-    if not isinstance(crew_or_flow, Crew):
-        raise TypeError(f"export_crew takes a Crew or a Flow, not {type(crew_or_flow).__name__}")
     r = _Crew(b, _installed_guard())
     part = r.crew(crew_or_flow)
     r.budgets(crew_or_flow)
@@ -370,7 +372,7 @@ def export_crew(crew_or_flow: Any, *, tools: dict | None = None, agents: dict | 
     return b.finish(part)
 
 
-class CrewGuard:
+class CrewGuard(FrameworkGuard):
     """CrewAI's tool calls behind a ``Guard``, through CrewAI's global tool-call hooks.
 
     ``g = CrewGuard(guard, ask=person); g.install()`` … ``g.uninstall()`` (or ``with g:``).
@@ -379,13 +381,10 @@ class CrewGuard:
     """
 
     def __init__(self, guard: Guard, *, ask: Ask | None = None, origins: Origins | None = None) -> None:
-        self.guard = guard
-        self.gate = CallGate(guard, ask=ask, origins=origins)
+        self._setup(guard, origins)
+        self.ask = ask
+        self.gate = CallGate(self, ask=ask)
         self._pending: dict[int, Go | str] = {}
-
-    @property
-    def outcomes(self) -> list:
-        return self.gate.outcomes
 
     def install(self) -> "CrewGuard":
         from crewai.hooks import register_after_tool_call_hook, register_before_tool_call_hook
@@ -458,8 +457,11 @@ class CrewGuard:
         return v
 
 
+export_crew = deprecated_alias(export_crewai, "export_crew")
+
+
 class _Hook:
-    """A hook CrewAI calls, carrying the guard (so ``export_crew`` recognises it)."""
+    """A hook CrewAI calls, carrying the guard (so ``export_crewai`` recognises it)."""
 
     def __init__(self, fn: Any, guard: Guard) -> None:
         self.fn = fn

@@ -1,6 +1,8 @@
 """Export a LangGraph app or an OpenAI Agents SDK agent for ``qls verify --graph``.
 
-``export_graph(app, model_nodes=[...])`` and ``export_agents(agent)`` each return an ``Export``:
+``export_langgraph(app, model_nodes=[...])`` and ``export_openai_agents(app)`` (also
+``qls.langgraph.export_langgraph`` and ``qls.openai_agents.export_openai_agents``; the old names
+``export_graph`` and ``export_agents`` are deprecated aliases, kept one release) each return an ``Export``:
 ``(graph, catalogue)`` — a ``qls-graph/1`` dict and a catalogue dict, both JSON-ready — with the
 ``rulebook`` and ``settings`` of the guard its tools run behind, if any.
 
@@ -23,44 +25,17 @@ nobody states is a write, the dangerous reading. Hand-off tools of ``langgraph-s
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Iterable
 
-__all__ = ["export_graph", "export_agents", "lower", "write", "Export", "QlsExportNote", "FORMAT"]
+from qls._build import (FORMAT, Export, QlsExportNote, catalogue_entry, clean_schema, edge_kind, guarded_entries,
+                        one_guard, own_metadata, warn_notes)
+from qls._shared import QlsInputError, check_overlays, deprecated_alias, guard_of, require_app
+
+__all__ = ["export_langgraph", "export_openai_agents", "export_graph", "export_agents", "lower", "write", "Export",
+           "QlsExportNote", "FORMAT"]
 
 
-class QlsExportNote(UserWarning):
-    """What the exporter read as less than certain (the graph itself carries it too)."""
-
-
-def _note(notes: list[str]) -> None:
-    for n in notes:
-        warnings.warn(n, QlsExportNote, stacklevel=3)
-
-FORMAT = "qls-graph/1"
 _HANDOFF_KEY = "__handoff_destination"
-
-
-class Export(tuple):  # type: ignore[type-arg]
-    """``(graph, catalogue)``, with the rulebook and settings of the guard the tools run behind
-    (``None`` without one): ``qls.verify(export)`` passes them as ``--rulebook``/``--settings``."""
-
-    rulebook: str | None
-    settings: str | None
-
-    def __new__(cls, graph: dict, catalogue: dict, rulebook: str | None = None, settings: str | None = None) -> "Export":
-        self = super().__new__(cls, (graph, catalogue))
-        self.rulebook = rulebook
-        self.settings = settings
-        return self
-
-    @property
-    def graph(self) -> dict:
-        return self[0]  # type: ignore[no-any-return]
-
-    @property
-    def catalogue(self) -> dict:
-        return self[1]  # type: ignore[no-any-return]
 
 
 def _guard_of(x: Any) -> Any:
@@ -69,7 +44,7 @@ def _guard_of(x: Any) -> Any:
     ``create_agent`` built runs behind the guard when its tool-call wrapper is, or composes,
     ``qls.langchain.GuardMiddleware.wrap_tool_call``."""
     for obj in (x, getattr(x, "func", None)):
-        g = getattr(obj, "qls_guard", None)
+        g = guard_of(obj)
         if g is not None:
             return g
     return _guard_in_wrapper(getattr(x, "_wrap_tool_call", None))
@@ -81,7 +56,7 @@ def _guard_in_wrapper(fn: Any, depth: int = 0) -> Any:
     composes middleware with, a few levels deep."""
     if fn is None or depth > 8:
         return None
-    g = getattr(getattr(fn, "__self__", None), "qls_guard", None)
+    g = guard_of(getattr(fn, "__self__", None))
     if g is not None:
         return g
     inner = [getattr(fn, "__wrapped__", None)]
@@ -102,85 +77,37 @@ def _filled(cell: Any) -> bool:
     return True
 
 
-def _one_guard(guards: list[Any]) -> Any:
-    """The guard every guarded node shares (one catalogue, rulebook and settings per proof)."""
-    if not guards:
-        return None
-    first = guards[0]
-    for g in guards[1:]:
-        if (g.catalogue, g.rulebook, g.settings) != (first.catalogue, first.rulebook, first.settings):
-            raise ValueError("the app's guards read different catalogues, rulebooks or settings: "
-                             "one proof is about one check; give every guard the same files")
-    return first
-
-
-def _guarded_entries(guard: Any, names: Iterable[str], catalogue: dict[str, dict]) -> None:
-    """The guard's own catalogue entries for its tools (what the check enforces), in place."""
-    own = guard.catalogue_entries()
-    for name in names:
-        if name in own:
-            catalogue[name] = own[name]
-        else:
-            _note([f"tool `{name}` runs behind a guard whose catalogue does not declare it: the check refuses it (unknown_tool)"])
-
-
 # ---------------------------------------------------------------------------------------------
 # Catalogue entries
 # ---------------------------------------------------------------------------------------------
-
-def _entry(name: str, schema: dict | None, own: dict, overlay: dict | None, handoff: bool) -> dict:
-    """One catalogue entry: what the tool says of itself, then the caller's overlay."""
-    entry: dict[str, Any] = {}
-    if handoff:
-        entry["effect"] = "read"
-    for k, v in own.items():
-        entry[k] = v
-    for k, v in (overlay or {}).items():
-        entry[k] = v
-    entry.setdefault("effect", "write")
-    if schema is not None and "args" not in entry:
-        entry["args"] = schema
-    return entry
-
-
-def _own_metadata(md: dict | None) -> dict:
-    md = md or {}
-    own = dict(md.get("qls") or {})
-    if "effect" in md and "effect" not in own:
-        own["effect"] = md["effect"]
-    return own
-
 
 def _langchain_tool_entry(tool: Any, overlay: dict | None) -> tuple[str, dict]:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     schema = convert_to_openai_tool(tool)["function"].get("parameters")
     md = getattr(tool, "metadata", None) or {}
-    return tool.name, _entry(tool.name, _clean_schema(schema), _own_metadata(md), overlay, _HANDOFF_KEY in md)
-
-
-def _clean_schema(schema: dict | None) -> dict | None:
-    if schema is None:
-        return None
-    s = {k: v for k, v in schema.items() if k not in ("title", "description")}
-    s.setdefault("type", "object")
-    s.setdefault("properties", {})
-    return s
+    return tool.name, catalogue_entry(tool.name, clean_schema(schema), own_metadata(md), overlay, _HANDOFF_KEY in md)
 
 
 # ---------------------------------------------------------------------------------------------
 # LangGraph
 # ---------------------------------------------------------------------------------------------
 
-def export_graph(app: Any, *, model_nodes: Iterable[str], tools: dict | None = None) -> Export:
+def export_langgraph(app: Any, *, model_nodes: Iterable[str], tools: dict | None = None) -> Export:
     """Exports a compiled LangGraph app: ``(graph, catalogue)``.
 
     ``model_nodes`` are node ids as ``app.get_graph(xray=True)`` names them (``agent``, or
     ``flight_assistant:agent`` inside a swarm). ``tools`` maps a tool name to catalogue fields laid
     over what the exporter reads (``{"book_hotel": {"effect": "write", "undo": "cancel_hotel"}}``).
     """
-    drawn = app.get_graph(xray=True)
+    check_overlays("export_langgraph", tools=tools)
+    require_app("export_langgraph", app, callable(getattr(app, "get_graph", None)), "a compiled LangGraph app")
+    if isinstance(model_nodes, str):
+        raise QlsInputError("export_langgraph: `model_nodes` is a list of node ids, not one string")
     model_nodes = list(model_nodes)
+    if not all(isinstance(m, str) for m in model_nodes):
+        raise QlsInputError("export_langgraph: `model_nodes` is a list of node ids")
+    drawn = app.get_graph(xray=True)
     tools = dict(tools or {})
     catalogue: dict[str, dict] = {}
     node_tools: dict[str, list[str]] = {}
@@ -198,15 +125,15 @@ def export_graph(app: Any, *, model_nodes: Iterable[str], tools: dict | None = N
             if guard is not None:
                 guarded.append(nid)
                 guards.append(guard)
-    guard = _one_guard(guards)
+    guard = one_guard(guards)
     if guard is not None:
-        _guarded_entries(guard, [t for n in guarded for t in node_tools[n]], catalogue)
+        guarded_entries(guard, [t for n in guarded for t in node_tools[n]], catalogue)
     unknown = [t for t in tools if t not in catalogue]
     if unknown:
-        raise ValueError(f"`tools` names {unknown}, which no ToolNode of the app holds")
+        raise QlsInputError(f"`tools` names {unknown}, which no ToolNode of the app holds")
     missing = [m for m in model_nodes if m not in drawn.nodes]
     if missing:
-        raise ValueError(f"model_nodes {missing} name no node of the app (nodes: {sorted(drawn.nodes)})")
+        raise QlsInputError(f"model_nodes {missing} name no node of the app (nodes: {sorted(drawn.nodes)})")
     graph = lower(drawn.to_json(), model_nodes=model_nodes, tools_nodes=node_tools, guarded=guarded)
     return _export(graph, catalogue, guard)
 
@@ -237,7 +164,7 @@ def lower(lg: dict, *, model_nodes: Iterable[str], tools_nodes: dict[str, list[s
         inter = md.get("__interrupt")
         passing = nid in ("__start__", "__end__") or nid.endswith((":__start__", ":__end__"))
         if passing and (nid in model_nodes or nid in tools_nodes):
-            raise ValueError(f"node `{nid}` is a start or an end: it cannot be a model or tools node")
+            raise QlsInputError(f"node `{nid}` is a start or an end: it cannot be a model or tools node")
         if nid == "__start__":
             role = "start"
         elif nid == "__end__":
@@ -258,7 +185,7 @@ def lower(lg: dict, *, model_nodes: Iterable[str], tools_nodes: dict[str, list[s
         raw[nid] = {"role": role, "tools": list(tl), "agent": agent,
                     "before": inter in ("before", "before,after"), "after": inter in ("after", "before,after")}
     if "__start__" not in raw:
-        raise ValueError("the graph has no `__start__` node")
+        raise QlsInputError("the graph has no `__start__` node")
     top = next((i for i, r in raw.items() if not r["agent"] and r["role"] == "model"), "graph")
     for r in raw.values():
         r["agent"] = r["agent"] or top
@@ -332,7 +259,7 @@ def lower(lg: dict, *, model_nodes: Iterable[str], tools_nodes: dict[str, list[s
             nodes[nid] = node
     starts = resolve("__start__")
     if not [s for s in starts if s is not None]:
-        raise ValueError("`__start__` leads to no node")
+        raise QlsInputError("`__start__` leads to no node")
     if len(starts) == 1:
         entry = starts[0]
     else:
@@ -388,31 +315,19 @@ def lower(lg: dict, *, model_nodes: Iterable[str], tools_nodes: dict[str, list[s
         if (a, b) in seen_e:
             continue
         seen_e.add((a, b))
-        out_edges.append({"from": a, "to": b, "kind": _edge_kind(nodes.get(a), nodes.get(b))})
+        out_edges.append({"from": a, "to": b, "kind": edge_kind(nodes.get(a), nodes.get(b))})
     for d in dynamic:
         out_edges.append({"from": d, "to": None, "kind": "dynamic", "targets": None})
     node_list = list(nodes.values()) + [{"id": "end", "kind": "end"}]
-    _note(notes)
+    warn_notes(notes)
     return {"format": FORMAT, "entry": entry, "nodes": node_list, "edges": out_edges}
-
-
-def _edge_kind(a: dict | None, b: dict | None) -> str:
-    if b is None:
-        return "reply"
-    if a["agent"] != b["agent"]:
-        return "handoff"
-    if a["kind"] == "model" and b["kind"] in ("tools", "human"):
-        return "call"
-    if a["kind"] == "tools" and b["kind"] == "model":
-        return "return"
-    return "route"
 
 
 # ---------------------------------------------------------------------------------------------
 # OpenAI Agents SDK
 # ---------------------------------------------------------------------------------------------
 
-def export_agents(agent: Any, *, tools: dict | None = None) -> Export:
+def export_openai_agents(app: Any, *, tools: dict | None = None) -> Export:
     """Exports an OpenAI Agents SDK ``Agent`` and every agent its hand-offs reach.
 
     Per agent ``A``: a model node ``A``, an unguarded tools node ``A:tools`` for its function tools,
@@ -420,6 +335,9 @@ def export_agents(agent: Any, *, tools: dict | None = None) -> Export:
     Each hand-off is a hand-off edge from the model (the SDK's runner makes it). A hand-off given as
     a ``Handoff`` object whose agent cannot be read, and any non-function tool, become custom nodes.
     """
+    check_overlays("export_openai_agents", tools=tools)
+    require_app("export_openai_agents", app, _is_agent(app), "an OpenAI Agents SDK Agent")
+    agent = app
     tools = dict(tools or {})
     catalogue: dict[str, dict] = {}
     nodes: list[dict] = []
@@ -449,7 +367,7 @@ def export_agents(agent: Any, *, tools: dict | None = None) -> Export:
                 edges.append({"from": cid, "to": name, "kind": "route"})
                 notes.append(f"tool `{t.name}` of `{name}` is not a function tool: a custom node (QG006)")
                 continue
-            catalogue[t.name] = _entry(t.name, _clean_schema(schema), {}, tools.get(t.name), False)
+            catalogue[t.name] = catalogue_entry(t.name, clean_schema(schema), {}, tools.get(t.name), False)
             guard = _guard_of(t)
             if guard is not None:
                 # The guard's check decides it (its confirm is the SDK's approval).
@@ -497,14 +415,14 @@ def export_agents(agent: Any, *, tools: dict | None = None) -> Export:
                 notes.append(f"hand-off `{cid}` is a Handoff object whose agent is not readable: a dynamic edge (QG016)")
     unknown = [t for t in tools if t not in catalogue]
     if unknown:
-        raise ValueError(f"`tools` names {unknown}, which no agent holds")
+        raise QlsInputError(f"`tools` names {unknown}, which no agent holds")
     for e in edges:
         e.pop("_pending", None)
     nodes.append({"id": "end", "kind": "end"})
-    _note(notes)
-    guard = _one_guard(guards)
+    warn_notes(notes)
+    guard = one_guard(guards)
     if guard is not None:
-        _guarded_entries(guard, guarded_tools, catalogue)
+        guarded_entries(guard, guarded_tools, catalogue)
     graph = {"format": FORMAT, "entry": agent.name, "nodes": nodes, "edges": edges}
     return _export(graph, catalogue, guard)
 
@@ -515,6 +433,10 @@ def _is_agent(x: Any) -> bool:
     except ImportError:  # pragma: no cover - only reached without the SDK
         return False
     return isinstance(x, Agent)
+
+
+export_graph = deprecated_alias(export_langgraph, "export_graph")
+export_agents = deprecated_alias(export_openai_agents, "export_agents")
 
 
 def write(graph: dict, catalogue: dict, graph_path: str, catalogue_path: str) -> None:

@@ -44,12 +44,10 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence, Union
+from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
 from qls import _native
-
-PathLike = Union[str, "os.PathLike[str]"]
-Origin = Literal["typed", "model", "tool", "handoff"]
+from qls._shared import Origin, PathLike, QlsInputError
 
 #: What a call after a held one returns to the model.
 NOT_RUN: str = _native.NOT_RUN
@@ -140,7 +138,10 @@ def _key(key: bytes | str | None) -> bytes:
         return key.encode() if isinstance(key, str) else bytes(key)
     path = os.environ.get(KEY_FILE_ENV)
     if path:
-        raw = Path(path).read_bytes()
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as e:
+            raise QlsInputError(f"{path}: the history key file ({KEY_FILE_ENV}) cannot be read: {e.strerror}") from None
         return raw.rstrip(b"\r\n")
     env = os.environ.get(KEY_ENV)
     if env:
@@ -198,9 +199,12 @@ class Guard:
         self.catalogue = str(catalogue)
         self.rulebook = None if rulebook is None else str(rulebook)
         self.settings = None if settings is None else str(settings)
-        self._checker = _native.Checker(self.catalogue, _key(key), self.rulebook, self.settings)
-        self._session = _native.Session(self._checker, session or uuid.uuid4().hex,
-                                        None if history is None else json.dumps(history))
+        try:
+            self._checker = _native.Checker(self.catalogue, _key(key), self.rulebook, self.settings)
+            self._session = _native.Session(self._checker, session or uuid.uuid4().hex,
+                                            None if history is None else json.dumps(history))
+        except ValueError as e:
+            raise QlsInputError(str(e).rstrip()) from None
         self.agent = agent
         self.turn: int | None = None
         # Woken whenever a run comes back (a compensation may be waiting for it).
@@ -224,7 +228,10 @@ class Guard:
 
     @history.setter
     def history(self, value: Mapping[str, Any]) -> None:
-        self._session.load(json.dumps(value))
+        try:
+            self._session.load(json.dumps(value))
+        except ValueError as e:
+            raise QlsInputError(str(e).rstrip()) from None
 
     def new_turn(self) -> None:
         """Starts a new turn: a refusal's rollback undoes only the current turn's writes."""

@@ -18,7 +18,7 @@ front of every tool call through the middleware's ``wrap_tool_call`` hook:
 - ``refuse``: nothing runs, the model gets the reason, and the run's earlier writes are undone by
   their compensations, which must be among ``tools``.
 
-``qls.export_graph(agent, model_nodes=["model"])`` finds the middleware in the tools node's
+``qls.export_langgraph(agent, model_nodes=["model"])`` finds the middleware in the tools node's
 wrapper and writes that node as guarded, with the guard's catalogue: the proof is about the
 check that runs.
 """
@@ -31,10 +31,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
 
-from qls.guard import NOT_RUN, Call, Guard, Origin, Outcome, Ticket
-from qls.langgraph import approved
+from qls._shared import FrameworkGuard, Origins, QlsInputError, approved
+from qls.guard import NOT_RUN, Call, Guard, Outcome, Ticket
 
-Origins = Callable[[Mapping[str, Any]], Mapping[str, Origin]]
+__all__ = ["GuardMiddleware"]
 
 #: How long a call waits for the earlier calls of its model answer before it is refused.
 WAIT_SECONDS = 600.0
@@ -52,22 +52,23 @@ class _Step:
     decided: list[threading.Event] = field(default_factory=list)
 
 
-class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
+class GuardMiddleware(AgentMiddleware, FrameworkGuard):  # type: ignore[misc,type-arg]
     """``create_agent``'s tool calls behind a ``Guard``. ``tools`` are the agent's tools (the
-    compensations a rollback may run included); ``origins`` maps a tool call to ``{argument:
-    origin}`` (default: every argument is the model's, SPEC §2's reading)."""
+    compensations a rollback may run included); ``origins`` maps a call's tool and arguments to
+    ``{argument: origin}`` (default: every argument is the model's, SPEC §2's reading)."""
 
     def __init__(self, guard: Guard, tools: Sequence[Any], *, origins: Origins | None = None) -> None:
         super().__init__()
-        self.qls_guard = guard
+        self._setup(guard, origins)
+        if isinstance(tools, (str, bytes)) or not all(hasattr(t, "name") for t in tools):
+            raise QlsInputError("GuardMiddleware: `tools` is a list of LangChain tools")
         self.tools_by_name: dict[str, Any] = {t.name: t for t in tools}
-        self.origins = origins
         self._lock = threading.Lock()
         self._steps: dict[tuple[str, ...], _Step] = {}
 
     def _call(self, tc: Mapping[str, Any]) -> Call:
-        origins = dict(self.origins(tc)) if self.origins else {}
-        return Call(tc["name"], dict(tc.get("args", {})), origins, call_id=tc.get("id"))
+        args = dict(tc.get("args", {}))
+        return Call(tc["name"], args, self.origins_of(tc["name"], args), call_id=tc.get("id"))
 
     def _step(self, request: Any) -> tuple[_Step, int]:
         state = request.state
@@ -98,6 +99,7 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
         produced: list[Any] = []
 
         def message(o: Outcome) -> Any:
+            self.outcomes.append(o)
             if o.status == "ran" and produced:
                 return produced[-1]
             return ToolMessage(content=o.for_model(), name=call.tool, tool_call_id=call.call_id or "",
@@ -124,13 +126,13 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
                                            name=call.tool, tool_call_id=call.call_id or "", status="error")
                 if any(t.answer == "confirm" for t in step.tickets.values()):
                     return ToolMessage(content=NOT_RUN, name=call.tool, tool_call_id=call.call_id or "", status="error")
-                ticket = self.qls_guard.begin(call)
+                ticket = self.guard.begin(call)
                 step.tickets[i] = ticket
             finally:
                 step.decided[i].set()
                 if ticket is None:
                     self._forget_if_settled(step)
-            held = self.qls_guard.carry_out(ticket, run)
+            held = self.guard.carry_out(ticket, run)
             step.outcomes[i] = held
             self._forget_if_settled(step)
             if held.status != "held":
@@ -140,8 +142,8 @@ class GuardMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
         if held.held is None:
             return message(held)
         answer = interrupt({"qls": "confirm", **held.held.question()})
-        final = (self.qls_guard.approve(held.held, run) if approved(answer)
-                 else self.qls_guard.decline(held.held))
+        final = (self.guard.approve(held.held, run) if approved(answer)
+                 else self.guard.decline(held.held))
         step.outcomes[i] = final
         self._forget_if_settled(step)
         return message(final)

@@ -9,47 +9,47 @@ resumes the graph with ``Command(resume=True)`` (or ``"approve"``, ``{"approve":
 approve, anything else to decline. An approved call is checked again under the decision's token
 and runs with exactly the arguments shown. The calls after a held one return "not run: …".
 
-``qls.export_graph`` writes a ``GuardedToolNode`` as a guarded tools node, with the guard's
-catalogue (and ``Export.rulebook``/``Export.settings``): the proof is about the check that runs.
+``qls.export_langgraph`` (this module's exporter, ``qls.export``'s code) writes a
+``GuardedToolNode`` as a guarded tools node, with the guard's catalogue (and
+``Export.rulebook``/``Export.settings``): the proof is about the check that runs.
 
 Origins: every argument of a model's tool call is the model's (SPEC §2's reading), unless
-``origins`` (a function from a tool call to ``{argument: origin}``) says otherwise.
+``origins`` (a function ``(tool, args) -> {argument: origin}``) says otherwise.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+import warnings
+from typing import Any, Mapping, Sequence
 
-from qls.guard import Call, Guard, Origin, Outcome
+from qls._shared import FrameworkGuard, Origins, QlsInputError, approved
+from qls.export import export_graph, export_langgraph
+from qls.guard import Call, Guard, Outcome
 
-Origins = Callable[[Mapping[str, Any]], Mapping[str, Origin]]
-
-_YES = (True, "yes", "y", "approve", "approved")
-
-
-def approved(answer: Any) -> bool:
-    """Whether a resume value is the person's yes."""
-    if isinstance(answer, Mapping):
-        answer = answer.get("approve", answer.get("decision"))
-    if isinstance(answer, str):
-        answer = answer.strip().lower()
-    return answer in _YES
+__all__ = ["export_langgraph", "GuardedToolNode", "approved", "export_graph"]
 
 
-class GuardedToolNode:
+class GuardedToolNode(FrameworkGuard):
     """A LangGraph node that runs one model step's tool calls behind a ``Guard``.
 
     ``tools`` are LangChain tools (``@tool``, ``StructuredTool``), the compensations a rollback
-    may run included. Add it as any node: ``graph.add_node("tools", GuardedToolNode(tools,
-    guard))``.
+    may run included. Add it as any node: ``graph.add_node("tools", GuardedToolNode(guard,
+    tools))``. (The old order, ``GuardedToolNode(tools, guard)``, still works for one release,
+    with a ``DeprecationWarning``.)
     """
 
-    def __init__(self, tools: Sequence[Any], guard: Guard, *, messages_key: str = "messages",
+    def __init__(self, guard: Guard, tools: Sequence[Any], *, messages_key: str = "messages",
                  origins: Origins | None = None) -> None:
+        if not isinstance(guard, Guard) and isinstance(tools, Guard):
+            warnings.warn("GuardedToolNode(tools, guard) is now GuardedToolNode(guard, tools), the guard first "
+                          "as in every qls guard (the old order goes away next release)", DeprecationWarning,
+                          stacklevel=2)
+            guard, tools = tools, guard
+        self._setup(guard, origins)
+        if isinstance(tools, (str, bytes)) or not all(hasattr(t, "name") for t in tools):
+            raise QlsInputError("GuardedToolNode: `tools` is a list of LangChain tools")
         self.tools_by_name: dict[str, Any] = {t.name: t for t in tools}
-        self.qls_guard = guard
         self.messages_key = messages_key
-        self.origins = origins
         # A step held for a person, by its tool-call ids: LangGraph runs the node again from the
         # start when the graph resumes, and what ran before the interrupt must not run twice.
         self._held: dict[tuple[str, ...], list[Outcome]] = {}
@@ -68,8 +68,7 @@ class GuardedToolNode:
             return []
         out = []
         for tc in ai.tool_calls:
-            origins = dict(self.origins(tc)) if self.origins else {}
-            out.append(Call(tc["name"], dict(tc["args"]), origins, call_id=tc["id"]))
+            out.append(Call(tc["name"], dict(tc["args"]), self.origins_of(tc["name"], tc["args"]), call_id=tc["id"]))
         return out
 
     def __call__(self, state: Any) -> dict[str, Any]:
@@ -80,15 +79,16 @@ class GuardedToolNode:
         key = tuple(c.call_id or "" for c in calls)
         outcomes = self._held.get(key)
         if outcomes is None:
-            outcomes = self.qls_guard.run_step(calls, self._run)
+            outcomes = self.guard.run_step(calls, self._run)
         held = next((o for o in outcomes if o.status == "held"), None)
         if held is not None and held.held is not None:
             self._held[key] = outcomes
             answer = interrupt({"qls": "confirm", **held.held.question()})
             del self._held[key]
-            final = (self.qls_guard.approve(held.held, self._run) if approved(answer)
-                     else self.qls_guard.decline(held.held))
+            final = (self.guard.approve(held.held, self._run) if approved(answer)
+                     else self.guard.decline(held.held))
             outcomes = [final if o is held else o for o in outcomes]
+        self.outcomes += outcomes
         return {self.messages_key: [
             ToolMessage(content=o.for_model(), name=o.call.tool, tool_call_id=o.call.call_id or "",
                         status="success" if o.status == "ran" else "error")

@@ -20,7 +20,7 @@ the history holds the step's calls in the model's order, an allowed one as run w
 runs, and the allowed tools run concurrently (each awaited on the SDK's loop). A compensation is
 run on a worker thread with its own event loop.
 
-``qls.export_agents`` writes tools behind this guard as a guarded tools node, with the guard's
+``export_openai_agents`` (also ``qls.export_openai_agents``; ``qls.export``'s code) writes tools behind this guard as a guarded tools node, with the guard's
 catalogue: the proof is about the check that runs.
 """
 
@@ -33,9 +33,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from qls.guard import NOT_RUN, Call, Guard, Origin, Outcome
+from qls._shared import FrameworkGuard, Origins, QlsInputError
+from qls.export import export_agents, export_openai_agents
+from qls.guard import NOT_RUN, Call, Guard
 
-Origins = Callable[[str, Mapping[str, Any]], Mapping[str, Origin]]
+__all__ = ["export_openai_agents", "AgentsGuard", "export_agents"]
 
 
 @dataclass
@@ -52,15 +54,13 @@ def _in_thread(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-class AgentsGuard:
+class AgentsGuard(FrameworkGuard):
     """The Agents SDK's function tools behind a ``Guard``."""
 
     def __init__(self, guard: Guard, *, origins: Origins | None = None) -> None:
-        self.guard = guard
-        self.origins = origins
+        self._setup(guard, origins)
         self._tools: dict[str, Any] = {}
         self._plans: dict[str, _Planned] = {}
-        self.outcomes: list[Outcome] = []
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -78,7 +78,7 @@ class AgentsGuard:
         from agents import FunctionTool
 
         if agent.hooks is not None:
-            raise ValueError(f"agent `{agent.name}` has hooks of its own: the guard needs `on_llm_end`")
+            raise QlsInputError(f"agent `{agent.name}` has hooks of its own: the guard needs `on_llm_end`")
         tools = [self.tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
         return agent.clone(tools=tools, hooks=self._hooks())
 
@@ -97,8 +97,7 @@ class AgentsGuard:
 
     def _call(self, name: str, arguments: str, call_id: str) -> Call:
         args = json.loads(arguments or "{}")
-        origins = dict(self.origins(name, args)) if self.origins else {}
-        return Call(name, args, origins, call_id=call_id)
+        return Call(name, args, self.origins_of(name, args), call_id=call_id)
 
     def _plan(self, response: Any) -> None:
         calls = [self._call(item.name, item.arguments, item.call_id) for item in response.output

@@ -22,15 +22,14 @@ the guard never sees them.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Union
 
 from qls import _native
-from qls.api import PathLike, QlsInputError, inputs_argv
-from qls.export import Export
+from qls._build import Export
+from qls._shared import PathLike, QlsInputError
+from qls.api import verify_inputs
 from qls.guard import Call, Guard, Held
 
 #: The trace format ``qls replay --trace`` writes and ``_native.replay`` returns.
@@ -86,14 +85,12 @@ def replay_through(guard: Guard, finding: Mapping[str, Any], inputs: Inputs, **o
     with the tools stubbed, and compares its decisions with the concrete run's."""
     witness = finding.get("witness")
     if not witness:
-        raise ValueError(f"finding {finding.get('rule')}:{finding.get('subject')} has no witness "
-                         "(verify with replay=True, or the obligation is not reachable)")
+        raise QlsInputError(f"finding {finding.get('rule')}:{finding.get('subject')} has no witness "
+                            "(verify with replay=True, or the obligation is not reachable)")
     with tempfile.TemporaryDirectory(prefix="qls-replay-") as tmp:
-        w = Path(tmp) / "witness.json"
-        w.write_text(json.dumps(witness))
-        argv = ["qls", "replay", str(w), *inputs_argv(inputs, tmp, options)]
+        agent, opts = verify_inputs(inputs, tmp, options)
         try:
-            reproduced, line, trace = _native.replay(argv)
+            reproduced, line, trace = _native.replay(dict(witness), agent, opts)
         except ValueError as e:
             raise QlsInputError(str(e).rstrip()) from None
     doc = json.loads(trace)

@@ -5,9 +5,11 @@
 //!
 //! Every function releases the GIL while the Rust code runs (a proof can take minutes).
 
-use prover::cmd_check::{CheckArgs, CheckInputs};
+use prover::cmd_check::{CheckInputs, Json};
+use prover::cmd_verify::VerifyArgs;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -20,52 +22,163 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(|| prover::cmd_run::run(argv))
 }
 
-/// Runs `qls verify` with `argv` (the program name and `verify` first) without printing the
-/// report: `(exit code, text report, qls-findings/1 JSON)`. A bad input raises `ValueError` with
-/// the message the binary prints.
+/// Runs `qls verify` on the agent.yaml `agent` (or the `graph` option's graph) with `options`,
+/// each a flag's keyword and a typed value (`{"session_steps": 2, "replay": True, "sarif":
+/// "qls.sarif"}`: `prover::verify_options`), without printing the report: `(exit code, text
+/// report, qls-findings/1 JSON)`. A bad input or option raises `ValueError` with the message the
+/// binary prints.
 #[pyfunction]
-fn verify(py: Python<'_>, argv: Vec<String>) -> PyResult<(u8, String, String)> {
-    py.detach(|| prover::cmd_run::verify_report(argv))
+#[pyo3(signature = (agent, options))]
+fn verify(
+    py: Python<'_>,
+    agent: Option<PathBuf>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(u8, String, String)> {
+    let mut args = VerifyArgs::defaults(agent).map_err(PyValueError::new_err)?;
+    for (name, value) in options.iter() {
+        let name: String = name.extract()?;
+        let value = json_value(&value, &format!("option `{name}`"))?;
+        args.set(&name, &value)
+            .map_err(|e| PyValueError::new_err(format!("error: {e}")))?;
+    }
+    py.detach(|| prover::cmd_verify::report(args))
         .map(|v| (v.code, v.text, v.json))
-        .map_err(PyValueError::new_err)
+        .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
 }
 
-/// Runs `qls replay` with `argv` (the program name and `replay` first) without printing:
-/// `(reproduced, the line qls replay prints, the qls-replay-trace/1 JSON)`. A bad input raises
-/// `ValueError` with the message the binary prints.
+/// Replays `witness` (a `qls-witness/1` value) on the agent.yaml `agent` (or the `graph`
+/// option's graph) with input `options` (`graph`, `catalogue`, `rulebook`, …, typed as for
+/// `verify`), without printing: `(reproduced, the line qls replay prints, the
+/// qls-replay-trace/1 JSON)`. A bad input raises `ValueError` with the message the binary prints.
 #[pyfunction]
-fn replay(py: Python<'_>, argv: Vec<String>) -> PyResult<(bool, String, String)> {
-    py.detach(|| prover::cmd_run::replay_trace(argv))
+#[pyo3(signature = (witness, agent, options))]
+fn replay(
+    py: Python<'_>,
+    witness: &Bound<'_, PyAny>,
+    agent: Option<PathBuf>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(bool, String, String)> {
+    let text = json_value(witness, "<witness>")?.to_string();
+    let mut inputs = VerifyArgs::defaults(agent)
+        .map_err(PyValueError::new_err)?
+        .inputs;
+    for (name, value) in options.iter() {
+        let name: String = name.extract()?;
+        let value = json_value(&value, &format!("option `{name}`"))?;
+        inputs
+            .set(&name, &value)
+            .map_err(|e| PyValueError::new_err(format!("error: {e}")))?;
+    }
+    py.detach(|| prover::cmd_verify::replayed_text("<witness>", &text, &inputs))
         .map(|r| (r.reproduced, r.line, r.trace))
-        .map_err(PyValueError::new_err)
+        .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
 }
 
-/// What `qls check` prints for these files (one line of JSON): a decision, `{"decisions":
-/// [...]}` for a batch, or with `append` the history.
+/// What `qls check` prints (one line of JSON): a decision, `{"decisions": [...]}` for a batch, or
+/// with `append` the history. `history` and `call` are each a path (`str` or `os.PathLike`), read
+/// as `qls check` reads its files, or the JSON value itself (a dict, a list, …), handed to the
+/// same code as it is: no file between.
 #[pyfunction]
 #[pyo3(signature = (catalogue, history, call, rulebook=None, settings=None, key_file=None, append=false))]
 #[allow(clippy::too_many_arguments)]
 fn check(
     py: Python<'_>,
     catalogue: PathBuf,
-    history: PathBuf,
-    call: PathBuf,
+    history: &Bound<'_, PyAny>,
+    call: &Bound<'_, PyAny>,
     rulebook: Option<PathBuf>,
     settings: Option<PathBuf>,
     key_file: Option<PathBuf>,
     append: bool,
 ) -> PyResult<String> {
-    let args = CheckArgs {
-        catalogue: vec![catalogue],
-        rulebook,
-        settings,
-        history,
-        call,
-        key_file,
-        append,
-    };
-    py.detach(|| prover::cmd_check::decide(&args))
-        .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
+    let history = CheckJson::of(history, "<history>")?;
+    let call = CheckJson::of(call, "<call>")?;
+    let rendered = |e: anyhow::Error| PyValueError::new_err(prover::diagnostics::render_error(&e));
+    py.detach(|| {
+        let inputs = CheckInputs::load(&catalogue, rulebook.as_deref(), settings.as_deref())?;
+        let key = prover::cmd_check::read_key(key_file.as_deref())?;
+        let history = history.read()?;
+        let call = call.read()?;
+        prover::cmd_check::decide_json(&inputs, &key, &history, &call, append)
+    })
+    .map_err(rendered)
+}
+
+/// A `qls check` input the Python API was handed: a file's path, or the JSON value itself.
+enum CheckJson {
+    File(PathBuf),
+    Value(Json),
+}
+
+impl CheckJson {
+    fn of(v: &Bound<'_, PyAny>, name: &str) -> PyResult<CheckJson> {
+        if v.is_instance_of::<PyString>() || v.hasattr("__fspath__")? {
+            return Ok(CheckJson::File(v.extract()?));
+        }
+        Ok(CheckJson::Value(Json {
+            name: name.to_string(),
+            text: json_value(v, name)?.to_string(),
+        }))
+    }
+
+    fn read(self) -> Result<Json, ir::InputError> {
+        match self {
+            CheckJson::File(p) => Json::read(&p),
+            CheckJson::Value(j) => Ok(j),
+        }
+    }
+}
+
+/// A Python value as JSON: `None`, booleans, integers, finite floats, strings, paths (as
+/// strings), and dicts (string
+/// keys, order kept) and lists or tuples of them; anything else is a `ValueError` naming `what`.
+fn json_value(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    let not_json = |why: String| PyValueError::new_err(format!("{what}: not a JSON value ({why})"));
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if v.is_instance_of::<PyInt>() {
+        if let Ok(i) = v.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = v.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        return Err(not_json(format!("the integer {v} is too large")));
+    }
+    if let Ok(f) = v.cast::<PyFloat>() {
+        return serde_json::Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| not_json(format!("{v} is not a finite number")));
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(Value::String(s.to_str()?.to_owned()));
+    }
+    if v.hasattr("__fspath__")? {
+        let p: PathBuf = v.extract()?;
+        return Ok(Value::String(p.to_string_lossy().into_owned()));
+    }
+    if let Ok(d) = v.cast::<PyDict>() {
+        let mut m = serde_json::Map::new();
+        for (k, item) in d.iter() {
+            let Ok(k) = k.cast::<PyString>() else {
+                return Err(not_json(format!("the key {k} is not a string")));
+            };
+            m.insert(k.to_str()?.to_owned(), json_value(&item, what)?);
+        }
+        return Ok(Value::Object(m));
+    }
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        return v
+            .try_iter()?
+            .map(|item| json_value(&item?, what))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    Err(not_json(format!("a {}", v.get_type().name()?)))
 }
 
 /// What every decision of a session reads besides its history: the catalogue, rulebook and

@@ -46,3 +46,41 @@ def test_check_decides_a_batch_as_the_command_and_the_guard_do(tmp_path):
     g = qls.Guard(DATA / "desk.catalogue.yaml", key=b"qls-dev-key", session="s")
     guarded = g.decide([qls.Call(c["tool"], c["args"]) for c in calls])
     assert [(d["decision"], d["reasons"]) for d in guarded] == [(d["decision"], d["reasons"]) for d in out["decisions"]]
+
+
+def test_check_takes_values_and_paths_alike(tmp_path):
+    """The values are handed to the native check as they are (no file between): the same answer
+    as the same JSON in files, and a bad value is a QlsInputError naming it."""
+    call = {"tool": "get_order", "args": {"order_id": "1"}, "origins": {"order_id": "typed"}}
+    history = {"session": "s", "entries": []}
+    h, c = tmp_path / "h.json", tmp_path / "c.json"
+    h.write_text(json.dumps(history))
+    c.write_text(json.dumps(call))
+    by_value = qls.check(DATA / "desk.catalogue.yaml", history, call)
+    assert by_value["decision"] == "allow"
+    assert qls.check(DATA / "desk.catalogue.yaml", h, c) == by_value
+    assert qls.check(DATA / "desk.catalogue.yaml", str(h), call) == by_value
+    appended = qls.check(DATA / "desk.catalogue.yaml", history, call, append=True)
+    assert [e["tool"] for e in appended["entries"]] == ["get_order"]
+    with pytest.raises(qls.QlsInputError, match="<call>:1:26: not a valid call .*unknown field `argz`"):
+        qls.check(DATA / "desk.catalogue.yaml", history, {"tool": "get_order", "argz": {}})
+    with pytest.raises(qls.QlsInputError, match="<history>:1: not a history"):
+        qls.check(DATA / "desk.catalogue.yaml", {"entries": 3}, call)
+    with pytest.raises(qls.QlsInputError, match=r"<call>: not a JSON value \(a set\)"):
+        qls.check(DATA / "desk.catalogue.yaml", history, {"tool": "get_order", "args": {"ids": {1, 2}}})
+    with pytest.raises(qls.QlsInputError, match="not a finite number"):
+        qls.check(DATA / "desk.catalogue.yaml", history, {"tool": "get_order", "args": {"n": float("nan")}})
+
+
+def test_verify_takes_each_option_as_a_typed_value():
+    """Each keyword is set on the proof's arguments with its flag's type (no command line): a
+    keyword no flag has, or a value of the wrong type, is a QlsInputError saying so."""
+    assert qls.verify(SHOP, session_steps="1", step_limit=10).report == qls.verify(SHOP, session_steps=1, step_limit=10).report
+    with pytest.raises(qls.QlsInputError, match="`sesion_steps` is no option of qls verify"):
+        qls.verify(SHOP, sesion_steps=2)
+    with pytest.raises(qls.QlsInputError, match="option `session_steps`: session_steps must be at least 1"):
+        qls.verify(SHOP, session_steps=0)
+    with pytest.raises(qls.QlsInputError, match="option `replay`: expected true or false"):
+        qls.verify(SHOP, replay="yes")
+    with pytest.raises(qls.QlsInputError, match="option `engine`: `z3` is not one of both, bmc, bfs"):
+        qls.verify(SHOP, engine="z3")

@@ -1,5 +1,5 @@
 """CrewAI crews and flows (`crewai`, a scripted fake LLM, no network): exported with
-`qls.export_crew` and verified by the installed `qls`, and run behind `qls.crewai.CrewGuard` —
+`qls.export_crewai` and verified by the installed `qls`, and run behind `qls.crewai.CrewGuard` —
 CrewAI's own tool-call hooks — where an allowed call runs, a confirmed one waits for the person and
 runs with the arguments approved, and a refused one runs nothing and tells the model why.
 
@@ -116,7 +116,7 @@ def support_crew(*, process: Any = Process.sequential, delegation: bool = False,
 
 
 def test_the_sequential_crew_has_the_cascade_and_a_missing_check(tmp_path):
-    graph, cat = qls.export_crew(support_crew(), tools=UNTRUSTED, agents=HIGH)
+    graph, cat = qls.export_crewai(support_crew(), tools=UNTRUSTED, agents=HIGH)
     assert graph["entry"] == "triage"
     assert ("triage", "billing", "handoff") in {(e["from"], e["to"], e["kind"]) for e in graph["edges"]}
     assert graph["agents"]["triage"]["budget"] == 4 and graph["agents"]["billing"]["budget"] == 5  # max_iter
@@ -128,7 +128,7 @@ def test_the_sequential_crew_has_the_cascade_and_a_missing_check(tmp_path):
 
 
 def test_delegation_hierarchy_and_human_input(tmp_path):
-    graph, cat = qls.export_crew(support_crew(delegation=True, human=True), tools=UNTRUSTED, agents=HIGH)
+    graph, cat = qls.export_crewai(support_crew(delegation=True, human=True), tools=UNTRUSTED, agents=HIGH)
     kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
     assert kinds["billing:delegated"] == "model" and kinds["billing:human_input"] == "human"
     edges = {(e["from"], e["to"]) for e in graph["edges"]}
@@ -137,7 +137,7 @@ def test_delegation_hierarchy_and_human_input(tmp_path):
     _, findings, _ = verify(tmp_path, graph, cat)
     assert ("QG012", "charge_card") in findings and not [f for f in findings if f[0] == "QG023"]
 
-    graph, cat = qls.export_crew(support_crew(process=Process.hierarchical), tools=UNTRUSTED, agents=HIGH)
+    graph, cat = qls.export_crewai(support_crew(process=Process.hierarchical), tools=UNTRUSTED, agents=HIGH)
     assert graph["entry"] == "manager"
     edges = {(e["from"], e["to"]) for e in graph["edges"]}
     assert {("manager", "triage:delegated"), ("manager", "billing:delegated"), ("billing:delegated", "manager")} <= edges
@@ -149,7 +149,7 @@ def test_a_delegation_cycle_has_no_bound(tmp_path):
     crew = support_crew(delegation=True)
     crew.agents[1].allow_delegation = True
     with pytest.warns(qls.QlsExportNote, match="delegation cycle"):
-        graph, cat = qls.export_crew(crew, tools=UNTRUSTED, agents=HIGH)
+        graph, cat = qls.export_crewai(crew, tools=UNTRUSTED, agents=HIGH)
     assert "budget" not in graph["agents"]["billing"]
     _, findings, _ = verify(tmp_path, graph, cat)
     assert [f for f in findings if f[0] == "QG023"]
@@ -175,7 +175,7 @@ class Desk(Flow):  # type: ignore[type-arg]
 
 def test_a_flow_is_the_graph_it_declares(tmp_path):
     with pytest.warns(qls.QlsExportNote, match="flow method"):
-        graph, cat = qls.export_crew(Desk())
+        graph, cat = qls.export_crewai(Desk())
     assert graph["entry"] == "Desk.fetch"
     edges = {(e["from"], e["to"]) for e in graph["edges"]}
     assert {("Desk.fetch", "Desk.triage"), ("Desk.triage", "Desk.refund"), ("Desk.refund", "Desk.close"),
@@ -203,7 +203,7 @@ def test_the_flow_template_exports_its_crew_inside_the_flow(tmp_path):
     flow method. Before, the three agents were missing (the method was code only)."""
     flow = example_package("crewai_content_flow").ContentFlow()
     with pytest.warns(qls.QlsExportNote, match="flow method"):
-        graph, cat = qls.export_crew(flow)
+        graph, cat = qls.export_crewai(flow)
     kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
     roles = {n["agent"] for n in graph["nodes"] if n["kind"] == "model"}
     assert len(roles) == 3, roles  # planner, writer, editor: one task each, in order
@@ -255,7 +255,7 @@ def test_a_flow_kicking_off_crews_exports_them_and_their_tools(tmp_path):
     names [...], which no agent of the app holds`; now the crew is in the graph with its tools, and
     the flow's loop leaves its agents without a budget."""
     with pytest.warns(qls.QlsExportNote) as notes:
-        graph, cat = qls.export_crew(desk_flow([]), tools=UNTRUSTED, agents=HIGH)
+        graph, cat = qls.export_crewai(desk_flow([]), tools=UNTRUSTED, agents=HIGH)
     said = " | ".join(str(n.message) for n in notes)
     assert "`helper` is built inside the method" in said and "report" in said
     assert "agent `billing` has no budget: its method is on a cycle of the flow" in said
@@ -285,7 +285,7 @@ def test_a_flow_kicking_a_crew_off_once_sums_its_budgets(tmp_path):
             crew.kickoff()
 
     with pytest.warns(qls.QlsExportNote, match="flow method"):
-        graph, _ = qls.export_crew(Twice(), tools=UNTRUSTED)
+        graph, _ = qls.export_crewai(Twice(), tools=UNTRUSTED)
     assert graph["agents"]["triage"]["budget"] == 8 and graph["agents"]["billing"]["budget"] == 10
 
     class InALoop(Flow):  # type: ignore[type-arg]
@@ -295,20 +295,31 @@ def test_a_flow_kicking_a_crew_off_once_sums_its_budgets(tmp_path):
                 crew.kickoff()
 
     with pytest.warns(qls.QlsExportNote, match="kicked off in a loop"):
-        graph, _ = qls.export_crew(InALoop(), tools=UNTRUSTED)
+        graph, _ = qls.export_crewai(InALoop(), tools=UNTRUSTED)
     assert "budget" not in graph["agents"]["triage"]
 
 
 def test_behind_the_guard_no_write_misses_its_check():
     with CrewGuard(qls.Guard(CATALOGUE, key=KEY)):
-        export = qls.export_crew(support_crew(), agents=HIGH)
+        export = qls.export_crewai(support_crew(), agents=HIGH)
     guarded = {n["id"]: n["tools"] for n in export.graph["nodes"] if n["kind"] == "tools" and n["guarded"]}
     assert guarded == {"triage:guarded_tools": ["read_inbox"],
                        "billing:guarded_tools": ["get_order", "charge_card", "refund_card", "ship_order"]}
     result = qls.verify(export, step_limit=10)
     assert not {f.rule for f in result.findings} & {"QG001", "QG011", "QG012"}, qls.render(result)
-    graph, _ = qls.export_crew(support_crew(), tools=UNTRUSTED)  # uninstalled: unguarded again
+    graph, _ = qls.export_crewai(support_crew(), tools=UNTRUSTED)  # uninstalled: unguarded again
     assert not [n for n in graph["nodes"] if n.get("guarded")]
+
+
+def test_export_crew_warns_and_gives_what_export_crewai_gives():
+    with pytest.warns(DeprecationWarning, match="`export_crew` is now `export_crewai`"):
+        old = qls.export_crew(support_crew(), tools=UNTRUSTED, agents=HIGH)
+    assert old == qls.export_crewai(support_crew(), tools=UNTRUSTED, agents=HIGH)
+
+
+def test_export_crewai_refuses_what_is_not_a_crew_or_a_flow():
+    with pytest.raises(qls.QlsInputError, match="export_crewai takes a CrewAI Crew or Flow, not Agent"):
+        qls.export_crewai(support_crew().agents[0])
 
 
 def desk_crew(ran: list, actions: list) -> tuple[Crew, Scripted]:
@@ -360,13 +371,13 @@ def test_a_declined_write_runs_nothing():
 
 def test_the_crewai_examples_export_and_verify(tmp_path):
     """Two of CrewAI's own published examples (data/examples/README.md): what each proves."""
-    graph, cat = qls.export_crew(example("crewai_markdown_validator").build(Scripted([])))
+    graph, cat = qls.export_crewai(example("crewai_markdown_validator").build(Scripted([])))
     assert graph["agents"]["Requirements Manager"]["budget"] == 25  # CrewAI's default max_iter
     rc, findings, _ = verify(tmp_path, graph, cat)
     assert findings == {("QG001", "markdown_validation_tool")} and rc == 1  # nobody says the linter only reads
 
     with pytest.warns(qls.QlsExportNote, match="flow method"):
-        graph, cat = qls.export_crew(example("crewai_email_flow").build())
+        graph, cat = qls.export_crewai(example("crewai_email_flow").build())
     rc, findings, _ = verify(tmp_path, graph, cat)
     assert findings == {("QG006", "EmailAutoResponderFlow.fetch_new_emails"),
                         ("QG006", "EmailAutoResponderFlow.generate_draft_responses")}

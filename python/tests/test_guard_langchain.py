@@ -33,7 +33,7 @@ def guard() -> qls.Guard:
 
 def test_the_agent_exports_as_guarded_and_has_no_qg001():
     a = agent([], Desk(), guard())
-    export = qls.export_graph(a, model_nodes=["model"])
+    export = qls.export_langgraph(a, model_nodes=["model"])
     tools = [n for n in export.graph["nodes"] if n["kind"] == "tools"]
     assert len(tools) == 1 and tools[0]["guarded"] is True, export.graph
     assert set(tools[0]["tools"]) == {"get_order", "read_inbox", "lookup_credit", "charge_card", "refund_card", "ship_order"}
@@ -43,7 +43,7 @@ def test_the_agent_exports_as_guarded_and_has_no_qg001():
     assert result.report["obligations"], "the proof ran"
     # Without the middleware the same agent's writes are QG001: the guard is what the proof credits.
     bare = create_agent(scripted_model([]), tools=Desk().tools)
-    unguarded = qls.verify(qls.export_graph(bare, model_nodes=["model"]), step_limit=10)
+    unguarded = qls.verify(qls.export_langgraph(bare, model_nodes=["model"]), step_limit=10)
     assert {("QG001", "charge_card"), ("QG001", "ship_order")} <= {(f.rule, f.subject) for f in unguarded.findings}
 
 

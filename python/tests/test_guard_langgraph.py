@@ -81,7 +81,7 @@ def app(steps: list[list[tuple[str, dict]]], desk: Desk, guard: qls.Guard):
 
     g = StateGraph(MessagesState)
     g.add_node("agent", agent)
-    g.add_node("tools", GuardedToolNode(desk.tools, guard))
+    g.add_node("tools", GuardedToolNode(guard, desk.tools))
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
     g.add_edge("tools", "agent")
@@ -99,7 +99,7 @@ def tool_messages(state: dict) -> list[Any]:
 def test_the_app_exports_as_guarded_and_has_no_qg001(tmp_path):
     desk = Desk()
     a = app([], desk, guard())
-    export = qls.export_graph(a, model_nodes=["agent"])
+    export = qls.export_langgraph(a, model_nodes=["agent"])
     tools = [n for n in export.graph["nodes"] if n["kind"] == "tools"]
     assert tools == [{"id": "tools", "kind": "tools", "agent": "agent", "guarded": True, "batch": True,
                       "tools": ["get_order", "read_inbox", "lookup_credit", "charge_card", "refund_card", "ship_order"]}]
@@ -252,7 +252,7 @@ def test_parallel_branches_share_one_guard(tmp_path):
         g = guard()
         b = StateGraph(Branches)
         b.add_node("agent", agent)
-        b.add_node("tools", GuardedToolNode([get_order, lookup_credit], g))
+        b.add_node("tools", GuardedToolNode(g, [get_order, lookup_credit]))
         b.add_edge(START, "agent")
         b.add_conditional_edges("agent", fan, ["tools"])
         b.add_edge("tools", END)

@@ -80,7 +80,7 @@ def outputs(result: Any) -> dict[str, str]:
 
 def test_the_agent_exports_as_guarded_and_has_no_qg001():
     agent, _ = desk([], [])
-    export = qls.export_agents(agent)
+    export = qls.export_openai_agents(agent)
     tools = [n for n in export.graph["nodes"] if n["kind"] == "tools"]
     assert tools == [{"id": "desk:guarded_tools", "kind": "tools", "agent": "desk", "guarded": True, "batch": True,
                       "tools": ["get_order", "read_inbox", "lookup_credit", "charge_card", "refund_card", "ship_order"]}]

@@ -1,5 +1,5 @@
 """Real LangGraph apps (langgraph, langgraph-swarm, langgraph-supervisor; a fake chat model, no
-network) exported with `export_graph` and verified with the `qls` binary."""
+network) exported with `export_langgraph` and verified with the `qls` binary."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, create_react_agent  # noqa: E402
 from langgraph.types import Send  # noqa: E402
 
-from qls import QlsExportNote, export_graph  # noqa: E402
+from qls import QlsExportNote, export_langgraph  # noqa: E402
 
 
 search_web = tool_of("search_web", "Search the web.", query=str)
@@ -80,7 +80,7 @@ def customer_support(interrupt: bool):
 
 
 def test_customer_support_with_approval_gate(tmp_path):
-    graph, cat = export_graph(customer_support(True), model_nodes=CS_MODELS, tools=CS_TOOLS)
+    graph, cat = export_langgraph(customer_support(True), model_nodes=CS_MODELS, tools=CS_TOOLS)
     kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
     assert kinds["interrupt_before:update_flight:sensitive_tools"] == "human"
     # An effect nobody states is a write; a stated one is kept.
@@ -96,7 +96,7 @@ def test_customer_support_with_approval_gate(tmp_path):
 
 
 def test_customer_support_without_approval_gate_lets_untrusted_text_steer_writes(tmp_path):
-    graph, cat = export_graph(customer_support(False), model_nodes=CS_MODELS, tools=CS_TOOLS)
+    graph, cat = export_langgraph(customer_support(False), model_nodes=CS_MODELS, tools=CS_TOOLS)
     assert all(n["kind"] != "human" for n in graph["nodes"])
     rc, findings, ob = verify(tmp_path, graph, cat)
     assert ob["QG012:update_ticket_to_new_flight"] == "reachable"
@@ -120,7 +120,7 @@ SWARM_MODELS = ["flight_assistant:agent", "hotel_assistant:agent"]
 def test_swarm_hands_off_by_tool(tmp_path):
     pytest.importorskip("langgraph_swarm")
     app = swarm_app()
-    graph, cat = export_graph(app, model_nodes=SWARM_MODELS, tools={"search_hotels": {"effect": "read", "returns": "untrusted"}})
+    graph, cat = export_langgraph(app, model_nodes=SWARM_MODELS, tools={"search_hotels": {"effect": "read", "returns": "untrusted"}})
     handoffs = {(e["from"], e["to"]) for e in graph["edges"] if e["kind"] == "handoff"}
     assert ("hotel_assistant:tools", "flight_assistant:agent") in handoffs
     assert ("flight_assistant:tools", "hotel_assistant:agent") in handoffs
@@ -145,7 +145,7 @@ def test_supervisor_with_two_workers(tmp_path):
     flights = create_react_agent(fake_model(), [book_flight], name="flights")
     hotels = create_react_agent(fake_model(), [search_hotels, book_hotel], name="hotels")
     app = sup.create_supervisor([flights, hotels], model=fake_model()).compile()
-    graph, cat = export_graph(app, model_nodes=["supervisor:agent", "flights:agent", "hotels:agent"],
+    graph, cat = export_langgraph(app, model_nodes=["supervisor:agent", "flights:agent", "hotels:agent"],
                               tools={"search_hotels": {"effect": "read", "returns": "untrusted"}})
     handoffs = {(e["from"], e["to"]) for e in graph["edges"] if e["kind"] == "handoff"}
     assert ("supervisor:tools", "flights:agent") in handoffs  # transfer_to_flights
@@ -169,7 +169,7 @@ def test_custom_node_and_send_fan_out_are_said_not_proved(tmp_path):
     g.add_conditional_edges("plan", lambda s: [Send("worker", {"items": [i]}) for i in s["items"]])
     g.add_edge("worker", END)
     with pytest.warns(QlsExportNote):
-        graph, cat = export_graph(g.compile(), model_nodes=[])
+        graph, cat = export_langgraph(g.compile(), model_nodes=[])
     rc, findings, _ = verify(tmp_path, graph, cat)
     assert ("QG006", "plan") in findings and ("QG006", "worker") in findings
     assert ("QG016", "plan") in findings
@@ -178,12 +178,12 @@ def test_custom_node_and_send_fan_out_are_said_not_proved(tmp_path):
 
 def test_tool_metadata_states_its_effect_and_unknown_names_are_refused():
     app = create_react_agent(fake_model(), [get_weather, book_hotel])
-    graph, cat = export_graph(app, model_nodes=["agent"])
+    graph, cat = export_langgraph(app, model_nodes=["agent"])
     assert cat["tools"]["get_weather"]["effect"] == "read"
     assert cat["tools"]["book_hotel"]["effect"] == "write"
-    _, cat = export_graph(app, model_nodes=["agent"], tools={"book_hotel": {"undo": "cancel_hotel"}})
+    _, cat = export_langgraph(app, model_nodes=["agent"], tools={"book_hotel": {"undo": "cancel_hotel"}})
     assert cat["tools"]["book_hotel"] == {**cat["tools"]["book_hotel"], "effect": "write", "undo": "cancel_hotel"}
     with pytest.raises(ValueError, match="agnet"):
-        export_graph(app, model_nodes=["agnet"])
+        export_langgraph(app, model_nodes=["agnet"])
     with pytest.raises(ValueError, match="nope"):
-        export_graph(app, model_nodes=["agent"], tools={"nope": {}})
+        export_langgraph(app, model_nodes=["agent"], tools={"nope": {}})

@@ -1,4 +1,4 @@
-"""An OpenAI Agents SDK triage agent with hand-offs, exported with `export_agents` and verified
+"""An OpenAI Agents SDK triage agent with hand-offs, exported with `export_openai_agents` and verified
 with the `qls` binary (nothing is run: the SDK's objects are only read)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from conftest import verify
 agents = pytest.importorskip("agents")
 from agents import Agent, Handoff, function_tool, handoff  # noqa: E402
 
-from qls import QlsExportNote, export_agents  # noqa: E402
+from qls import QlsExportNote, export_openai_agents  # noqa: E402
 
 
 @function_tool
@@ -48,7 +48,7 @@ TOOLS = {"lookup_order": {"effect": "read"}, "read_inbox": {"effect": "read", "r
 
 
 def test_triage_agent_hands_off_and_approval_gates_the_refund(tmp_path):
-    graph, cat = export_agents(triage(), tools=TOOLS)
+    graph, cat = export_openai_agents(triage(), tools=TOOLS)
     ids = {n["id"]: n["kind"] for n in graph["nodes"]}
     assert graph["entry"] == "triage"
     assert ids["billing:approval"] == "human"
@@ -71,7 +71,7 @@ def test_a_handoff_whose_agent_cannot_be_read_is_written_as_unmodelled(tmp_path)
                      input_json_schema={}, on_invoke_handoff=invoke, agent_name="legacy")
     agent = Agent(name="front", instructions="Route.", tools=[lookup_order], handoffs=[opaque])
     with pytest.warns(QlsExportNote, match="Handoff object"):
-        graph, cat = export_agents(agent, tools={"lookup_order": {"effect": "read"}})
+        graph, cat = export_openai_agents(agent, tools={"lookup_order": {"effect": "read"}})
     dyn = [e for e in graph["edges"] if e["kind"] == "dynamic"]
     assert dyn and dyn[0]["targets"] is None
     rc, findings, _ = verify(tmp_path, graph, cat)
@@ -87,5 +87,5 @@ def test_approval_decided_by_a_function_earns_no_credit():
 
     agent = Agent(name="desk", instructions="Refunds.", tools=[refund_small])
     with pytest.warns(QlsExportNote, match="never approved"):
-        graph, _ = export_agents(agent)
+        graph, _ = export_openai_agents(agent)
     assert all(n["kind"] != "human" for n in graph["nodes"])

@@ -42,7 +42,7 @@ def app(guarded_by: qls.Guard):
 
     g = StateGraph(MessagesState)
     g.add_node("agent", agent)
-    g.add_node("tools", GuardedToolNode([read_mail, save_note], guarded_by))
+    g.add_node("tools", GuardedToolNode(guarded_by, [read_mail, save_note]))
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
     g.add_edge("tools", "agent")
@@ -55,7 +55,7 @@ def guard(catalogue: str = "notes.catalogue.yaml") -> qls.Guard:
 
 def proved() -> tuple[qls.Export, qls.Finding]:
     """The guarded app exported, and its QG021 finding with a reproduced witness."""
-    export = qls.export_graph(app(guard()), model_nodes=["agent"])
+    export = qls.export_langgraph(app(guard()), model_nodes=["agent"])
     return export, finding(export)
 
 
@@ -94,6 +94,6 @@ def test_a_guard_built_from_other_files_diverges_where_it_decides_otherwise():
 
 def test_a_finding_without_a_witness_is_refused():
     g = guard()
-    export = qls.export_graph(app(g), model_nodes=["agent"])
+    export = qls.export_langgraph(app(g), model_nodes=["agent"])
     with pytest.raises(ValueError, match="has no witness"):
         qls.replay_through(g, {"rule": "QG021", "subject": "save_note", "witness": None}, export)
