@@ -9,7 +9,7 @@
 //! and the arguments an undo binds from the run it undoes. An answer is a value, a proof that
 //! there is none, or "not built" with the reason — which is never evidence of anything.
 
-use crate::catalogue::ArgCheck;
+use crate::catalogue::{ArgCheck, Tool};
 use crate::rulebook::Literal;
 use crate::vocab::CheckOutcome;
 use serde_json::{Map, Value};
@@ -95,6 +95,24 @@ impl Want {
             present: vec![],
             hints: BTreeMap::new(),
         }
+    }
+
+    /// A valid call to `t`, its `path` arguments named, asking nothing else yet.
+    pub fn call_of(t: &Tool) -> Want {
+        let mut w = Want::valid(t.args.clone(), t.sends_out);
+        w.paths = t.path_args();
+        w
+    }
+
+    /// What an invalid call to `t` asks, and all it asks: that some invalid value exists. The
+    /// call is refused at step 3 or 4, before any step reads a region, a rule-sheet check, an
+    /// origin or an undo's binding, and its value may hold what the schema's types leave out
+    /// (a region's representative is of the declared type): asking more would leave out runs
+    /// the runtime has. The lowering's pruning and replay both ask this, so they agree.
+    pub fn invalid_call(t: &Tool) -> Want {
+        let mut w = Want::call_of(t);
+        w.validity = ArgsAre::Invalid;
+        w
     }
 }
 

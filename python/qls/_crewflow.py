@@ -8,11 +8,13 @@ fixed shapes, which are read here from the method's syntax tree (the code is nev
   its ``crew()`` is the crew;
 - ``name.kickoff(...)`` where ``name`` is a ``Crew`` or an ``Agent`` in the method's globals or
   closure (a crew defined at module level);
-- ``self.attr.kickoff(...)`` where ``attr`` is a ``Crew`` or ``Agent`` on the flow object.
+- ``self.attr.kickoff(...)`` where ``attr`` is a ``Crew`` or ``Agent`` on the flow object and no
+  method of the flow assigns ``self.attr`` (else what runs is the method's, not the one read now).
 
 ``kickoff``, ``kickoff_async``, ``akickoff`` and the ``kickoff_for_each`` family count. Anything
 else that is kicked off — a crew or agent built inside the method, one returned by a function, a
-nested flow — cannot be followed without running the code: it is returned as a note and stays
+nested flow, a name the method assigns itself, a method whose source cannot be read — cannot be
+followed without running the code: it is returned as a note and stays
 inside the method's custom node (QG006), as every flow method's own code does.
 
 A kickoff inside a loop (``for``, ``while``, a comprehension) or of the ``for_each`` family may
@@ -58,23 +60,47 @@ def _instantiate_crew_class(cls: Any) -> Any:
     return cls().crew()
 
 
+def _assigned_self_attrs(cls: type) -> set[str]:
+    """The ``self.<attr>`` a flow's methods other than ``__init__`` assign (``__init__``'s are
+    already on the object the exporter reads)."""
+    out: set[str] = set()
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return out
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name != "__init__":
+            for n in ast.walk(fn):
+                if (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                        and isinstance(n.value, ast.Name) and n.value.id == "self"):
+                    out.add(n.attr)
+    return out
+
+
+def _locals(fn: ast.AST) -> set[str]:
+    """The names a function binds itself (its parameters and every name it assigns)."""
+    out = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    out |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return out
+
+
 def kickoffs(flow: Any, method: str) -> tuple[list[Kickoff], list[str]]:
     """The crews and agents ``method`` of ``flow`` kicks off, and notes on what it could not
     follow."""
     from crewai import Agent, Crew
 
     cls = type(flow)
-    fn = inspect.unwrap(getattr(cls, method, None))
-    unwrap = getattr(fn, "unwrap", None)
-    if callable(unwrap):  # crewai's FlowMethod keeps the function as `_meth`
-        fn = unwrap()
+    where = f"flow method `{cls.__name__}.{method}`"
+    fn = inspect.unwrap(getattr(cls, method))  # crewai's FlowMethod sets `__wrapped__`
     try:
         lines, first = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
-        return [], []
+    except (OSError, TypeError, SyntaxError) as e:
+        return [], [f"{where}: its source could not be read ({type(e).__name__}), so what it kicks off "
+                    f"is not followed; it stays the method's opaque code (QG006)"]
     scope = _scope(fn)
-    where = f"flow method `{cls.__name__}.{method}`"
+    bound_here = _locals(tree)
+    reassigned = _assigned_self_attrs(cls)
     found: list[Kickoff] = []
     notes: list[str] = []
     parents: dict[ast.AST, ast.AST] = {}
@@ -93,10 +119,12 @@ def kickoffs(flow: Any, method: str) -> tuple[list[Kickoff], list[str]]:
     def resolve(recv: ast.expr) -> tuple[Any, str | None]:
         """The object a kickoff's receiver names, or why it cannot be followed."""
         if isinstance(recv, ast.Name):
-            if recv.id in scope:
-                return scope[recv.id], None
-            return None, f"`{recv.id}` is built inside the method"
+            if recv.id in bound_here or recv.id not in scope:
+                return None, f"`{recv.id}` is built inside the method"
+            return scope[recv.id], None
         if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
+            if recv.attr in reassigned:
+                return None, f"`self.{recv.attr}` is assigned by a method of the flow"
             try:
                 return getattr(flow, recv.attr), None
             except Exception as e:  # a property that fails without a run

@@ -218,9 +218,14 @@ def _crew_budgets(crew: Any) -> dict[str, int | None]:
 
 
 def _kickoff_budgets(target: Any) -> dict[str, int | None]:
-    """The budgets one kickoff of a crew or an agent gives its agents."""
+    """The budgets one kickoff of a crew or an agent gives its agents (a hierarchical crew's
+    manager included, as ``_Crew.crew`` declares it)."""
     if _is_crew(target):
-        return _crew_budgets(target)
+        out = _crew_budgets(target)
+        manager = getattr(target, "manager_agent", None)
+        if target.process.value == "hierarchical" and manager is not None:
+            out[manager.role] = _Crew._budget(manager, len(target.tasks))
+        return out
     it = getattr(target, "max_iter", None)
     return {target.role: None if it is None else int(it)}
 

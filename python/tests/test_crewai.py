@@ -299,6 +299,44 @@ def test_a_flow_kicking_a_crew_off_once_sums_its_budgets(tmp_path):
     assert "budget" not in graph["agents"]["triage"]
 
 
+def test_what_a_flow_method_rebinds_is_not_followed(tmp_path):
+    """A name the method assigns itself shadows the module's or closure's (`crew = ...` inside
+    the method), and `self.<attr>` a method assigns is not the object the exporter reads: neither
+    is followed (a note; the method stays opaque code), rather than exporting the wrong crew. A
+    hierarchical crew's manager kicked off in a loop has no budget either."""
+    crew = support_crew()
+    boss = support_crew(process=Process.hierarchical)
+
+    class Rebinds(Flow):  # type: ignore[type-arg]
+        @start()
+        def shadow(self) -> None:
+            crew = support_crew(delegation=True)  # noqa: F841 — the local, not the closure's
+            crew.kickoff()
+
+        @listen(shadow)
+        def swap(self) -> None:
+            self.team = boss
+            self.team.kickoff()
+
+        @listen(swap)
+        def managed(self) -> None:
+            while True:
+                boss.kickoff()
+
+    f = Rebinds()
+    f.team = crew  # type: ignore[attr-defined]
+    with pytest.warns(qls.QlsExportNote) as notes:
+        graph, _ = qls.export_crewai(f, tools=UNTRUSTED)
+    said = " | ".join(str(n.message) for n in notes)
+    assert "`crew` is built inside the method" in said, said
+    assert "`self.team` is assigned by a method of the flow" in said, said
+    assert "agent `manager` has no budget: it is kicked off in a loop" in said, said
+    assert "budget" not in graph["agents"]["manager"]
+    managed = [e["to"] for e in graph["edges"] if e["from"] == "Rebinds.managed"]
+    assert "manager" in managed and not [e for e in graph["edges"] if e["from"] == "Rebinds.shadow"
+                                         and e["to"] != "Rebinds.swap"]
+
+
 def test_behind_the_guard_no_write_misses_its_check():
     with CrewGuard(qls.Guard(CATALOGUE, key=KEY)):
         export = qls.export_crewai(support_crew(), agents=HIGH)

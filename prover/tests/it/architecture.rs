@@ -64,26 +64,39 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The workspace crates a crate's `[dependencies]` section names (dev-dependencies excluded).
-fn workspace_deps(krate: &str) -> BTreeSet<String> {
+/// Every package a crate's `[dependencies]` and `[target.….dependencies]` sections name (dev-
+/// and build-dependencies excluded).
+fn deps(krate: &str) -> BTreeSet<String> {
     let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
     let mut in_deps = false;
     let mut out = BTreeSet::new();
     for line in text.lines() {
         let line = line.trim();
-        if line.starts_with('[') {
-            in_deps = line == "[dependencies]";
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']');
+            in_deps = header == "dependencies" || header.ends_with(".dependencies");
             continue;
         }
-        if !in_deps || line.starts_with('#') {
+        if !in_deps || line.starts_with('#') || line.is_empty() {
             continue;
         }
-        let key = line.split(['=', '.', ' ']).next().unwrap_or("").trim();
-        if crates().any(|c| c == key) {
-            out.insert(key.to_string());
-        }
+        out.insert(
+            line.split(['=', '.', ' '])
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string(),
+        );
     }
     out
+}
+
+/// The workspace crates a crate's dependencies name.
+fn workspace_deps(krate: &str) -> BTreeSet<String> {
+    deps(krate)
+        .into_iter()
+        .filter(|d| crates().any(|c| c == d))
+        .collect()
 }
 
 fn set(names: &[&str]) -> BTreeSet<String> {
@@ -219,16 +232,8 @@ fn only_the_z3_engines_name_z3() {
     }
     // Cargo holds it too: only the engines and the value solver depend on z3.
     for krate in crates() {
-        let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
-        let deps = text
-            .split("\n[")
-            .filter(|sec| sec.starts_with("dependencies]") || sec.contains("dependencies]\n"))
-            .filter(|sec| !sec.starts_with("dev-dependencies]"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let names_z3 = deps.lines().any(|l| l.trim_start().starts_with("z3"));
         assert!(
-            !names_z3 || krate == "engines" || krate == "realise",
+            !deps(krate).contains("z3") || krate == "engines" || krate == "realise",
             "{krate}/Cargo.toml depends on z3 (only engines and realise may)"
         );
     }

@@ -64,8 +64,7 @@ impl Run<'_> {
         agent: &str,
         checked: bool,
     ) -> Result<Call, Unbuilt> {
-        let mut want = Want::valid(t.args.clone(), t.sends_out);
-        want.paths = t.path_args();
+        let mut want = Want::call_of(t);
         let mut context = Map::new();
         for (k, v) in &st.choices {
             match self.keys.choices.get(k) {
@@ -133,14 +132,9 @@ impl Run<'_> {
                 }
             }
         }
-        // An invalid call is refused at step 3 or 4, before the steps that read a region, a
-        // check, an origin or an undo's binding: it asks only for an invalid value, as the
-        // lowering offers it (`encoder::ts::lower::realisable`).
+        // An invalid call asks only for an invalid value, as the lowering offers it.
         if want.validity == ArgsAre::Invalid {
-            let mut bare = Want::valid(t.args.clone(), t.sends_out);
-            bare.paths = t.path_args();
-            bare.validity = ArgsAre::Invalid;
-            want = bare;
+            want = Want::invalid_call(t);
         }
         let mut earlier = false;
         let answer = match realise::realise(&want) {

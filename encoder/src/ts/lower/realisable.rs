@@ -7,7 +7,7 @@
 //! choices exist.
 
 use super::*;
-use ir::want::{ArgsAre, Bound, Realised, Want, WantCheck};
+use ir::want::{Bound, Realised, Want, WantCheck};
 
 /// Combinations asked per call at most; a call with more is left as it is (every combination
 /// offered).
@@ -80,33 +80,22 @@ impl B<'_> {
         }
     }
 
-    /// What one combination of a call's argument choices asks of its value.
-    ///
-    /// An invalid call is refused at step 3 or 4, before any step that reads an argument's
-    /// region, the rule sheet's checks (step 7) or an origin (step 10): its other choices do not
-    /// change what the check decides, and its value may hold what its schema's types leave out
-    /// (a region's representatives are of the declared type). So every combination with
-    /// `args.invalid` asks only for an invalid value: pruning one on a region or check the
-    /// value never reaches would leave out concrete runs the matcher follows (the conformance
-    /// run caught `Refuse [argument_schema]` with `amount: 0` for an object-typed `amount`,
-    /// seed 9693608364876465549).
+    /// What one combination of a call's argument choices asks of its value; one with
+    /// `args.invalid` asks only for an invalid value ([`Want::invalid_call`]: pruning it on a
+    /// region or check the value never reaches would leave out concrete runs — the conformance
+    /// run caught `Refuse [argument_schema]` with `amount: 0` for an object-typed `amount`, seed
+    /// 9693608364876465549).
     fn want(&self, t: &Tool, dims: &[(ChoiceId, Dim)], pick: &[usize]) -> Want {
-        let mut want = Want::valid(t.args.clone(), t.sends_out);
-        want.paths = t.path_args();
         let invalid = dims.iter().zip(pick).any(|((_, d), &k)| {
             matches!(d, Dim::Validity) && k == Validity::Invalid.index() as usize
         });
         if invalid {
-            want.validity = ArgsAre::Invalid;
-            return want;
+            return Want::invalid_call(t);
         }
+        let mut want = Want::call_of(t);
         for ((_, d), &k) in dims.iter().zip(pick) {
             match d {
-                Dim::Validity => {
-                    if k == Validity::Invalid.index() as usize {
-                        want.validity = ArgsAre::Invalid;
-                    }
-                }
+                Dim::Validity => {} // valid here: an invalid pick returned above
                 Dim::Check => {
                     want.check_outcome = Some(if k == CheckOutcome::Fails.index() as usize {
                         CheckOutcome::Fails
