@@ -577,6 +577,9 @@ pub enum ChoiceKey {
     Undo(String),
     /// `check.fails`: a rule-sheet check fails.
     CheckFails,
+    /// `origin.copied`: some argument's value was copied from an earlier entry's result, and
+    /// the call carries that entry's marks (SPEC §2 "Provenance, not authorship").
+    Copied,
 }
 
 impl fmt::Display for ChoiceKey {
@@ -590,6 +593,7 @@ impl fmt::Display for ChoiceKey {
             ChoiceKey::ArgsInvalid => f.write_str("args.invalid"),
             ChoiceKey::Undo(t) => write!(f, "undo.{t}"),
             ChoiceKey::CheckFails => f.write_str("check.fails"),
+            ChoiceKey::Copied => f.write_str("origin.copied"),
         }
     }
 }
@@ -663,6 +667,9 @@ choice_values! {
     /// The value of `check.fails` ([`ChoiceKey::CheckFails`]): whether a rule-sheet `check:`
     /// condition fails.
     CheckOutcome { Holds => "holds", Fails => "fails" }
+    /// The value of `origin.copied` ([`ChoiceKey::Copied`]): whether an argument's value came
+    /// from an earlier history entry's result, so the call carries the marks such an entry has.
+    Copied { No => "no", Yes => "yes" }
 }
 
 /// The value of `undo.<tool>` ([`ChoiceKey::Undo`]): no undo (index 0), or the write the call

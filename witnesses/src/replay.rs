@@ -12,7 +12,7 @@ use ir::catalogue::Tool;
 use ir::graph::{EdgeKind, NodeKind};
 use ir::vocab::{
     first_class, Answer, Approval, ArgClass, ArgOrigin, CheckOutcome, ChoiceKey, ChoiceValue,
-    HeldCall, Mark, Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
+    Copied, HeldCall, Mark, Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
 };
 use ir::Project;
 use obligations::catalog::RuleId;
@@ -693,6 +693,16 @@ impl<'a> Run<'a> {
             call.context = step_context(self.keys, st);
         }
         stamp_call(&mut call, self.marks.get(agent), self.turn);
+        let copied = if chosen_as(st, &ChoiceKey::Copied) == Some(Copied::Yes) {
+            self.session_marks()
+        } else {
+            BTreeSet::new()
+        };
+        for m in &copied {
+            if !call.marks.iter().any(|k| k == m.as_str()) {
+                call.marks.push(m.to_string());
+            }
+        }
         let d = check(&self.ctx(), &self.history, &call);
         self.compare_decision(l, &d)?;
         self.last_call = Some(call.clone());
@@ -700,6 +710,13 @@ impl<'a> Run<'a> {
         match d.decision {
             Answer::Allow => {
                 self.execute(t, &call, agent, Answer::Allow.as_str());
+                // Its entry carries what it copied: its agent has seen that now.
+                for m in copied {
+                    self.marks.entry(agent.into()).or_default().insert(m);
+                    if m != Mark::SteeredFromLower {
+                        self.prov.entry(agent.into()).or_default().insert(m);
+                    }
+                }
                 if l.by_token {
                     self.held = None;
                 }
@@ -782,6 +799,23 @@ impl<'a> Run<'a> {
             });
         }
         Ok(())
+    }
+
+    /// The marks some entry of the session may carry, as the lowering reads them
+    /// (`encoder`'s `session_marks`): a mark some agent has seen or has in its provenance
+    /// (`steered_from_lower`: seen). A call whose value was copied from such an entry carries
+    /// them (SPEC §2 "Provenance, not authorship"); as a host that states origins, replay lists
+    /// them in the call's `marks`.
+    fn session_marks(&self) -> BTreeSet<Mark> {
+        let mut out = BTreeSet::new();
+        for m in [Mark::External, Mark::Confidential, Mark::SteeredFromLower] {
+            let seen = self.marks.values().any(|s| s.contains(&m));
+            let prov = m != Mark::SteeredFromLower && self.prov.values().any(|s| s.contains(&m));
+            if seen || prov {
+                out.insert(m);
+            }
+        }
+        out
     }
 
     /// A tool result's mark (untrusted or confidential content) lands on the acting agent's marks

@@ -169,6 +169,7 @@ impl B<'_> {
             clarify: Expr::Bool(false),
             held_args: vec![],
             tainted: Expr::Bool(false),
+            copied: None,
         }
     }
 
@@ -346,12 +347,113 @@ impl B<'_> {
         }
     }
 
+    /// SPEC §2 "Provenance, not authorship": under `origins: "auto"` an argument whose value an
+    /// earlier history entry's result holds is `tool`, and the call carries that entry's marks —
+    /// whichever agent's entry it was, in whichever turn. **Over-approximates** as one choice per
+    /// guarded call with arguments: copied or not; a copied call carries every mark that some
+    /// ran entry of the session may carry ([`B::session_marks`]), and once it runs its own entry
+    /// carries them, so its agent has seen them. Not offered where it adds nothing: one agent
+    /// whose memory keeps marks has seen every entry's marks already.
+    pub(super) fn check_copied(&mut self, c: &mut GuardedCall<'_>) {
+        let has_args = !c.tool.arg_names().is_empty() || c.tool.args.is_none();
+        let nothing_new = self.agents().len() <= 1 && self.p.settings.memory_keeps_marks;
+        let may_carry = self
+            .session_marks()
+            .iter()
+            .any(|(_, e)| *e != Expr::Bool(false));
+        if !has_args || nothing_new || !may_carry {
+            return;
+        }
+        let ch = self.choice(ChoiceKey::Copied, Copied::domain(), Copied::names());
+        c.choices.push(ch);
+        c.copied = Some(ch);
+    }
+
+    /// The marks some ran entry of the session may carry, each with when it may: `external`
+    /// once an agent saw untrusted content or has it in its provenance, `confidential` the
+    /// same, `steered_from_lower` once an agent was steered by a hand-off (its entries carry
+    /// the label). **Over-approximates**: an agent that has a mark may not have run anything
+    /// since it got it.
+    pub(super) fn session_marks(&self) -> Vec<(Mark, Expr)> {
+        let agents = self.agents();
+        let any = |vars: &[MarkVar]| {
+            or(agents
+                .iter()
+                .flat_map(|a| vars.iter().map(|m| self.sv.mark_set(*m, a)))
+                .collect())
+        };
+        vec![
+            (
+                Mark::External,
+                any(&[MarkVar::Seen(Mark::External), MarkVar::Prov(Mark::External)]),
+            ),
+            (
+                Mark::Confidential,
+                any(&[
+                    MarkVar::Seen(Mark::Confidential),
+                    MarkVar::Prov(Mark::Confidential),
+                ]),
+            ),
+            (
+                Mark::SteeredFromLower,
+                any(&[MarkVar::Seen(Mark::SteeredFromLower)]),
+            ),
+        ]
+    }
+
+    /// The marks a copied call adds, each with when it does (nothing where it is not copied).
+    fn copied_marks(&self, c: &GuardedCall<'_>) -> Vec<(Mark, Expr)> {
+        let Some(ch) = c.copied else {
+            return vec![];
+        };
+        let yes = choice_is(ch, Copied::Yes.index());
+        self.session_marks()
+            .into_iter()
+            .map(|(m, e)| (m, and(vec![yes.clone(), e])))
+            .collect()
+    }
+
+    /// A copied call that runs: its entry carries the marks it copied, so its agent has seen
+    /// them, and they are in its provenance.
+    pub(super) fn copied_updates(&self, c: &GuardedCall<'_>, upd: &mut IndexMap<VarId, Expr>) {
+        for (m, when) in self.copied_marks(c) {
+            let mut vars = vec![MarkVar::Seen(m)];
+            if m != Mark::SteeredFromLower {
+                vars.push(MarkVar::Prov(m));
+            }
+            for mv in vars {
+                if let Some(v) = self.sv.mark(mv, &c.agent) {
+                    let before = upd.get(&v).cloned().unwrap_or(Expr::Var(v));
+                    upd.insert(v, ite(when.clone(), Expr::Const(1), before));
+                }
+            }
+        }
+    }
+
     /// SPEC §2 step 8 (taint), for undos too: a write whose inputs carry marks less trusted
     /// than its `trust` is refused `tainted_call` under `taint_policy: refuse` (under
-    /// `confirm`, step 10 asks a person).
+    /// `confirm`, step 10 asks a person). The inputs are what the agent has seen and, for a
+    /// copied call, what it copied.
     pub(super) fn check_taint(&self, c: &mut GuardedCall<'_>) {
         if c.tool.is_write() {
-            c.tainted = self.taint_expr(c.tool, &c.agent);
+            let seen = |m: Mark| self.sv.mark_set(MarkVar::Seen(m), &c.agent);
+            let copied = self.copied_marks(c);
+            let carried = |m: Mark| {
+                or(std::iter::once(seen(m))
+                    .chain(
+                        copied
+                            .iter()
+                            .filter(|(k, _)| *k == m)
+                            .map(|(_, e)| e.clone()),
+                    )
+                    .collect())
+            };
+            c.tainted = self.taint_of(
+                c.tool,
+                &c.agent,
+                carried(Mark::External),
+                carried(Mark::SteeredFromLower),
+            );
         }
         if self.p.settings.taint_policy == TaintPolicy::Refuse {
             let tainted = c.tainted.clone();
@@ -475,12 +577,9 @@ impl B<'_> {
         }
     }
 
-    /// Whether a write's inputs carry marks less trusted than its `trust` accepts.
-    pub(super) fn taint_expr(&self, t: &Tool, agent: &str) -> Expr {
-        let ext = self.sv.mark_set(MarkVar::Seen(Mark::External), agent);
-        let steered = self
-            .sv
-            .mark_set(MarkVar::Seen(Mark::SteeredFromLower), agent);
+    /// Whether a write's inputs — carrying `external` and `steered_from_lower` when the given
+    /// conditions hold — are less trusted than its `trust` accepts.
+    pub(super) fn taint_of(&self, t: &Tool, agent: &str, ext: Expr, steered: Expr) -> Expr {
         // `trust: external` accepts every mark, the hand-off label included (SPEC §2 step 8).
         // Otherwise external content counts, and an instruction handed from a lower-privilege
         // agent counts for a privileged requirement and whenever the acting agent is

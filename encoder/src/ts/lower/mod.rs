@@ -18,8 +18,8 @@ use ir::catalogue::{Tool, Trust};
 use ir::graph::{EdgeKind, GraphEdge, NodeKind};
 use ir::rulebook::{Literal, Operand};
 use ir::vocab::{
-    Answer, Approval, ArgClass, ArgOrigin, CheckOutcome, ChoiceKey, ChoiceValue, HeldCall, Mark,
-    Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
+    Answer, Approval, ArgClass, ArgOrigin, CheckOutcome, ChoiceKey, ChoiceValue, Copied, HeldCall,
+    Mark, Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
 };
 use ir::Project;
 use serde_json::Value;
@@ -265,6 +265,9 @@ struct GuardedCall<'t> {
     held_args: Vec<(ChoiceId, VarId)>,
     /// Step 8: the write's inputs carry marks less trusted than it accepts.
     tainted: Expr,
+    /// `origin.copied`, where offered: an argument's value came from an earlier entry's result
+    /// and the call carries that entry's marks (SPEC §2 "Provenance, not authorship").
+    copied: Option<ChoiceId>,
 }
 
 impl GuardedCall<'_> {
@@ -682,6 +685,38 @@ mod tests {
             .edge("model", "end", EdgeKind::Reply)
             .entry("model")
             .build()
+    }
+
+    /// A desk whose `refund` is guarded and that reads untrusted mail, with the given memory.
+    fn reading_desk(memory_keeps_marks: bool) -> Project {
+        let mut p = desk();
+        let mut mail = Builder::mk_tool("read_mail", Effect::Read);
+        mail.returns_untrusted = true;
+        p.catalogue.tools.insert("read_mail".into(), mail);
+        p.graph.nodes[1].tools.push("read_mail".into());
+        if let Some(a) = p.graph.agents.get_mut("desk") {
+            a.tools.push("read_mail".into());
+        }
+        p.settings.memory_keeps_marks = memory_keeps_marks;
+        p
+    }
+
+    #[test]
+    fn a_copied_argument_is_a_choice_only_where_it_can_carry_marks_the_agent_lacks() {
+        // One agent that keeps its marks has seen every entry's: copying adds nothing.
+        let kept = lower(&reading_desk(true), 2, 6);
+        assert!(!kept.choice_ids.contains_key(&ChoiceKey::Copied));
+        // Marks dropped at the turn's end: an earlier turn's untrusted result can be copied.
+        let dropped = lower(&reading_desk(false), 2, 6);
+        let id = dropped.choice_ids[&ChoiceKey::Copied];
+        assert_eq!(dropped.ts.choices[id.0 as usize].values, Copied::names());
+        // The write's decisions read it (its taint); the conformance run checks what it means.
+        let read_by_refund = dropped.ts.commands.iter().any(|c| {
+            c.label.tool.as_deref() == Some("refund")
+                && c.label.decision == Some(Answer::Confirm)
+                && c.choices.contains(&id)
+        });
+        assert!(read_by_refund);
     }
 
     #[test]

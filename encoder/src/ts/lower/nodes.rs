@@ -363,6 +363,7 @@ impl B<'_> {
         self.check_rulebook_gate(&mut c);
         self.check_sheet_conditions(&mut c);
         self.check_values(&mut c);
+        self.check_copied(&mut c);
         self.check_taint(&mut c);
         c.choices.sort();
         c.choices.dedup();

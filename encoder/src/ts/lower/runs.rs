@@ -146,6 +146,7 @@ impl B<'_> {
             self.approved_now()
         };
         self.execution_updates(c.tool, &c.agent, confirmed, &mut upd);
+        self.copied_updates(c, &mut upd);
         if undo {
             self.undo_updates(c, &mut upd);
         }

@@ -27,8 +27,8 @@ use explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
 use ir::graph::NodeKind;
 use ir::rulebook::{Literal, Operand};
 use ir::vocab::{
-    first_class, Answer, CheckOutcome, ChoiceKey, ChoiceValue, HeldCall, Mark, Reason, UndoTarget,
-    VarKey,
+    first_class, Answer, CheckOutcome, ChoiceKey, ChoiceValue, Copied, HeldCall, Mark, Reason,
+    UndoTarget, VarKey,
 };
 use ir::Project;
 use serde_json::Value;
@@ -147,6 +147,7 @@ impl<'a> Matcher<'a> {
                 .checks_hold
                 .is_none_or(|h| h == (v == CheckOutcome::Holds.index())),
             ChoiceKey::TurnResume => true,
+            ChoiceKey::Copied => ch.copied.is_none_or(|c| c == (v == Copied::Yes.index())),
         }
     }
 
@@ -486,6 +487,8 @@ struct Found {
     violations: usize,
     /// Steps that are a batch's call staying at its node (SPEC §3 Batches).
     batch_steps: usize,
+    /// Steps whose call copied an argument carrying marks its agent lacked.
+    copied_steps: usize,
     /// Concretely violated obligations whose BFS witness did not replay (refined).
     refined: usize,
     /// Refinements that met a value not built (no proof either way; the verdict stays the
@@ -522,6 +525,11 @@ fn check_project(p: &Project, runs: &[ConcreteRun], seed: u64, with_bmc: bool) -
         f.runs += 1;
         f.steps += run.steps.len();
         f.batch_steps += run.steps.iter().filter(|s| s.label.batch).count();
+        f.copied_steps += run
+            .steps
+            .iter()
+            .filter(|s| s.choices.copied == Some(true))
+            .count();
         fell_out.push(match m.match_run(run) {
             Ok(()) => None,
             Err((i, mm)) => {
@@ -675,11 +683,12 @@ fn conformance_loop(
     first: u64,
     walks: usize,
     bmc_every: u64,
-) -> (usize, usize, usize) {
+) -> (usize, usize, usize, usize) {
     let t0 = Instant::now();
     let mut sigs: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
     let mut depth: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
     let (mut steps, mut runs, mut viol, mut batch, mut refined, mut not_built) = (0, 0, 0, 0, 0, 0);
+    let mut copied = 0;
     for k in 0..graphs {
         let seed = first.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let f = check_graph(seed, walks, k % bmc_every == 0);
@@ -687,6 +696,7 @@ fn conformance_loop(
         runs += f.runs;
         viol += f.violations;
         batch += f.batch_steps;
+        copied += f.copied_steps;
         refined += f.refined;
         not_built += f.not_built;
         for (s, mm) in f.mismatches {
@@ -699,7 +709,7 @@ fn conformance_loop(
         }
     }
     eprintln!(
-        "conformance: {graphs} graphs, {runs} runs, {steps} steps ({batch} a batch's call that stays), {viol} concrete violations, {refined} refined ({not_built} of them not built), {:.1}s",
+        "conformance: {graphs} graphs, {runs} runs, {steps} steps ({batch} a batch's call that stays, {copied} a copied argument's), {viol} concrete violations, {refined} refined ({not_built} of them not built), {:.1}s",
         t0.elapsed().as_secs_f64()
     );
     for (sig, (n, seed, detail)) in &sigs {
@@ -712,6 +722,7 @@ fn conformance_loop(
         sigs.values().map(|v| v.0).sum(),
         depth.values().map(|v| v.0).sum(),
         batch,
+        copied,
     )
 }
 
@@ -719,7 +730,7 @@ fn conformance_loop(
 fn every_concrete_run_is_a_run_of_the_lowered_system() {
     let graphs = env_u64("QLS_CONFORMANCE_GRAPHS", 1500);
     let first = env_u64("QLS_CONFORMANCE_SEED", 1);
-    let (mm, dd, batch) = conformance_loop(graphs, first, 150, 5);
+    let (mm, dd, batch, copied) = conformance_loop(graphs, first, 150, 5);
     assert!(
         mm == 0 && dd == 0,
         "{mm} runs the lowered system cannot follow and {dd} concrete violations the engines miss (details above)"
@@ -727,6 +738,10 @@ fn every_concrete_run_is_a_run_of_the_lowered_system() {
     assert!(
         graphs < 100 || batch > 0,
         "no run made a batch of two or more calls: the batch shapes went untested"
+    );
+    assert!(
+        graphs < 100 || copied > 0,
+        "no call copied an argument carrying marks its agent lacked: provenance went untested"
     );
 }
 
@@ -736,7 +751,7 @@ fn conformance_on_100000_graphs() {
     // `QLS_CONFORMANCE_GRAPHS` and `QLS_CONFORMANCE_SEED` split the run into parts: the part
     // from seed `7 + k·0x9E37_79B9_7F4A_7C15` (wrapping) continues the one from 7 at graph k.
     let graphs = env_u64("QLS_CONFORMANCE_GRAPHS", 100_000);
-    let (mm, dd, _) = conformance_loop(graphs, env_u64("QLS_CONFORMANCE_SEED", 7), 20, 100);
+    let (mm, dd, _, _) = conformance_loop(graphs, env_u64("QLS_CONFORMANCE_SEED", 7), 20, 100);
     assert!(mm == 0 && dd == 0, "{mm} mismatches, {dd} engine misses");
 }
 

@@ -44,6 +44,9 @@ impl<'a> Explorer<'a> {
             None => self.build_call(s, t, agent, via, ch, st, true),
         };
         call.agent = Some(agent.to_string());
+        if token.is_none() {
+            pick_copied(s, t, agent, &mut call, ch, st);
+        }
         let ctx = witnesses::replay::check_context(self.p, &self.agents, &self.key);
         let d = check(&ctx, &s.history, &call);
         let first = record_decision(st, &d);
@@ -468,6 +471,15 @@ impl<'a> Explorer<'a> {
         if t.confidential {
             mark(Mark::Confidential);
         }
+        // A copied call's entry carries what it copied: its agent has seen that now.
+        if decision != Ran::Rollback && st.choices.copied == Some(true) {
+            for &m in &st.choices.copied_marks {
+                s.marks.entry(agent.into()).or_default().insert(m);
+                if m != Mark::SteeredFromLower {
+                    s.prov.entry(agent.into()).or_default().insert(m);
+                }
+            }
+        }
         if t.is_write() {
             s.wrote_any = true;
             s.wrote_irrev |= t.irreversible;
@@ -660,6 +672,52 @@ pub(super) fn pick_invalid_args(t: &Tool, ch: &mut dyn Chooser, args: &mut Map<S
             }
         }
         _ => {}
+    }
+}
+
+/// SPEC §2 "Provenance, not authorship": under `origins: "auto"` an argument whose value an
+/// earlier entry's result holds carries that entry's marks, whichever agent's entry it was. The
+/// explorer copies from the session's marks (those some agent has seen, or has in its
+/// provenance), and picks whether to only where copying changes what the acting agent has: the
+/// lowering leaves out the choice for one agent whose memory keeps marks, and this checks that
+/// nothing is lost there.
+pub(super) fn pick_copied(
+    s: &Sim,
+    t: &Tool,
+    agent: &str,
+    call: &mut Call,
+    ch: &mut dyn Chooser,
+    st: &mut ConcreteStep,
+) {
+    if call.args.is_empty() || (t.arg_names().is_empty() && t.args.is_some()) {
+        return;
+    }
+    let mut session = BTreeSet::new();
+    for m in [Mark::External, Mark::Confidential, Mark::SteeredFromLower] {
+        let seen = s.marks.values().any(|x| x.contains(&m));
+        let prov = m != Mark::SteeredFromLower && s.prov.values().any(|x| x.contains(&m));
+        if seen || prov {
+            session.insert(m);
+        }
+    }
+    let has = |set: &BTreeMap<String, BTreeSet<Mark>>, m: &Mark| {
+        set.get(agent).is_some_and(|x| x.contains(m))
+    };
+    let changes = session
+        .iter()
+        .any(|m| !has(&s.marks, m) || (*m != Mark::SteeredFromLower && !has(&s.prov, m)));
+    if !changes {
+        return;
+    }
+    let copied = ch.pick(2) == 1;
+    st.choices.copied = Some(copied);
+    if copied {
+        for m in &session {
+            if !call.marks.iter().any(|k| k == m.as_str()) {
+                call.marks.push(m.to_string());
+            }
+        }
+        st.choices.copied_marks = session;
     }
 }
 

@@ -164,6 +164,10 @@ pub struct StepChoices {
     pub undo: Option<String>,
     /// A human node's answer.
     pub approve: Option<bool>,
+    /// Whether an argument was copied from an earlier entry's result (`None` where copying
+    /// would change nothing the agent has), and the marks the call then carried.
+    pub copied: Option<bool>,
+    pub copied_marks: BTreeSet<Mark>,
 }
 
 /// How a run came about, for its confirmation and its history entry.
