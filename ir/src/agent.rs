@@ -253,4 +253,7 @@ pub struct AgentFile {
     /// Findings the team accepted, each with a reason.
     #[serde(default)]
     pub suppress: Vec<crate::suppress::Suppression>,
+    /// What must keep working and what must never happen (SPEC §1.5 `tasks:`).
+    #[serde(default)]
+    pub tasks: crate::task::Tasks,
 }

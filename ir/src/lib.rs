@@ -15,6 +15,7 @@ pub mod graph;
 pub mod loc;
 pub mod rulebook;
 pub mod suppress;
+pub mod task;
 pub mod testkit;
 pub mod vocab;
 pub mod want;
@@ -78,4 +79,6 @@ pub struct Project {
     pub dependencies: Vec<deps::Dependency>,
     /// The tools' own source files the code checks read (none for a graph project).
     pub sources: code::Sources,
+    /// The tasks (SPEC §1.5): agent.yaml's `tasks:`, then those of a `--tasks` file.
+    pub tasks: task::Tasks,
 }

@@ -227,6 +227,7 @@ impl Builder {
             inputs: vec![],
             dependencies: vec![],
             sources: Default::default(),
+            tasks: Default::default(),
         }
     }
 }

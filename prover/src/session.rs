@@ -55,13 +55,18 @@ pub enum Note {
     Catalogue(String),
     /// A `--dependencies` reader (what it left out: the project's own local packages, …).
     Dependencies(String),
+    /// Tasks read and checked but not decided (SPEC §1.5): the proof does not decide them yet,
+    /// and says so rather than drop them silently.
+    Tasks(String),
 }
 
 impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Note::Graph { file, text } => write!(f, "{file}: {text}"),
-            Note::Catalogue(text) | Note::Dependencies(text) => write!(f, "{text}"),
+            Note::Catalogue(text) | Note::Dependencies(text) | Note::Tasks(text) => {
+                write!(f, "{text}")
+            }
         }
     }
 }
@@ -180,13 +185,27 @@ fn load_inputs(inputs: &Inputs, code_checks: bool) -> Result<Loaded, SessionErro
     }
 }
 
+/// What the readers noted on the project: its catalogues' notes, and tasks it cannot decide yet.
 fn catalogue_notes(p: &Project) -> Vec<Note> {
-    p.catalogue
+    let mut notes: Vec<Note> = p
+        .catalogue
         .notes
         .iter()
         .cloned()
         .map(Note::Catalogue)
-        .collect()
+        .collect();
+    if let Some(first) = p.tasks.values().next() {
+        let names: Vec<&str> = p.tasks.keys().map(String::as_str).collect();
+        notes.push(Note::Tasks(format!(
+            "{}:{}: {} task(s) read and checked ({}); this version does not decide tasks \
+             (QG024, QG025): they are not in this report",
+            first.at.file,
+            first.at.line,
+            names.len(),
+            names.join(", ")
+        )));
+    }
+    notes
 }
 
 /// A job with its inputs loaded and its depth resolved.

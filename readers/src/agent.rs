@@ -12,7 +12,7 @@ use ir::loc::Loc;
 use marked_yaml::Node;
 
 const TOP_KEYS: &[&str] = &[
-    "entry", "agents", "tools", "rulebook", "context", "settings", "suppress",
+    "entry", "agents", "tools", "rulebook", "context", "settings", "suppress", "tasks",
 ];
 const AGENT_KEYS: &[&str] = &[
     "model",
@@ -89,6 +89,10 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
         Some(n) => crate::suppress::read_suppressions(file, n)?,
         None => vec![],
     };
+    let tasks = match top.get("tasks") {
+        Some(n) => crate::tasks::read_tasks(file, n)?,
+        None => Default::default(),
+    };
     Ok(AgentFile {
         file: file.to_string(),
         entry,
@@ -98,6 +102,7 @@ pub fn read_agent_file(file: &str, text: &str) -> Result<AgentFile, InputError> 
         context,
         settings,
         suppress,
+        tasks,
     })
 }
 

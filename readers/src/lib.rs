@@ -14,6 +14,7 @@ pub mod langgraph;
 pub mod rulebook;
 pub mod sources;
 pub mod suppress;
+pub mod tasks;
 pub mod yaml;
 
 use ir::agent::{AgentFile, ToolSourceRef};
@@ -214,6 +215,8 @@ fn load_agent_project(
     };
     catalogue::check_merged(&catalogue)?;
     check_agent_tools(&af, &catalogue)?;
+    let agent_names: Vec<&str> = af.agents.keys().map(String::as_str).collect();
+    tasks::check_tasks(&af.tasks, &catalogue, &agent_names)?;
     let sources = if code_checks {
         sources::read_sources(&dir, &af)?
     } else {
@@ -361,6 +364,10 @@ fn project(
         .as_ref()
         .map(|a| a.context.iter().map(|n| n.name.clone()).collect())
         .unwrap_or_default();
+    let tasks = agent_file
+        .as_ref()
+        .map(|a| a.tasks.clone())
+        .unwrap_or_default();
     Project {
         agent_file,
         graph,
@@ -372,6 +379,7 @@ fn project(
         inputs,
         dependencies: vec![],
         sources: Default::default(),
+        tasks,
     }
 }
 
