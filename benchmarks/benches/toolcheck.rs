@@ -9,6 +9,10 @@
 //!   `Session::complete` with the tool's result — what the guards do now; for the batch,
 //!   `Session::decide_and_record` per call.
 //!
+//! And the cost of `origins: "auto"` (issue 52): the same write decided and recorded on the
+//! session with its origins stated and with them traced, on a session whose turns open with the
+//! person's message and whose results carry text (`trace/…`).
+//!
 //! `cargo bench -p benchmarks --bench toolcheck`; the figures are in benchmarks/README.md.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -62,18 +66,24 @@ fn session_of(inputs: &CheckInputs, key: &Key, len: usize) -> Session {
             8 => call("read_inbox", json!({}), turn),
             _ => call("lookup_credit", json!({"customer": "c"}), turn),
         };
-        let r = s.begin(&ctx, &c);
-        if r.decision.decision == ir::vocab::Answer::Allow {
-            s.complete(&ctx, r.entry, Completion::Returned(json!({"status": "ok"})))
-                .unwrap();
-        }
-        for (e, _) in r.rollback {
-            s.complete(&ctx, e, Completion::Returned(json!("undone")))
-                .unwrap();
-        }
+        run(&mut s, &ctx, &c, json!({"status": "ok"}));
         i += 1;
     }
     s
+}
+
+/// `c` decided and appended as a guard does it, then completed: an allowed call with `result`,
+/// a refusal's compensations with "undone".
+fn run(s: &mut Session, ctx: &toolcheck::CheckContext<'_>, c: &Call, result: Value) {
+    let r = s.begin(ctx, c);
+    if r.decision.decision == ir::vocab::Answer::Allow {
+        s.complete(ctx, r.entry, Completion::Returned(result))
+            .unwrap();
+    }
+    for (e, _) in r.rollback {
+        s.complete(ctx, e, Completion::Returned(json!("undone")))
+            .unwrap();
+    }
 }
 
 /// `iters` runs of `op` on copies of `start`, timed: each copy (made and dropped untimed) takes at
@@ -175,5 +185,77 @@ fn decide_and_record(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decide_and_record);
+/// A session of `len` entries whose every turn opens with the person's message and whose results
+/// carry a few hundred characters of text (an order's note, a mail's body): what a trace scans.
+fn session_with_text(inputs: &CheckInputs, key: &Key, len: usize) -> Session {
+    let ctx = inputs.context(key);
+    let mut s = Session::new(Some("bench".into()));
+    let mut i = 0u64;
+    while s.len() < len {
+        let turn = i / 10;
+        if i % 10 == 0 {
+            s.user(&ctx, &format!("Please look up orders {i} to {} and ship them to the address on file; charge what they cost.", i + 9), Some(turn));
+        }
+        let c = match i % 10 {
+            0 | 3 | 6 | 9 => call("get_order", json!({"order_id": format!("{i}")}), turn),
+            1 | 4 | 7 => call("ship_order", json!({"order_id": format!("{i}")}), turn),
+            2 | 5 => call(
+                "charge_card",
+                json!({"order_id": format!("{i}"), "amount": 5}),
+                turn,
+            ),
+            _ => call("read_inbox", json!({}), turn),
+        };
+        let result = json!({
+            "order_id": format!("{i}"),
+            "status": "ok",
+            "note": format!("Order {i}: two items, 23.50 each, to be shipped to 221B Baker Street, London NW1 6XE; customer c-{i} asked for gift wrap and a paper receipt. Tracking will follow by mail within three working days."),
+            "lines": [{"sku": format!("SKU-{i}-A"), "qty": 2}, {"sku": format!("SKU-{i}-B"), "qty": 1}]
+        });
+        run(&mut s, &ctx, &c, result);
+        i += 1;
+    }
+    s
+}
+
+/// The same charge decided (`Session::begin` + `complete`) with its origins stated, and traced.
+fn trace_cost(c: &mut Criterion) {
+    let inputs = inputs();
+    let key = Key::new("bench-key");
+    let ctx = inputs.context(&key);
+    let next_turn = 1_000_000;
+    let stated = call(
+        "charge_card",
+        json!({"order_id": "7", "amount": 23.5}),
+        next_turn,
+    );
+    let auto = Call {
+        origins: toolcheck::Origins::Auto,
+        ..stated.clone()
+    };
+    let mut g = c.benchmark_group("trace");
+    g.sample_size(20);
+    g.warm_up_time(Duration::from_millis(500));
+    g.measurement_time(Duration::from_secs(3));
+    for len in LENGTHS {
+        let session = session_with_text(&inputs, &key, len);
+        for (name, one) in [("stated", &stated), ("auto", &auto)] {
+            g.bench_with_input(BenchmarkId::new(name, len), &len, |b, _| {
+                b.iter_custom(|iters| {
+                    on_copies(&session, len, iters, |s| {
+                        let r = s.begin(&ctx, one);
+                        let _ = s.complete(
+                            &ctx,
+                            r.entry,
+                            Completion::Returned(json!({"status": "ok"})),
+                        );
+                    })
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, decide_and_record, trace_cost);
 criterion_main!(benches);

@@ -299,6 +299,14 @@ pub struct ToolOverlay {
     /// Conditions on the call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::catalogue::ArgCheck>,
+    /// Arguments whose model origin is no reason for a person (SPEC §2 step 10), merged into the
+    /// tool's own `model_may_write`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_may_write: Vec<String>,
+    /// Where the sheet says `model_may_write`, so that an argument the tool does not declare (or
+    /// one of a kind injection steers) is refused at the sheet's line, compiled or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_may_write_at: Option<crate::Loc>,
 }
 
 impl CatalogueOverlay {
@@ -317,6 +325,16 @@ impl CatalogueOverlay {
                     t.order.at_most = o.at_most;
                 }
                 t.checks.extend(o.checks.iter().cloned());
+                for a in &o.model_may_write {
+                    if !t.model_may_write.contains(a) {
+                        t.model_may_write.push(a.clone());
+                    }
+                }
+                if let Some(at) = &o.model_may_write_at {
+                    // The sheet's line is where a wrong name is reported
+                    // (`check_model_may_write`, run on the merged catalogue).
+                    t.declared.insert("model_may_write".into(), at.clone());
+                }
             }
         }
     }

@@ -127,6 +127,9 @@ pub enum LintCode {
     CompensationOutOfReach,
     /// A sheet check reads `{from: tool.field}` of no declared tool.
     CheckFromUnknown,
+    /// A sheet's `model_may_write` names an argument the tool does not declare, or one of a kind
+    /// injection steers.
+    ModelMayWriteInvalid,
     /// A suppression past its `until`.
     SuppressionExpired,
     /// A suppression that matches no finding.
@@ -142,6 +145,7 @@ words!(LintCode {
     WriteUngoverned => "write_ungoverned",
     CompensationOutOfReach => "compensation_out_of_reach",
     CheckFromUnknown => "check_from_unknown",
+    ModelMayWriteInvalid => "model_may_write_invalid",
     SuppressionExpired => "suppression_expired",
     SuppressionUnmatched => "suppression_unmatched",
 });

@@ -5,7 +5,7 @@
 //! suppressions' lints (`prover::triage`) are built with [`Lint::new`] too.
 
 use ir::catalogue::Catalogue;
-use ir::rulebook::{CatalogueOverlay, Language, Rulebook};
+use ir::rulebook::{CatalogueOverlay, Language, Rulebook, ToolOverlay};
 pub use ir::vocab::LintCode;
 use ir::Project;
 use serde::Serialize;
@@ -149,10 +149,31 @@ pub fn lints(p: &Project) -> Vec<Lint> {
     out
 }
 
+/// `model_may_write_invalid`: a sheet's `model_may_write` laid over the tool as the overlay lays
+/// it, and checked by the one check a catalogue's own goes through
+/// ([`ir::catalogue::check_model_may_write`]: an argument the tool does not declare, or one
+/// with an `arg_kinds` — a destination, URL, code, shell or SQL argument is what an injection
+/// steers, so the model writing one is never free of a person). Applying the sheet (`verify`,
+/// `qls check`) refuses the same at the sheet's line.
+fn model_may_write_lint(name: &str, o: &ToolOverlay, catalogue: &Catalogue) -> Option<Lint> {
+    if o.model_may_write.is_empty() {
+        return None;
+    }
+    let mut one = CatalogueOverlay::default();
+    one.tools.insert(name.to_string(), o.clone());
+    let mut scratch = Catalogue::default();
+    scratch
+        .tools
+        .insert(name.to_string(), catalogue.get(name)?.clone());
+    one.apply(&mut scratch);
+    let e = ir::catalogue::check_model_may_write(scratch.tools.get(name)?).err()?;
+    Some(Lint::new(LintCode::ModelMayWriteInvalid, name, e.message))
+}
+
 /// A rule sheet's lints against a catalogue (`qls rules lint`), by tool name:
 /// `rule_action_unknown` (a rule for a tool the catalogue does not have), `check_from_unknown` (a
-/// check reading `{from: tool.field}` of no declared tool) and `write_ungoverned` (a catalogue
-/// write no rule names).
+/// check reading `{from: tool.field}` of no declared tool), `model_may_write_invalid` and
+/// `write_ungoverned` (a catalogue write no rule names).
 pub fn sheet_lints(
     rulebook: &Rulebook,
     overlay: &CatalogueOverlay,
@@ -179,6 +200,11 @@ pub fn sheet_lints(
                     format!("a check reads `{src}`, and no tool the catalogue declares precedes a `.` in it, so the check refuses every call"),
                 ));
             }
+        }
+    }
+    for (name, o) in &overlay.tools {
+        if let Some(lint) = model_may_write_lint(name, o, catalogue) {
+            out.push(lint);
         }
     }
     for t in catalogue.tools.values() {
@@ -213,6 +239,22 @@ mod tests {
                 "rule_action_unknown (warning) on nope: the rule sheet has a rule for 'nope', which no catalogue declares, so the rule governs no tool",
             ]
         );
+    }
+
+    #[test]
+    fn a_sheets_model_may_write_is_linted_as_a_catalogues_is_checked() {
+        let cat = read_catalogue("c.yaml", "tools:\n  send_money:\n    effect: write\n    args: {type: object, properties: {recipient: {type: string}, subject: {type: string}}}\n    arg_kinds: {recipient: destination}\n").unwrap();
+        let lint = |sheet: &str| {
+            let c = compile_sheet("rules.yaml", sheet).unwrap_or_else(|e| panic!("{e}"));
+            printed(sheet_lints(&c.rulebook, &c.overlay, &cat))
+        };
+        assert!(lint("rules:\n- action: send_money\n  model_may_write: [subject]\n").is_empty());
+        let l = lint("rules:\n- action: send_money\n  model_may_write: [subjet]\n");
+        assert_eq!(l.len(), 1, "{l:?}");
+        assert!(l[0].starts_with("model_may_write_invalid (warning) on send_money: tool `send_money`: `model_may_write` names `subjet`, which is not an argument"), "{l:?}");
+        assert!(l[0].contains("did you mean `subject`"), "{l:?}");
+        let l = lint("rules:\n- action: send_money\n  model_may_write: [subject, recipient]\n");
+        assert!(l[0].contains("`destination` argument"), "{l:?}");
     }
 
     #[test]

@@ -378,7 +378,8 @@ fn check_references(file: &str, cat: &Catalogue) -> Result<(), InputError> {
 }
 
 /// Checks the cross-references of a fully merged catalogue: every undo and order rule names a
-/// declared tool.
+/// declared tool, and every `model_may_write` (a rule sheet's laid over it included, reported
+/// at the sheet's line) passes [`ir::catalogue::check_model_may_write`].
 pub fn check_merged(cat: &Catalogue) -> Result<(), InputError> {
     if let Some(o) = cat.pending.first() {
         let known: Vec<&str> = cat.tools.keys().map(String::as_str).collect();
@@ -395,6 +396,7 @@ pub fn check_merged(cat: &Catalogue) -> Result<(), InputError> {
         ));
     }
     for t in cat.tools.values() {
+        ir::catalogue::check_model_may_write(t)?;
         let mut refs: Vec<&String> = t.order.after.iter().chain(&t.order.not_after).collect();
         refs.extend(t.undo.iter());
         for r in refs {

@@ -17,9 +17,12 @@
 //! `batch` rests on. A host that checks each call against the history alone is not covered.
 
 use crate::call::Call;
-use crate::check::{acting_name, call_entry, check_with, rollback_steps, CheckContext, Decision};
+use crate::check::{
+    acting_name, call_entry, check_traced, rollback_steps, traced_entry, CheckContext, Decision,
+};
 use crate::facts::Facts;
 use crate::history::{Entry, History};
+use crate::provenance::resolve;
 use ir::vocab::Answer;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
@@ -173,9 +176,11 @@ pub(crate) fn decide_and_append<L: Ledger>(
     call: &Call,
     running: bool,
 ) -> Reserved {
-    let decision = check_with(ctx, h, call);
+    // Traced once, on the history the call is decided and appended on.
+    let traced = resolve(ctx.catalogue, h.history(), call);
+    let decision = check_traced(ctx, h, &traced);
     let ran = decision.decision == Answer::Allow;
-    let mut e = call_entry(ctx, call, decision.decision.as_str(), ran, Value::Null);
+    let mut e = traced_entry(ctx, &traced, decision.decision.as_str(), ran, Value::Null);
     e.running = running && ran;
     let entry = h.append(ctx, e);
     let mut rollback = Vec::new();

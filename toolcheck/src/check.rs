@@ -22,6 +22,7 @@ use crate::destinations::{escape_pointer, find_destination};
 use crate::facts::{Facts, RunScope};
 use crate::gate::{self, GateOutcome};
 use crate::history::{Entry, EntryKind, History, Key, RunState};
+use crate::provenance::{resolve, Traced};
 use indexmap::IndexMap;
 use ir::agent::{AgentFile, Privilege, Settings, TaintPolicy, WritePolicy};
 use ir::catalogue::{ArgCheck, Catalogue, Tool, Trust};
@@ -116,7 +117,42 @@ pub fn check(ctx: &CheckContext<'_>, history: &History, call: &Call) -> Decision
 /// [`check`] on whatever answers the check's questions about the history: the history itself, or
 /// a [`crate::session::Session`]'s index of it. The same rules, in the same order, either way.
 pub fn check_with<F: Facts + ?Sized>(ctx: &CheckContext<'_>, facts: &F, call: &Call) -> Decision {
-    let invalid = facts.first_invalid(ctx.key);
+    check_traced(ctx, facts, &resolve(ctx.catalogue, facts.history(), call))
+}
+
+/// [`check_with`] on a call whose origins were traced already (an `auto` call's, by
+/// [`resolve`] on the same history), so that deciding and recording trace it once.
+pub(crate) fn check_traced<F: Facts + ?Sized>(
+    ctx: &CheckContext<'_>,
+    facts: &F,
+    traced: &Traced<'_>,
+) -> Decision {
+    let mut d = decide_traced(ctx, facts, traced);
+    // A traced call's decision says what was traced, so a host (and the person a confirm asks)
+    // sees each argument's origin as the check read it.
+    if let Some(sources) = &traced.sources {
+        if let Some(origins) = traced.call.origins.given() {
+            d.detail.insert("origins".into(), json!(origins));
+        }
+        d.detail.insert("sources".into(), json!(sources));
+    }
+    d
+}
+
+fn decide_traced<F: Facts + ?Sized>(
+    ctx: &CheckContext<'_>,
+    facts: &F,
+    traced: &Traced<'_>,
+) -> Decision {
+    let call = traced.call.as_ref();
+    // A MAC that does not verify, or else a recorded trace that does not re-derive: either way
+    // the chain says something other than what happened (SPEC §2 step 2).
+    let invalid = match facts.first_invalid(ctx.key) {
+        Some(i) => Some(json!({"entry": i})),
+        None => facts
+            .first_mistraced(ctx.catalogue)
+            .map(|(i, why)| json!({"entry": i, "why": why})),
+    };
     let run = run_scope(facts.history(), call);
     let (tool, acting) = match catalogue_rule(ctx, call) {
         Ok(found) => found,
@@ -125,10 +161,10 @@ pub fn check_with<F: Facts + ?Sized>(ctx: &CheckContext<'_>, facts: &F, call: &C
         }
         Err(refusal) => return refusal,
     };
-    if let Some(entry) = invalid {
-        return Decision::refuse(Reason::HistoryInvalid, json!({"entry": entry}));
+    if let Some(detail) = invalid {
+        return Decision::refuse(Reason::HistoryInvalid, detail);
     }
-    match decide_verified(ctx, facts, call, tool, &acting, run) {
+    match decide_verified(ctx, facts, call, &traced.marks, tool, &acting, run) {
         d if d.decision == Answer::Refuse => with_rollback(d, ctx.catalogue, facts, run),
         d => d,
     }
@@ -139,6 +175,7 @@ fn decide_verified<F: Facts + ?Sized>(
     ctx: &CheckContext<'_>,
     facts: &F,
     call: &Call,
+    source_marks: &BTreeSet<String>,
     tool: &Tool,
     acting: &Acting,
     run: RunScope,
@@ -173,7 +210,9 @@ fn decide_verified<F: Facts + ?Sized>(
     }
     let bound_undo = call.undoes.is_some();
     let tainted = if tool.is_write() {
-        taint_violations(tool, acting, &carried_marks(ctx, facts, call, acting, run))
+        let mut marks = carried_marks(ctx, facts, call, acting, run);
+        marks.extend(source_marks.iter().cloned());
+        taint_violations(tool, acting, &marks)
     } else {
         Vec::new()
     };
@@ -396,6 +435,9 @@ fn compensation_rule<F: Facts + ?Sized>(
         Some(e) => e,
         None => return mismatch(format!("the history has no entry {index}")),
     };
+    if entry.kind == EntryKind::User {
+        return mismatch(format!("entry {index} is the person's message, not a call"));
+    }
     if !entry.ran {
         return mismatch(format!("entry {index} (`{}`) did not run", entry.tool));
     }
@@ -642,13 +684,15 @@ fn token_rule<F: Facts + ?Sized>(key: &Key, facts: &F, call: &Call) -> TokenStat
 }
 
 /// When the last entry is this very call held for a person (`confirm`, not run), the head before
-/// it: the point the person's token was made at. Result entries after it are passed over: they
-/// only complete runs decided before the held call, and change no count, mark or token.
+/// it: the point the person's token was made at. Result and user entries after it are passed
+/// over: a result only completes a run decided before the held call, and the person's message
+/// (their yes, as a guard records it) is what presents the token; neither changes a count, a
+/// mark or a token.
 fn held_head(history: &History, call: &Call) -> Option<String> {
     let last_call = history
         .entries
         .iter()
-        .rposition(|e| e.kind != EntryKind::Result)?;
+        .rposition(|e| e.kind == EntryKind::Call)?;
     let (last, before) = history.entries[..=last_call].split_last()?;
     let same = last.tool == call.tool
         && !last.ran
@@ -888,10 +932,27 @@ pub fn push_entry_to<L: Ledger + ?Sized>(
     ran: bool,
     result: Value,
 ) {
-    ledger.append(ctx, call_entry(ctx, call, decision, ran, result));
+    let traced = resolve(ctx.catalogue, ledger.history(), call);
+    let entry = traced_entry(ctx, &traced, decision, ran, result);
+    ledger.append(ctx, entry);
 }
 
-/// The entry a decided call is recorded as (unsigned): the call, its acting agent when known,
+/// [`call_entry`] for a call [`resolve`]d on the history it is appended to: an `auto` call is
+/// recorded with its origins as traced and its `sources`, which a reader re-derives.
+pub fn traced_entry(
+    ctx: &CheckContext<'_>,
+    traced: &Traced<'_>,
+    decision: &str,
+    ran: bool,
+    result: Value,
+) -> Entry {
+    let mut e = call_entry(ctx, &traced.call, decision, ran, result);
+    e.sources = traced.sources.clone();
+    e
+}
+
+/// The entry a decided call is recorded as (unsigned; an `auto` call's origins are recorded as
+/// traced only through [`traced_entry`]): the call, its acting agent when known,
 /// the decision, whether it ran and what it returned, and the marks its result carries — the
 /// call's own and those its tool declares. The marks are known before the tool returns, so a
 /// run recorded while it runs carries them from the start.
@@ -906,7 +967,7 @@ pub fn call_entry(
         tool: call.tool.clone(),
         agent: acting_name(ctx, call),
         args: call.args.clone(),
-        origins: call.origins.clone(),
+        origins: call.origins.given().cloned().unwrap_or_default(),
         decision: Some(decision.to_string()),
         ran,
         result,

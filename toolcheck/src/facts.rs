@@ -31,6 +31,10 @@ pub trait Facts {
     /// The first entry whose MAC does not verify.
     fn first_invalid(&self, key: &Key) -> Option<usize>;
 
+    /// The first call entry whose recorded trace (`origins`, `sources`) is not what tracing it
+    /// again gives, with why ([`crate::provenance::first_mistraced`]).
+    fn first_mistraced(&self, catalogue: &Catalogue) -> Option<(usize, String)>;
+
     /// How many runs of `tool` there are, by any agent (`agent: None`) or by that agent.
     fn runs_of(&self, tool: &str, agent: Option<&str>) -> usize;
 
@@ -85,6 +89,10 @@ impl Facts for History {
 
     fn first_invalid(&self, key: &Key) -> Option<usize> {
         History::first_invalid(self, key)
+    }
+
+    fn first_mistraced(&self, catalogue: &Catalogue) -> Option<(usize, String)> {
+        crate::provenance::first_mistraced(catalogue, self)
     }
 
     fn runs_of(&self, tool: &str, agent: Option<&str>) -> usize {

@@ -23,7 +23,12 @@
 //!
 //! A running entry with no result entry is a run that has not returned (or whose process stopped
 //! while it ran): the chain says the tool was let run, never nothing. An entry's `kind` says what
-//! it records (`call`, the default when absent, or `result`), so other kinds can follow.
+//! it records (`call`, the default when absent, `result`, or `user`).
+//!
+//! **The person's messages** are entries of their own, `{"kind": "user", "text": "…"}`, signed
+//! like the rest (SPEC §2 "Provenance, not authorship"): a call whose `origins` are `"auto"` is
+//! traced against them and against the earlier results ([`crate::provenance`]), and the entry it
+//! is recorded as carries the trace (`origins` as decided, `sources`), which a reader re-derives.
 
 use crate::call::Origin;
 use crate::canonical::{canonical, digests_equal, hmac_hex};
@@ -81,6 +86,8 @@ pub enum EntryKind {
     Call,
     /// What an earlier running call returned, or how it failed (`of` names the call's entry).
     Result,
+    /// A message the person typed (`text`): what `typed` origins are traced to.
+    User,
 }
 
 impl EntryKind {
@@ -142,6 +149,14 @@ pub struct Entry {
     /// A result entry's call: the index of the running entry it completes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub of: Option<usize>,
+    /// A user entry's message, as the person typed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// For a call recorded with `origins: "auto"`: the index of the entry each `typed` or `tool`
+    /// origin was traced to (present, possibly empty, exactly when the origins were traced; a
+    /// reader re-derives them, [`crate::provenance::first_mistraced`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<BTreeMap<String, usize>>,
     /// The entry's MAC (hex).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
@@ -164,6 +179,11 @@ impl Entry {
 
     /// Rebuilds `raw` from the typed fields (for an entry made here rather than read).
     pub fn refresh_raw(&mut self) {
+        if self.kind == EntryKind::User {
+            // A user entry is its message alone (a call's fields, all empty, are not written).
+            self.raw = Entry::user(self.text.as_deref().unwrap_or_default(), self.turn).raw;
+            return;
+        }
         if let Ok(Value::Object(m)) = serde_json::to_value(&*self) {
             self.raw = m;
         }
@@ -187,6 +207,24 @@ impl Entry {
             raw,
             ..Entry::default()
         }
+    }
+
+    /// The person's message `text`, as a user entry (unsigned).
+    pub fn user(text: &str, turn: Option<u64>) -> Entry {
+        let mut e = Entry {
+            kind: EntryKind::User,
+            text: Some(text.to_string()),
+            turn,
+            ..Entry::default()
+        };
+        let mut raw = Map::new();
+        raw.insert("kind".into(), Value::String("user".into()));
+        raw.insert("text".into(), Value::String(text.to_string()));
+        if let Some(t) = turn {
+            raw.insert("turn".into(), Value::from(t));
+        }
+        e.raw = raw;
+        e
     }
 
     /// The MAC this entry should carry after `prev` (the previous MAC, or `""`).
@@ -304,7 +342,7 @@ impl History {
         }
     }
 
-    /// The turn of the last call entry (result entries carry none).
+    /// The turn of the last call entry (result and user entries are passed over).
     pub fn last_call_turn(&self) -> Option<u64> {
         self.entries
             .iter()
@@ -456,6 +494,9 @@ impl History {
 /// The keys a result entry may carry.
 const RESULT_KEYS: [&str; 5] = ["kind", "of", "result", "error", "mac"];
 
+/// The keys a user entry may carry.
+const USER_KEYS: [&str; 4] = ["kind", "text", "turn", "mac"];
+
 /// Whether `e` is a well-formed entry after `before`: a call entry names its tool and is running
 /// only if it ran (its result then comes later); a result entry carries only `of`, `result` or
 /// `error`, and completes an earlier running call that no other result entry completed.
@@ -476,6 +517,25 @@ fn shape_of(
                 return Err(
                     "a running entry ran, and its result or error is in its result entry".into(),
                 );
+            }
+            if e.text.is_some() {
+                return Err("`text` is a user entry's message; a call has none".into());
+            }
+            if let Some(sources) = &e.sources {
+                if let Some((arg, &at)) = sources.iter().find(|(_, &at)| at >= before.len()) {
+                    return Err(format!(
+                        "`sources.{arg}` must name an earlier entry, not {at}"
+                    ));
+                }
+            }
+            Ok(())
+        }
+        EntryKind::User => {
+            if let Some(k) = e.raw.keys().find(|k| !USER_KEYS.contains(&k.as_str())) {
+                return Err(format!("a user entry has `text` (and `turn`), not `{k}`"));
+            }
+            if e.text.is_none() {
+                return Err("a user entry carries the person's message as `text`".into());
             }
             Ok(())
         }

@@ -4,7 +4,7 @@
 //! rulebook, settings), the call and the HMAC-chained [`history::History`] it reads; [`batch::check_batch`] decides the calls of one model step as
 //! SPEC §2 "A batch" pins it, through the same function. Canonical
 //! JSON, confirmation tokens and idempotency keys live in [`canonical`]; destination detection in
-//! [`destinations`]; the rulebook gate's three-valued evaluation in [`gate`].
+//! [`destinations`]; the trace of `origins: "auto"` in [`provenance`]; the rulebook gate's three-valued evaluation in [`gate`].
 //!
 //! **Depends on `ir` alone**: the runtime a host embeds must not pull in readers, the lowering or
 //! an engine.
@@ -18,10 +18,11 @@ pub mod destinations;
 pub mod facts;
 pub mod gate;
 pub mod history;
+pub mod provenance;
 pub mod session;
 
 pub use batch::{check_batch, reserve, Batch, Outcome, Reserved};
-pub use call::{Call, Origin};
+pub use call::{Call, Origin, Origins};
 pub use check::{check, check_with, AgentInfo, CheckContext, Decision};
 pub use facts::Facts;
 pub use history::{Completion, Entry, EntryKind, History, Key, RunState};

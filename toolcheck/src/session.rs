@@ -36,6 +36,9 @@ pub struct Session {
     /// The first entry that did not verify when the history was loaded (entries appended here
     /// chain on from it and leave it the first).
     invalid: Option<usize>,
+    /// The first entry whose recorded trace did not re-derive when the history was loaded, with
+    /// why (entries appended here are traced here).
+    mistraced: Option<(usize, String)>,
     index: Index,
 }
 
@@ -255,6 +258,7 @@ impl Session {
         // append would otherwise copy every one of them (a millisecond at 10,000 entries).
         history.entries.reserve(history.entries.len() / 2);
         let invalid = history.first_invalid(key);
+        let mistraced = crate::provenance::first_mistraced(catalogue, &history);
         let mut index = Index::default();
         for i in 0..history.entries.len() {
             index.add(catalogue, &history.entries, i);
@@ -262,6 +266,7 @@ impl Session {
         Session {
             history,
             invalid,
+            mistraced,
             index,
         }
     }
@@ -379,6 +384,13 @@ impl Session {
         push_entry_to(ctx, self, call, decision, ran, result);
     }
 
+    /// Appends the person's message as a user entry, signed (SPEC §2 "Provenance, not
+    /// authorship"): what the later calls' `auto` origins are traced to.
+    pub fn user(&mut self, ctx: &CheckContext<'_>, text: &str, turn: Option<u64>) -> usize {
+        self.push_indexed(ctx.catalogue, Entry::user(text, turn), ctx.key, true);
+        self.len() - 1
+    }
+
     /// Appends an entry (signed after the head: `fresh` rebuilds its text from its fields first)
     /// and indexes it.
     fn push_indexed(&mut self, catalogue: &Catalogue, entry: Entry, key: &Key, fresh: bool) {
@@ -416,6 +428,10 @@ impl Facts for Session {
 
     fn first_invalid(&self, _key: &Key) -> Option<usize> {
         self.invalid
+    }
+
+    fn first_mistraced(&self, _catalogue: &Catalogue) -> Option<(usize, String)> {
+        self.mistraced.clone()
     }
 
     fn runs_of(&self, tool: &str, agent: Option<&str>) -> usize {

@@ -315,9 +315,10 @@ fn the_shape_of_running_and_result_entries_is_checked_on_reading() {
         ),
         (json!([{"args": {}}]), "missing field `tool`"),
         (
-            json!([{"tool": "a", "kind": "user"}]),
-            "unknown variant `user`",
+            json!([{"tool": "a", "kind": "person"}]),
+            "unknown variant `person`",
         ),
+        (json!([{"tool": "a", "kind": "user"}]), "not `tool`"),
     ];
     for (entries, says) in bad {
         let e = read(entries.clone()).unwrap_err();

@@ -223,6 +223,12 @@ fn call_of(d: &Draw, h: &History, key: &Key) -> Call {
         4 => h.entries.iter().rev().find_map(|e| e.token.clone()),
         _ => None,
     };
+    // A quarter of the calls have their origins traced (`auto`), as every guard's are.
+    let origins = if d.token >= 6 {
+        json!("auto")
+    } else {
+        Value::Object(origins)
+    };
     let mut c = json!({"tool": tool, "args": args, "origins": origins});
     let agent = [
         None,
@@ -260,11 +266,16 @@ fn entry_of(d: &Draw, decision: u8, result: u8) -> Entry {
     let c = call_of(d, &History::default(), &w.key);
     let decision = ["allow", "confirm", "refuse", ROLLBACK, "unchecked"][decision as usize % 5];
     let ran = matches!(decision, "allow" | "rollback" | "unchecked");
+    if d.marks == 5 {
+        // The person's message, which some later `auto` argument is traced to.
+        let text = ["order 1 please", "pay 2 to https://x.invalid/1", "1"][result as usize % 3];
+        return Entry::user(text, c.turn);
+    }
     Entry {
         tool: c.tool,
         agent: c.agent,
         args: c.args,
-        origins: c.origins,
+        origins: c.origins.given().cloned().unwrap_or_default(),
         decision: Some(decision.to_string()),
         ran,
         result: match result % 4 {
@@ -359,6 +370,8 @@ proptest! {
             if !fixed.is_empty() {
                 let i = fixed[t as usize % fixed.len()];
                 h.entries[i].raw.insert("marks".into(), json!(["tampered"]));
+                // As the file would read back (the trace reads the typed fields).
+                h.entries[i].marks = vec!["tampered".into()];
             }
         }
         let mut s = Session::load(h.clone(), &w.cat, &w.key);

@@ -35,7 +35,7 @@ pub fn run_entry(
         tool: t.name.clone(),
         agent: Some(agent.to_string()),
         args: call.args.clone(),
-        origins: call.origins.clone(),
+        origins: call.origins.given().cloned().unwrap_or_default(),
         decision: Some(decision.to_string()),
         ran: true,
         result: result_stub(t),

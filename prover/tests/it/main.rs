@@ -17,6 +17,7 @@ mod architecture;
 mod bmc_deep;
 mod budget;
 mod check_cli;
+mod check_provenance;
 mod ci_workflow;
 mod cli;
 mod cli_places;

@@ -187,7 +187,7 @@ impl Run<'_> {
             tool: t.name.clone(),
             agent: Some(agent.to_string()),
             args,
-            origins,
+            origins: origins.into(),
             context,
             token: None,
             undoes,

@@ -52,6 +52,7 @@ const RULE_KEYS: &[&str] = &[
     "not_after",
     "at_most",
     "check",
+    "model_may_write",
 ];
 
 /// The comparisons a `when` key may end with, and what each compiles to.
@@ -365,6 +366,10 @@ fn read_overlay(file: &str, item: &Item) -> Result<Option<ToolOverlay>, InputErr
             "not_after" => o.not_after = name_list(file, e, is_tool_name, TOOL_NAME)?,
             "at_most" => o.at_most = Some(read_count(file, e)?),
             "check" => o.checks = read_checks(file, e)?,
+            "model_may_write" => {
+                o.model_may_write = name_list(file, e, is_ident, "an argument name")?;
+                o.model_may_write_at = Some(Loc::new(file, e.line));
+            }
             _ => continue,
         }
         any = true;
@@ -892,6 +897,63 @@ mod tests {
             )
             .unwrap_err();
             assert!(e.message.contains("{from: <tool>.<field>}"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn model_may_write_merges_into_the_tool_and_a_wrong_name_is_refused_at_the_sheets_line() {
+        let sheet =
+            "rules:\n- action: send_money\n  at_most: 3\n  model_may_write: [subject, date]\n";
+        let c = compile_sheet("rules.yaml", sheet).unwrap();
+        let o = &c.overlay.tools["send_money"];
+        assert_eq!(o.model_may_write, ["subject", "date"]);
+        let cat_text = "tools:\n  send_money:\n    effect: write\n    args: {type: object, properties: {recipient: {type: string}, subject: {type: string}, date: {type: string}}}\n    arg_kinds: {recipient: destination}\n    model_may_write: [date]\n";
+        let mut cat = crate::catalogue::read_catalogue("bank.catalogue.yaml", cat_text).unwrap();
+        c.overlay.apply(&mut cat);
+        crate::catalogue::check_merged(&cat).unwrap();
+        assert_eq!(
+            cat.get("send_money").unwrap().model_may_write,
+            ["date", "subject"]
+        );
+        // The compiled folder keeps it, and where the sheet said it.
+        let back: ir::rulebook::CatalogueOverlay =
+            serde_json::from_str(&serde_json::to_string(&c.overlay).unwrap()).unwrap();
+        assert_eq!(back, c.overlay);
+        // An argument the tool does not declare, or a destination: refused at the sheet's line.
+        for (names, says) in [
+            ("[subjet]", "did you mean `subject`"),
+            ("[recipient]", "`destination` argument"),
+        ] {
+            let c = compile_sheet(
+                "rules.yaml",
+                &format!("rules:\n- action: send_money\n  model_may_write: {names}\n"),
+            )
+            .unwrap();
+            let mut cat =
+                crate::catalogue::read_catalogue("bank.catalogue.yaml", cat_text).unwrap();
+            c.overlay.apply(&mut cat);
+            let e = crate::catalogue::check_merged(&cat).unwrap_err();
+            assert_eq!((e.file.as_str(), e.line), ("rules.yaml", 3), "{e}");
+            assert!(e.message.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn model_may_write_is_a_list_of_argument_names() {
+        for (value, says) in [
+            ("subject", "expects a list"),
+            ("[]", "empty list"),
+            ("[subject, subject]", "names `subject` twice"),
+            ("[\"a b\"]", "an argument name"),
+            ("[{x: 1}]", "an argument name"),
+        ] {
+            let e = compile_sheet(
+                "rules.yaml",
+                &format!("rules:\n- action: send_money\n  model_may_write: {value}\n"),
+            )
+            .unwrap_err();
+            assert_eq!(e.line, 3, "{value}: {e}");
+            assert!(e.message.contains(says), "{value}: {e}");
         }
     }
 

@@ -82,7 +82,7 @@ pub(super) fn describe_rule(r: &Rule) -> String {
     }
     if r.overlay.is_some() {
         parts.push(
-            "confirmation, order or checks laid over the catalogue (catalogue_overlay.json)"
+            "confirmation, order, checks or model_may_write laid over the catalogue (catalogue_overlay.json)"
                 .to_string(),
         );
     }

@@ -228,7 +228,7 @@ impl<'a> Explorer<'a> {
         c.token = Some(h.token.clone());
         c.context = self.pick_context(ch, st);
         witnesses::replay::stamp_call(&mut c, s.marks.get(agent), s.turn);
-        for (a, o) in &c.origins {
+        for (a, o) in c.origins.iter() {
             let model = *o == Origin::Model;
             *st.choices
                 .model_wrote
@@ -338,7 +338,7 @@ impl<'a> Explorer<'a> {
             tool: t.name.clone(),
             agent: Some(agent.to_string()),
             args,
-            origins,
+            origins: origins.into(),
             context,
             undoes,
             ..Call::default()
