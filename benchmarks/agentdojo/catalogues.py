@@ -13,6 +13,10 @@ it cannot, each with its reason:
   author (the canary run only reads the channels and pages the user tasks read).
 - **effect**: a tool that changes the account or the workspace is a write; one that only returns
   data is a read.
+- **sends_out**: a tool that sends a request or data to a place its arguments name outside the
+  workspace (a URL, an e-mail address) — `get_webpage` (a GET to any URL carries what the URL
+  holds), `post_webpage`, `invite_user_to_slack` (mails the address). Bank transfers move money,
+  not data, to an IBAN; Slack messages stay in the workspace.
 
 The catalogues are data for `provenance.py`; the overlay is the only judgement in them.
 """
@@ -55,6 +59,11 @@ OVERLAY: dict[str, dict[str, tuple[str, bool | None, str]]] = {
     },
 }
 
+# The tools that send to a place outside the workspace their arguments name (see above).
+SENDS_OUT = {
+    "slack": {"get_webpage", "post_webpage", "invite_user_to_slack"},
+}
+
 
 def _yaml(value: object) -> str:
     """JSON is YAML: each schema is written as one JSON flow value."""
@@ -79,6 +88,8 @@ def catalogue(suite: dict) -> str:
         schema.setdefault("additionalProperties", False)
         lines.append(f"  {tool['name']}:   # {why}")
         lines.append(f"    effect: {effect}")
+        if tool["name"] in SENDS_OUT.get(name, set()):
+            lines.append("    sends_out: true")
         if untrusted:
             lines.append("    returns: untrusted")
         lines.append(f"    args: {_yaml(schema)}")
