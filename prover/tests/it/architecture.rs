@@ -28,8 +28,33 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // The engines search a lowered system: they know its vocabulary and nothing above it.
     ("engines", &["ir", "encoder"]),
-    // The prover may import every library crate.
-    ("prover", LIBRARIES),
+    // The proof and its findings: every library crate below it but the runtime tool check.
+    (
+        "prover",
+        &[
+            "ir",
+            "readers",
+            "encoder",
+            "obligations",
+            "codecheck",
+            "witnesses",
+            "realise",
+            "engines",
+        ],
+    ),
+    // The command line: the commands over the prover, `qls check` over the runtime tool check.
+    (
+        "cli",
+        &[
+            "ir",
+            "readers",
+            "toolcheck",
+            "obligations",
+            "witnesses",
+            "engines",
+            "prover",
+        ],
+    ),
     (
         "benchmarks",
         &[
@@ -43,7 +68,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The library crates: every crate but the prover (whose binary prints) and the benchmarks.
+/// The library crates: every crate but the command line (whose commands print) and the
+/// benchmarks.
 const LIBRARIES: &[&str] = &[
     "ir",
     "readers",
@@ -54,6 +80,20 @@ const LIBRARIES: &[&str] = &[
     "codecheck",
     "witnesses",
     "engines",
+    "prover",
+];
+
+/// The packages only the command line may depend on: its argument parser and the MCP client's
+/// async runtime and network stack (`qls mcp`).
+const CLI_ONLY: &[&str] = &[
+    "clap",
+    "tokio",
+    "rmcp",
+    "reqwest",
+    "rustls",
+    "http",
+    "futures",
+    "sse-stream",
 ];
 
 fn crates() -> impl Iterator<Item = &'static str> {
@@ -64,26 +104,41 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The workspace crates a crate's `[dependencies]` section names (dev-dependencies excluded).
-fn workspace_deps(krate: &str) -> BTreeSet<String> {
+/// Every package a crate's `[dependencies]` and `[target.….dependencies]` sections name (dev-
+/// and build-dependencies excluded).
+fn deps(krate: &str) -> BTreeSet<String> {
     let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
     let mut in_deps = false;
     let mut out = BTreeSet::new();
     for line in text.lines() {
         let line = line.trim();
-        if line.starts_with('[') {
-            in_deps = line == "[dependencies]";
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']');
+            in_deps = header == "dependencies" || header.ends_with(".dependencies");
             continue;
         }
-        if !in_deps || line.starts_with('#') {
+        if !in_deps || line.starts_with('#') || line.is_empty() {
             continue;
         }
-        let key = line.split(['=', '.', ' ']).next().unwrap_or("").trim();
-        if crates().any(|c| c == key) {
-            out.insert(key.to_string());
-        }
+        out.insert(
+            line.split(['=', '.', ' '])
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string(),
+        );
     }
     out
+}
+
+/// The workspace crates a crate's dependencies name, by folder (the command line's package is
+/// `qls-cli`, in `cli/`).
+fn workspace_deps(krate: &str) -> BTreeSet<String> {
+    deps(krate)
+        .into_iter()
+        .map(|d| if d == "qls-cli" { "cli".to_string() } else { d })
+        .filter(|d| crates().any(|c| c == d))
+        .collect()
 }
 
 fn set(names: &[&str]) -> BTreeSet<String> {
@@ -219,16 +274,8 @@ fn only_the_z3_engines_name_z3() {
     }
     // Cargo holds it too: only the engines and the value solver depend on z3.
     for krate in crates() {
-        let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();
-        let deps = text
-            .split("\n[")
-            .filter(|sec| sec.starts_with("dependencies]") || sec.contains("dependencies]\n"))
-            .filter(|sec| !sec.starts_with("dev-dependencies]"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let names_z3 = deps.lines().any(|l| l.trim_start().starts_with("z3"));
         assert!(
-            !names_z3 || krate == "engines" || krate == "realise",
+            !deps(krate).contains("z3") || krate == "engines" || krate == "realise",
             "{krate}/Cargo.toml depends on z3 (only engines and realise may)"
         );
     }
@@ -244,6 +291,41 @@ fn only_the_z3_engines_name_z3() {
             !code_lines(&text).any(|l| l.contains("crate::bmc") || l.contains("super::bmc")),
             "{file} imports bmc.rs: the bmc/induction cycle is back"
         );
+    }
+}
+
+#[test]
+fn only_the_command_line_has_clap_tokio_or_the_network_stack() {
+    // Cargo holds it: the proof and every library below it build without an argument parser,
+    // an async runtime or an HTTP/TLS client, so a consumer of the prover (the benchmarks, a
+    // test executable) links none of them.
+    for krate in crates().filter(|k| *k != "cli") {
+        let named: Vec<_> = deps(krate)
+            .into_iter()
+            .filter(|d| CLI_ONLY.contains(&d.as_str()))
+            .collect();
+        assert!(
+            named.is_empty(),
+            "{krate}/Cargo.toml depends on {named:?} (only cli/ may)"
+        );
+    }
+    let cli = deps("cli");
+    for d in ["clap", "tokio", "rmcp", "reqwest", "rustls"] {
+        assert!(
+            cli.contains(d),
+            "cli/Cargo.toml no longer names {d}: update CLI_ONLY"
+        );
+    }
+    // And the code: no file outside the command line names them.
+    for krate in crates().filter(|k| *k != "cli") {
+        for (file, code) in sources(&format!("{krate}/src")) {
+            for d in ["clap::", "tokio::", "rmcp::", "reqwest::", "rustls::"] {
+                assert!(
+                    !code_lines(&code).any(|l| l.contains(d)),
+                    "{file} names {d} (only cli/ may)"
+                );
+            }
+        }
     }
 }
 
@@ -282,9 +364,9 @@ fn libraries_never_print() {
             assert!(!code_lines(&code).any(prints), "{file} prints");
         }
     }
-    // In the prover, only the binary prints: `main.rs`, the `cmd_*` commands and the error
-    // renderer they call.
-    for (file, code) in sources("prover/src") {
+    // In the command line, only the binary prints: `main.rs`, the `cmd_*` commands and the
+    // error renderer they call.
+    for (file, code) in sources("cli/src") {
         let name = Path::new(&file)
             .file_name()
             .unwrap()
@@ -323,12 +405,12 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "a corpus case's case.json and expected.json, the corpus folder",
     ),
     ("prover/src/job.rs", "qls solve's job file"),
-    ("prover/src/cmd_verify.rs", "qls replay's witness"),
+    ("cli/src/cmd_verify.rs", "qls replay's witness"),
     (
-        "prover/src/cmd_check.rs",
+        "cli/src/cmd_check.rs",
         "qls check's and qls history's inputs",
     ),
-    ("prover/src/cmd_diff.rs", "qls diff's two reports"),
+    ("cli/src/cmd_diff.rs", "qls diff's two reports"),
     (
         "prover/src/repair/mod.rs",
         "the inputs a repair edits (their text, comments kept)",
@@ -337,13 +419,13 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "prover/src/repair/search.rs",
         "the inputs' folder, copied to the working copy a repair proves",
     ),
-    ("prover/src/cmd_rules.rs", "qls rules' sheet and catalogue"),
+    ("cli/src/cmd_rules.rs", "qls rules' sheet and catalogue"),
     (
-        "prover/src/cmd_mcp.rs",
+        "cli/src/cmd_mcp.rs",
         "qls mcp's client configuration and lock",
     ),
     (
-        "prover/src/diagnostics.rs",
+        "cli/src/diagnostics.rs",
         "a bad input's line, for the caret",
     ),
     (
@@ -428,7 +510,7 @@ fn only_cmd_mcp_and_isolate_start_a_process_or_open_a_socket() {
     for (file, code) in scanned {
         assert!(
             !code_lines(&code).any(starts)
-                || file == "prover/src/cmd_mcp.rs"
+                || file == "cli/src/cmd_mcp.rs"
                 || file == "engines/src/isolate.rs"
                 || file == "benchmarks/src/bin/family.rs",
             "{file} starts a process or opens a socket"
@@ -455,7 +537,7 @@ fn the_findings_layer_compares_no_rule_id_as_text() {
     // second spelling of it that the compiler cannot check.
     assert!(quotes_a_rule_id(r#"match x { "QG022" => 1 }"#));
     assert!(!quotes_a_rule_id(r#"format!("{}", RuleId::QG022)"#));
-    for dir in ["prover/src", "engines/src"] {
+    for dir in ["prover/src", "cli/src", "engines/src"] {
         for (file, code) in sources(dir) {
             for line in code_lines(&code) {
                 assert!(
