@@ -90,7 +90,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
         RepairFormat::Diff => print!("{}", repaired.diff()),
         RepairFormat::Sarif => print!(
             "{}",
-            prover::print::sarif_repaired(&run.report, &run.proof, None, &repaired)
+            prover::print::sarif_repaired(&run.report, None, &repaired)
         ),
     }
     if args.apply {

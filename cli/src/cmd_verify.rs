@@ -360,8 +360,6 @@ impl Proved {
         prover::print::render(
             format,
             &self.run.report,
-            self.session.project(),
-            &self.run.proof,
             self.session.job().outputs.rules_uri.as_deref(),
         )
     }
@@ -688,13 +686,7 @@ pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
     let run = session.verify().map_err(lift)?;
     print!(
         "{}",
-        prover::print::render(
-            session.job().outputs.format,
-            &run.report,
-            session.project(),
-            &run.proof,
-            None
-        )
+        prover::print::render(session.job().outputs.format, &run.report, None)
     );
     Ok(if run.report.passed { 0 } else { 1 })
 }

@@ -2,8 +2,9 @@
 //! crate's `[dependencies]` name exactly the workspace crates it may import, only the engines' `unroll.rs`,
 //! `bmc.rs`, `induction.rs`, `pdr.rs`, `optimise.rs` (the repair's optimisation) and the value solver `realise` name z3 (and the induction never reaches back into `bmc.rs`), no library prints, the runtime tool check and the encoder depend on
 //! the IR alone, the concrete explorer never reads the lowering, only the files ARCHITECTURE.md
-//! lists read a file or start a process, and no tracked file reaches outside the repository
-//! for `shared/`. Every workspace crate's `src/` is scanned, and with it the two crates kept out
+//! lists read a file or start a process, only the command line (`cli/`) depends on clap, tokio
+//! or the network stack, the printers read only the report, and no tracked file reaches outside
+//! the repository for `shared/`. Every workspace crate's `src/` is scanned, and with it the two crates kept out
 //! of the workspace: the Python wheel's native module (`python/src`) and the fuzz targets
 //! (`fuzz/fuzz_targets`).
 
@@ -660,4 +661,74 @@ fn no_source_file_is_longer_than_a_person_can_hold() {
         "longer than {MOST_LINES} lines, split them: {}",
         long.join(", ")
     );
+}
+
+/// Whether `line` names `word` as a whole identifier or the start of a path (`Proof` but not
+/// `Proofs` or the variant `TargetRule::Proof`; `ir::` but not `their::`).
+fn names_word(line: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(word).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + word.len()..].chars().next();
+        !before.is_some_and(ident)
+            && !line[..i].ends_with("::")
+            && (word.ends_with("::") || !after.is_some_and(ident))
+    })
+}
+
+#[test]
+fn the_printers_read_only_the_report() {
+    // A printer formats the finished report (or a repair's `Repaired`): what it shows was
+    // taken from the project, the proof and the transition system when the report was made
+    // (`report::shown`), so it imports none of them, nor the crates below.
+    assert!(names_word("use ir::Loc;", "ir::"));
+    assert!(!names_word("use their::Loc;", "ir::"));
+    assert!(!names_word("Proofs", "Proof"));
+    assert!(!names_word("TargetRule::Proof(id)", "Proof"));
+    assert!(names_word("fn f(p: &Proof)", "Proof"));
+    let imports = [
+        "crate::report",
+        "crate::repair::",
+        "super::",
+        "std::",
+        "serde_json::",
+        "serde::",
+        "json::",
+        "sarif::",
+        "text::",
+    ];
+    let unread = [
+        "Project",
+        "Proof",
+        "TransitionSystem",
+        "crate::proof",
+        "crate::session",
+        "crate::job",
+        "crate::refine",
+        "ir::",
+        "encoder::",
+        "engines::",
+        "obligations::",
+        "codecheck::",
+        "witnesses::",
+        "realise::",
+        "readers::",
+    ];
+    let printers = sources("prover/src/print");
+    assert!(printers.len() >= 4, "the printers are in prover/src/print");
+    for (file, code) in printers {
+        for line in code_lines(&code) {
+            let t = line.trim_start();
+            let t = t.strip_prefix("pub ").unwrap_or(t);
+            if let Some(path) = t.strip_prefix("use ") {
+                assert!(
+                    imports.iter().any(|i| path.starts_with(i)),
+                    "{file} imports beyond the report: {line}"
+                );
+            }
+            for w in unread {
+                assert!(!names_word(line, w), "{file} reads {w}: {line}");
+            }
+        }
+    }
 }
