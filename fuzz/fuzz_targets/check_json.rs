@@ -1,7 +1,7 @@
 #![no_main]
 //! The tool check's JSON inputs: `<call JSON> NUL <history JSON>` (without a NUL, the whole input
 //! is the call and the history is empty). Both are parsed exactly as `qls check` parses them
-//! (`prover/src/cmd_check.rs`); when they parse, `toolcheck::check::check` and `record` run
+//! (`cli/src/cmd_check.rs`); when they parse, `toolcheck::check::check` and `record` run
 //! against the shop catalogue, with and without the shop's rulebook and agents, over the history
 //! as given and over the same history signed with the key (so the rules past `history_invalid`
 //! are reached). None of it may panic.
@@ -60,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
         Some((c, h)) => (c, h),
         None => (text, r#"{"entries": []}"#),
     };
-    // As `read_call` and `read_history` in prover/src/cmd_check.rs.
+    // As `read_call` and `read_history` in cli/src/cmd_check.rs.
     let Ok(call) = serde_json::from_str::<Call>(call_text) else {
         return;
     };

@@ -441,7 +441,7 @@ fn prove_case(dir: &Path) -> Result<Proved, String> {
     job.outputs.replay = true;
     let session = Session::open(job).map_err(case_message)?;
     let run = session.verify().map_err(|e| e.to_string())?;
-    let (project, proof, rep) = (session.project(), &run.proof, &run.report);
+    let (proof, rep) = (&run.proof, &run.report);
     // SPEC §5/§6: no obligation is unreachable while an engine that finished found it reachable
     // and refinement did not prove that spurious; checked on every case, not only by the prover.
     for x in &proof.outcomes {
@@ -454,8 +454,8 @@ fn prove_case(dir: &Path) -> Result<Proved, String> {
         }
     }
     let prefix = format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR);
-    let text = print::text(rep, project, &proof.ts).replace(&prefix, "");
-    let json = print::json(rep, project, proof).replace(&prefix, "");
+    let text = print::text(rep).replace(&prefix, "");
+    let json = print::json(rep).replace(&prefix, "");
     let states = proof.bfs.as_ref().map(|b| b.cost.states).unwrap_or(0);
     Ok((Expected::of(rep, proof), text, json, states))
 }

@@ -3,7 +3,22 @@
 //! reachability verdicts (QG312 where the engines disagree, QG003 folded in), the witnesses as
 //! `qls-witness/1` (QG312 where one does not replay), suppressions and baseline marks, the order
 //! and the gate. The printers (`crate::print`) only format that value: no rule is judged, no
-//! finding ordered and no gate decided anywhere else.
+//! finding ordered and no gate decided anywhere else, and what they show of the inputs, the
+//! obligations and the witnesses' steps is in it too ([`shown`]), so they read nothing else.
+
+pub mod shown;
+
+/// The types the report's fields are made of, named here so that a printer imports the report
+/// alone (`architecture::the_printers_read_only_the_report`).
+pub mod types {
+    pub use crate::proof::Engines;
+    pub use codecheck::{CodeFinding, CodeReport, CodeRule};
+    pub use engines::verdict::{AnyLength, StopReason};
+    pub use ir::agent::SessionSteps;
+    pub use ir::vocab::Severity;
+    pub use ir::Loc;
+    pub use obligations::catalog::{Rule, RuleType, RULES};
+}
 
 use crate::proof::{Engines, Proof};
 use crate::triage::Baseline;
@@ -52,6 +67,8 @@ pub struct Finding {
     pub fingerprint: String,
     /// New, in the baseline, or accepted by a suppression.
     pub standing: Standing,
+    /// The witness's steps as the reports show them (empty without a witness).
+    pub steps: Vec<shown::Step>,
 }
 
 /// A finding's obligation and what each engine answered on it (`engines` in `qls-findings/1`).
@@ -82,6 +99,7 @@ impl Finding {
             replay: None,
             fingerprint: String::new(),
             standing: Standing::New,
+            steps: Vec::new(),
         }
     }
 }
@@ -163,6 +181,12 @@ pub struct Report {
     /// checks name their files relative to it — their places are their findings' identity — and
     /// the printers show them under it, as every other file is shown.
     pub code_dir: String,
+    /// What was read: the inputs, the catalogue, the rulebook, the dependencies, the agents.
+    pub read: shown::Read,
+    /// Every obligation's outcome, in the proof's order.
+    pub obligations: Vec<shown::ObligationShown>,
+    /// The states the BFS stored, when it ran.
+    pub states: Option<u64>,
 }
 
 impl Report {
@@ -359,6 +383,11 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
         found.extend(unreproduced);
     }
     let witness_turns = witness_turns(&proof.ts, &found);
+    for f in &mut found {
+        if let Some(w) = &f.witness {
+            f.steps = shown::steps(&proof.ts, w);
+        }
+    }
     let mut r = Report {
         subject: rq.subject.to_string(),
         findings: found,
@@ -385,6 +414,9 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
             .and_then(|af| std::path::Path::new(&af.file).parent())
             .map(|d| d.to_string_lossy().replace('\\', "/"))
             .unwrap_or_default(),
+        read: shown::Read::of(p),
+        obligations: shown::ObligationShown::all(proof, rq.depth.0),
+        states: proof.bfs.as_ref().map(|b| b.cost.states),
     };
     crate::triage::apply_suppressions(&mut r, p, rq.today);
     fingerprint_and_order(&mut r, &proof.ts);
@@ -889,7 +921,7 @@ mod tests {
         let (p, proof, depth) = handoff();
         let first = build("agent.yaml", &p, &proof, Engines::Both, depth);
         assert!(!first.passed, "the hand-off fails its gate");
-        let json = crate::print::json(&first, &p, &proof);
+        let json = crate::print::json(&first);
         let b = readers::suppress::read_baseline("baseline.json", &json)
             .expect("the JSON is a baseline");
         let rq = Request {
@@ -960,7 +992,7 @@ mod tests {
         job.budgets.max_states = 3;
         let s = Session::open(job).expect("the shop loads");
         let run = s.verify().expect("the proof runs");
-        let (p, r, proof) = (s.project(), &run.report, &run.proof);
+        let (r, proof) = (&run.report, &run.proof);
         let c = r.cross_check.as_ref().expect("both engines ran");
         assert!(!c.complete());
         let n = proof.outcomes.len();
@@ -975,7 +1007,7 @@ mod tests {
             bmc.other_stopped.keys().copied().collect::<Vec<_>>(),
             vec![StopReason::StateBudget]
         );
-        let text = crate::print::text(r, p, &proof.ts);
+        let text = crate::print::text(r);
         assert!(!text.contains("; engines agree."), "{text}");
         let line = text
             .lines()
@@ -996,8 +1028,7 @@ mod tests {
             )),
             "{line}"
         );
-        let json: serde_json::Value =
-            serde_json::from_str(&crate::print::json(r, p, proof)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&crate::print::json(r)).unwrap();
         let cj = &json["cross_check"];
         assert_eq!(cj["obligations"], n);
         assert_eq!(cj["both_decided"], c.both);
@@ -1018,14 +1049,13 @@ mod tests {
         let s = Session::open(Job::new(Inputs::Agent(shop))).unwrap();
         let run = s.verify().unwrap();
         assert!(run.report.cross_check.as_ref().unwrap().complete());
-        let text = crate::print::text(&run.report, s.project(), &run.proof.ts);
+        let text = crate::print::text(&run.report);
         assert!(
             text.contains("; engines agree.\n") && !text.contains("Cross-checked"),
             "{text}"
         );
         let json: serde_json::Value =
-            serde_json::from_str(&crate::print::json(&run.report, s.project(), &run.proof))
-                .unwrap();
+            serde_json::from_str(&crate::print::json(&run.report)).unwrap();
         assert!(json.get("cross_check").is_none());
     }
 }

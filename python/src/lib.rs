@@ -1,12 +1,12 @@
 //! `qls._native`: the one native module of the `qls` wheel. Everything it does is the Rust
-//! crates' own code — the command line (`prover::cmd_run`), the proof and its report
-//! (`prover::cmd_verify::report`), the tool check and its batch (`toolcheck`) — so the Python
+//! crates' own code — the command line (`qls_cli::cmd_run`), the proof and its report
+//! (`qls_cli::cmd_verify::report`), the tool check and its batch (`toolcheck`) — so the Python
 //! package never decides a call or judges a finding itself.
 //!
 //! Every function releases the GIL while the Rust code runs (a proof can take minutes).
 
-use prover::cmd_check::{CheckInputs, Json};
-use prover::cmd_verify::VerifyArgs;
+use qls_cli::cmd_check::{CheckInputs, Json};
+use qls_cli::cmd_verify::VerifyArgs;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -19,12 +19,12 @@ use toolcheck::{Call, Completion, History, Key};
 /// it prints exactly what the `qls` binary prints.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(|| prover::cmd_run::run(argv))
+    py.detach(|| qls_cli::cmd_run::run(argv))
 }
 
 /// Runs `qls verify` on the agent.yaml `agent` (or the `graph` option's graph) with `options`,
 /// each a flag's keyword and a typed value (`{"session_steps": 2, "replay": True, "sarif":
-/// "qls.sarif"}`: `prover::verify_options`), without printing the report: `(exit code, text
+/// "qls.sarif"}`: `qls_cli::verify_options`), without printing the report: `(exit code, text
 /// report, qls-findings/1 JSON)`. A bad input or option raises `ValueError` with the message the
 /// binary prints.
 #[pyfunction]
@@ -41,9 +41,9 @@ fn verify(
         args.set(&name, &value)
             .map_err(|e| PyValueError::new_err(format!("error: {e}")))?;
     }
-    py.detach(|| prover::cmd_verify::report(args))
+    py.detach(|| qls_cli::cmd_verify::report(args))
         .map(|v| (v.code, v.text, v.json))
-        .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
+        .map_err(|e| PyValueError::new_err(qls_cli::diagnostics::render_error(&e)))
 }
 
 /// Replays `witness` (a `qls-witness/1` value) on the agent.yaml `agent` (or the `graph`
@@ -69,9 +69,9 @@ fn replay(
             .set(&name, &value)
             .map_err(|e| PyValueError::new_err(format!("error: {e}")))?;
     }
-    py.detach(|| prover::cmd_verify::replayed_text("<witness>", &text, &inputs))
+    py.detach(|| qls_cli::cmd_verify::replayed_text("<witness>", &text, &inputs))
         .map(|r| (r.reproduced, r.line, r.trace))
-        .map_err(|e| PyValueError::new_err(prover::diagnostics::render_error(&e)))
+        .map_err(|e| PyValueError::new_err(qls_cli::diagnostics::render_error(&e)))
 }
 
 /// What `qls check` prints (one line of JSON): a decision, `{"decisions": [...]}` for a batch, or
@@ -93,13 +93,13 @@ fn check(
 ) -> PyResult<String> {
     let history = CheckJson::of(history, "<history>")?;
     let call = CheckJson::of(call, "<call>")?;
-    let rendered = |e: anyhow::Error| PyValueError::new_err(prover::diagnostics::render_error(&e));
+    let rendered = |e: anyhow::Error| PyValueError::new_err(qls_cli::diagnostics::render_error(&e));
     py.detach(|| {
         let inputs = CheckInputs::load(&catalogue, rulebook.as_deref(), settings.as_deref())?;
-        let key = prover::cmd_check::read_key(key_file.as_deref())?;
+        let key = qls_cli::cmd_check::read_key(key_file.as_deref())?;
         let history = history.read()?;
         let call = call.read()?;
-        prover::cmd_check::decide_json(&inputs, &key, &history, &call, append)
+        qls_cli::cmd_check::decide_json(&inputs, &key, &history, &call, append)
     })
     .map_err(rendered)
 }
@@ -215,7 +215,7 @@ impl Checker {
         settings: Option<PathBuf>,
     ) -> PyResult<Checker> {
         let inputs = CheckInputs::load(&catalogue, rulebook.as_deref(), settings.as_deref())
-            .map_err(|e| PyValueError::new_err(prover::diagnostics::render_input_error(&e)))?;
+            .map_err(|e| PyValueError::new_err(qls_cli::diagnostics::render_input_error(&e)))?;
         Ok(Checker {
             shared: Arc::new(Shared {
                 inputs,

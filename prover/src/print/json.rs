@@ -1,47 +1,41 @@
 //! `qls-findings/1` JSON (docs/formats.md). It only formats the [`Report`]: every finding, its
 //! order and the gate were decided by `report::findings`.
 
-use crate::proof::{Outcome, Proof};
+use crate::report::shown::ObligationShown;
+use crate::report::types::{AnyLength, CodeReport, SessionSteps, StopReason};
 use crate::report::{CrossCheck, Finding, Report, Standing};
-use engines::verdict::{StopReason, Verdict};
-use ir::agent::SessionSteps;
-use ir::Project;
 use serde_json::{json, Value};
 
 /// One engine's proof for any length in `qls-findings/1`: the engine, and the fixpoint's K, the
 /// induction's depth and invariant size, or Spacer's method.
-fn any_length_json(how: &engines::verdict::AnyLength) -> Value {
+fn any_length_json(how: &AnyLength) -> Value {
     match how {
-        engines::verdict::AnyLength::Fixpoint { turns } => {
+        AnyLength::Fixpoint { turns } => {
             json!({"engine": how.engine(), "method": "fixpoint", "turns": turns})
         }
-        engines::verdict::AnyLength::Induction { depth, invariant } => json!({
+        AnyLength::Induction { depth, invariant } => json!({
             "engine": how.engine(), "method": "k_induction", "induction_depth": depth, "invariant_size": invariant
         }),
-        engines::verdict::AnyLength::Pdr => json!({"engine": how.engine(), "method": "pdr"}),
+        AnyLength::Pdr => json!({"engine": how.engine(), "method": "pdr"}),
     }
 }
 
 /// `qls-findings/1` JSON.
-pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
+pub fn json(r: &Report) -> String {
     let findings: Vec<Value> = r.findings.iter().map(finding_json).collect();
-    let obls: Vec<Value> = proof
-        .outcomes
-        .iter()
-        .map(|o| outcome_json(o, r, proof))
-        .collect();
+    let obls: Vec<Value> = r.obligations.iter().map(outcome_json).collect();
     let v = json!({
         "format": "qls-findings/1",
-        "inputs": p.inputs.iter().map(|i| json!({"file": i.file, "sha256": i.sha256})).collect::<Vec<_>>(),
+        "inputs": r.read.inputs.iter().map(|i| json!({"file": i.file, "sha256": i.sha256})).collect::<Vec<_>>(),
         "depth": {"session_steps": r.depth.0, "step_limit": r.depth.1},
         "proof": match &r.not_run { Some(why) => json!({"ran": false, "why": why}), None => json!({"ran": true}) },
-        "agents_derived": p.graph.agents_derived,
+        "agents_derived": r.read.derived_agents.is_some(),
         "gate": if r.passed { "passed" } else { "failed" },
         "lints": r.lints,
         "findings": findings,
         "obligations": obls,
         "quiet_rules": r.quiet.iter().map(|q| json!({"rule": q.rule, "reason": q.reason})).collect::<Vec<_>>(),
-        "states": proof.bfs.as_ref().map(|b| b.cost.states),
+        "states": r.states,
         "engines": r.per_engine.iter().map(|e| json!({"engine": e.engine.label(), "decided": e.decided, "undecided": e.undecided_total(),
             "undecided_by_reason": e.undecided.iter().map(|(k, n)| (reason_word(*k), json!(n))).collect::<serde_json::Map<String, Value>>()})).collect::<Vec<_>>(),
     });
@@ -64,7 +58,7 @@ pub fn json(r: &Report, p: &Project, proof: &Proof) -> String {
 
 /// The code checks (docs/formats.md): the rule set's hash, the files read, and each finding
 /// with its rule's record, its place and, for a contradiction, the tool and its declaration.
-fn code_checks_json(r: &Report, c: &codecheck::CodeReport) -> Value {
+fn code_checks_json(r: &Report, c: &CodeReport) -> Value {
     json!({
         "rules": c.rules,
         "passed": c.passes(),
@@ -127,26 +121,19 @@ fn finding_json(f: &Finding) -> Value {
 
 /// One obligation's outcome: its verdict and each engine's, which engine proved it for any
 /// length and how, and (under `any`) a witness's turns.
-fn outcome_json(o: &Outcome, r: &Report, proof: &Proof) -> Value {
-    let mut doc = json!({"id": o.obligation.id, "rule": o.obligation.rule, "subject": o.obligation.subject, "inverted": o.obligation.inverted,
-           "verdict": o.verdict.word(), "depth": o.verdict.depth(),
-           "bfs": o.bfs.as_ref().map(|v| v.word()), "bmc": o.bmc.as_ref().map(|v| v.word())});
+fn outcome_json(o: &ObligationShown) -> Value {
+    let mut doc = json!({"id": o.id, "rule": o.rule, "subject": o.subject, "inverted": o.inverted,
+           "verdict": o.verdict, "depth": o.depth,
+           "bfs": o.bfs, "bmc": o.bmc});
     // Under `any`: which engine proved it for any length and how (bounded reports keep
     // their exact shape).
-    let proved: Vec<Value> = [&o.bfs, &o.bmc]
-        .into_iter()
-        .filter_map(|v| match v {
-            Some(Verdict::UnreachableAnyLength(how)) => Some(any_length_json(how)),
-            _ => None,
-        })
-        .collect();
+    let proved: Vec<Value> = o.proved_by.iter().map(any_length_json).collect();
     if !proved.is_empty() {
         doc["proved_by"] = json!(proved);
     }
-    if r.depth.0 == SessionSteps::Any {
-        if let Verdict::Reachable(w) = &o.verdict {
-            doc["turns"] = json!(w.turns(&proof.ts));
-        }
+    // Under `any`: a reachable verdict's witness's turns.
+    if let Some(turns) = o.turns {
+        doc["turns"] = json!(turns);
     }
     doc
 }

@@ -12,9 +12,7 @@ pub use json::json;
 pub use sarif::{sarif, sarif_repaired};
 pub use text::{summary_line, text, witness_path};
 
-use crate::proof::Proof;
 use crate::report::Report;
-use ir::Project;
 
 /// The report formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,16 +26,10 @@ pub enum Format {
 }
 
 /// The report in `format`. `rules_uri` is where docs/rules.md is published (SARIF's `helpUri`).
-pub fn render(
-    format: Format,
-    r: &Report,
-    p: &Project,
-    proof: &Proof,
-    rules_uri: Option<&str>,
-) -> String {
+pub fn render(format: Format, r: &Report, rules_uri: Option<&str>) -> String {
     match format {
-        Format::Text => text(r, p, &proof.ts),
-        Format::Json => json(r, p, proof),
-        Format::Sarif => sarif(r, proof, rules_uri),
+        Format::Text => text(r),
+        Format::Json => json(r),
+        Format::Sarif => sarif(r, rules_uri),
     }
 }

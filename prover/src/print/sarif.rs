@@ -1,13 +1,9 @@
 //! SARIF 2.1.0 for code-scanning UIs. It only formats the [`Report`]: every finding, its order
 //! and the gate were decided by `report::findings`.
 
-use crate::proof::Proof;
 use crate::repair::TargetRule;
+use crate::report::types::{CodeFinding, CodeRule, Loc, Rule, RuleType, Severity, RULES};
 use crate::report::{Finding, Report, Standing};
-use engines::verdict::RawWitness;
-use ir::vocab::Severity;
-use ir::Loc;
-use obligations::catalog::Rule;
 use serde_json::{json, Value};
 
 fn sarif_location(at: &Loc, message: Option<String>) -> Value {
@@ -27,8 +23,8 @@ fn sarif_location(at: &Loc, message: Option<String>) -> Value {
 /// `rules_uri` is where `docs/rules.md` is published (an absolute URI, e.g. the file in the
 /// repository qls is built from); each rule's `helpUri` is its section there. SARIF requires an
 /// absolute URI, so without one each rule names its section as `properties.helpPath`.
-pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
-    let v = sarif_value(r, proof, rules_uri);
+pub fn sarif(r: &Report, rules_uri: Option<&str>) -> String {
+    let v = sarif_value(r, rules_uri);
     serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
 }
 
@@ -36,11 +32,10 @@ pub fn sarif(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> String {
 /// `fixes` (SARIF 2.1.0 §3.55: `artifactChanges` with `replacements`).
 pub fn sarif_repaired(
     r: &Report,
-    proof: &Proof,
     rules_uri: Option<&str>,
     repaired: &crate::repair::Repaired,
 ) -> String {
-    let mut v = sarif_value(r, proof, rules_uri);
+    let mut v = sarif_value(r, rules_uri);
     if let Some(results) = v["runs"][0]["results"].as_array_mut() {
         for (res, f) in results.iter_mut().zip(&r.findings) {
             if let Some(fixes) =
@@ -62,21 +57,14 @@ pub fn sarif_repaired(
     serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
 }
 
-fn sarif_value(r: &Report, proof: &Proof, rules_uri: Option<&str>) -> Value {
-    let mut rules: Vec<Value> = obligations::catalog::RULES
-        .iter()
-        .map(|ru| rule_entry(ru, rules_uri))
-        .collect();
-    let mut results: Vec<Value> = r.findings.iter().map(|f| result(f, proof)).collect();
+fn sarif_value(r: &Report, rules_uri: Option<&str>) -> Value {
+    let mut rules: Vec<Value> = RULES.iter().map(|ru| rule_entry(ru, rules_uri)).collect();
+    let mut results: Vec<Value> = r.findings.iter().map(result).collect();
     // The code checks' rules follow the catalog's, only when the code checks ran (a report
     // without them keeps its exact shape).
     if let Some(c) = &r.code {
         let base = rules.len();
-        rules.extend(
-            codecheck::CodeRule::ALL
-                .iter()
-                .map(|ru| code_rule_entry(*ru)),
-        );
+        rules.extend(CodeRule::ALL.iter().map(|ru| code_rule_entry(*ru)));
         results.extend(c.findings.iter().map(|f| code_result(r, f, base)));
     }
     let mut invocation =
@@ -121,7 +109,7 @@ fn rule_entry(ru: &Rule, rules_uri: Option<&str>) -> Value {
 }
 
 /// A code rule as a SARIF reporting descriptor (its CWE as a tag and a property).
-fn code_rule_entry(ru: codecheck::CodeRule) -> Value {
+fn code_rule_entry(ru: CodeRule) -> Value {
     let i = ru.info();
     json!({
         "id": i.id,
@@ -137,13 +125,9 @@ fn code_rule_entry(ru: codecheck::CodeRule) -> Value {
 
 /// One code finding as a SARIF result at its line and column; a contradiction's declaration as
 /// a related location.
-fn code_result(r: &Report, f: &codecheck::CodeFinding, base: usize) -> Value {
+fn code_result(r: &Report, f: &CodeFinding, base: usize) -> Value {
     let i = f.rule.info();
-    let index = base
-        + codecheck::CodeRule::ALL
-            .iter()
-            .position(|r| *r == f.rule)
-            .unwrap_or(0);
+    let index = base + CodeRule::ALL.iter().position(|r| *r == f.rule).unwrap_or(0);
     let mut res = json!({
         "ruleId": i.id,
         "ruleIndex": index,
@@ -183,11 +167,8 @@ fn pascal_case(title: &str) -> String {
 
 /// One finding as a SARIF result: its rule, level, locations, standing as `baselineState` and
 /// suppressions, its witness as a code flow and its replay as a property.
-fn result(f: &Finding, proof: &Proof) -> Value {
-    let index = obligations::catalog::RULES
-        .iter()
-        .position(|x| x.id == f.rule.id)
-        .unwrap_or(0);
+fn result(f: &Finding) -> Value {
+    let index = RULES.iter().position(|x| x.id == f.rule.id).unwrap_or(0);
     let mut res = json!({
         "ruleId": f.rule.id,
         "ruleIndex": index,
@@ -201,8 +182,8 @@ fn result(f: &Finding, proof: &Proof) -> Value {
     if let Standing::Suppressed { reason, .. } = &f.standing {
         res["suppressions"] = json!([{"kind": "inSource", "justification": reason}]);
     }
-    if let Some(w) = &f.witness {
-        res["codeFlows"] = json!([{"threadFlows": [{"locations": code_flow(f, w, proof)}]}]);
+    if f.witness.is_some() {
+        res["codeFlows"] = json!([{"threadFlows": [{"locations": code_flow(f)}]}]);
     }
     if let Some(rp) = &f.replay {
         res["properties"]["replay"] = json!(rp.text());
@@ -212,27 +193,22 @@ fn result(f: &Finding, proof: &Proof) -> Value {
 
 /// A witness's steps as thread-flow locations: each step's turn, step, what it does, and
 /// where its command is written (else the finding's file).
-fn code_flow(f: &Finding, w: &RawWitness, proof: &Proof) -> Vec<Value> {
-    let ts = &proof.ts;
-    let turns = w.turn_of_steps(ts);
-    w.steps
+fn code_flow(f: &Finding) -> Vec<Value> {
+    f.steps
         .iter()
-        .zip(&turns)
-        .map(|(st, turn)| {
-            let c = ts.command(st.cmd);
+        .map(|st| {
             let text = format!(
                 "turn {} step {}: {} at {}{}",
-                turn,
-                st.state[ts.step_var.0 as usize],
-                label_text(&c.label),
-                c.label.node,
-                c.label
-                    .tool
+                st.turn,
+                st.step,
+                st.does,
+                st.node,
+                st.tool
                     .as_ref()
                     .map(|t| format!(" ({t})"))
                     .unwrap_or_default()
             );
-            let at = c.label.at.clone().unwrap_or_else(|| {
+            let at = st.at.clone().unwrap_or_else(|| {
                 Loc::new(f.at.as_ref().map(|l| l.file.clone()).unwrap_or_default(), 0)
             });
             json!({"location": sarif_location(&at, Some(text))})
@@ -255,41 +231,9 @@ fn security_severity(s: Severity) -> &'static str {
 fn sarif_level(r: &Rule) -> &'static str {
     if r.fails_gate {
         "error"
-    } else if r.kind == obligations::catalog::RuleType::Hotspot {
+    } else if r.kind == RuleType::Hotspot {
         "note"
     } else {
         "warning"
-    }
-}
-
-fn label_text(l: &encoder::ts::Label) -> String {
-    use encoder::ts::LabelKind as K;
-    match (l.kind, l.decision) {
-        (K::Execution, _) if !l.checked => "executes unchecked".into(),
-        (K::Execution, _) if l.by_token => "executes with the person's token".into(),
-        (K::Execution, _) => "executes, allowed by the check".into(),
-        (K::Decision, Some(d)) => format!(
-            "the check decides {}{}",
-            format!("{d:?}").to_lowercase(),
-            if l.reasons.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " ({})",
-                    l.reasons
-                        .iter()
-                        .map(|r| r.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
-        ),
-        (K::Handoff, _) => format!("hands off to {}", l.to.clone().unwrap_or_default()),
-        (K::Call, _) => format!("calls {}", l.to.clone().unwrap_or_default()),
-        (K::TurnEnd, _) => "the turn ends".into(),
-        _ => format!(
-            "routes to {}",
-            l.to.clone().unwrap_or_else(|| "the turn's end".into())
-        ),
     }
 }

@@ -1,12 +1,9 @@
 //! The text layout of SPEC §7. It only formats the [`Report`]: every finding, its order and the
 //! gate were decided by `report::findings`.
 
-use crate::proof::Engines;
+use crate::report::shown::{Read, RulebookRead, Step};
+use crate::report::types::{CodeReport, Engines, Loc, SessionSteps, StopReason};
 use crate::report::{CrossCheck, EngineSummary, Finding, Report, Standing};
-use encoder::ts::TransitionSystem;
-use engines::verdict::RawWitness;
-use ir::agent::SessionSteps;
-use ir::{Loc, Project};
 
 /// "BMC: 23 decided, 2 undecided (time budget)".
 fn engine_text(e: &EngineSummary) -> String {
@@ -24,7 +21,7 @@ fn engine_text(e: &EngineSummary) -> String {
 
 /// Stop reasons with their counts: "time budget" when there is one reason, else "2 time
 /// budget, 1 state budget".
-fn reasons(why: &std::collections::BTreeMap<engines::verdict::StopReason, usize>) -> String {
+fn reasons(why: &std::collections::BTreeMap<StopReason, usize>) -> String {
     why.iter()
         .map(|(r, n)| {
             if why.len() == 1 {
@@ -69,22 +66,16 @@ fn loc_text(at: &Option<Loc>, also: &[Loc]) -> String {
 /// With `--dependencies`: how many packages were read from which files, and the advisory
 /// snapshot QG022 compared them with (each source and its date), so a clean report says how old
 /// its advisories are.
-fn dependencies_line(p: &Project, s: &mut String) {
-    if p.dependencies.is_empty() {
+fn dependencies_line(read: &Read, s: &mut String) {
+    let Some(d) = &read.dependencies else {
         return;
-    }
-    let mut files: Vec<&str> = Vec::new();
-    for d in &p.dependencies {
-        if !files.contains(&d.at.file.as_str()) {
-            files.push(&d.at.file);
-        }
-    }
-    let n = p.dependencies.len();
-    let sources = match obligations::osv::snapshot() {
-        Some(snap) => snap
-            .sources
+    };
+    let files = &d.files;
+    let n = d.packages;
+    let sources = match &d.advisories {
+        Some(sources) => sources
             .iter()
-            .map(|src| format!("{} ({})", src.name, &src.date[..src.date.len().min(10)]))
+            .map(|(name, date)| format!("{name} ({date})"))
             .collect::<Vec<_>>()
             .join(", "),
         None => "none (the snapshot does not parse)".into(),
@@ -97,12 +88,12 @@ fn dependencies_line(p: &Project, s: &mut String) {
 }
 
 /// The text report (SPEC §7), section by section.
-pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
+pub fn text(r: &Report) -> String {
     let mut s = format!("qls verify {}\n\n", r.subject);
-    inputs(&mut s, r, p);
+    inputs(&mut s, r);
     summary(&mut s, r);
     for f in r.findings.iter().filter(|f| f.standing == Standing::New) {
-        finding(&mut s, f, ts);
+        finding(&mut s, f);
     }
     accepted(&mut s, r);
     if !r.undecided_gate.is_empty() {
@@ -130,8 +121,9 @@ pub fn text(r: &Report, p: &Project, ts: &TransitionSystem) -> String {
 }
 
 /// What was read: the catalogue, the rulebook, the registration lints, derived agents.
-fn inputs(s: &mut String, r: &Report, p: &Project) {
-    let writes = p.catalogue.tools.values().filter(|t| t.is_write()).count();
+fn inputs(s: &mut String, r: &Report) {
+    let p = &r.read;
+    let writes = p.writes;
     let plural = |n: usize, w: &str| {
         if n == 1 {
             format!("1 {w}")
@@ -141,12 +133,7 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
     };
     // Writes only by default: the source (a function list, an MCP tool without `readOnlyHint`)
     // said nothing of reading or writing, and no overlay said `effect`.
-    let unhinted = p
-        .catalogue
-        .tools
-        .values()
-        .filter(|t| t.is_write() && t.no_effect_hint)
-        .count();
+    let unhinted = p.unhinted;
     let unhinted = if unhinted == 0 {
         String::new()
     } else {
@@ -154,20 +141,20 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
     };
     s.push_str(&format!(
         "Catalogue: {} ({}{unhinted})",
-        plural(p.catalogue.tools.len(), "tool"),
+        plural(p.tools, "tool"),
         plural(writes, "write")
     ));
-    if !p.catalogue.overlaid.is_empty() {
-        s.push_str(&format!("; overlaid: {}", p.catalogue.overlaid.join(", ")));
+    if !p.overlaid.is_empty() {
+        s.push_str(&format!("; overlaid: {}", p.overlaid.join(", ")));
     }
-    match (&p.rulebook, &p.rulebook_refusal) {
-        (Some(rb), _) => s.push_str(&format!(
+    match &p.rulebook {
+        RulebookRead::Read { source, sha256 } => s.push_str(&format!(
             "; rulebook {} (sha256 {}…)\n",
-            rb.source,
-            &rb.sha256[..12.min(rb.sha256.len())]
+            source,
+            &sha256[..12.min(sha256.len())]
         )),
-        (None, Some(e)) => s.push_str(&format!("; rulebook {} refused\n", e.file)),
-        _ => s.push_str("; no rulebook\n"),
+        RulebookRead::Refused { file } => s.push_str(&format!("; rulebook {file} refused\n")),
+        RulebookRead::None => s.push_str("; no rulebook\n"),
     }
     dependencies_line(p, s);
     if r.lints.is_empty() {
@@ -181,10 +168,10 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
             ));
         }
     }
-    if p.graph.agents_derived {
+    if let Some(agents) = &p.derived_agents {
         s.push_str(&format!(
             "Agents derived from the graph's nodes (it has no `agents`): {} (privilege low, no budget)\n",
-            p.graph.agents.keys().cloned().collect::<Vec<_>>().join(", ")
+            agents.join(", ")
         ));
     }
     if let Some(c) = &r.code {
@@ -198,7 +185,7 @@ fn inputs(s: &mut String, r: &Report, p: &Project) {
 
 /// SPEC §7's code-checks line, after the lints: "Code checks: no finding in 4 file(s) (rules
 /// …)." or the findings, each at file:line:column (a contradiction also at its declaration).
-fn code_checks(s: &mut String, r: &Report, c: &codecheck::CodeReport) {
+fn code_checks(s: &mut String, r: &Report, c: &CodeReport) {
     let n = c.files.len();
     if c.findings.is_empty() {
         s.push_str(&format!(
@@ -325,7 +312,7 @@ fn cross_check_line(s: &mut String, partial: Option<&CrossCheck>) {
 }
 
 /// One new finding: headline, message, OWASP, fix, witness, replay.
-fn finding(s: &mut String, f: &Finding, ts: &TransitionSystem) {
+fn finding(s: &mut String, f: &Finding) {
     s.push_str(&format!("\n{}\n", headline(f)));
     s.push_str(&format!("  {}\n", f.message));
     s.push_str(&format!("  OWASP {}\n", f.rule.owasp.join(", ")));
@@ -333,17 +320,17 @@ fn finding(s: &mut String, f: &Finding, ts: &TransitionSystem) {
         "  Fix: {}\n",
         f.rule.fix.replace("{tool}", &f.subject)
     ));
-    if let Some(w) = &f.witness {
+    if f.witness.is_some() {
         match &f.witness_file {
             Some(file) => s.push_str(&format!(
                 "  Witness: {file} ({} steps: {})\n",
-                w.depth(),
-                witness_path(ts, w)
+                f.steps.len(),
+                witness_path(&f.steps)
             )),
             None => s.push_str(&format!(
                 "  Witness: {} steps: {}\n",
-                w.depth(),
-                witness_path(ts, w)
+                f.steps.len(),
+                witness_path(&f.steps)
             )),
         }
     }
@@ -426,10 +413,10 @@ fn any_length_summary(r: &Report, agree: &str) -> String {
 }
 
 /// The path a witness takes, as node names.
-pub fn witness_path(ts: &TransitionSystem, w: &RawWitness) -> String {
-    w.steps
+pub fn witness_path(steps: &[Step]) -> String {
+    steps
         .iter()
-        .map(|st| ts.command(st.cmd).label.node.clone())
+        .map(|st| st.node.clone())
         .collect::<Vec<_>>()
         .join(" -> ")
 }

@@ -12,6 +12,8 @@ use ir::{Loc, Project};
 use serde_json::json;
 
 pub mod schemas;
+mod scratch;
+pub use scratch::Scratch;
 
 /// The project lowered as the proof lowers it: asking the value solver which argument choices
 /// some value has (SPEC §6), so the system offers what replay can build.
@@ -617,33 +619,4 @@ pub fn enabled(ts: &TransitionSystem, s: &[u32]) -> Vec<(CmdId, Vec<u32>)> {
         });
     }
     out
-}
-
-/// A temporary folder for one test, removed when dropped (a test that fails removes it too), so
-/// a test run leaves the temporary folder as it found it. It reads as the folder's `Path`.
-pub struct Scratch(tempfile::TempDir);
-
-impl Scratch {
-    /// A new empty folder named `qls-<prefix>-…` in the temporary folder.
-    pub fn new(prefix: &str) -> Scratch {
-        Scratch(
-            tempfile::Builder::new()
-                .prefix(&format!("qls-{prefix}-"))
-                .tempdir()
-                .expect("a temporary folder"),
-        )
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        self.0.path()
-    }
-}
-
-impl AsRef<std::path::Path> for Scratch {
-    fn as_ref(&self) -> &std::path::Path {
-        self.0.path()
-    }
 }

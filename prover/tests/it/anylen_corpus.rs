@@ -208,7 +208,7 @@ fn a_bfs_out_of_budget_under_any_is_undecided_and_fails_the_gate() {
         !rep.passed,
         "an undecided gate-failing obligation must fail the gate"
     );
-    let text = prover::print::text(&rep, &project, &proof.ts);
+    let text = prover::print::text(&rep);
     assert!(
         text.contains("the BFS ran out of its state budget before its fixpoint"),
         "{text}"

@@ -2,8 +2,9 @@
 //! crate's `[dependencies]` name exactly the workspace crates it may import, only the engines' `unroll.rs`,
 //! `bmc.rs`, `induction.rs`, `pdr.rs`, `optimise.rs` (the repair's optimisation) and the value solver `realise` name z3 (and the induction never reaches back into `bmc.rs`), no library prints, the runtime tool check and the encoder depend on
 //! the IR alone, the concrete explorer never reads the lowering, only the files ARCHITECTURE.md
-//! lists read a file or start a process, and no tracked file reaches outside the repository
-//! for `shared/`. Every workspace crate's `src/` is scanned, and with it the two crates kept out
+//! lists read a file or start a process, only the command line (`cli/`) depends on clap, tokio
+//! or the network stack, the printers read only the report, and no tracked file reaches outside
+//! the repository for `shared/`. Every workspace crate's `src/` is scanned, and with it the two crates kept out
 //! of the workspace: the Python wheel's native module (`python/src`) and the fuzz targets
 //! (`fuzz/fuzz_targets`).
 
@@ -28,8 +29,33 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // The engines search a lowered system: they know its vocabulary and nothing above it.
     ("engines", &["ir", "encoder"]),
-    // The prover may import every library crate.
-    ("prover", LIBRARIES),
+    // The proof and its findings: every library crate below it but the runtime tool check.
+    (
+        "prover",
+        &[
+            "ir",
+            "readers",
+            "encoder",
+            "obligations",
+            "codecheck",
+            "witnesses",
+            "realise",
+            "engines",
+        ],
+    ),
+    // The command line: the commands over the prover, `qls check` over the runtime tool check.
+    (
+        "cli",
+        &[
+            "ir",
+            "readers",
+            "toolcheck",
+            "obligations",
+            "witnesses",
+            "engines",
+            "prover",
+        ],
+    ),
     (
         "benchmarks",
         &[
@@ -39,11 +65,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "engines",
             "prover",
             "obligations",
+            "toolcheck",
         ],
     ),
 ];
 
-/// The library crates: every crate but the prover (whose binary prints) and the benchmarks.
+/// The library crates: every crate but the command line (whose commands print) and the
+/// benchmarks.
 const LIBRARIES: &[&str] = &[
     "ir",
     "readers",
@@ -54,6 +82,20 @@ const LIBRARIES: &[&str] = &[
     "codecheck",
     "witnesses",
     "engines",
+    "prover",
+];
+
+/// The packages only the command line may depend on: its argument parser and the MCP client's
+/// async runtime and network stack (`qls mcp`).
+const CLI_ONLY: &[&str] = &[
+    "clap",
+    "tokio",
+    "rmcp",
+    "reqwest",
+    "rustls",
+    "http",
+    "futures",
+    "sse-stream",
 ];
 
 fn crates() -> impl Iterator<Item = &'static str> {
@@ -91,10 +133,12 @@ fn deps(krate: &str) -> BTreeSet<String> {
     out
 }
 
-/// The workspace crates a crate's dependencies name.
+/// The workspace crates a crate's dependencies name, by folder (the command line's package is
+/// `qls-cli`, in `cli/`).
 fn workspace_deps(krate: &str) -> BTreeSet<String> {
     deps(krate)
         .into_iter()
+        .map(|d| if d == "qls-cli" { "cli".to_string() } else { d })
         .filter(|d| crates().any(|c| c == d))
         .collect()
 }
@@ -252,6 +296,41 @@ fn only_the_z3_engines_name_z3() {
     }
 }
 
+#[test]
+fn only_the_command_line_has_clap_tokio_or_the_network_stack() {
+    // Cargo holds it: the proof and every library below it build without an argument parser,
+    // an async runtime or an HTTP/TLS client, so a consumer of the prover (the benchmarks, a
+    // test executable) links none of them.
+    for krate in crates().filter(|k| *k != "cli") {
+        let named: Vec<_> = deps(krate)
+            .into_iter()
+            .filter(|d| CLI_ONLY.contains(&d.as_str()))
+            .collect();
+        assert!(
+            named.is_empty(),
+            "{krate}/Cargo.toml depends on {named:?} (only cli/ may)"
+        );
+    }
+    let cli = deps("cli");
+    for d in ["clap", "tokio", "rmcp", "reqwest", "rustls"] {
+        assert!(
+            cli.contains(d),
+            "cli/Cargo.toml no longer names {d}: update CLI_ONLY"
+        );
+    }
+    // And the code: no file outside the command line names them.
+    for krate in crates().filter(|k| *k != "cli") {
+        for (file, code) in sources(&format!("{krate}/src")) {
+            for d in ["clap::", "tokio::", "rmcp::", "reqwest::", "rustls::"] {
+                assert!(
+                    !code_lines(&code).any(|l| l.contains(d)),
+                    "{file} names {d} (only cli/ may)"
+                );
+            }
+        }
+    }
+}
+
 /// The Rust kept out of the workspace (each its own workspace): the Python wheel's native
 /// module and the fuzz targets. Held to the same rules as a crate's `src/`.
 const OUTSIDE_THE_WORKSPACE: [&str; 2] = ["python/src", "fuzz/fuzz_targets"];
@@ -287,9 +366,9 @@ fn libraries_never_print() {
             assert!(!code_lines(&code).any(prints), "{file} prints");
         }
     }
-    // In the prover, only the binary prints: `main.rs`, the `cmd_*` commands and the error
-    // renderer they call.
-    for (file, code) in sources("prover/src") {
+    // In the command line, only the binary prints: `main.rs`, the `cmd_*` commands and the
+    // error renderer they call.
+    for (file, code) in sources("cli/src") {
         let name = Path::new(&file)
             .file_name()
             .unwrap()
@@ -328,12 +407,12 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "a corpus case's case.json and expected.json, the corpus folder",
     ),
     ("prover/src/job.rs", "qls solve's job file"),
-    ("prover/src/cmd_verify.rs", "qls replay's witness"),
+    ("cli/src/cmd_verify.rs", "qls replay's witness"),
     (
-        "prover/src/cmd_check.rs",
+        "cli/src/cmd_check.rs",
         "qls check's and qls history's inputs",
     ),
-    ("prover/src/cmd_diff.rs", "qls diff's two reports"),
+    ("cli/src/cmd_diff.rs", "qls diff's two reports"),
     (
         "prover/src/repair/mod.rs",
         "the inputs a repair edits (their text, comments kept)",
@@ -342,13 +421,13 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "prover/src/repair/search.rs",
         "the inputs' folder, copied to the working copy a repair proves",
     ),
-    ("prover/src/cmd_rules.rs", "qls rules' sheet and catalogue"),
+    ("cli/src/cmd_rules.rs", "qls rules' sheet and catalogue"),
     (
-        "prover/src/cmd_mcp.rs",
+        "cli/src/cmd_mcp.rs",
         "qls mcp's client configuration and lock",
     ),
     (
-        "prover/src/diagnostics.rs",
+        "cli/src/diagnostics.rs",
         "a bad input's line, for the caret",
     ),
     (
@@ -358,6 +437,10 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
     (
         "benchmarks/src/bin/family.rs",
         "its own results file, /proc for peak memory",
+    ),
+    (
+        "benchmarks/src/bin/agentdojo_provenance.rs",
+        "AgentDojo's tasks as data, the policy, its table",
     ),
 ];
 
@@ -433,7 +516,7 @@ fn only_cmd_mcp_and_isolate_start_a_process_or_open_a_socket() {
     for (file, code) in scanned {
         assert!(
             !code_lines(&code).any(starts)
-                || file == "prover/src/cmd_mcp.rs"
+                || file == "cli/src/cmd_mcp.rs"
                 || file == "engines/src/isolate.rs"
                 || file == "benchmarks/src/bin/family.rs",
             "{file} starts a process or opens a socket"
@@ -460,7 +543,7 @@ fn the_findings_layer_compares_no_rule_id_as_text() {
     // second spelling of it that the compiler cannot check.
     assert!(quotes_a_rule_id(r#"match x { "QG022" => 1 }"#));
     assert!(!quotes_a_rule_id(r#"format!("{}", RuleId::QG022)"#));
-    for dir in ["prover/src", "engines/src"] {
+    for dir in ["prover/src", "cli/src", "engines/src"] {
         for (file, code) in sources(dir) {
             for line in code_lines(&code) {
                 assert!(
@@ -480,7 +563,10 @@ fn only_the_session_loads_a_project() {
         let loads = code_lines(&code)
             .any(|l| l.contains("load_project(") || l.contains("load_graph_project"));
         assert!(
-            !loads || file == "prover/src/session.rs" || file == "benchmarks/src/bin/scale.rs",
+            !loads
+                || file == "prover/src/session.rs"
+                || file == "benchmarks/src/bin/scale.rs"
+                || file == "benchmarks/src/bin/agentdojo_provenance.rs",
             "{file} loads a project itself instead of through session::load"
         );
     }
@@ -583,4 +669,74 @@ fn no_source_file_is_longer_than_a_person_can_hold() {
         "longer than {MOST_LINES} lines, split them: {}",
         long.join(", ")
     );
+}
+
+/// Whether `line` names `word` as a whole identifier or the start of a path (`Proof` but not
+/// `Proofs` or the variant `TargetRule::Proof`; `ir::` but not `their::`).
+fn names_word(line: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(word).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + word.len()..].chars().next();
+        !before.is_some_and(ident)
+            && !line[..i].ends_with("::")
+            && (word.ends_with("::") || !after.is_some_and(ident))
+    })
+}
+
+#[test]
+fn the_printers_read_only_the_report() {
+    // A printer formats the finished report (or a repair's `Repaired`): what it shows was
+    // taken from the project, the proof and the transition system when the report was made
+    // (`report::shown`), so it imports none of them, nor the crates below.
+    assert!(names_word("use ir::Loc;", "ir::"));
+    assert!(!names_word("use their::Loc;", "ir::"));
+    assert!(!names_word("Proofs", "Proof"));
+    assert!(!names_word("TargetRule::Proof(id)", "Proof"));
+    assert!(names_word("fn f(p: &Proof)", "Proof"));
+    let imports = [
+        "crate::report",
+        "crate::repair::",
+        "super::",
+        "std::",
+        "serde_json::",
+        "serde::",
+        "json::",
+        "sarif::",
+        "text::",
+    ];
+    let unread = [
+        "Project",
+        "Proof",
+        "TransitionSystem",
+        "crate::proof",
+        "crate::session",
+        "crate::job",
+        "crate::refine",
+        "ir::",
+        "encoder::",
+        "engines::",
+        "obligations::",
+        "codecheck::",
+        "witnesses::",
+        "realise::",
+        "readers::",
+    ];
+    let printers = sources("prover/src/print");
+    assert!(printers.len() >= 4, "the printers are in prover/src/print");
+    for (file, code) in printers {
+        for line in code_lines(&code) {
+            let t = line.trim_start();
+            let t = t.strip_prefix("pub ").unwrap_or(t);
+            if let Some(path) = t.strip_prefix("use ") {
+                assert!(
+                    imports.iter().any(|i| path.starts_with(i)),
+                    "{file} imports beyond the report: {line}"
+                );
+            }
+            for w in unread {
+                assert!(!names_word(line, w), "{file} reads {w}: {line}");
+            }
+        }
+    }
 }

@@ -35,7 +35,7 @@ fn a_proof_ends_within_its_time_budget_and_leaves_the_rest_undecided() {
         }
     }
     let report = prover::report::build("chain", &p, &proof, o.engines, (3.into(), 60));
-    let text = prover::print::text(&report, &p, &proof.ts);
+    let text = prover::print::text(&report);
     assert!(text.contains("undecided (time budget)"), "{text}");
 }
 
@@ -117,14 +117,13 @@ fn a_budget_spent_before_lowering_leaves_every_obligation_undecided_and_fails_th
     assert!(proof.bfs.is_some() && proof.bmc.is_some());
     let report = prover::report::build("synthetic", &p, &proof, o.engines, (2.into(), 20));
     assert!(!report.passed, "undecided is never clean");
-    let text = prover::print::text(&report, &p, &proof.ts);
+    let text = prover::print::text(&report);
     assert!(
         text.contains("The proof did not run: the time budget ran out while lowering"),
         "{text}"
     );
     assert!(text.contains("Gate: failed"), "{text}");
-    let json: serde_json::Value =
-        serde_json::from_str(&prover::print::json(&report, &p, &proof)).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&prover::print::json(&report)).unwrap();
     assert_eq!(json["gate"], "failed");
     assert_eq!(json["proof"]["ran"], false);
     for e in json["engines"].as_array().unwrap() {

@@ -1,54 +1,27 @@
-//! The prover's integration tests as one test binary: one module per former test file, so z3,
-//! tokio and rmcp are linked once (the agreement and conformance tests included; `conformance/`
-//! keeps its reference explorer in `conformance/explore/`). Run one module with
-//! `cargo test -p prover --test it corpus::`, an ignored debugging aid with
+//! The prover's integration tests as one test binary: one module per former test file, so z3 is
+//! linked once (the agreement and conformance tests included; `conformance/` keeps its
+//! reference explorer in `conformance/explore/`). The tests that run the `qls` binary are the
+//! command line's (`cli/tests/it/`). Run one module with `cargo test -p prover --test it
+//! corpus::`, an ignored debugging aid with
 //! `cargo test -p prover --test it conformance::dump_one_seed -- --ignored`.
 
 #[path = "../common/mod.rs"]
 mod common;
-#[path = "../mcp_common/mod.rs"]
-mod mcp_common;
 
 mod agreement;
-mod anylen_cli;
 mod anylen_corpus;
 mod anylen_engines;
 mod architecture;
 mod bmc_deep;
 mod budget;
-mod check_cli;
-mod check_provenance;
-mod ci_workflow;
-mod cli;
-mod cli_places;
 mod conformance;
 mod corpus;
 mod engines;
 mod hiding;
-mod langgraph;
-mod mcp_names;
-mod mcp_overlay;
-mod mcp_pages;
-mod mcp_reader;
-mod mcp_remote;
-mod mcp_snapshot;
-mod overlay_keys;
-mod repair;
-mod sarif;
 mod session_agreement;
 mod shop;
 mod slicing;
 mod subsumption;
-mod triage;
-
-/// `qls` with `args`, run in `dir`.
-fn qls_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_qls"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
 
 /// Snapshots keep the folder and names they had when each module was its own binary:
 /// `tests/snapshots/<module>__<name>.snap` (the assertions name the module themselves).

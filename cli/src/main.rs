@@ -13,5 +13,5 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    ExitCode::from(prover::cmd_run::run(std::env::args_os()))
+    ExitCode::from(qls_cli::cmd_run::run(std::env::args_os()))
 }

@@ -1,12 +1,12 @@
 //! `qls verify`, `qls solve`, `qls replay` and `qls export`: each lowers its arguments once into
 //! a [`Job`] (or the job's inputs) and ends in one call through a [`Session`].
 
-use crate::job::{GraphInputs, Job};
-use crate::print::Format as Printed;
-use crate::proof::Engines;
-use crate::session::{Loaded, Note, Run, Session, SessionError};
 use clap::{Args, ValueEnum};
 use ir::agent::SessionSteps;
+use prover::job::{GraphInputs, Job};
+use prover::print::Format as Printed;
+use prover::proof::Engines;
+use prover::session::{Loaded, Note, Run, Session, SessionError};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -139,10 +139,10 @@ pub struct Inputs {
 
 impl Inputs {
     /// The job's inputs these flags name.
-    pub fn job_inputs(&self) -> anyhow::Result<crate::job::Inputs> {
+    pub fn job_inputs(&self) -> anyhow::Result<prover::job::Inputs> {
         match (&self.agent, &self.graph) {
-            (Some(a), None) => Ok(crate::job::Inputs::Agent(a.clone())),
-            (None, Some(g)) => Ok(crate::job::Inputs::Graph(GraphInputs {
+            (Some(a), None) => Ok(prover::job::Inputs::Agent(a.clone())),
+            (None, Some(g)) => Ok(prover::job::Inputs::Graph(GraphInputs {
                 graph: g.clone(),
                 name: g.display().to_string(),
                 catalogues: self.catalogue.clone(),
@@ -156,7 +156,7 @@ impl Inputs {
 
     /// Loads the project, printing every reader's note.
     pub fn load(&self) -> anyhow::Result<Loaded> {
-        let loaded = crate::session::load_with(&self.job_inputs()?, &[], !self.no_code_checks)
+        let loaded = prover::session::load_with(&self.job_inputs()?, &[], !self.no_code_checks)
             .map_err(lift)?;
         print_notes(&loaded.notes, Shown::All);
         Ok(loaded)
@@ -188,7 +188,7 @@ pub struct VerifyArgs {
     pub jobs: Option<usize>,
     /// Seconds the whole proof may take (lowering and both engines); what is open when it runs
     /// out is undecided, never clean.
-    #[arg(long, default_value_t = crate::proof::defaults::TIMEOUT_SECS)]
+    #[arg(long, default_value_t = prover::proof::defaults::TIMEOUT_SECS)]
     pub timeout: u64,
     /// Print each engine's cost (states, solver calls, wall-clock ms) to stderr after the report.
     #[arg(long)]
@@ -274,8 +274,8 @@ impl EngineArg {
 /// Runs `qls export`.
 pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     let inputs = match (&args.agent, &args.graph, &args.catalogue) {
-        (Some(a), None, None) => crate::job::Inputs::Agent(a.clone()),
-        (None, Some(g), Some(c)) => crate::job::Inputs::Graph(GraphInputs {
+        (Some(a), None, None) => prover::job::Inputs::Agent(a.clone()),
+        (None, Some(g), Some(c)) => prover::job::Inputs::Graph(GraphInputs {
             graph: g.clone(),
             name: g.display().to_string(),
             catalogues: vec![c.clone()],
@@ -285,7 +285,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
         }),
         _ => anyhow::bail!("give either an agent.yaml or --graph FILE --catalogue FILE"),
     };
-    let loaded = crate::session::load_with(&inputs, &[], !args.no_code_checks).map_err(lift)?;
+    let loaded = prover::session::load_with(&inputs, &[], !args.no_code_checks).map_err(lift)?;
     print_notes(&loaded.notes, Shown::GraphReader);
     let project = loaded.project;
     let json = project.graph.to_json();
@@ -357,11 +357,9 @@ struct Proved {
 impl Proved {
     /// The report in one format (the printers only format the computed report).
     fn render(&self, format: Printed) -> String {
-        crate::print::render(
+        prover::print::render(
             format,
             &self.run.report,
-            self.session.project(),
-            &self.run.proof,
             self.session.job().outputs.rules_uri.as_deref(),
         )
     }
@@ -389,7 +387,7 @@ fn exit_code(run: &Run) -> u8 {
 /// Loads the inputs and proves them (with the progress line on a terminal).
 fn prove(args: &VerifyArgs) -> anyhow::Result<Proved> {
     let job = args.job()?;
-    let loaded = crate::session::load_job(&job).map_err(lift)?;
+    let loaded = prover::session::load_job(&job).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
     let session = Session::new(job, loaded).map_err(lift)?;
     let (turns, steps) = session.depth();
@@ -406,7 +404,7 @@ fn prove(args: &VerifyArgs) -> anyhow::Result<Proved> {
 }
 
 /// `--timings`: each engine's cost, on stderr after the report.
-fn timings(proof: &crate::proof::Proof) {
+fn timings(proof: &prover::proof::Proof) {
     if let Some(b) = &proof.bfs {
         let rate = b.cost.states * 1000 / b.cost.ms.max(1);
         eprintln!(
@@ -523,7 +521,7 @@ pub fn replayed_text(name: &str, text: &str, inputs: &Inputs) -> anyhow::Result<
 fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Result<()> {
     use serde_json::json;
     let report = &run.report;
-    let e = crate::corpus::Expected::of(report, &run.proof);
+    let e = prover::corpus::Expected::of(report, &run.proof);
     let expected = json!({
         "findings": e.findings.iter().map(|(r, s)| json!([r, s])).collect::<Vec<_>>(),
         "obligations": e.obligations,
@@ -574,7 +572,7 @@ fn emit_cases(dir: &std::path::Path, session: &Session, run: &Run) -> anyhow::Re
 /// settings get. A case holds what the corpus runner reads: inputs inside the agent's folder,
 /// one catalogue.
 fn case_inputs(session: &Session) -> anyhow::Result<(Vec<(PathBuf, String)>, serde_json::Value)> {
-    use crate::job::Inputs;
+    use prover::job::Inputs;
     use serde_json::json;
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     let depth = session.depth();
@@ -680,21 +678,15 @@ pub struct SolveArgs {
 
 /// Runs `qls solve`: the findings JSON of a graph job on stdout; exit 0/1 as the gate.
 pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
-    let file = crate::job::GraphJobFile::read(&args.job, args.langgraph.options())?;
-    let loaded = crate::session::load(file.inputs(), file.dependencies()).map_err(lift)?;
+    let file = prover::job::GraphJobFile::read(&args.job, args.langgraph.options())?;
+    let loaded = prover::session::load(file.inputs(), file.dependencies()).map_err(lift)?;
     print_notes(&loaded.notes, Shown::GraphReader);
     let job = file.job()?;
     let session = Session::new(job, loaded).map_err(lift)?;
     let run = session.verify().map_err(lift)?;
     print!(
         "{}",
-        crate::print::render(
-            session.job().outputs.format,
-            &run.report,
-            session.project(),
-            &run.proof,
-            None
-        )
+        prover::print::render(session.job().outputs.format, &run.report, None)
     );
     Ok(if run.report.passed { 0 } else { 1 })
 }

@@ -2,9 +2,9 @@
 //! obligations, states, ms) and exits 1 on any mismatch with `expected.json`. `--update` rewrites
 //! each `expected.json` from what the tool says, for a person to review as a diff.
 
-use crate::corpus::{case_dirs, findings_by_rule, run_all_with, CaseResult};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use prover::corpus::{case_dirs, findings_by_rule, run_all_with, CaseResult};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -278,7 +278,7 @@ mod tests {
     fn the_defaults_are_the_binarys() {
         let a = VerifyArgs::defaults(Some("agent.yaml".into())).unwrap();
         assert_eq!(a.inputs.agent, Some(PathBuf::from("agent.yaml")));
-        assert_eq!(a.timeout, crate::proof::defaults::TIMEOUT_SECS);
+        assert_eq!(a.timeout, prover::proof::defaults::TIMEOUT_SECS);
         assert!(matches!(a.engine, EngineArg::Both));
         assert!(!a.replay && a.sarif.is_none() && a.session_steps.is_none());
     }

@@ -1,14 +1,14 @@
-//! `qls emit promela`: the transition system as a Promela model (see `crate::promela`), and
+//! `qls emit promela`: the transition system as a Promela model (see `prover::promela`), and
 //! with `--stats` the BFS engine's own figures for the same system (the full state count, its
 //! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`.
 
 use crate::cmd_verify::{lift, print_notes, Shown};
-use crate::job::{Inputs, Job};
-use crate::session::Session;
 use clap::{Args, Subcommand};
 use engines::bfs;
 use engines::verdict::Verdict;
 use ir::agent::SessionSteps;
+use prover::job::{Inputs, Job};
+use prover::session::Session;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -86,7 +86,7 @@ impl PromelaArgs {
 
 fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
     let job = a.job()?;
-    let loaded = crate::session::load_job(&job).map_err(lift)?;
+    let loaded = prover::session::load_job(&job).map_err(lift)?;
     // A corpus case's notes are not shown (as its runner does not show them).
     if a.case.is_none() {
         print_notes(&loaded.notes, Shown::All);
@@ -94,7 +94,7 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
     let session = Session::new(job, loaded).map_err(lift)?;
     let (reduced, obls) = session.system();
     let ts = &reduced;
-    let model = crate::promela::emit(ts, if a.no_assertions { &[] } else { &obls });
+    let model = prover::promela::emit(ts, if a.no_assertions { &[] } else { &obls });
     match &a.output {
         Some(p) => std::fs::write(p, &model)
             .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?,
@@ -116,7 +116,7 @@ fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
         let _ = writeln!(out, "states={states}");
         let _ = writeln!(out, "ms={:.3}", secs * 1000.0);
         let _ = writeln!(out, "depth={}", ts.depth);
-        let _ = writeln!(out, "pan_depth={}", crate::promela::pan_depth(ts));
+        let _ = writeln!(out, "pan_depth={}", prover::promela::pan_depth(ts));
         for (k, (ob, v)) in obls.iter().zip(&run.verdicts).enumerate() {
             let word = match v {
                 Verdict::Reachable(_) => "reachable",

@@ -4,11 +4,11 @@
 //! SARIF with `fixes`; `--apply` writes the changed inputs.
 
 use crate::cmd_verify::{lift, print_notes, Inputs, Shown};
-use crate::job::Job;
-use crate::repair::{Outcome, Repaired};
-use crate::session::Session;
 use clap::{Args, ValueEnum};
 use ir::agent::SessionSteps;
+use prover::job::Job;
+use prover::repair::{Outcome, Repaired};
+use prover::session::Session;
 use std::time::{Duration, Instant};
 
 /// What `qls repair` prints.
@@ -48,7 +48,7 @@ pub struct RepairArgs {
     #[arg(long, default_value_t = 100)]
     pub max_proofs: usize,
     /// Seconds each proof may take.
-    #[arg(long, default_value_t = crate::proof::defaults::TIMEOUT_SECS)]
+    #[arg(long, default_value_t = prover::proof::defaults::TIMEOUT_SECS)]
     pub timeout: u64,
     /// A lock file or requirements file the tools' packages come from, as `verify` takes it;
     /// a pinned package an advisory affects is upgraded there to its fixed version.
@@ -64,33 +64,33 @@ pub struct RepairArgs {
 pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let inputs = match &args.case {
-        Some(dir) => crate::job::Inputs::Case(dir.clone()),
+        Some(dir) => prover::job::Inputs::Case(dir.clone()),
         None => args.inputs.job_inputs()?,
     };
     let mut job = Job::new(inputs);
     job.dependencies = args.dependencies.clone();
     job.depth.session_steps = args.session_steps;
     job.depth.step_limit = args.step_limit;
-    job.engines = crate::proof::Engines::Both;
+    job.engines = prover::proof::Engines::Both;
     job.budgets.timeout = Duration::from_secs(args.timeout.max(1));
     job.code_checks = !args.inputs.no_code_checks;
-    let loaded = crate::session::load_job(&job).map_err(lift)?;
+    let loaded = prover::session::load_job(&job).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
     let session = Session::new(job, loaded).map_err(lift)?;
     let run = session.verify().map_err(lift)?;
-    let files = crate::repair::Files::read(session.job(), session.project())?;
-    let options = crate::repair::Options {
+    let files = prover::repair::Files::read(session.job(), session.project())?;
+    let options = prover::repair::Options {
         max_proofs: args.max_proofs.max(1),
         timeout: Duration::from_secs(args.timeout.max(1)),
         depth: session.depth(),
     };
-    let repaired = crate::repair::repair(files, session.project(), &run.report, &options)?;
+    let repaired = prover::repair::repair(files, session.project(), &run.report, &options)?;
     match args.format {
-        RepairFormat::Text => print!("{}", crate::print::repair::text(&repaired)),
+        RepairFormat::Text => print!("{}", prover::print::repair::text(&repaired)),
         RepairFormat::Diff => print!("{}", repaired.diff()),
         RepairFormat::Sarif => print!(
             "{}",
-            crate::print::sarif_repaired(&run.report, &run.proof, None, &repaired)
+            prover::print::sarif_repaired(&run.report, None, &repaired)
         ),
     }
     if args.apply {
