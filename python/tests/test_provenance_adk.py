@@ -7,7 +7,7 @@ as a `user` history entry, and decides with `origins="auto"`. A recipient the pe
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncGenerator
+from typing import Any
 
 import pytest
 
@@ -15,10 +15,9 @@ from conftest import DATA, check_history
 
 pytest.importorskip("google.adk")
 from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.models.base_llm import BaseLlm  # noqa: E402
-from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
+from test_adk import Scripted  # noqa: E402  (the ADK tests' scripted model)
 
 import qls  # noqa: E402
 from qls.adk import AdkGuard  # noqa: E402
@@ -27,23 +26,6 @@ KEY = b"adk-provenance-key"
 TYPED = "GB29NWBK60161331926819"
 IN_FILE = "US133000000121212121212"
 MADE_UP = "DE89370400440532013000"
-
-
-class Scripted(BaseLlm):
-    """A model that asks, step by step, for the given calls, then answers "done"."""
-
-    steps: list = []
-    i: int = 0
-
-    async def generate_content_async(self, llm_request: Any, stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
-        if self.i < len(self.steps):
-            step = self.steps[self.i]
-            self.i += 1
-            parts = [types.Part(function_call=types.FunctionCall(name=n, args=a, id=f"c{self.i}-{j}"))
-                     for j, (n, a) in enumerate(step)]
-        else:
-            parts = [types.Part(text="done")]
-        yield LlmResponse(content=types.Content(role="model", parts=parts))
 
 
 def bank(steps: list, ran: list, asked: list) -> tuple[Any, AdkGuard]:

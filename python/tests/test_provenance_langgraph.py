@@ -21,6 +21,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 
 import qls  # noqa: E402
 from qls.langgraph import GuardedToolNode  # noqa: E402
+from test_guard_langgraph import app as node_app  # noqa: E402  (the guard tests' graph: agent, tools)
 
 KEY = b"provenance-test-key"
 TYPED = "GB29NWBK60161331926819"
@@ -55,21 +56,6 @@ def guard() -> qls.Guard:
 
 def pay(recipient: str, amount: float) -> tuple[str, dict]:
     return ("send_money", {"recipient": recipient, "amount": amount, "subject": "as asked"})
-
-
-def node_app(steps: list[list[tuple[str, dict]]], bank: Bank, g: qls.Guard) -> Any:
-    model = scripted_model(steps)
-
-    def agent(state: MessagesState) -> dict:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    sg = StateGraph(MessagesState)
-    sg.add_node("agent", agent)
-    sg.add_node("tools", GuardedToolNode(g, bank.tools))
-    sg.add_edge(START, "agent")
-    sg.add_conditional_edges("agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
-    sg.add_edge("tools", "agent")
-    return sg.compile(checkpointer=MemorySaver())
 
 
 def middleware_app(steps: list[list[tuple[str, dict]]], bank: Bank, g: qls.Guard) -> Any:
