@@ -31,9 +31,33 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: or carried by a hand-off.
 Origin = Literal["typed", "model", "tool", "handoff"]
 
-#: The one origins function every guard takes: ``(tool, args) -> {argument: origin}``; an
-#: argument it leaves out is the model's (SPEC §2's reading).
-Origins = Callable[[str, Mapping[str, Any]], Mapping[str, Origin]]
+#: The one origins function every guard takes: ``(tool, args) -> {argument: origin}`` (an
+#: argument it leaves out is the model's), or ``"auto"`` for every call, the default: each
+#: argument's origin traced from its value against the person's messages and the earlier results
+#: (SPEC §2 "Provenance, not authorship").
+Origins = Callable[[str, Mapping[str, Any]], Union[Mapping[str, Origin], Literal["auto"]]]
+
+#: A call's origins as the check reads them: per argument, or ``"auto"`` (traced).
+CallOrigins = Union[Mapping[str, Origin], Literal["auto"]]
+
+
+def message_text(content: Any) -> str | None:
+    """The text of a framework's message content: a string, or the text parts of a list of
+    content blocks (``{"type": "text", "text": …}``, objects with ``.text``, plain strings);
+    ``None`` when it holds no text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, AbcMapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(getattr(block, "text", None), str):
+                parts.append(block.text)
+        return "\n".join(parts) if parts else None
+    return None
 
 
 class QlsInputError(ValueError):
@@ -102,6 +126,22 @@ def _one_argument(fn: Callable[..., Any]) -> bool:
     return len(positional) == 1 or (len(positional) > 1 and positional[1].default is not inspect.Parameter.empty)
 
 
+def human_texts(messages: Any) -> list[str]:
+    """The person's messages among LangChain messages (``HumanMessage``, type ``human``) or their
+    dict form (``{"role": "user" | "human", "content": …}``), oldest first, as text."""
+    out: list[str] = []
+    for m in messages or []:
+        if isinstance(m, AbcMapping):
+            role, content = m.get("role", m.get("type")), m.get("content")
+        else:
+            role, content = getattr(m, "type", None), getattr(m, "content", None)
+        if role in ("human", "user"):
+            text = message_text(content)
+            if text is not None:
+                out.append(text)
+    return out
+
+
 class FrameworkGuard:
     """What every framework guard is: the ``qls.Guard`` it puts in front of the framework's tools
     (``.guard``), the origins function (``.origins``) and what became of each call it acted on,
@@ -116,8 +156,10 @@ class FrameworkGuard:
 
         if not isinstance(guard, Guard):
             raise QlsInputError(f"{type(self).__name__} takes a qls.Guard first, not {type(guard).__name__}")
+        if origins == "auto":
+            origins = None
         if origins is not None and not callable(origins):
-            raise QlsInputError(f"{type(self).__name__}: `origins` is a function (tool, args) -> "
+            raise QlsInputError(f"{type(self).__name__}: `origins` is \"auto\" or a function (tool, args) -> "
                                 f"{{argument: origin}}, not {type(origins).__name__}")
         if origins is not None and _one_argument(origins):
             warnings.warn(f"{type(self).__name__}: an origins function of one tool call is deprecated; "
@@ -132,9 +174,13 @@ class FrameworkGuard:
         self.origins = origins
         self.outcomes = []
 
-    def origins_of(self, tool: str, args: Mapping[str, Any]) -> dict[str, Origin]:
-        """Each argument's origin, by the origins function (none: every argument is the model's)."""
-        return dict(self.origins(tool, args)) if self.origins is not None else {}
+    def origins_of(self, tool: str, args: Mapping[str, Any]) -> CallOrigins:
+        """Each argument's origin, by the origins function; without one (the default),
+        ``"auto"``: traced by the check from the values (SPEC §2 "Provenance, not authorship")."""
+        if self.origins is None:
+            return "auto"
+        given = self.origins(tool, args)
+        return "auto" if given == "auto" else dict(given)
 
     @property
     def qls_guard(self) -> "Guard":

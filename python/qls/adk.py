@@ -46,11 +46,13 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 from typing import Any, Mapping
 
 from qls._build import WEB, Builder, Export, Part, ToolSpec, at_of, clean_schema, hashable, mcp_specs, own_metadata
 from qls._percall import Ask, CallGate
-from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, framework_class, require_app, wait
+from qls._shared import (FrameworkGuard, Origins, QlsInputError, check_overlays, framework_class, message_text,
+                         require_app, wait)
 from qls.guard import Guard
 
 __all__ = ["export_adk", "AdkGuard"]
@@ -283,6 +285,7 @@ class _Callback:
         _, T = _adk()
         if tool.name == "transfer_to_agent" or _is_control(tool) or isinstance(tool, T.AgentTool):
             return None  # hand-offs: the graph models them as edges
+        self.owner._user_content(tool_context)
         gate = self.owner.gate
         agent = getattr(tool_context, "agent_name", None)
         c = gate.call(tool.name, args, call_id=getattr(tool_context, "function_call_id", None), agent=None)
@@ -310,6 +313,9 @@ class AdkGuard(FrameworkGuard):
         self.ask = ask
         self.callback = _Callback(self)
         self._tools: dict[str, Any] = {}
+        # The invocations whose user content was recorded.
+        self._seen: set[str] = set()
+        self._seen_lock = threading.Lock()
 
     def agent(self, agent: Any) -> Any:
         A, T = _adk()
@@ -329,6 +335,23 @@ class AdkGuard(FrameworkGuard):
                         self._tools[t.name] = t.func
             stack.extend(getattr(a, "sub_agents", None) or [])
         return agent
+
+    def _user_content(self, tool_context: Any) -> None:
+        """The person's message that started this invocation (ADK's ``user_content``), recorded
+        as a ``user`` history entry once per invocation, before the invocation's first call is
+        decided: what an argument the person typed is traced to (SPEC §2 "Provenance, not
+        authorship")."""
+        invocation = getattr(tool_context, "invocation_id", None)
+        content = getattr(tool_context, "user_content", None)
+        if invocation is None or content is None:
+            return
+        with self._seen_lock:
+            if invocation in self._seen:
+                return
+            self._seen.add(invocation)
+        text = message_text(getattr(content, "parts", None) or [])
+        if text:
+            self.guard.user(text)
 
     def _runner(self, tool: str, args: Mapping[str, Any]) -> Any:
         """A compensation, run directly (it must be a function tool of a guarded agent)."""

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
 from qls import _native
-from qls._shared import Origin, PathLike, QlsInputError
+from qls._shared import CallOrigins, Origin, PathLike, QlsInputError
 
 #: What a call after a held one returns to the model.
 NOT_RUN: str = _native.NOT_RUN
@@ -63,11 +63,13 @@ class QlsGuardWarning(UserWarning):
 @dataclass(frozen=True)
 class Call:
     """One tool call the model asked for: its tool, arguments, and where each argument came
-    from (an argument with no origin is the model's, the check's reading)."""
+    from: ``"auto"`` (the default: traced from the values against the person's messages and the
+    earlier results, SPEC §2 "Provenance, not authorship"), or per argument (an argument with no
+    origin is the model's, the check's reading)."""
 
     tool: str
     args: Mapping[str, Any]
-    origins: Mapping[str, Origin] = field(default_factory=dict)
+    origins: CallOrigins = "auto"
     call_id: str | None = None
     agent: str | None = None
     context: Mapping[str, Any] = field(default_factory=dict)
@@ -76,8 +78,9 @@ class Call:
     undoes: int | None = None
 
     def to_json(self, *, token: str | None = None, turn: int | None = None, undoes: int | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"tool": self.tool, "args": dict(self.args),
-                               "origins": {k: self.origins.get(k, "model") for k in self.args}}
+        origins: Any = ("auto" if self.origins == "auto"
+                        else {k: self.origins.get(k, "model") for k in self.args})  # type: ignore[union-attr]
+        out: dict[str, Any] = {"tool": self.tool, "args": dict(self.args), "origins": origins}
         if self.agent is not None:
             out["agent"] = self.agent
         if self.context:
@@ -102,11 +105,20 @@ class Held:
     reasons: list[str]
     token: str
     confirmation: str | None
+    #: Each argument's origin as the check decided it (an ``auto`` call's as traced).
+    origins: Mapping[str, Origin] = field(default_factory=dict)
+
+    def origin(self, arg: str) -> Origin:
+        """Where ``arg`` came from, as the check decided."""
+        if arg in self.origins:
+            return self.origins[arg]
+        given = self.call.origins
+        return "model" if given == "auto" else given.get(arg, "model")  # type: ignore[union-attr]
 
     def question(self) -> dict[str, Any]:
         """What a person is shown: the tool, each argument with its value and origin, why."""
         return {"tool": self.call.tool,
-                "args": {k: {"value": v, "origin": self.call.origins.get(k, "model")} for k, v in self.call.args.items()},
+                "args": {k: {"value": v, "origin": self.origin(k)} for k, v in self.call.args.items()},
                 "reasons": list(self.reasons), "confirmation": self.confirmation}
 
 
@@ -207,6 +219,9 @@ class Guard:
             raise QlsInputError(str(e).rstrip()) from None
         self.agent = agent
         self.turn: int | None = None
+        # The person's messages recorded so far (``user``, ``user_said``).
+        self._said: list[str] = []
+        self._said_lock = threading.Lock()
         # Woken whenever a run comes back (a compensation may be waiting for it).
         self._returned = threading.Condition()
 
@@ -232,6 +247,33 @@ class Guard:
             self._session.load(json.dumps(value))
         except ValueError as e:
             raise QlsInputError(str(e).rstrip()) from None
+
+    def user(self, text: str) -> int:
+        """Records the person's message ``text`` as a signed ``user`` entry (SPEC §2
+        "Provenance, not authorship"): a later call's argument equal to a value of it (or a
+        string of at least 4 characters occurring in it) is ``typed``. Its entry's index."""
+        if not isinstance(text, str):
+            raise QlsInputError(f"Guard.user: the person's message is text, not {type(text).__name__}")
+        with self._said_lock:
+            self._said.append(text)
+            return self._session.user(text, self.turn)
+
+    def user_said(self, texts: Sequence[str]) -> None:
+        """The person's messages of the conversation so far, oldest first, as a framework holds
+        them (LangGraph's state, a chat's history): those after the ones this guard recorded are
+        recorded (``user``), each once. When the framework's list no longer starts with what was
+        recorded (it trimmed or summarised the conversation), its last message is recorded unless
+        it was the last one recorded."""
+        texts = [t for t in texts if isinstance(t, str)]
+        with self._said_lock:
+            said = self._said
+            if texts[:len(said)] == said:
+                new = texts[len(said):]
+            else:
+                new = texts[-1:] if texts and (not said or texts[-1] != said[-1]) else []
+            for t in new:
+                said.append(t)
+                self._session.user(t, self.turn)
 
     def new_turn(self) -> None:
         """Starts a new turn: a refusal's rollback undoes only the current turn's writes."""
@@ -367,7 +409,9 @@ class Guard:
     def _held(self, t: Ticket) -> Outcome:
         d = t.decision
         detail = d.get("detail", {})
-        held = Held(t.call, list(d["reasons"]), detail.get("token", ""), detail.get("confirmation"))
+        # The origins as decided: an ``auto`` call's decision says how they were traced.
+        origins = detail.get("origins", {})
+        held = Held(t.call, list(d["reasons"]), detail.get("token", ""), detail.get("confirmation"), origins)
         return Outcome(t.call, "held", d, message=f"waiting for a person: {', '.join(d['reasons'])}", held=held)
 
     def _undo(self, t: Ticket, run: Runner, returned: Callable[[int | None], bool]) -> list[dict[str, Any]]:

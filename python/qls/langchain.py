@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
 
-from qls._shared import FrameworkGuard, Origins, QlsInputError, approved
+from qls._shared import FrameworkGuard, Origins, QlsInputError, approved, human_texts
 from qls.guard import NOT_RUN, Call, Guard, Outcome, Ticket
 
 __all__ = ["GuardMiddleware"]
@@ -54,8 +54,10 @@ class _Step:
 
 class GuardMiddleware(AgentMiddleware, FrameworkGuard):  # type: ignore[misc,type-arg]
     """``create_agent``'s tool calls behind a ``Guard``. ``tools`` are the agent's tools (the
-    compensations a rollback may run included); ``origins`` maps a call's tool and arguments to
-    ``{argument: origin}`` (default: every argument is the model's, SPEC §2's reading)."""
+    compensations a rollback may run included). Origins are ``"auto"`` by default (SPEC §2
+    "Provenance, not authorship"): the person's messages in the agent's state (``HumanMessage``)
+    are recorded as ``user`` history entries, once, before a call is decided, and each argument is
+    traced from its value; ``origins`` (``(tool, args) -> {argument: origin}``) overrides it."""
 
     def __init__(self, guard: Guard, tools: Sequence[Any], *, origins: Origins | None = None) -> None:
         super().__init__()
@@ -73,6 +75,7 @@ class GuardMiddleware(AgentMiddleware, FrameworkGuard):  # type: ignore[misc,typ
     def _step(self, request: Any) -> tuple[_Step, int]:
         state = request.state
         messages = state["messages"] if isinstance(state, Mapping) else getattr(state, "messages", [])
+        self.guard.user_said(human_texts(messages))
         want = request.tool_call.get("id")
         ai = next((m for m in reversed(messages)
                    if any(tc.get("id") == want for tc in (getattr(m, "tool_calls", None) or []))), None)

@@ -13,8 +13,11 @@ and runs with exactly the arguments shown. The calls after a held one return "no
 ``GuardedToolNode`` as a guarded tools node, with the guard's catalogue (and
 ``Export.rulebook``/``Export.settings``): the proof is about the check that runs.
 
-Origins: every argument of a model's tool call is the model's (SPEC §2's reading), unless
-``origins`` (a function ``(tool, args) -> {argument: origin}``) says otherwise.
+Origins: ``"auto"`` (SPEC §2 "Provenance, not authorship"): the node records each of the person's
+messages in the state (``HumanMessage``) as a ``user`` history entry, once, before it decides a
+step, and the check traces each argument from its value — one the person typed is ``typed``, one
+copied from an earlier result is ``tool`` (with that result's marks), anything else the model's.
+``origins`` (a function ``(tool, args) -> {argument: origin}``) overrides it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Mapping, Sequence
 
-from qls._shared import FrameworkGuard, Origins, QlsInputError, approved
+from qls._shared import FrameworkGuard, Origins, QlsInputError, approved, human_texts
 from qls.export import export_graph, export_langgraph
 from qls.guard import Call, Guard, Outcome
 
@@ -75,6 +78,8 @@ class GuardedToolNode(FrameworkGuard):
         from langchain_core.messages import ToolMessage
         from langgraph.types import interrupt
 
+        messages = state[self.messages_key] if isinstance(state, Mapping) else state
+        self.guard.user_said(human_texts(messages))
         calls = self._calls(state)
         key = tuple(c.call_id or "" for c in calls)
         outcomes = self._held.get(key)

@@ -13,6 +13,9 @@
 - A refused call runs nothing; the model gets the reason, and the run's earlier writes are undone
   by their compensations (which must be tools of the agent too).
 - The calls after a held one return "not run: an earlier call of this step waits for a person".
+- Origins are ``"auto"`` by default (SPEC §2 "Provenance, not authorship"): the hook's
+  ``on_llm_start`` records each of the person's messages among the run's input items as a ``user``
+  history entry, once, and each argument is traced from its value; ``origins`` overrides it.
 
 The SDK runs a step's tools concurrently; each wrapped tool waits until the earlier calls of
 its step were *decided* (not run), then is decided with its entry in one step (``Guard.begin``):
@@ -33,7 +36,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from qls._shared import FrameworkGuard, Origins, QlsInputError
+from qls._shared import FrameworkGuard, Origins, QlsInputError, human_texts
 from qls.export import export_agents, export_openai_agents
 from qls.guard import NOT_RUN, Call, Guard
 
@@ -88,6 +91,11 @@ class AgentsGuard(FrameworkGuard):
         guard = self
 
         class _Hooks(AgentHooks):  # type: ignore[misc,type-arg]
+            async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+                # The person's messages among the model's input items (`{"role": "user", …}`),
+                # each recorded once: what an argument typed by them is traced to.
+                guard.guard.user_said(human_texts(input_items))
+
             async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
                 guard._plan(response)
 
@@ -114,7 +122,10 @@ class AgentsGuard(FrameworkGuard):
         value and origin, and the check's reasons."""
         p = self._plans[call_id]
         c = p.calls[p.index]
-        return {"tool": c.tool, "args": {k: {"value": v, "origin": c.origins.get(k, "model")} for k, v in c.args.items()},
+        traced = p.decision.get("detail", {}).get("origins", {})
+        given = {} if c.origins == "auto" else c.origins
+        return {"tool": c.tool,
+                "args": {k: {"value": v, "origin": traced.get(k, given.get(k, "model"))} for k, v in c.args.items()},  # type: ignore[union-attr]
                 "reasons": list(p.decision["reasons"])}
 
     async def _needs_approval(self, ctx: Any, params: Mapping[str, Any], call_id: str) -> bool:

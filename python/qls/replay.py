@@ -74,7 +74,8 @@ class _Stubs:
 
 
 def _call(c: Mapping[str, Any], undoes: int | None) -> Call:
-    return Call(c["tool"], dict(c.get("args", {})), dict(c.get("origins", {})), agent=c.get("agent"),
+    origins = c.get("origins", {})
+    return Call(c["tool"], dict(c.get("args", {})), origins if origins == "auto" else dict(origins), agent=c.get("agent"),
                 context=dict(c.get("context", {})), marks=list(c.get("marks", [])), undoes=undoes)
 
 

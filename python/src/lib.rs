@@ -370,6 +370,13 @@ impl Session {
             .map_err(PyValueError::new_err)
     }
 
+    /// Appends the person's message `text` as a signed user entry (SPEC §2 "Provenance, not
+    /// authorship": what a later call's `auto` origins are traced to); its index.
+    #[pyo3(signature = (text, turn=None))]
+    fn user(&self, py: Python<'_>, text: String, turn: Option<u64>) -> usize {
+        self.with(py, |s, ctx| s.user(ctx, &text, turn))
+    }
+
     /// Whether entry `entry` is a run that has not come back yet.
     fn is_running(&self, py: Python<'_>, entry: usize) -> bool {
         self.with(py, |s, _| s.is_running(entry))

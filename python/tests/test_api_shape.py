@@ -130,7 +130,7 @@ def test_each_guard_refuses_what_is_not_a_guard_with_qls_input_error(m, name):
     cls = guard_class(m, name)
     with pytest.raises(qls.QlsInputError, match=f"{name} takes a qls.Guard first"):
         build(cls, str(CATALOGUE))
-    with pytest.raises(qls.QlsInputError, match="`origins` is a function"):
+    with pytest.raises(qls.QlsInputError, match="`origins` is \"auto\" or a function"):
         build(cls, qls.Guard(CATALOGUE, key=KEY), origins={"order_id": "typed"})
 
 

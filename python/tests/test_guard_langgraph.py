@@ -132,7 +132,7 @@ def test_a_write_waits_for_a_person_and_runs_with_the_arguments_approved(tmp_pat
     assert desk.ran == []  # nothing ran while the person is asked
     out = a.invoke(Command(resume=True), cfg)
     assert desk.ran == [("charge_card", {"order_id": "1", "amount": 5})]
-    entries = g.history["entries"]
+    entries = [e for e in g.history["entries"] if e.get("kind", "call") == "call"]  # the person's message aside
     assert [(e["tool"], e["decision"], e["ran"]) for e in entries] == [("charge_card", "confirm", False), ("charge_card", "allow", True)]
     assert entries[1]["token"]  # it ran under the person's token
     assert g.verify_history() is None
@@ -161,8 +161,11 @@ def test_a_refused_call_runs_nothing_and_the_runs_writes_are_undone(tmp_path):
     assert desk.ran == [("charge_card", {"order_id": "1", "amount": 5}), ("refund_card", {"order_id": "1", "amount": 5})]
     refusal = tool_messages(out)[-1]
     assert refusal.name == "ship_order" and "undeclared_destination" in refusal.content and "refund_card" in refusal.content
-    last = g.history["entries"][-1]
-    assert (last["tool"], last["decision"], last["undoes"]) == ("refund_card", "rollback", 1)
+    entries = g.history["entries"]
+    # It undoes the charge that ran (entry 2: after the person's message and the held charge).
+    assert entries[0]["kind"] == "user" and (entries[2]["tool"], entries[2]["ran"]) == ("charge_card", True)
+    last = entries[-1]
+    assert (last["tool"], last["decision"], last["undoes"]) == ("refund_card", "rollback", 2)
     assert check_history(tmp_path, g.history_json(), KEY)["decision"] == "allow"
 
 
