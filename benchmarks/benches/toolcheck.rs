@@ -193,7 +193,7 @@ fn session_with_text(inputs: &CheckInputs, key: &Key, len: usize) -> Session {
     let mut i = 0u64;
     while s.len() < len {
         let turn = i / 10;
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             s.user(&ctx, &format!("Please look up orders {i} to {} and ship them to the address on file; charge what they cost.", i + 9), Some(turn));
         }
         let c = match i % 10 {
