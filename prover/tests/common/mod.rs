@@ -13,6 +13,8 @@ use serde_json::json;
 
 pub mod schemas;
 mod scratch;
+// Used by the prover's integration tests; the engines' unit tests include this file too.
+#[allow(unused_imports)]
 pub use scratch::Scratch;
 
 /// The project lowered as the proof lowers it: asking the value solver which argument choices
