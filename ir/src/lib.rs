@@ -79,6 +79,6 @@ pub struct Project {
     pub dependencies: Vec<deps::Dependency>,
     /// The tools' own source files the code checks read (none for a graph project).
     pub sources: code::Sources,
-    /// The tasks (SPEC §1.5): agent.yaml's `tasks:`, then those of a `--tasks` file.
+    /// The tasks (SPEC §1.5): agent.yaml's `tasks:`.
     pub tasks: task::Tasks,
 }

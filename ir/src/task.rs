@@ -75,7 +75,7 @@ pub struct TaskCall {
     pub at: Loc,
 }
 
-/// One task, as `tasks:` or a `--tasks` file declares it.
+/// One task, as `tasks:` declares it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
     /// Its name (the key under `tasks:`).

@@ -1,16 +1,15 @@
-//! SPEC §1.5 tasks: `tasks:` in agent.yaml, or a `--tasks FILE` (YAML or JSON, a top-level
-//! `tasks:` mapping). Strict, as every qls format: an unknown key, a wrong type, `never` with
+//! SPEC §1.5 tasks: `tasks:` in agent.yaml (SPEC's `--tasks FILE` is not wired yet). Strict,
+//! as every qls format: an unknown key, a wrong type, `never` with
 //! `person`, or an origin outside `typed | model | tool:<name> | any` is refused at its line;
 //! names that need the catalogue and the agents (a tool, an argument, `tool:<name>`, the agent)
 //! are checked by [`check_tasks`] once those are read.
 
-use crate::yaml::{self, as_map, as_seq, as_string, line_of, Map};
+use crate::yaml::{as_map, as_seq, as_string, line_of, Map};
 use ir::catalogue::Catalogue;
 use ir::diag::{did_you_mean, InputError};
 use ir::loc::Loc;
 use ir::task::{ArgFrom, Person, Task, TaskCall, Tasks};
 use marked_yaml::Node;
-use std::path::Path;
 
 const TASK_KEYS: &[&str] = &[
     "prompt", "agent", "turns", "person", "never", "after", "calls",
@@ -25,26 +24,6 @@ pub fn read_tasks(file: &str, node: &Node) -> Result<Tasks, InputError> {
         out.insert(name.to_string(), read_task(file, name, line, n)?);
     }
     Ok(out)
-}
-
-/// Reads a `--tasks` file: YAML or JSON (told by the extension, as other inputs), whose top level
-/// is a mapping with one key, `tasks`.
-pub fn read_tasks_file(path: &Path) -> Result<Tasks, InputError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::at(&file, 0, format!("cannot read the tasks file: {e}")))?;
-    read_tasks_text(&file, &text)
-}
-
-/// [`read_tasks_file`] on text already read.
-pub fn read_tasks_text(file: &str, text: &str) -> Result<Tasks, InputError> {
-    let root = yaml::load_by_extension(file, text)?;
-    let top = as_map(file, &root, "a tasks file")?;
-    top.check_keys(&["tasks"])?;
-    match top.get("tasks") {
-        Some(n) => read_tasks(file, n),
-        None => Err(InputError::at(file, 1, "missing required key `tasks`")),
-    }
 }
 
 fn read_task(file: &str, name: &str, line: u32, node: &Node) -> Result<Task, InputError> {
@@ -138,9 +117,9 @@ fn read_call(file: &str, task: &str, node: &Node) -> Result<TaskCall, InputError
     })
 }
 
-/// The names a task uses exist: its agent, each call's tool (one the agent may call, when the
-/// task names its agent), each argument the tool declares (when its schema names any), and the
-/// tool of each `tool:<name>` origin.
+/// The names a task uses exist: its agent, each call's tool, each argument the tool declares
+/// (when its schema names any), and the tool of each `tool:<name>` origin. (A call's tool need not
+/// be its starting agent's: a task may go on across hand-offs.)
 pub fn check_tasks(
     tasks: &Tasks,
     catalogue: &Catalogue,
@@ -236,6 +215,13 @@ mod tests {
     calls:
       - {tool: send_money, args: {recipient: tool:read_file}}
 ";
+
+    /// A `tasks:` mapping given as a file of its own (how the tests write one).
+    fn read_tasks_text(file: &str, text: &str) -> Result<Tasks, InputError> {
+        let root = crate::yaml::load_yaml(file, text)?;
+        let top = as_map(file, &root, "a tasks file")?;
+        read_tasks(file, top.get("tasks").expect("a `tasks:` key"))
+    }
 
     fn err(text: &str) -> String {
         read_tasks_text("tasks.yaml", text).unwrap_err().to_string()

@@ -107,6 +107,7 @@ fn main() -> Result<()> {
                         .get_mut(tool)
                         .context("model_may_write names a tool")?;
                     t.model_may_write = args.clone();
+                    ir::catalogue::check_model_may_write(t).map_err(|e| anyhow::anyhow!("{e}"))?;
                 }
             }
             let agents: IndexMap<String, AgentInfo> = [(

@@ -687,9 +687,17 @@ mod tests {
             .build()
     }
 
-    /// A desk whose `refund` is guarded and that reads untrusted mail, with the given memory.
+    /// A desk whose `refund` is guarded and that reads untrusted mail, with the given memory;
+    /// `refund`'s schema is closed and writes need a person only for a reason (so its taint is
+    /// what holds it).
     fn reading_desk(memory_keeps_marks: bool) -> Project {
         let mut p = desk();
+        if let Some(r) = p.catalogue.tools.get_mut("refund") {
+            r.args = Some(
+                serde_json::json!({"type": "object", "properties": {"amount": {"type": "number"}}, "additionalProperties": false}),
+            );
+        }
+        p.settings.write_policy = ir::agent::WritePolicy::Declared;
         let mut mail = Builder::mk_tool("read_mail", Effect::Read);
         mail.returns_untrusted = true;
         p.catalogue.tools.insert("read_mail".into(), mail);
@@ -710,11 +718,14 @@ mod tests {
         let dropped = lower(&reading_desk(false), 2, 6);
         let id = dropped.choice_ids[&ChoiceKey::Copied];
         assert_eq!(dropped.ts.choices[id.0 as usize].values, Copied::names());
-        // The write's decisions read it (its taint); the conformance run checks what it means.
+        // The write's confirm reads it in its guard (its taint); the conformance run checks
+        // what it means.
         let read_by_refund = dropped.ts.commands.iter().any(|c| {
+            let mut read = vec![];
+            c.guard.choices_read(&mut read);
             c.label.tool.as_deref() == Some("refund")
                 && c.label.decision == Some(Answer::Confirm)
-                && c.choices.contains(&id)
+                && read.contains(&id)
         });
         assert!(read_by_refund);
     }
