@@ -530,9 +530,16 @@ pub enum ArgClass {
     /// (`model_may_write`): who wrote it decides nothing (SPEC §2 step 10), so no choice
     /// tracks its origin and it never makes `argument_origin`.
     Free,
+    /// A code or shell argument the catalogue lets the model write (`model_may_write`, which
+    /// the lint warns about): it never makes `argument_origin`, and QG017 still reads who
+    /// wrote it — so it has a choice of its own, apart from the code arguments that do.
+    CodeFree,
+    /// A query-like argument the catalogue lets the model write: as [`ArgClass::CodeFree`],
+    /// for QG018.
+    QueryFree,
 }
 
-words!(ArgClass { Code => "code", Query => "query", Other => "other", Free => "free" });
+words!(ArgClass { Code => "code", Query => "query", Other => "other", Free => "free", CodeFree => "code_free", QueryFree => "query_free" });
 
 impl ArgClass {
     /// The tool's declared arguments of this class, in schema order: an origin the model wrote
@@ -544,14 +551,41 @@ impl ArgClass {
             .collect()
     }
 
-    /// The class of a tool's argument: by its declared kind (code or query-like), else free
-    /// when `model_may_write` lists it, else other.
+    /// The class of a tool's argument: by its declared kind (code or query-like) and whether
+    /// `model_may_write` lists it.
     pub fn of(t: &crate::catalogue::Tool, arg: &str) -> ArgClass {
-        match t.arg_kinds.get(arg) {
-            Some(k) if k.is_code() => ArgClass::Code,
-            Some(_) => ArgClass::Query,
-            None if t.model_may_write.iter().any(|a| a == arg) => ArgClass::Free,
-            None => ArgClass::Other,
+        let free = t.model_may_write.iter().any(|a| a == arg);
+        match (t.arg_kinds.get(arg), free) {
+            (Some(k), false) if k.is_code() => ArgClass::Code,
+            (Some(k), true) if k.is_code() => ArgClass::CodeFree,
+            (Some(_), false) => ArgClass::Query,
+            (Some(_), true) => ArgClass::QueryFree,
+            (None, true) => ArgClass::Free,
+            (None, false) => ArgClass::Other,
+        }
+    }
+
+    /// The classes whose origin a choice tracks, in the order the lowering declares them.
+    pub const TRACKED: [ArgClass; 5] = [
+        ArgClass::Code,
+        ArgClass::Query,
+        ArgClass::Other,
+        ArgClass::CodeFree,
+        ArgClass::QueryFree,
+    ];
+
+    /// Whether the model writing an argument of this class is `argument_origin` (SPEC §2
+    /// step 10: every argument not in `model_may_write`).
+    pub fn needs_person_when_the_model_writes(self) -> bool {
+        matches!(self, ArgClass::Code | ArgClass::Query | ArgClass::Other)
+    }
+
+    /// Whether the class is code (`code`, QG017's kind), query-like (QG018's), or neither.
+    pub fn is_code(self) -> Option<bool> {
+        match self {
+            ArgClass::Code | ArgClass::CodeFree => Some(true),
+            ArgClass::Query | ArgClass::QueryFree => Some(false),
+            ArgClass::Other | ArgClass::Free => None,
         }
     }
 }
@@ -673,7 +707,11 @@ choice_values! {
     CheckOutcome { Holds => "holds", Fails => "fails" }
     /// The value of `origin.copied` ([`ChoiceKey::Copied`]): whether an argument's value came
     /// from an earlier history entry's result, so the call carries the marks such an entry has.
-    Copied { No => "no", Yes => "yes" }
+    /// `yes` is the trace of `origins: "auto"`: the marks count for this call's own check
+    /// (its taint) and are not written into its entry. `listed` is a host that states origins
+    /// and lists the copied marks in the call's `marks`: its entry carries them, so its agent
+    /// has seen them afterwards. Both are concrete hosts, so the system offers both.
+    Copied { No => "no", Yes => "yes", Listed => "listed" }
 }
 
 /// The value of `undo.<tool>` ([`ChoiceKey::Undo`]): no undo (index 0), or the write the call

@@ -693,10 +693,11 @@ impl<'a> Run<'a> {
             call.context = step_context(self.keys, st);
         }
         stamp_call(&mut call, self.marks.get(agent), self.turn);
-        let copied = if chosen_as(st, &ChoiceKey::Copied) == Some(Copied::Yes) {
-            self.session_marks()
-        } else {
+        let how = chosen_as(st, &ChoiceKey::Copied).unwrap_or(Copied::No);
+        let copied = if how == Copied::No {
             BTreeSet::new()
+        } else {
+            self.session_marks()
         };
         for m in &copied {
             if !call.marks.iter().any(|k| k == m.as_str()) {
@@ -710,8 +711,9 @@ impl<'a> Run<'a> {
         match d.decision {
             Answer::Allow => {
                 self.execute(t, &call, agent, Answer::Allow.as_str());
-                // Its entry carries what it copied: its agent has seen that now.
-                for m in copied {
+                // Copied with its marks listed, its entry carries them: its agent has seen
+                // them now. A traced copy's marks counted for its own check only.
+                for m in copied.into_iter().filter(|_| how == Copied::Listed) {
                     self.marks.entry(agent.into()).or_default().insert(m);
                     if m != Mark::SteeredFromLower {
                         self.prov.entry(agent.into()).or_default().insert(m);
@@ -805,7 +807,8 @@ impl<'a> Run<'a> {
     /// (`encoder`'s `session_marks`): a mark some agent has seen or has in its provenance
     /// (`steered_from_lower`: seen). A call whose value was copied from such an entry carries
     /// them (SPEC §2 "Provenance, not authorship"); as a host that states origins, replay lists
-    /// them in the call's `marks`.
+    /// them in the call's `marks` for its check, and — where the witness chose `listed` — its
+    /// agent has seen them afterwards.
     fn session_marks(&self) -> BTreeSet<Mark> {
         let mut out = BTreeSet::new();
         for m in [Mark::External, Mark::Confidential, Mark::SteeredFromLower] {

@@ -5,7 +5,6 @@ use super::{Concrete, Reach};
 use crate::catalog::{rule, Rule, RuleId, QG017, QG018};
 use crate::reach::{Acc, Exec, Subject};
 use encoder::ts::ex::*;
-use encoder::ts::Expr;
 use ir::catalogue::Tool;
 use ir::vocab::{ArgClass, ChoiceKey};
 use ir::Project;
@@ -27,23 +26,25 @@ fn declares(t: &Tool, code: bool) -> bool {
     t.arg_kinds.values().any(|k| k.is_code() == code)
 }
 
-/// The rule `rule` on a run of a tool that declares an argument of `class`: unconfirmed, with
-/// such an argument the model wrote. The choice is shared by every tool's arguments of the class.
-fn model_wrote(x: &Exec<'_>, acc: &mut Acc, rule: RuleId, class: ArgClass) {
-    if !declares(x.t, class == ArgClass::Code) {
+/// The rule `rule` on a run of a tool that declares a code argument (`code`) or a query-like
+/// one: unconfirmed, with such an argument the model wrote — whether or not `model_may_write`
+/// lists it (its own class). The choice is shared by every tool's arguments of the class.
+fn model_wrote(x: &Exec<'_>, acc: &mut Acc, rule: RuleId, code: bool) {
+    if !declares(x.t, code) {
         return;
     }
-    let wrote =
-        x.l.choice_ids
-            .get(&ChoiceKey::Origin(class))
-            .map(|c| choice_is(*c, 1))
-            .unwrap_or(Expr::Bool(false));
+    let wrote = or(ArgClass::TRACKED
+        .into_iter()
+        .filter(|c| c.is_code() == Some(code))
+        .filter_map(|c| x.l.choice_ids.get(&ChoiceKey::Origin(c)))
+        .map(|c| choice_is(*c, 1))
+        .collect());
     x.add(acc, rule, x.unconfirmed_and(wrote));
 }
 
 /// QG017 Model writes code that runs: unconfirmed, with a code argument the model wrote.
 pub(crate) fn qg017_model_writes_code(x: &Exec<'_>, acc: &mut Acc) {
-    model_wrote(x, acc, QG017, ArgClass::Code);
+    model_wrote(x, acc, QG017, true);
 }
 
 /// Every tool with a code argument is a QG017 subject.
@@ -54,7 +55,7 @@ pub(crate) fn qg017_subject(s: &Subject<'_>) -> bool {
 /// QG018 Model writes a query or a destination: unconfirmed, with such an argument the model
 /// wrote.
 pub(crate) fn qg018_model_writes_a_query(x: &Exec<'_>, acc: &mut Acc) {
-    model_wrote(x, acc, QG018, ArgClass::Query);
+    model_wrote(x, acc, QG018, false);
 }
 
 /// Every tool with a query-like argument is a QG018 subject.

@@ -73,6 +73,9 @@ pub struct Shapes {
     /// and rule-sheet checks on them ([`schemas`]), from a stream of their own (so the graph a
     /// seed draws is the same with and without). Off where seeds were pinned before.
     pub schemas: bool,
+    /// A write's `model_may_write` (SPEC §2 step 10): some of its declared arguments, drawn
+    /// from a stream of their own. Off where seeds were pinned before.
+    pub model_may_write: bool,
 }
 
 impl Shapes {
@@ -83,6 +86,7 @@ impl Shapes {
         batches: true,
         compensation_order: true,
         schemas: true,
+        model_may_write: true,
     };
     /// The shapes main's lowering and replay agree on.
     pub const AGREEING: Shapes = Shapes {
@@ -91,6 +95,7 @@ impl Shapes {
         batches: false,
         compensation_order: true,
         schemas: true,
+        model_may_write: true,
     };
     /// The shapes main agrees on, with batches.
     pub const AGREEING_WITH_BATCHES: Shapes = Shapes {
@@ -103,12 +108,14 @@ impl Shapes {
         compensation_order: false,
         batches: false,
         schemas: false,
+        model_may_write: false,
         ..Shapes::ALL
     };
     /// Every shape, with the one argument schema the generator drew before schemas were drawn
     /// (the seeds pinned then).
     pub const BEFORE_SCHEMAS: Shapes = Shapes {
         schemas: false,
+        model_may_write: false,
         ..Shapes::ALL
     };
 }
@@ -134,6 +141,8 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
     let mut r = Rng(seed | 1);
     // The schemas' own stream, so the graph a seed draws does not depend on them.
     let mut rs = Rng((seed ^ 0x5c4e_3a11_d00d_f00d) | 1);
+    // And `model_may_write`'s.
+    let mut rw = Rng((seed ^ 0x0d0e_1a77_0f0b_17e5) | 1);
     let tool_names = ["t0", "t1", "t2"];
     let n_tools = 1 + r.below(3) as usize;
     let mut b = Builder::new();
@@ -183,6 +192,9 @@ pub fn random_project_with(seed: u64, shapes: Shapes) -> Project {
                     },
                 );
             }
+        }
+        if shapes.model_may_write && effect == Effect::Write && rw.coin() {
+            t.model_may_write = t.arg_names().into_iter().filter(|_| rw.coin()).collect();
         }
         t.returns_untrusted = r.below(3) == 0;
         t.confidential = r.below(4) == 0;

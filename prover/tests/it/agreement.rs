@@ -343,6 +343,7 @@ fn slow_refinement_regressions() {
             9310646376655761262,
             Shapes {
                 schemas: false,
+                model_may_write: false,
                 ..Shapes::AGREEING
             },
         ),

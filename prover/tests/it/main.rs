@@ -3,7 +3,7 @@
 //! reference explorer in `conformance/explore/`). The tests that run the `qls` binary are the
 //! command line's (`cli/tests/it/`). Run one module with `cargo test -p prover --test it
 //! corpus::`, an ignored debugging aid with
-//! `cargo test -p prover --test it conformance::dump_one_seed -- --ignored`.
+//! `cargo test -p prover --test it conformance::cases::dump_one_seed -- --ignored`.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -86,7 +86,7 @@ impl Run<'_> {
             }
         }
         // An origin class the model wrote: the call has one of its arguments.
-        for class in [ArgClass::Code, ArgClass::Query, ArgClass::Other] {
+        for class in ArgClass::TRACKED {
             if chosen_as(st, &ChoiceKey::Origin(class)) == Some(ArgOrigin::Model) {
                 let group = class.args_of(t);
                 if !group.is_empty() {

@@ -7,22 +7,21 @@ use super::*;
 
 impl B<'_> {
     /// Choices describing argument origins that matter for a tool: the model wrote some code
-    /// argument, some query/destination argument, some other argument.
+    /// argument, some query/destination argument, some other argument — and, apart, a code or
+    /// query-like argument `model_may_write` lists (QG017/QG018 read it, step 10 does not).
     pub(super) fn origin_choices(&mut self, t: &Tool) -> (Vec<(ChoiceId, ArgClass)>, Vec<String>) {
         let names = t.arg_names();
-        let has_code = t.arg_kinds.iter().any(|(_, k)| k.is_code());
-        let has_query = t.arg_kinds.iter().any(|(_, k)| !k.is_code());
-        // An argument the model may write (`ArgClass::Free`) has no origin choice: who wrote it
-        // decides nothing.
-        let has_other = names.iter().any(|n| ArgClass::of(t, n) == ArgClass::Other)
-            || (names.is_empty() && t.args.is_none());
+        let has = |c: ArgClass| {
+            t.arg_kinds.keys().any(|a| ArgClass::of(t, a) == c)
+                || names.iter().any(|n| ArgClass::of(t, n) == c)
+        };
         let mut out = vec![];
-        for (has, class) in [
-            (has_code, ArgClass::Code),
-            (has_query, ArgClass::Query),
-            (has_other, ArgClass::Other),
-        ] {
-            if has {
+        // An argument the model may write without a kind (`ArgClass::Free`) has no origin
+        // choice: who wrote it decides nothing.
+        for class in ArgClass::TRACKED {
+            let declared =
+                has(class) || (class == ArgClass::Other && names.is_empty() && t.args.is_none());
+            if declared {
                 let c = self.choice(
                     ChoiceKey::Origin(class),
                     ArgOrigin::domain(),
@@ -143,6 +142,7 @@ impl B<'_> {
             .collect());
         let model_wrote = or(origins
             .iter()
+            .filter(|(_, class)| class.needs_person_when_the_model_writes())
             .map(|(c, _)| choice_is(*c, ArgOrigin::Model.index()))
             .collect());
         let pair = self
@@ -401,22 +401,28 @@ impl B<'_> {
         ]
     }
 
-    /// The marks a copied call adds, each with when it does (nothing where it is not copied).
+    /// The marks a copied call carries into its own check, each with when it does (nothing
+    /// where it is not copied).
     fn copied_marks(&self, c: &GuardedCall<'_>) -> Vec<(Mark, Expr)> {
+        self.copied_marks_when(c, &[Copied::Yes, Copied::Listed])
+    }
+
+    /// The marks a call copied under one of `values`, each with when it did.
+    fn copied_marks_when(&self, c: &GuardedCall<'_>, values: &[Copied]) -> Vec<(Mark, Expr)> {
         let Some(ch) = c.copied else {
             return vec![];
         };
-        let yes = choice_is(ch, Copied::Yes.index());
+        let yes = or(values.iter().map(|v| choice_is(ch, v.index())).collect());
         self.session_marks()
             .into_iter()
             .map(|(m, e)| (m, and(vec![yes.clone(), e])))
             .collect()
     }
 
-    /// A copied call that runs: its entry carries the marks it copied, so its agent has seen
-    /// them, and they are in its provenance.
+    /// A call that runs with its copied marks listed: its entry carries them, so its agent has
+    /// seen them, and they are in its provenance. (A traced copy's entry does not.)
     pub(super) fn copied_updates(&self, c: &GuardedCall<'_>, upd: &mut IndexMap<VarId, Expr>) {
-        for (m, when) in self.copied_marks(c) {
+        for (m, when) in self.copied_marks_when(c, &[Copied::Listed]) {
             let mut vars = vec![MarkVar::Seen(m)];
             if m != Mark::SteeredFromLower {
                 vars.push(MarkVar::Prov(m));

@@ -730,6 +730,59 @@ mod tests {
         assert!(read_by_refund);
     }
 
+    /// Caught: a copy counted its marks into its agent's for every later call, as only a host
+    /// that lists them does; under `origins: "auto"` the trace's marks decide the call's own
+    /// taint and are not written into its entry, so the agent's later calls are untainted —
+    /// runs the system lacked.
+    #[test]
+    fn a_traced_copy_taints_its_call_but_not_its_agents_later_calls() {
+        let mut p = reading_desk(false);
+        p.catalogue
+            .tools
+            .insert("lookup".into(), Builder::mk_tool("lookup", Effect::Read));
+        p.graph.nodes[1].tools.push("lookup".into());
+        if let Some(a) = p.graph.agents.get_mut("desk") {
+            a.tools.push("lookup".into());
+        }
+        let l = lower(&p, 2, 6);
+        let id = l.choice_ids[&ChoiceKey::Copied];
+        let seen =
+            l.sv.mark(MarkVar::Seen(Mark::External), "desk")
+                .expect("seen");
+        let prov =
+            l.sv.mark(MarkVar::Prov(Mark::External), "desk")
+                .expect("prov");
+        // The session holds untrusted content (in the agent's provenance), the agent's context
+        // does not (its marks dropped at the turn's end).
+        let mut state = l.ts.init.clone();
+        state[prov.0 as usize] = 1;
+        state[seen.0 as usize] = 0;
+        let runs: Vec<_> =
+            l.ts.commands
+                .iter()
+                .filter(|c| {
+                    c.label.tool.as_deref() == Some("lookup")
+                        && c.label.kind == LabelKind::Execution
+                        && c.choices.contains(&id)
+                })
+                .collect();
+        assert!(!runs.is_empty());
+        for c in runs {
+            let after = |v: Copied| {
+                let mut choice = vec![0; l.ts.choices.len()];
+                choice[id.0 as usize] = v.index();
+                l.ts.apply(c, &state, &choice)[seen.0 as usize]
+            };
+            assert_eq!(after(Copied::No), 0);
+            assert_eq!(after(Copied::Yes), 0, "a traced copy marked its agent");
+            assert_eq!(
+                after(Copied::Listed),
+                1,
+                "a listed copy's entry carries its marks"
+            );
+        }
+    }
+
     #[test]
     fn choice_values_are_the_vocabularys() {
         let l = lower(&desk(), 2, 6);

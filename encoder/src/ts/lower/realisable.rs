@@ -31,7 +31,7 @@ impl B<'_> {
             }
         }
         // An origin class the model wrote needs one of its arguments in the call.
-        for class in [ArgClass::Code, ArgClass::Query, ArgClass::Other] {
+        for class in ArgClass::TRACKED {
             if let Some(&o) = self.choice_ids.get(&ChoiceKey::Origin(class)) {
                 if c.choices.contains(&o) {
                     let group = class.args_of(t);

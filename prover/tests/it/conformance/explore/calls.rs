@@ -135,6 +135,11 @@ impl<'a> Explorer<'a> {
         st.label.tool = Some(t.name.clone());
         st.label.checked = true;
         st.choices = choices;
+        if call.origins.is_auto() {
+            // Traced as the call meets the history, after the batch's earlier calls ran.
+            st.choices.model_wrote.clear();
+            auto::record_origins(self.p, s, t, &call, st);
+        }
         // The sheet's checks read the history as the call meets it (after the batch's earlier
         // calls ran).
         st.choices.checks_hold = checks_hold(self.p, t, &s.history, &call.args);
@@ -228,7 +233,7 @@ impl<'a> Explorer<'a> {
         c.token = Some(h.token.clone());
         c.context = self.pick_context(ch, st);
         witnesses::replay::stamp_call(&mut c, s.marks.get(agent), s.turn);
-        for (a, o) in c.origins.iter() {
+        for (a, o) in auto::traced(self.p, s, &c).origins.iter() {
             let model = *o == Origin::Model;
             *st.choices
                 .model_wrote
@@ -321,6 +326,9 @@ impl<'a> Explorer<'a> {
             .and_then(|sch| instance(sch, "4411").as_object().cloned())
             .unwrap_or_default();
         pick_values(t, ch, &mut args);
+        if s.auto {
+            self.pick_copies(s, t, ch, &mut args);
+        }
         self.pick_gate_args(t, ch, st, &mut args);
         let mut undoes = None;
         if checked {
@@ -328,7 +336,7 @@ impl<'a> Explorer<'a> {
             pick_invalid_args(t, ch, &mut args);
             st.choices.checks_hold = checks_hold(self.p, t, &s.history, &args);
         }
-        let origins = pick_origins(t, via, ch, st, &args);
+        let origins = auto::origins_for(s, t, via, ch, st, &args);
         let context = if checked {
             self.pick_context(ch, st)
         } else {
@@ -338,12 +346,15 @@ impl<'a> Explorer<'a> {
             tool: t.name.clone(),
             agent: Some(agent.to_string()),
             args,
-            origins: origins.into(),
+            origins,
             context,
             undoes,
             ..Call::default()
         };
         witnesses::replay::stamp_call(&mut call, s.marks.get(agent), s.turn);
+        if s.auto {
+            auto::record_origins(self.p, s, t, &call, st);
+        }
         call
     }
 
@@ -424,6 +435,8 @@ impl<'a> Explorer<'a> {
         decision: Ran,
         st: &mut ConcreteStep,
     ) {
+        // The run as the check traced its origins (the violations read who wrote what).
+        let call = &auto::traced(self.p, s, call);
         let undone_confirmed = call
             .undoes
             .and_then(|i| s.confirmed.get(i).copied())
@@ -471,8 +484,8 @@ impl<'a> Explorer<'a> {
         if t.confidential {
             mark(Mark::Confidential);
         }
-        // A copied call's entry carries what it copied: its agent has seen that now.
-        if decision != Ran::Rollback && st.choices.copied == Some(true) {
+        // A call that listed what it copied: its entry carries it, its agent has seen that now.
+        if decision != Ran::Rollback && st.choices.copied == Some(Copied::Listed) {
             for &m in &st.choices.copied_marks {
                 s.marks.entry(agent.into()).or_default().insert(m);
                 if m != Mark::SteeredFromLower {
@@ -689,7 +702,8 @@ pub(super) fn pick_copied(
     ch: &mut dyn Chooser,
     st: &mut ConcreteStep,
 ) {
-    if call.args.is_empty() || (t.arg_names().is_empty() && t.args.is_some()) {
+    // A traced copy is read off the trace ([`auto`]), not chosen.
+    if s.auto || call.args.is_empty() || (t.arg_names().is_empty() && t.args.is_some()) {
         return;
     }
     let mut session = BTreeSet::new();
@@ -709,9 +723,9 @@ pub(super) fn pick_copied(
     if !changes {
         return;
     }
-    let copied = ch.pick(2) == 1;
+    let copied = Copied::ALL[ch.pick(Copied::ALL.len())];
     st.choices.copied = Some(copied);
-    if copied {
+    if copied != Copied::No {
         for m in &session {
             if !call.marks.iter().any(|k| k == m.as_str()) {
                 call.marks.push(m.to_string());

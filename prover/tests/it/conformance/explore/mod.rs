@@ -32,7 +32,7 @@ use ir::agent::Privilege;
 use ir::catalogue::Tool;
 use ir::graph::{EdgeKind, NodeKind};
 use ir::rulebook::Operand;
-use ir::vocab::{Answer, ArgClass, Mark, Reason};
+use ir::vocab::{Answer, ArgClass, ChoiceValue, Copied, Mark, Reason};
 use ir::Project;
 use obligations::catalog;
 use serde::Serialize;
@@ -42,6 +42,13 @@ use toolcheck::call::{Call, Origin};
 use toolcheck::check::{check, AgentInfo};
 use toolcheck::history::{History, Key};
 
+/// `origin.copied` as the witnesses print it.
+fn copied_name<S: serde::Serializer>(c: &Option<Copied>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.map_or("", Copied::name))
+}
+
+/// Runs whose host leaves origins to the check (`origins: "auto"`).
+mod auto;
 /// The tool calls: built, checked, executed, rolled back, and the violations they commit.
 mod calls;
 use witnesses::replay::instance;
@@ -166,8 +173,13 @@ pub struct StepChoices {
     pub approve: Option<bool>,
     /// Whether an argument was copied from an earlier entry's result (`None` where copying
     /// would change nothing the agent has), and the marks the call then carried.
-    pub copied: Option<bool>,
+    #[serde(serialize_with = "copied_name")]
+    pub copied: Option<Copied>,
     pub copied_marks: BTreeSet<Mark>,
+    /// In a run with `origins: "auto"`: each argument's origin as the check traced it, and the
+    /// marks the trace carried.
+    pub traced: BTreeMap<String, Origin>,
+    pub traced_marks: BTreeSet<Mark>,
 }
 
 /// How a run came about, for its confirmation and its history entry.
@@ -267,6 +279,10 @@ struct Sim {
     /// The rest of a batch the guard decided (SPEC §3 Batches): each call with the choices it
     /// was built with and the decision `check_batch` gave it.
     batch: std::collections::VecDeque<(Call, StepChoices, toolcheck::check::Decision)>,
+    /// The host leaves origins to the check (`origins: "auto"`, [`auto`]).
+    auto: bool,
+    /// The turn the person last spoke in.
+    spoke: Option<u32>,
 }
 
 /// One node's step being taken: the run's state, the chooser, the step's record, the node and
@@ -494,6 +510,8 @@ impl<'a> Explorer<'a> {
             model_steps: BTreeMap::new(),
             resumed: false,
             batch: Default::default(),
+            auto: false,
+            spoke: None,
         }
     }
 
@@ -511,6 +529,7 @@ impl<'a> Explorer<'a> {
     /// One whole run (every turn of the session), each decision asked of the chooser.
     pub fn run(&self, ch: &mut dyn Chooser) -> ConcreteRun {
         let mut s = self.initial();
+        s.auto = ch.draws_values() && ch.pick(2) == 1;
         let mut steps = vec![];
         let limit = self
             .turn_bound()
@@ -519,6 +538,10 @@ impl<'a> Explorer<'a> {
         while let Some(ni) = s.node {
             if counted >= limit {
                 break;
+            }
+            if s.auto && s.spoke != Some(s.turn) {
+                s.spoke = Some(s.turn);
+                self.person_speaks(&mut s, ch);
             }
             let st = self.step(&mut s, ni, ch);
             // A batch's calls that stay at the node count no step (SPEC §3 Batches).
