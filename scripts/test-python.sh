@@ -3,8 +3,9 @@
 # wheel (scripts/wheel.sh, the dev profile unless QLS_WHEEL_PROFILE=release), installs it into a
 # fresh virtual environment whose PATH has no cargo, installs the pinned test requirements there,
 # runs the tests (a skipped test fails the run), then proves the shop with that environment's
-# `qls` (the gate must pass). CrewAI's tests run in a second fresh environment with the wheel and
-# scripts/requirements-test-crewai.txt (crewai's pins exclude the main set's mcp and google-adk).
+# `qls` (the gate must pass). CrewAI's tests (test_crewai.py, test_provenance_crewai.py) run in a
+# second fresh environment with the wheel and scripts/requirements-test-crewai.txt (crewai's pins
+# exclude the main set's mcp and google-adk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -32,9 +33,10 @@ if ! ldd "$native" | grep 'libz3' | grep -q "$tmp/venv"; then
 fi
 # From an empty folder, so nothing of the source tree is importable.
 cd "$tmp"
+crewai_tests=("$root/python/tests/test_crewai.py" "$root/python/tests/test_provenance_crewai.py")
 PATH="$clean" python -m pytest -p no:cacheprovider -rs -q "$root/python/tests" \
-    --ignore="$root/python/tests/test_crewai.py"
+    "${crewai_tests[@]/#/--ignore=}"
 PATH="$tmp/crewai/bin:${clean#*:}" CREWAI_DISABLE_TELEMETRY=true OTEL_SDK_DISABLED=true \
-    python -m pytest -p no:cacheprovider -rs -q "$root/python/tests/test_crewai.py"
+    python -m pytest -p no:cacheprovider -rs -q "${crewai_tests[@]}"
 cd "$root"
 PATH="$clean" qls verify examples/shop/agent.yaml

@@ -18,6 +18,7 @@ import asyncio
 import functools
 import inspect
 import os
+import threading
 import warnings
 from collections.abc import Mapping as AbcMapping
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, Mapping, TypeVar, Union
@@ -173,6 +174,25 @@ class FrameworkGuard:
         self.guard = guard
         self.origins = origins
         self.outcomes = []
+        self._heard: set[str] = set()
+        self._heard_lock = threading.Lock()
+
+    def heard(self, text: str) -> bool:
+        """Records ``text``, something the person said as the framework delivered it, as a
+        ``user`` history entry (SPEC §2 "Provenance, not authorship"), unless this guard recorded
+        the same text already; whether it recorded it. Once per text is exact for tracing: a value
+        occurring in a message occurs in its first copy, which came earlier. Blank text says
+        nothing and is not recorded."""
+        if not isinstance(text, str) or not text.strip():
+            return False
+        # Held while the entry is written: a call decided on another thread after this returns
+        # (or after a duplicate returned False) finds the entry on the history.
+        with self._heard_lock:
+            if text in self._heard:
+                return False
+            self.guard.user(text)
+            self._heard.add(text)
+        return True
 
     def origins_of(self, tool: str, args: Mapping[str, Any]) -> CallOrigins:
         """Each argument's origin, by the origins function; without one (the default),

@@ -27,7 +27,11 @@ A tool's effect comes from ``tools``, else a write. ``agents`` gives ``privilege
 
 ``AutogenGuard(guard, ask=...).tools([...])`` wraps the agent's ``FunctionTool``s (any
 ``BaseTool``): each call is decided when AutoGen runs the tool (``qls._percall``), so the wrapper
-is the check; ``export_autogen`` writes the tools it wraps as a guarded tools node.
+is the check; ``export_autogen`` writes the tools it wraps as a guarded tools node. What the
+person says is recorded as ``user`` history entries, for ``origins="auto"`` to trace against,
+through AgentChat's own extension points (``qls._autogensaid``): ``model_context=g.model_context()``
+on each ``AssistantAgent`` (the task and the user's messages it is given) and
+``input_func=g.input(fn)`` on a ``UserProxyAgent`` (the person's replies).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any, Mapping, Sequence
 
 from qls._build import Builder, Export, Part, ToolSpec, clean_schema, hashable, mcp_specs
 from qls._percall import Ask, CallGate
-from qls._shared import FrameworkGuard, Origins, check_overlays, framework_class, require_app, wait
+from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, framework_class, require_app, wait
 from qls.guard import Guard
 
 __all__ = ["export_autogen", "AutogenGuard"]
@@ -240,6 +244,30 @@ class AutogenGuard(FrameworkGuard):
             self._tools[t.name] = t
             out.append(_wrap(t, self))
         return out
+
+    def model_context(self, inner: Any = None, *, people: Sequence[str] = ("user",)) -> Any:
+        """A model context for an ``AssistantAgent`` (``model_context=g.model_context()``) that
+        records the person's messages the agent is given — those whose source is in ``people``:
+        ``"user"``, the source of a task — as ``user`` history entries, and keeps every message in
+        ``inner`` (the agent's own context; an unbounded one by default)."""
+        from qls._autogensaid import PeopleContext
+
+        if isinstance(people, str) or not all(isinstance(p, str) for p in people):
+            raise QlsInputError(f"AutogenGuard.model_context: `people` is a list of sources (names), not {people!r}")
+        return PeopleContext(self.heard, inner, people)
+
+    def input(self, fn: Any = None) -> Any:
+        """A ``UserProxyAgent``'s ``input_func`` that records each reply the person types as a
+        ``user`` history entry: ``fn`` (sync ``(prompt)`` or async ``(prompt,
+        cancellation_token)``), by default the console's ``input`` (AgentChat runs a sync one on a
+        worker thread)."""
+        from qls._autogensaid import recording_input
+
+        if fn is None:
+            fn = input
+        if not callable(fn):
+            raise QlsInputError(f"AutogenGuard.input: `fn` is an input function, not {type(fn).__name__}")
+        return recording_input(self.heard, fn)
 
     def _runner(self, tool: str, args: Mapping[str, Any]) -> Any:
         from autogen_core import CancellationToken

@@ -33,6 +33,9 @@ and ``register_after_tool_call_hook``, global): the before hook decides the call
 a confirm asks the person — by default through CrewAI's ``request_human_input`` — and waits) and
 blocks what is refused or declined; the after hook records the allowed call's real result, or
 gives the model the refusal's reason. A hook that fails blocks the call (CrewAI's hooks fail open).
+Installed, it records what the person says (the outermost run's ``kickoff(inputs=...)``, a task's
+human-input feedback) as ``user`` history entries, through CrewAI's ``input`` interception point
+and its human-input provider (``qls._crewsaid``), so ``origins="auto"`` traces against them.
 ``export_crewai`` writes every tool as guarded while the guard's hooks are installed (they see every
 tool call of every crew in the process); the delegation tools pass through (they are edges).
 """
@@ -43,6 +46,7 @@ from typing import Any, Mapping
 
 from qls._build import Builder, Export, Part, ToolSpec, at_of, clean_schema
 from qls._crewflow import kickoffs
+from qls._crewsaid import CrewSaid
 from qls._percall import Ask, CallGate, Go, Stop
 from qls._shared import FrameworkGuard, Origins, QlsInputError, check_overlays, deprecated_alias, framework_class, require_app
 from qls.guard import Guard
@@ -383,6 +387,10 @@ class CrewGuard(FrameworkGuard):
     ``g = CrewGuard(guard, ask=person); g.install()`` … ``g.uninstall()`` (or ``with g:``).
     Without ``ask``, a confirm asks through CrewAI's ``request_human_input`` on the hook's
     context (the console). Compensations a refusal runs must be tools of the calling agent.
+
+    Installed, it also records what the person says as ``user`` history entries, so each
+    argument's origin is traced against it (``qls._crewsaid``): the outermost run's
+    ``kickoff(inputs=...)`` values and a task's human-input feedback.
     """
 
     def __init__(self, guard: Guard, *, ask: Ask | None = None, origins: Origins | None = None) -> None:
@@ -390,6 +398,7 @@ class CrewGuard(FrameworkGuard):
         self.ask = ask
         self.gate = CallGate(self, ask=ask)
         self._pending: dict[int, Go | str] = {}
+        self._said = CrewSaid(self.heard)
 
     def install(self) -> "CrewGuard":
         from crewai.hooks import register_after_tool_call_hook, register_before_tool_call_hook
@@ -398,6 +407,7 @@ class CrewGuard(FrameworkGuard):
         self._after = _Hook(self.after, self.guard)
         register_before_tool_call_hook(self._before)
         register_after_tool_call_hook(self._after)
+        self._said.install()
         return self
 
     def uninstall(self) -> None:
@@ -405,6 +415,7 @@ class CrewGuard(FrameworkGuard):
 
         unregister_before_tool_call_hook(self._before)
         unregister_after_tool_call_hook(self._after)
+        self._said.uninstall()
 
     def __enter__(self) -> "CrewGuard":
         return self.install()

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, check_history
+from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_asked, assert_typed, users
 
 pytest.importorskip("google.adk")
 from google.adk.agents import LlmAgent  # noqa: E402
@@ -23,16 +24,13 @@ import qls  # noqa: E402
 from qls.adk import AdkGuard  # noqa: E402
 
 KEY = b"adk-provenance-key"
-TYPED = "GB29NWBK60161331926819"
-IN_FILE = "US133000000121212121212"
-MADE_UP = "DE89370400440532013000"
 
 
 def bank(steps: list, ran: list, asked: list) -> tuple[Any, AdkGuard]:
     def read_file(file_path: str) -> dict:
         """Read a file."""
         ran.append(("read_file", {"file_path": file_path}))
-        return {"content": f"Bill for December: 98.70. Pay to {IN_FILE} by Friday."}
+        return {"content": BILL}
 
     def send_money(recipient: str, amount: float, subject: str) -> dict:
         """Send money."""
@@ -70,9 +68,7 @@ def test_a_recipient_the_person_typed_runs_without_a_person(tmp_path) -> None:
     run(agent, f"Please pay my landlord 120 at {TYPED}")
     assert asked == []
     assert ran == [("send_money", {"recipient": TYPED, "amount": 120, "subject": "as asked"})]
-    entries = g.guard.history["entries"]
-    assert entries[0]["kind"] == "user" and entries[0]["text"] == f"Please pay my landlord 120 at {TYPED}"
-    assert entries[1]["origins"] == {"recipient": "typed", "amount": "typed", "subject": "model"}
+    assert_typed(g.guard.history, f"Please pay my landlord 120 at {TYPED}")
     assert check_history(tmp_path, g.guard.history_json(), KEY)["decision"] == "allow"
 
 
@@ -81,10 +77,7 @@ def test_a_recipient_copied_from_an_untrusted_file_is_tool_and_tainted() -> None
     asked: list = []
     agent, g = bank([[("read_file", {"file_path": "bill.txt"})], [pay(IN_FILE, 98.70)]], ran, asked)
     run(agent, "Pay the bill in bill.txt")
-    assert [t for t, _ in ran] == ["read_file"]
-    (q,) = asked
-    assert q["reasons"] == ["tainted_call"]
-    assert q["args"]["recipient"] == {"value": IN_FILE, "origin": "tool"}
+    assert_asked(g.guard.history, ran, asked, made_up=False)
 
 
 def test_a_made_up_recipient_is_the_models_and_the_person_is_asked() -> None:
@@ -92,10 +85,7 @@ def test_a_made_up_recipient_is_the_models_and_the_person_is_asked() -> None:
     asked: list = []
     agent, g = bank([[pay(MADE_UP, 120)]], ran, asked)
     run(agent, "Please pay my landlord 120")
-    (q,) = asked
-    assert q["reasons"] == ["argument_origin"]
-    assert q["args"]["recipient"] == {"value": MADE_UP, "origin": "model"}
-    assert q["args"]["amount"] == {"value": 120, "origin": "typed"}
-    assert ran == []
+    assert_asked(g.guard.history, ran, asked, made_up=True)
+    assert asked[0]["args"]["amount"] == {"value": 120, "origin": "typed"}
     # One invocation, one user entry.
-    assert sum(1 for e in g.guard.history["entries"] if e.get("kind") == "user") == 1
+    assert users(g.guard.history) == ["Please pay my landlord 120"]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, check_history, scripted_model
+from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_from_file, assert_made_up, assert_typed, calls
 
 pytest.importorskip("langgraph")
 from langchain_core.messages import HumanMessage  # noqa: E402
@@ -24,9 +25,6 @@ from qls.langgraph import GuardedToolNode  # noqa: E402
 from test_guard_langgraph import app as node_app  # noqa: E402  (the guard tests' graph: agent, tools)
 
 KEY = b"provenance-test-key"
-TYPED = "GB29NWBK60161331926819"
-IN_FILE = "US133000000121212121212"
-MADE_UP = "DE89370400440532013000"
 
 
 class Bank:
@@ -39,7 +37,7 @@ class Bank:
         def read_file(file_path: str) -> str:
             """Read a file."""
             self.ran.append(("read_file", {"file_path": file_path}))
-            return f"Bill for December: 98.70. Pay to {IN_FILE} by Friday."
+            return BILL
 
         @tool
         def send_money(recipient: str, amount: float, subject: str) -> dict:
@@ -76,20 +74,11 @@ def run(make: Any, text: str, steps: list[list[tuple[str, dict]]]) -> tuple[Bank
     return bank, g, state
 
 
-def entries(g: qls.Guard, tool: str) -> list[dict]:
-    return [e for e in g.history["entries"] if e.get("tool") == tool]
-
-
 @pytest.mark.parametrize("name", sorted(APPS))
 def test_a_recipient_the_person_typed_runs_without_a_person(name: str, tmp_path) -> None:
     bank, g, _ = run(APPS[name], f"Please pay my landlord 120 at {TYPED}", [[pay(TYPED, 120)]])
     assert bank.ran == [("send_money", {"recipient": TYPED, "amount": 120, "subject": "as asked"})]
-    users = [e for e in g.history["entries"] if e.get("kind") == "user"]
-    assert [u["text"] for u in users] == [f"Please pay my landlord 120 at {TYPED}"]
-    e = entries(g, "send_money")[0]
-    assert e["origins"] == {"recipient": "typed", "amount": "typed", "subject": "model"}
-    assert e["sources"] == {"recipient": 0, "amount": 0}
-    assert e["decision"] == "allow"
+    assert_typed(g.history, f"Please pay my landlord 120 at {TYPED}")
     # The history, user entry and traced origins included, verifies with `qls check`.
     assert check_history(tmp_path, g.history_json(), KEY)["decision"] == "allow"
 
@@ -99,14 +88,7 @@ def test_a_recipient_copied_from_an_untrusted_file_is_tool_and_tainted(name: str
     bank, g, state = run(APPS[name], "Pay the bill in bill.txt",
                          [[("read_file", {"file_path": "bill.txt"})], [pay(IN_FILE, 98.70)]])
     assert [t for t, _ in bank.ran] == ["read_file"]
-    e = entries(g, "send_money")[0]
-    assert e["origins"]["recipient"] == "tool" and e["origins"]["amount"] == "tool"
-    read_at = g.history["entries"].index(entries(g, "read_file")[0])
-    assert e["sources"]["recipient"] == read_at
-    assert e["decision"] == "confirm"
-    question = state["__interrupt__"][0].value
-    assert question["reasons"] == ["tainted_call"]
-    assert question["args"]["recipient"] == {"value": IN_FILE, "origin": "tool"}
+    assert_from_file(g.history, state["__interrupt__"][0].value)
 
 
 @pytest.mark.parametrize("name", sorted(APPS))
@@ -114,8 +96,7 @@ def test_a_made_up_recipient_is_the_models_and_waits_for_a_person(name: str) -> 
     bank, g, state = run(APPS[name], "Please pay my landlord 120", [[pay(MADE_UP, 120)]])
     assert bank.ran == []
     question = state["__interrupt__"][0].value
-    assert question["reasons"] == ["argument_origin"]
-    assert question["args"]["recipient"] == {"value": MADE_UP, "origin": "model"}
+    assert_made_up(g.history, question)
     assert question["args"]["amount"] == {"value": 120, "origin": "typed"}
 
 
@@ -133,7 +114,7 @@ def test_origins_stays_an_override() -> None:
         {"messages": [HumanMessage(f"pay {TYPED}")]}, {"configurable": {"thread_id": "t"}})
     assert bank.ran == []
     assert state["__interrupt__"][0].value["reasons"] == ["argument_origin"]
-    e = entries(g, "send_money")[0]
+    (e,) = calls(g.history, "send_money")
     assert "sources" not in e and e["origins"]["recipient"] == "model"
 
 

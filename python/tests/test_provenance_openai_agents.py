@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, check_history
+from provenance import BILL, IN_FILE, MADE_UP, TYPED
 
 pytest.importorskip("agents")
 from agents import Agent, Runner, function_tool  # noqa: E402
@@ -21,9 +22,6 @@ import qls  # noqa: E402
 from qls.openai_agents import AgentsGuard  # noqa: E402
 
 KEY = b"agents-provenance-key"
-TYPED = "GB29NWBK60161331926819"
-IN_FILE = "US133000000121212121212"
-MADE_UP = "DE89370400440532013000"
 
 
 def bank(steps: list, ran: list) -> tuple[Any, AgentsGuard]:
@@ -31,7 +29,7 @@ def bank(steps: list, ran: list) -> tuple[Any, AgentsGuard]:
     def read_file(file_path: str) -> str:
         """Read a file."""
         ran.append(("read_file", {"file_path": file_path}))
-        return f"Bill for December: 98.70. Pay to {IN_FILE} by Friday."
+        return BILL
 
     @function_tool
     def send_money(recipient: str, amount: float, subject: str) -> str:
@@ -68,6 +66,14 @@ def test_a_recipient_the_person_typed_runs_without_a_person(tmp_path) -> None:
     assert check_history(tmp_path, g.guard.history_json(), KEY)["decision"] == "allow"
 
 
+def approve(agent: Any, result: Any) -> Any:
+    """The person's yes to the one call waiting: the run resumes and the call runs."""
+    (item,) = result.interruptions
+    state = result.to_state()
+    state.approve(item)
+    return asyncio.run(Runner.run(agent, state))
+
+
 def test_a_recipient_copied_from_an_untrusted_file_is_tool_and_tainted() -> None:
     ran: list = []
     agent, g = bank([[function_call("read_file", {"file_path": "bill.txt"}, call_id="c1")],
@@ -79,6 +85,14 @@ def test_a_recipient_copied_from_an_untrusted_file_is_tool_and_tainted() -> None
     assert q["reasons"] == ["tainted_call"]
     assert q["args"]["recipient"] == {"value": IN_FILE, "origin": "tool"}
     assert [t for t, _ in ran] == ["read_file"]
+    # Approved, the call is recorded with its origins as traced: to the file's entry, `external`.
+    approve(agent, result)
+    assert [t for t, _ in ran] == ["read_file", "send_money"]
+    (read,) = calls(g, "read_file")
+    assert read["marks"] == ["external"]
+    at = g.guard.history["entries"].index(read)
+    assert [(e["decision"], e["origins"]["recipient"], e["sources"]["recipient"]) for e in calls(g, "send_money")] \
+        == [("confirm", "tool", at), ("allow", "tool", at)]
 
 
 def test_a_made_up_recipient_is_the_models_and_waits_for_approval() -> None:
@@ -91,3 +105,7 @@ def test_a_made_up_recipient_is_the_models_and_waits_for_approval() -> None:
     assert q["args"]["recipient"] == {"value": MADE_UP, "origin": "model"}
     assert q["args"]["amount"] == {"value": 120, "origin": "typed"}
     assert ran == []
+    approve(agent, result)
+    assert [t for t, _ in ran] == ["send_money"]
+    assert [(e["decision"], e["origins"], e["sources"]) for e in calls(g, "send_money")] == [
+        (d, {"recipient": "model", "amount": "typed", "subject": "model"}, {"amount": 0}) for d in ("confirm", "allow")]
