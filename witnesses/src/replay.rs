@@ -32,7 +32,10 @@ pub const ROLLBACK: &str = toolcheck::batch::ROLLBACK;
 pub use crate::stubs::{instance, result_stub, run_entry, INJECTION, SECRET};
 use calls::step_context;
 
+/// Replay as a host that leaves origins to the check (`origins: "auto"`).
+mod auto_host;
 mod calls;
+pub use auto_host::{replay_as_auto_host, Host};
 
 /// What a replay found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -209,6 +212,8 @@ pub(crate) struct Run<'a> {
     wrote_irrev: bool,
     last_call: Option<Call>,
     via_token: bool,
+    /// Who states the calls' origins.
+    host: Host,
     /// Every call the run decided or ran, as a host's guard meets it ([`Traced`]).
     trace: Vec<Traced>,
     /// Why the last step's call was not built, when that stopped it, and whether only the
@@ -293,7 +298,7 @@ impl<'p> Replayer<'p> {
                 self.lock().entry(at).or_insert(k).clone()
             }
         };
-        replay_with(self.p, w, true, &keys).0
+        replay_with(self.p, w, true, &keys, Host::Stated).0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(u32, u32), std::sync::Arc<Keys>>> {
@@ -330,7 +335,7 @@ fn replay_traced_inner(
     w: &Witness,
     want_violation: bool,
 ) -> (ReplayOutcome, Vec<Traced>) {
-    replay_with(p, w, want_violation, &Keys::of(p, w))
+    replay_with(p, w, want_violation, &Keys::of(p, w), Host::Stated)
 }
 
 /// [`replay_traced_inner`] with the system's keys already read.
@@ -339,11 +344,12 @@ fn replay_with(
     w: &Witness,
     want_violation: bool,
     keys: &Keys,
+    host: Host,
 ) -> (ReplayOutcome, Vec<Traced>) {
     let mut picks: Vec<usize> = vec![];
     let mut first: Option<(ReplayOutcome, Vec<Traced>)> = None;
     for _ in 0..UNDO_READINGS {
-        let (out, options, trace) = replay_once(p, w, want_violation, keys, picks.clone());
+        let (out, options, trace) = replay_once(p, w, want_violation, keys, picks.clone(), host);
         if out == ReplayOutcome::Reproduced {
             return (out, trace);
         }
@@ -374,8 +380,10 @@ fn replay_once(
     want_violation: bool,
     keys: &Keys,
     picks: Vec<usize>,
+    host: Host,
 ) -> (ReplayOutcome, Vec<usize>, Vec<Traced>) {
     let mut run = Run::new(p, keys, picks);
+    run.host = host;
     let out = run.play(w, want_violation);
     (out, run.undo_options.into_inner(), run.trace)
 }
@@ -530,6 +538,7 @@ impl<'a> Run<'a> {
             wrote_irrev: false,
             last_call: None,
             via_token: false,
+            host: Host::Stated,
             trace: vec![],
             not_built: None,
         }
@@ -704,7 +713,11 @@ impl<'a> Run<'a> {
                 call.marks.push(m.to_string());
             }
         }
+        if self.host == Host::Auto && !self.via_token {
+            call = self.as_auto_host(call)?;
+        }
         let d = check(&self.ctx(), &self.history, &call);
+        let call = self.as_traced(call);
         self.compare_decision(l, &d)?;
         self.last_call = Some(call.clone());
         let reasons = names(&d.reasons);

@@ -10,7 +10,7 @@ use engines::verdict::{RawStep, RawWitness, Verdict};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
 use proptest::prelude::*;
 use prover::refine::{refine, Refined};
-use witnesses::replay::{replay, replay_steps, ReplayOutcome};
+use witnesses::replay::{replay, replay_as_auto_host, replay_steps, ReplayOutcome};
 
 /// A random project of the agreement tests' shapes, with longer sessions than the engine tests
 /// use (walks are cheap), its lowered system, and up to `n` random walks of it (the empty ones
@@ -671,4 +671,57 @@ fn the_solver_builds_nearly_every_call_of_the_walks() {
         not_built.len(),
         not_built.join("\n")
     );
+}
+
+/// SPEC §2 "Provenance, not authorship": a witness is a run of a host that states origins; every
+/// guard's default host leaves them to the check (`origins: "auto"`). On random graphs that draw
+/// `model_may_write`, every BFS witness that replays as a stated host replays as an `auto` host
+/// too (the person says each typed value, the check traces every argument) or is not built with
+/// its reason (a model-written value some source holds, a typed object): never a run whose
+/// decisions differ. Prints how many of each (`auto host: …`).
+#[test]
+fn every_witness_replays_as_an_auto_host_or_is_not_built() {
+    let (mut reproduced, mut not_built) = (0, 0);
+    let mut why_not: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut r = Rng(0x0a17_0c0d_e5ee_d5e1);
+    for _ in 0..300 {
+        let seed = r.next();
+        let p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
+        let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
+        let obls = obligations::reach::obligations(&p, &l);
+        let depth = (p.settings.session_steps, p.settings.step_limit);
+        let doc = |o: &Obligation, w: &RawWitness| {
+            prover::report::witness_doc(&p, &l.ts, w, o, ir::vocab::Engine::Bfs, depth)
+        };
+        let accept = |i: usize, w: &RawWitness| {
+            obls[i].inverted || replay(&p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
+        };
+        let budget = engines::bfs::BfsBudget::default();
+        let run = engines::bfs::run_accepting(&l.ts, &obls, budget, &accept);
+        for (o, v) in obls.iter().zip(&run.verdicts) {
+            let (Verdict::Reachable(w), false) = (v, o.inverted) else {
+                continue;
+            };
+            let d = doc(o, w);
+            if replay(&p, &d) != ReplayOutcome::Reproduced {
+                continue;
+            }
+            match replay_as_auto_host(&p, &d) {
+                ReplayOutcome::Reproduced => reproduced += 1,
+                ReplayOutcome::NotBuilt { why, .. } => {
+                    not_built += 1;
+                    // The reason without the argument's name.
+                    let kind = why.split_once(' ').map_or(why.as_str(), |x| x.1);
+                    *why_not.entry(kind.to_string()).or_default() += 1;
+                }
+                other => panic!(
+                    "seed {seed} {}: replays as a stated host, and as an auto host {other:?}\n{}",
+                    o.id,
+                    serde_json::to_string_pretty(&d).unwrap_or_default()
+                ),
+            }
+        }
+    }
+    eprintln!("auto host: {reproduced} witnesses reproduced, {not_built} not built: {why_not:#?}");
+    assert!(reproduced > 0, "no witness replayed as an auto host");
 }
