@@ -189,6 +189,10 @@ AsyncRunner = Callable[[Mapping[str, Any]], Awaitable[Any]]
 #: compensation is not run and its entry records why.
 UNDO_WAIT = 600.0
 
+#: A tool's result as JSON text (what ``json.dumps(result, default=str)`` writes), with one
+#: encoder made once rather than one per call.
+_RESULT_JSON = json.JSONEncoder(default=str)
+
 
 def _error_text(error: BaseException | str) -> str:
     if isinstance(error, BaseException):
@@ -284,9 +288,10 @@ class Guard:
         return self._session.history_json()
 
     def _call(self, c: Call, **kw: Any) -> dict[str, Any]:
+        out = c.to_json(turn=self.turn, **kw)
         if c.agent is None and self.agent is not None:
-            c = Call(c.tool, c.args, c.origins, c.call_id, self.agent, c.context, c.marks, c.undoes)
-        return c.to_json(turn=self.turn, **kw)
+            out["agent"] = self.agent
+        return out
 
     def decide(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
         """The batch's decisions (SPEC §2), one per call, on the history as it stands, without
@@ -327,7 +332,7 @@ class Guard:
         if error is not None:
             self._session.complete(entry, None, _error_text(error))
         else:
-            self._session.complete(entry, json.dumps(result, default=str), None)
+            self._session.complete(entry, _RESULT_JSON.encode(result), None)
         with self._returned:
             self._returned.notify_all()
 
@@ -463,14 +468,17 @@ class Guard:
         rule-sheet check reads an earlier call's result.
         """
         out: list[Outcome] = []
+        held_by: int | None = None
         for c in calls:
-            held_by = next((j for j, o in enumerate(out) if o.status == "held"), None)
             if held_by is not None:
                 out.append(Outcome(c, "not_run", {"decision": "not_run", "reasons": [],
                                                   "detail": {"held_by": held_by, "message": NOT_RUN}},
                                    message=NOT_RUN))
                 continue
-            out.append(self.call(c, run))
+            o = self.call(c, run)
+            if o.status == "held":
+                held_by = len(out)
+            out.append(o)
         return out
 
     def approve(self, held: Held, run: Runner) -> Outcome:
