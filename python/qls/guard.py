@@ -192,6 +192,10 @@ UNDO_WAIT = 600.0
 #: A tool's result as JSON text (what ``json.dumps(result, default=str)`` writes), with one
 #: encoder made once rather than one per call.
 _RESULT_JSON = json.JSONEncoder(default=str)
+#: A call as JSON text, and the native module's answers read back (``json.dumps`` and
+#: ``json.loads`` without their per-call argument checks: the guard's hot path).
+_JSON = json.JSONEncoder()
+_JSON_READ = json.JSONDecoder().decode
 
 
 def _error_text(error: BaseException | str) -> str:
@@ -226,8 +230,10 @@ class Guard:
         # The person's messages recorded so far (``user``, ``user_said``).
         self._said: list[str] = []
         self._said_lock = threading.Lock()
-        # Woken whenever a run comes back (a compensation may be waiting for it).
+        # Woken whenever a run comes back (a compensation may be waiting for it), when a thread
+        # waits: ``_waiting`` counts them, changed under the condition's lock.
         self._returned = threading.Condition()
+        self._waiting = 0
 
     # -- what the exporter reads --------------------------------------------------------------
 
@@ -310,7 +316,7 @@ class Guard:
         """Decides ``c`` and puts its entry on the history, in one step: an allowed call's entry
         (and a refusal's compensations) running, a held or refused call's as decided. The caller
         then runs what the ticket allows (``carry_out`` does it) and completes each running entry."""
-        out = json.loads(self._session.begin(json.dumps(self._call(c, token=token))))
+        out = _JSON_READ(self._session.begin(_JSON.encode(self._call(c, token=token))))
         return Ticket(c, out["decision"], out["entry"], out["rollback"], token)
 
     def finish(self, t: Ticket, result: Any) -> None:
@@ -333,15 +339,23 @@ class Guard:
             self._session.complete(entry, None, _error_text(error))
         else:
             self._session.complete(entry, _RESULT_JSON.encode(result), None)
-        with self._returned:
-            self._returned.notify_all()
+        # A waiter counts itself before it reads whether the run is still out, and the run was
+        # completed above before the count is read here: a waiter this does not see reads the
+        # run as back and does not wait.
+        if self._waiting:
+            with self._returned:
+                self._returned.notify_all()
 
     def _wait_returned(self, entry: int | None) -> bool:
         """Waits until the run at ``entry`` came back (at most ``UNDO_WAIT``); whether it did."""
         if entry is None:
             return True
         with self._returned:
-            return self._returned.wait_for(lambda: not self._session.is_running(entry), UNDO_WAIT)
+            self._waiting += 1
+            try:
+                return self._returned.wait_for(lambda: not self._session.is_running(entry), UNDO_WAIT)
+            finally:
+                self._waiting -= 1
 
     async def _await_returned(self, entry: int | None) -> bool:
         """``_wait_returned`` for a task: polls, so the event loop runs the awaited run meanwhile."""
@@ -364,14 +378,15 @@ class Guard:
         the call (its entry is on the history already)."""
         c = t.call
         if t.answer == "allow":
-            if not self._wait_returned(c.undoes):
+            if c.undoes is not None and not self._wait_returned(c.undoes):
                 return self._undoes_a_run_still_out(t)
             try:
                 result = run(c.tool, c.args)
             except BaseException as e:
                 self.fail(t, e)
                 raise
-            return self._ran(t, result)
+            self._complete(t.entry, result=result)
+            return Outcome(c, "ran", t.decision, result=result)
         if t.answer == "refuse":
             return self._refused(t, self._undo(t, run, self._wait_returned))
         return self._held(t)
