@@ -464,9 +464,7 @@ fn number_key(x: f64) -> u64 {
 }
 
 fn hash_text(hashing: &RandomState, s: &str) -> u64 {
-    let mut h = hashing.build_hasher();
-    s.hash(&mut h);
-    h.finish()
+    hashing.hash_one(s)
 }
 
 /// A value's structural hash: equal (as the reference compares nested values: `serde_json`'s
