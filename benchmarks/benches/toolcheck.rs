@@ -9,6 +9,11 @@
 //!   `Session::complete` with the tool's result — what the guards do now; for the batch,
 //!   `Session::decide_and_record` per call.
 //!
+//! Every call has the guards' default origins, `"auto"` (traced against the person's messages
+//! and the earlier results: by a scan in `reference`, from the session's index of the sources in
+//! `session`), on a session whose turns open with the person's message and whose results carry
+//! text.
+//!
 //! And the cost of `origins: "auto"` (issue 52): the same write decided and recorded on the
 //! session with its origins stated and with them traced, on a session whose turns open with the
 //! person's message and whose results carry text (`trace/…`).
@@ -45,30 +50,66 @@ fn call(tool: &str, args: Value, turn: u64) -> Call {
     }
 }
 
-/// A session of `len` entries as a desk leaves it: turns of ten calls — orders looked up,
-/// shipped, charged (a compensable write), the mail read by its own agent, the credit looked up
-/// (`at_most: 1`: refused after the first time, and the turn's charges refunded) — each run
-/// recorded with its result.
+/// [`call`] with its origins traced (`"auto"`, every guard's default).
+fn auto(tool: &str, args: Value, turn: u64) -> Call {
+    Call {
+        origins: toolcheck::Origins::Auto,
+        ..call(tool, args, turn)
+    }
+}
+
+/// What the desk's tools return: an order's note (text a trace reads); the mail, untrusted,
+/// names none of the desk's orders.
+fn result_of(c: &Call) -> Value {
+    if c.tool == "read_inbox" {
+        return json!({"messages": [{"from": "newsletter@shop.example", "body": "This week's offers: two for one on gift wrap, free delivery over fifty pounds."}]});
+    }
+    let i = c.args.get("order_id").and_then(Value::as_str).unwrap_or("");
+    json!({
+        "status": "ok",
+        "order_id": i,
+        "note": format!("Order {i}: two items, 23.50 each, to be shipped to 221B Baker Street, London NW1 6XE; customer c-{i} asked for gift wrap and a paper receipt."),
+    })
+}
+
+/// A session of `len` entries as a desk leaves it: turns of ten calls, each opened by the person's
+/// message — orders looked up, shipped, charged (a compensable write), the mail read by its own
+/// agent, the credit looked up (`at_most: 1`: refused after the first time, and the turn's
+/// charges refunded) — each run recorded with its result, every call's origins `"auto"`.
 fn session_of(inputs: &CheckInputs, key: &Key, len: usize) -> Session {
     let ctx = inputs.context(key);
     let mut s = Session::new(Some("bench".into()));
     let mut i = 0u64;
     while s.len() < len {
         let turn = i / 10;
+        if i.is_multiple_of(10) {
+            let text = format!(
+                "Please look up orders {i} to {}, ship them and charge what they cost.",
+                i + 9
+            );
+            s.user(&ctx, &text, Some(turn));
+        }
         let c = match i % 10 {
-            0 | 3 | 6 => call("get_order", json!({"order_id": format!("{i}")}), turn),
-            1 | 4 | 7 => call("ship_order", json!({"order_id": format!("{i}")}), turn),
-            2 | 5 => call(
+            0 | 3 | 6 => auto("get_order", json!({"order_id": format!("{i}")}), turn),
+            1 | 4 | 7 => auto("ship_order", json!({"order_id": format!("{i}")}), turn),
+            2 | 5 => auto(
                 "charge_card",
                 json!({"order_id": format!("{i}"), "amount": 5}),
                 turn,
             ),
-            8 => call("read_inbox", json!({}), turn),
-            _ => call("lookup_credit", json!({"customer": "c"}), turn),
+            8 => auto("read_inbox", json!({}), turn),
+            _ => auto("lookup_credit", json!({"customer": "c"}), turn),
         };
-        run(&mut s, &ctx, &c, json!({"status": "ok"}));
+        let result = result_of(&c);
+        run(&mut s, &ctx, &c, result);
         i += 1;
     }
+    // The measured turn's message: the measured calls' values are the person's.
+    s.user(
+        &ctx,
+        "Now look up orders ord-42, ord-43 and ord-44, ship them, and charge 5 for ord-43.",
+        Some(1_000_000),
+    );
     s
 }
 
@@ -111,20 +152,20 @@ fn decide_and_record(c: &mut Criterion) {
     let key = Key::new("bench-key");
     let ctx = inputs.context(&key);
     let next_turn = 1_000_000;
-    let read = call("get_order", json!({"order_id": "42"}), next_turn);
-    let write = call("ship_order", json!({"order_id": "42"}), next_turn);
+    let read = auto("get_order", json!({"order_id": "ord-42"}), next_turn);
+    let write = auto("ship_order", json!({"order_id": "ord-42"}), next_turn);
     let batch = vec![
-        call("get_order", json!({"order_id": "43"}), next_turn),
-        call("ship_order", json!({"order_id": "43"}), next_turn),
-        call(
+        auto("get_order", json!({"order_id": "ord-43"}), next_turn),
+        auto("ship_order", json!({"order_id": "ord-43"}), next_turn),
+        auto(
             "charge_card",
-            json!({"order_id": "43", "amount": 5}),
+            json!({"order_id": "ord-43", "amount": 5}),
             next_turn,
         ),
-        call("get_order", json!({"order_id": "44"}), next_turn),
-        call("ship_order", json!({"order_id": "44"}), next_turn),
+        auto("get_order", json!({"order_id": "ord-44"}), next_turn),
+        auto("ship_order", json!({"order_id": "ord-44"}), next_turn),
     ];
-    let ok = || json!({"status": "ok"});
+    let ok = || result_of(&read);
     {
         let mut s = session_of(&inputs, &key, 100);
         for c in std::iter::once(&read).chain([&write]).chain(&batch) {

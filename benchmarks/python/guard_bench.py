@@ -10,7 +10,9 @@ benchmarks/python/run_guard_bench.sh runs both, back to back, in one run.
 
 ``decide``: on a session of 10, 100, 1,000 and 10,000 entries (built by the current guard, and
 written to ``DIR/<length>.json``), the time of deciding and recording one call through
-``qls.Guard.run_step`` — a read, a write with an order rule, and a batch of five. The current guard
+``qls.Guard.run_step`` — a read, a write with an order rule, and a batch of five — every call with
+the guard's default origins, ``"auto"`` (traced against the person's messages, which open each
+turn, and the earlier results, which carry an order's note). The current guard
 decides each call on the native session's index (``begin``, the tool, ``finish``); main's guard,
 run by run_guard_bench.sh right after on the same sessions read from ``DIR``, serialised the whole
 history to JSON per call, and its native module parsed it, verified every MAC and scanned every
@@ -56,25 +58,48 @@ def typed(tool: str, **args: Any) -> qls.Call:
     return qls.Call(tool, args, {k: "typed" for k in args})
 
 
-def fill(g: qls.Guard, length: int) -> None:
-    """A session like the one benches/toolcheck.rs builds: turns of ten calls — orders looked up,
-    shipped, charged, the mail read by its own agent, the credit looked up (``at_most: 1``:
-    refused after the first time, and the turn's charge refunded) — each recorded with its result.
-    One charge a turn (the Rust bench has two), so each refund is the history's head when it
-    returns and is completed in place: the history has no result entries, which main's wheel
-    (before issue 58) cannot read."""
+def auto(tool: str, **args: Any) -> qls.Call:
+    """A call with the guard's default origins (``"auto"``: traced against the session's record)."""
+    return qls.Call(tool, args)
+
+
+def result(tool: str, args: Any) -> dict[str, Any]:
+    """What the desk's tools return: the order looked up carries text (an order's note) the trace
+    of a later ``auto`` argument reads; the mail, untrusted, names no order of the desk's."""
+    i = args.get("order_id", "")
+    if tool == "read_inbox":
+        return {"messages": [{"from": "newsletter@shop.example", "body": "This week's offers: two for one on "
+                              "gift wrap, free delivery over fifty pounds."}]}
+    return {"status": "ok", "order_id": i,
+            "note": f"Order {i}: two items, 23.50 each, to be shipped to 221B Baker Street, London NW1 6XE; "
+                    f"customer c-{i} asked for gift wrap and a paper receipt."}
+
+
+def fill(g: qls.Guard, length: int, origins: str = "auto") -> None:
+    """A session like the one benches/toolcheck.rs builds: turns of ten calls, each opened by
+    the person's message — orders looked up, shipped, charged, the mail read by its own agent,
+    the credit looked up (``at_most: 1``: refused after the first time, and the turn's charge
+    refunded) — each recorded with its result. One charge a turn (the Rust bench has two), so
+    each refund is the history's head when it returns and is completed in place. ``origins``:
+    ``auto`` (the guard's default) or ``typed`` (the table before 2026-12-06 evening)."""
+    make = auto if origins == "auto" else typed
     i = 0
     while len(g._session) < length:
         g.turn = i // 10
         k = i % 10
-        c = (typed("get_order", order_id=str(i)) if k in (0, 3, 6)
-             else typed("ship_order", order_id=str(i)) if k in (1, 4, 5, 7)
-             else typed("charge_card", order_id=str(i), amount=5) if k == 2
+        if k == 0 and origins == "auto":
+            g.user(f"Please look up orders {i} to {i + 9}, ship them and charge what they cost.")
+        c = (make("get_order", order_id=str(i)) if k in (0, 3, 6)
+             else make("ship_order", order_id=str(i)) if k in (1, 4, 5, 7)
+             else make("charge_card", order_id=str(i), amount=5) if k == 2
              else qls.Call("read_inbox", {}, {}, agent="mail") if k == 8
-             else typed("lookup_credit", customer="c"))
-        g.call(c, lambda tool, args: {"status": "ok"})
+             else make("lookup_credit", customer="c"))
+        g.call(c, result)
         i += 1
     g.turn = 1_000_000
+    # The measured turn's message: the measured calls' values are the person's (and, once looked
+    # up, an order's), so the writes run without a person.
+    g.user("Now look up orders ord-42, ord-43 and ord-44, ship them, and charge 5 for ord-43.")
 
 
 def quantiles(xs: list[float]) -> tuple[float, float, float]:
@@ -103,13 +128,14 @@ def decide(snapshots: Path | None = None) -> None:
     built written to ``snapshots/<length>.json`` when given; with main's wheel (no
     ``Guard.begin``): main's own ``Guard.run_step`` on the sessions read from there."""
     cases = {
-        "read": [typed("get_order", order_id="42")],
-        "write (after, at_most)": [typed("ship_order", order_id="42")],
-        "batch of five": [typed("get_order", order_id="43"), typed("ship_order", order_id="43"),
-                          typed("charge_card", order_id="43", amount=5), typed("get_order", order_id="44"),
-                          typed("ship_order", order_id="44")],
+        "read": [auto("get_order", order_id="ord-42")],
+        "write (after, at_most)": [auto("ship_order", order_id="ord-42")],
+        "batch of five": [auto("get_order", order_id="ord-43"), auto("ship_order", order_id="ord-43"),
+                          auto("charge_card", order_id="ord-43", amount=5), auto("get_order", order_id="ord-44"),
+                          auto("ship_order", order_id="ord-44")],
     }
-    ok = lambda tool, args: {"status": "ok"}  # noqa: E731
+    ok = result
+    print("Every call's origins are the default, `auto`.")
     print("Wall clock (CPU time of the calling thread in brackets), milliseconds per decide + record:")
     print()
     if not NEW:
@@ -152,7 +178,11 @@ def decide(snapshots: Path | None = None) -> None:
             g.turn = turn
             g._session.load(snapshot)
             assert all(o.status == "ran" for o in g.run_step(calls, ok)), "the guard allows the calls"
-            new = timed(lambda: g.run_step(calls, ok), 1000, lambda: g._session.load(snapshot), 50)
+            # Up to 1,000 entries: 1,000 calls, the session loaded afresh every 50. At 10,000: 200
+            # calls on one session (it grows by at most 10%), as loading 10,000 entries re-derives
+            # every recorded trace — a scan of the history per entry before this branch.
+            n, every = (1000, 50) if length <= 1_000 else (200, 200)
+            new = timed(lambda: g.run_step(calls, ok), n, lambda: g._session.load(snapshot), every)
             row = [f"{length:,}", name] + [f"{w:.3f} ({c:.3f})" for w, c in zip(*map(quantiles, new))]
             print("| " + " | ".join(row) + " |", flush=True)
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Python guard bench side by side in one run: the current wheel and main's (before issues 57
-# and 58), each installed in its own virtual environment, run back to back on the same machine.
+# The Python guard bench side by side in one run: this branch's wheel and main's (or any older
+# wheel: guard_bench.py drives a guard from before issues 57 and 58 through its own API), each
+# installed in its own virtual environment, run back to back on the same machine.
 #
 #   bash benchmarks/python/run_guard_bench.sh NEW_VENV OLD_VENV [decide|races|threads ...]
 set -euo pipefail

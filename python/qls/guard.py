@@ -189,6 +189,14 @@ AsyncRunner = Callable[[Mapping[str, Any]], Awaitable[Any]]
 #: compensation is not run and its entry records why.
 UNDO_WAIT = 600.0
 
+#: A tool's result as JSON text (what ``json.dumps(result, default=str)`` writes), with one
+#: encoder made once rather than one per call.
+_RESULT_JSON = json.JSONEncoder(default=str)
+#: A call as JSON text, and the native module's answers read back (``json.dumps`` and
+#: ``json.loads`` without their per-call argument checks: the guard's hot path).
+_JSON = json.JSONEncoder()
+_JSON_READ = json.JSONDecoder().decode
+
 
 def _error_text(error: BaseException | str) -> str:
     if isinstance(error, BaseException):
@@ -222,8 +230,10 @@ class Guard:
         # The person's messages recorded so far (``user``, ``user_said``).
         self._said: list[str] = []
         self._said_lock = threading.Lock()
-        # Woken whenever a run comes back (a compensation may be waiting for it).
+        # Woken whenever a run comes back (a compensation may be waiting for it), when a thread
+        # waits: ``_waiting`` counts them, changed under the condition's lock.
         self._returned = threading.Condition()
+        self._waiting = 0
 
     # -- what the exporter reads --------------------------------------------------------------
 
@@ -284,9 +294,10 @@ class Guard:
         return self._session.history_json()
 
     def _call(self, c: Call, **kw: Any) -> dict[str, Any]:
+        out = c.to_json(turn=self.turn, **kw)
         if c.agent is None and self.agent is not None:
-            c = Call(c.tool, c.args, c.origins, c.call_id, self.agent, c.context, c.marks, c.undoes)
-        return c.to_json(turn=self.turn, **kw)
+            out["agent"] = self.agent
+        return out
 
     def decide(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
         """The batch's decisions (SPEC §2), one per call, on the history as it stands, without
@@ -305,7 +316,7 @@ class Guard:
         """Decides ``c`` and puts its entry on the history, in one step: an allowed call's entry
         (and a refusal's compensations) running, a held or refused call's as decided. The caller
         then runs what the ticket allows (``carry_out`` does it) and completes each running entry."""
-        out = json.loads(self._session.begin(json.dumps(self._call(c, token=token))))
+        out = _JSON_READ(self._session.begin(_JSON.encode(self._call(c, token=token))))
         return Ticket(c, out["decision"], out["entry"], out["rollback"], token)
 
     def finish(self, t: Ticket, result: Any) -> None:
@@ -327,16 +338,24 @@ class Guard:
         if error is not None:
             self._session.complete(entry, None, _error_text(error))
         else:
-            self._session.complete(entry, json.dumps(result, default=str), None)
-        with self._returned:
-            self._returned.notify_all()
+            self._session.complete(entry, _RESULT_JSON.encode(result), None)
+        # A waiter counts itself before it reads whether the run is still out, and the run was
+        # completed above before the count is read here: a waiter this does not see reads the
+        # run as back and does not wait.
+        if self._waiting:
+            with self._returned:
+                self._returned.notify_all()
 
     def _wait_returned(self, entry: int | None) -> bool:
         """Waits until the run at ``entry`` came back (at most ``UNDO_WAIT``); whether it did."""
         if entry is None:
             return True
         with self._returned:
-            return self._returned.wait_for(lambda: not self._session.is_running(entry), UNDO_WAIT)
+            self._waiting += 1
+            try:
+                return self._returned.wait_for(lambda: not self._session.is_running(entry), UNDO_WAIT)
+            finally:
+                self._waiting -= 1
 
     async def _await_returned(self, entry: int | None) -> bool:
         """``_wait_returned`` for a task: polls, so the event loop runs the awaited run meanwhile."""
@@ -359,14 +378,15 @@ class Guard:
         the call (its entry is on the history already)."""
         c = t.call
         if t.answer == "allow":
-            if not self._wait_returned(c.undoes):
+            if c.undoes is not None and not self._wait_returned(c.undoes):
                 return self._undoes_a_run_still_out(t)
             try:
                 result = run(c.tool, c.args)
             except BaseException as e:
                 self.fail(t, e)
                 raise
-            return self._ran(t, result)
+            self._complete(t.entry, result=result)
+            return Outcome(c, "ran", t.decision, result=result)
         if t.answer == "refuse":
             return self._refused(t, self._undo(t, run, self._wait_returned))
         return self._held(t)
@@ -463,14 +483,17 @@ class Guard:
         rule-sheet check reads an earlier call's result.
         """
         out: list[Outcome] = []
+        held_by: int | None = None
         for c in calls:
-            held_by = next((j for j, o in enumerate(out) if o.status == "held"), None)
             if held_by is not None:
                 out.append(Outcome(c, "not_run", {"decision": "not_run", "reasons": [],
                                                   "detail": {"held_by": held_by, "message": NOT_RUN}},
                                    message=NOT_RUN))
                 continue
-            out.append(self.call(c, run))
+            o = self.call(c, run)
+            if o.status == "held":
+                held_by = len(out)
+            out.append(o)
         return out
 
     def approve(self, held: Held, run: Runner) -> Outcome:

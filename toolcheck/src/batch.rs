@@ -177,7 +177,7 @@ pub(crate) fn decide_and_append<L: Ledger>(
     running: bool,
 ) -> Reserved {
     // Traced once, on the history the call is decided and appended on.
-    let traced = resolve(ctx.catalogue, h.history(), call);
+    let traced = resolve(ctx.catalogue, &*h, call);
     let decision = check_traced(ctx, h, &traced);
     let ran = decision.decision == Answer::Allow;
     let mut e = traced_entry(ctx, &traced, decision.decision.as_str(), ran, Value::Null);

@@ -5,53 +5,64 @@
 //! insignificant whitespace, strings and numbers exactly as `serde_json` prints them.
 
 use hmac::{Hmac, Mac};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 type HmacSha256 = Hmac<Sha256>;
 
 /// The canonical text of a JSON value: sorted keys, no insignificant whitespace.
 pub fn canonical(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    text_of(out)
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// The canonical text of a JSON object without its key `skip` (an entry's text without its own
+/// MAC), written without copying the object.
+pub fn canonical_object_without(map: &Map<String, Value>, skip: &str) -> String {
+    let mut out = Vec::new();
+    write_object(map, Some(skip), &mut out);
+    text_of(out)
+}
+
+/// Canonical text is JSON that `serde_json` wrote: UTF-8.
+fn text_of(out: Vec<u8>) -> String {
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&scalar_text(&Value::String((*k).clone())));
-                out.push(':');
-                if let Some(v) = map.get(*k) {
-                    write_canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object(map, None, out),
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&scalar_text(other)),
+        // Writing a scalar into memory cannot fail.
+        other => serde_json::to_writer(&mut *out, other).unwrap_or_default(),
     }
 }
 
-fn scalar_text(v: &Value) -> String {
-    // Serialising a scalar `Value` cannot fail.
-    serde_json::to_string(v).unwrap_or_default()
+fn write_object(map: &Map<String, Value>, skip: Option<&str>, out: &mut Vec<u8>) {
+    let mut keys: Vec<&String> = map.keys().filter(|k| Some(k.as_str()) != skip).collect();
+    keys.sort();
+    out.push(b'{');
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, k.as_str()).unwrap_or_default();
+        out.push(b':');
+        if let Some(v) = map.get(*k) {
+            write_canonical(v, out);
+        }
+    }
+    out.push(b'}');
 }
 
 /// HMAC-SHA256 of some bytes under a key, as lowercase hex.

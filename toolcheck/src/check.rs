@@ -30,7 +30,8 @@ use ir::rulebook::{CmpOp, Rulebook};
 use ir::vocab::{Answer, CheckOp, Mark, Reason};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The check's answer: `{"decision": "refuse", "reasons": ["order_rule"], "detail": {...}}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -117,7 +118,7 @@ pub fn check(ctx: &CheckContext<'_>, history: &History, call: &Call) -> Decision
 /// [`check`] on whatever answers the check's questions about the history: the history itself, or
 /// a [`crate::session::Session`]'s index of it. The same rules, in the same order, either way.
 pub fn check_with<F: Facts + ?Sized>(ctx: &CheckContext<'_>, facts: &F, call: &Call) -> Decision {
-    check_traced(ctx, facts, &resolve(ctx.catalogue, facts.history(), call))
+    check_traced(ctx, facts, &resolve(ctx.catalogue, facts, call))
 }
 
 /// [`check_with`] on a call whose origins were traced already (an `auto` call's, by
@@ -317,7 +318,7 @@ fn argument_rule(tool: &Tool, call: &Call) -> Option<Decision> {
 /// Why rule 3 refuses these arguments (the detail of its `argument_schema` refusal), or `None`
 /// when they validate. The value solver asks it of every value it builds.
 pub fn argument_refusal(schema: &Value, args: &Value) -> Option<Value> {
-    let validator = match jsonschema::validator_for(schema) {
+    let validator = match compiled(schema) {
         Ok(v) => v,
         Err(e) => {
             return Some(
@@ -335,6 +336,31 @@ pub fn argument_refusal(schema: &Value, args: &Value) -> Option<Value> {
         .next()
         .map(|(_, pointer, error)| json!({"pointer": pointer, "error": error}))
 }
+
+/// The schema compiled, once per schema text: compiling it (`jsonschema::validator_for`) cost
+/// more than every other rule of a decision together, and a process checks against the few
+/// schemas of its catalogues. Keyed by the schema's JSON text, so a schema is never validated with
+/// another's validator; the cache is emptied when it holds [`COMPILED_MAX`] schemas.
+fn compiled(schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
+    let text = schema.to_string();
+    let cache = CACHE.get_or_init(Mutex::default);
+    // A panic elsewhere while it was held leaves the map as it was: still usable.
+    let lock = || cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(v) = lock().get(&text) {
+        return Ok(Arc::clone(v));
+    }
+    let v = Arc::new(jsonschema::validator_for(schema).map_err(|e| e.to_string())?);
+    let mut c = lock();
+    if c.len() >= COMPILED_MAX {
+        c.clear();
+    }
+    c.insert(text, Arc::clone(&v));
+    Ok(v)
+}
+
+/// The most compiled schemas kept.
+const COMPILED_MAX: usize = 512;
 
 /// Where a schema error points: an undeclared or missing property is named by its own pointer.
 /// Undeclared arguments sort first.
@@ -932,7 +958,7 @@ pub fn push_entry_to<L: Ledger + ?Sized>(
     ran: bool,
     result: Value,
 ) {
-    let traced = resolve(ctx.catalogue, ledger.history(), call);
+    let traced = resolve(ctx.catalogue, &*ledger, call);
     let entry = traced_entry(ctx, &traced, decision, ran, result);
     ledger.append(ctx, entry);
 }

@@ -11,7 +11,9 @@
 
 use crate::check::entry_marks;
 use crate::history::{Entry, EntryKind, History, Key, RunState};
+use crate::provenance::Trace;
 use ir::catalogue::{Catalogue, Tool};
+use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 /// Which entries a question is about: every entry (`turn: None`, when the host numbers no turns),
@@ -30,6 +32,12 @@ pub trait Facts {
 
     /// The first entry whose MAC does not verify.
     fn first_invalid(&self, key: &Key) -> Option<usize>;
+
+    /// The origins of `args` traced against the whole history (SPEC §2 "Provenance, not
+    /// authorship"; [`crate::provenance::trace`] is the reference, a scan of every entry).
+    fn trace(&self, catalogue: &Catalogue, args: &Map<String, Value>) -> Trace {
+        crate::provenance::trace(catalogue, &self.history().entries, args)
+    }
 
     /// The first call entry whose recorded trace (`origins`, `sources`) is not what tracing it
     /// again gives, with why ([`crate::provenance::first_mistraced`]).

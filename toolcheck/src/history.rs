@@ -31,7 +31,7 @@
 //! is recorded as carries the trace (`origins` as decided, `sources`), which a reader re-derives.
 
 use crate::call::Origin;
-use crate::canonical::{canonical, digests_equal, hmac_hex};
+use crate::canonical::{canonical_object_without, digests_equal, hmac_hex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -229,11 +229,12 @@ impl Entry {
 
     /// The MAC this entry should carry after `prev` (the previous MAC, or `""`).
     pub fn expected_mac(&self, key: &Key, prev: &str) -> String {
-        let mut body = self.raw.clone();
-        body.remove("mac");
         hmac_hex(
             key.bytes(),
-            &[prev.as_bytes(), canonical(&Value::Object(body)).as_bytes()],
+            &[
+                prev.as_bytes(),
+                canonical_object_without(&self.raw, "mac").as_bytes(),
+            ],
         )
     }
 }

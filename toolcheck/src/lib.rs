@@ -20,6 +20,7 @@ pub mod gate;
 pub mod history;
 pub mod provenance;
 pub mod session;
+mod sources;
 
 pub use batch::{check_batch, reserve, Batch, Outcome, Reserved};
 pub use call::{Call, Origin, Origins};

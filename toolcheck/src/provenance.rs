@@ -32,13 +32,16 @@
 //! is recorded (`origins` as decided, `sources`: the entry each `typed` or `tool` origin was traced
 //! to) and re-derived by any reader ([`first_mistraced`]): a record that differs fails the chain.
 //!
-//! **Cost.** A trace scans every earlier entry's text once per argument (`str::contains` on each
-//! string): linear in the history's size per decision, so a session traced call by call is
-//! quadratic overall, and re-deriving a whole history's traces ([`first_mistraced`]) is quadratic
-//! in its length. `benchmarks/benches/toolcheck.rs` measures it beside the decision.
+//! **Cost.** The reference trace ([`trace`], what [`History`] answers) scans every earlier
+//! entry's text once per argument (`str::contains` on each string): linear in the history's size
+//! per decision, and re-deriving a whole history's traces ([`first_mistraced`]) is quadratic in
+//! its length. A [`crate::session::Session`] answers the same question from an index of the
+//! sources it keeps as entries are appended (`toolcheck/src/sources.rs`), in time independent of the
+//! history's length; `benchmarks/benches/toolcheck.rs` measures both beside the decision.
 
 use crate::call::{Call, Origin, Origins};
 use crate::check::entry_marks;
+use crate::facts::Facts;
 use crate::gate::json_equal;
 use crate::history::{Entry, EntryKind, History};
 use ir::catalogue::Catalogue;
@@ -65,16 +68,16 @@ pub struct Trace {
 
 /// One entry that holds an argument's value, ranked by how little it is trusted.
 #[derive(Clone, Debug)]
-struct Source {
-    index: usize,
-    origin: Origin,
-    marks: BTreeSet<String>,
+pub(crate) struct Source {
+    pub(crate) index: usize,
+    pub(crate) origin: Origin,
+    pub(crate) marks: BTreeSet<String>,
 }
 
 impl Source {
     /// The rank: larger is less trusted (`external`, then a result over the person's message,
     /// then more marks, then the earlier entry).
-    fn distrust(&self) -> (bool, bool, usize, Reverse<usize>) {
+    pub(crate) fn distrust(&self) -> (bool, bool, usize, Reverse<usize>) {
         (
             self.marks.contains(Mark::External.as_str()),
             self.origin == Origin::Tool,
@@ -84,23 +87,21 @@ impl Source {
     }
 }
 
-/// Traces `args` against `earlier`, the history entries before the call (oldest first).
+/// Traces `args` against `earlier`, the history entries before the call (oldest first): the
+/// reference reading, which scans every entry for every argument.
 pub fn trace(catalogue: &Catalogue, earlier: &[Entry], args: &Map<String, Value>) -> Trace {
+    trace_by(args, |value| best_source(catalogue, earlier, value))
+}
+
+/// A trace with `best` telling each argument value's least trusted source (the scan of
+/// [`best_source`], or a session's index of the sources, which must answer the same).
+pub(crate) fn trace_by(
+    args: &Map<String, Value>,
+    mut best: impl FnMut(&Value) -> Option<Source>,
+) -> Trace {
     let mut out = Trace::default();
     for (name, value) in args {
-        let mut chosen: Option<Source> = None;
-        for (index, e) in earlier.iter().enumerate() {
-            let Some(found) = source_in(catalogue, earlier, index, e, value) else {
-                continue;
-            };
-            if chosen
-                .as_ref()
-                .is_none_or(|c| found.distrust() > c.distrust())
-            {
-                chosen = Some(found);
-            }
-        }
-        match chosen {
+        match best(value) {
             Some(s) => {
                 out.origins.insert(name.clone(), s.origin);
                 out.sources.insert(name.clone(), s.index);
@@ -114,8 +115,29 @@ pub fn trace(catalogue: &Catalogue, earlier: &[Entry], args: &Map<String, Value>
     out
 }
 
+/// The least trusted of the entries of `earlier` that hold `value`, scanning every one.
+pub(crate) fn best_source(
+    catalogue: &Catalogue,
+    earlier: &[Entry],
+    value: &Value,
+) -> Option<Source> {
+    let mut chosen: Option<Source> = None;
+    for (index, e) in earlier.iter().enumerate() {
+        let Some(found) = source_in(catalogue, earlier, index, e, value) else {
+            continue;
+        };
+        if chosen
+            .as_ref()
+            .is_none_or(|c| found.distrust() > c.distrust())
+        {
+            chosen = Some(found);
+        }
+    }
+    chosen
+}
+
 /// Entry `e` (at `index`) as a source of `value`, when it holds it.
-fn source_in(
+pub(crate) fn source_in(
     catalogue: &Catalogue,
     earlier: &[Entry],
     index: usize,
@@ -151,7 +173,7 @@ fn source_in(
 
 /// Whether the entry holds a result: a call that ran and returned (not running, not failed), or a
 /// result entry that completes one.
-fn returned(e: &Entry) -> bool {
+pub(crate) fn returned(e: &Entry) -> bool {
     let ran = e.kind == EntryKind::Result || (e.ran && !e.running);
     ran && e.error.is_none() && !e.result.is_null()
 }
@@ -187,13 +209,13 @@ fn in_result(value: &Value, result: &Value) -> bool {
     }
 }
 
-fn long_enough(s: &str) -> bool {
+pub(crate) fn long_enough(s: &str) -> bool {
     s.chars().count() >= MIN_SUBSTRING
 }
 
 /// The whole number tokens of a text: maximal runs of digits and `.`, with a `-` just before
 /// them, trimmed of a trailing `.` (the end of a sentence).
-fn number_tokens(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn number_tokens(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut i = 0;
     std::iter::from_fn(move || {
@@ -235,8 +257,13 @@ pub struct Traced<'c> {
     pub marks: BTreeSet<String>,
 }
 
-/// `call` with its origins traced against `history` when they are `"auto"`.
-pub fn resolve<'c>(catalogue: &Catalogue, history: &History, call: &'c Call) -> Traced<'c> {
+/// `call` with its origins traced against the history `facts` reads when they are `"auto"` (by
+/// a scan of the history, or from a session's index of its sources: the same trace).
+pub fn resolve<'c, F: Facts + ?Sized>(
+    catalogue: &Catalogue,
+    facts: &F,
+    call: &'c Call,
+) -> Traced<'c> {
     if !call.origins.is_auto() {
         return Traced {
             call: Cow::Borrowed(call),
@@ -244,7 +271,7 @@ pub fn resolve<'c>(catalogue: &Catalogue, history: &History, call: &'c Call) -> 
             marks: BTreeSet::new(),
         };
     }
-    let t = trace(catalogue, &history.entries, &call.args);
+    let t = facts.trace(catalogue, &call.args);
     let mut traced = call.clone();
     traced.origins = Origins::Given(t.origins);
     Traced {
@@ -257,36 +284,50 @@ pub fn resolve<'c>(catalogue: &Catalogue, history: &History, call: &'c Call) -> 
 /// The first call entry recorded with a trace (`sources` present) whose `origins` or `sources`
 /// are not what tracing its arguments against the entries before it gives, with why: a changed
 /// record fails the chain as a changed MAC does. Quadratic in the history's length (each traced
-/// entry is traced again against the entries before it).
+/// entry is traced again against the entries before it, by a scan); a
+/// [`crate::session::Session`] re-derives the same as it indexes a history it loads.
 pub fn first_mistraced(catalogue: &Catalogue, history: &History) -> Option<(usize, String)> {
-    history.entries.iter().enumerate().find_map(|(i, e)| {
-        let recorded = e.sources.as_ref()?;
-        if e.kind != EntryKind::Call {
-            return None;
-        }
-        let t = trace(catalogue, &history.entries[..i], &e.args);
-        if t.origins != e.origins {
-            return Some((
-                i,
-                format!(
-                    "entry {i} records origins {} but tracing its arguments gives {}",
-                    show(&e.origins),
-                    show(&t.origins)
-                ),
-            ));
-        }
-        if &t.sources != recorded {
-            return Some((
-                i,
-                format!(
-                    "entry {i} records sources {} but tracing its arguments gives {}",
-                    show(recorded),
-                    show(&t.sources)
-                ),
-            ));
-        }
-        None
+    (0..history.entries.len()).find_map(|i| {
+        mistraced_at(&history.entries, i, |args| {
+            trace(catalogue, &history.entries[..i], args)
+        })
     })
+}
+
+/// Whether entry `i` of `entries` is a call recorded with a trace that `trace` (its arguments
+/// traced against the entries before it) does not give again, with why.
+pub(crate) fn mistraced_at(
+    entries: &[Entry],
+    i: usize,
+    trace: impl FnOnce(&Map<String, Value>) -> Trace,
+) -> Option<(usize, String)> {
+    let e = &entries[i];
+    let recorded = e.sources.as_ref()?;
+    if e.kind != EntryKind::Call {
+        return None;
+    }
+    let t = trace(&e.args);
+    if t.origins != e.origins {
+        return Some((
+            i,
+            format!(
+                "entry {i} records origins {} but tracing its arguments gives {}",
+                show(&e.origins),
+                show(&t.origins)
+            ),
+        ));
+    }
+    if &t.sources != recorded {
+        return Some((
+            i,
+            format!(
+                "entry {i} records sources {} but tracing its arguments gives {}",
+                show(recorded),
+                show(&t.sources)
+            ),
+        ));
+    }
+    None
 }
 
 fn show<T: serde::Serialize>(v: &T) -> String {
@@ -294,11 +335,12 @@ fn show<T: serde::Serialize>(v: &T) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn catalogue() -> Catalogue {
+    /// A read of untrusted text, a trusted read and a write (the sources' tests use it too).
+    pub(crate) fn catalogue() -> Catalogue {
         readers::catalogue::read_catalogue(
             "c.yaml",
             "tools:\n  read_file: {effect: read, returns: untrusted}\n  get_balance: {effect: read}\n  send_money: {effect: write}\n",

@@ -8,11 +8,15 @@
 //! (by any agent and by each), the last run of each tool, which run undid which entry, the result
 //! entry of each run that completed late, the tokens runs spent, the marks each agent has seen
 //! (in all and per turn), the last write (in all and per turn), and the compensable runs nothing
-//! undid yet (in all and per turn) — updated as each entry is appended, so that a decision reads
+//! undid yet (in all and per turn), and the sources an `origins: "auto"` argument is traced to
+//! (the person's messages and the results, by whole value and by 4-byte window: `sources.rs`)
+//! — updated as each entry is appended, so that a decision reads
 //! the few facts it needs ([`Facts`]) in time independent of the history's length, where the
 //! reference reading ([`check`](crate::check::check) on a [`History`]) verifies every MAC and
 //! scans every entry. The decisions and the entries appended are the reference's, byte for byte
-//! (a property test holds the two together on random histories).
+//! (a property test holds the two together on random histories). Loading a history re-derives
+//! its recorded traces from the same index as it is built: linear in the history's size, where
+//! the reference's [`crate::provenance::first_mistraced`] is quadratic.
 //!
 //! The index reads the catalogue (which tools write, which declare an undo, which marks a result
 //! carries): a session is decided against with one catalogue, the one its history was indexed
@@ -23,10 +27,12 @@ use crate::call::Call;
 use crate::check::{entry_marks, push_entry_to, CheckContext};
 use crate::facts::{is_compensable, is_write, Facts, RunScope};
 use crate::history::{Completion, Entry, EntryKind, History, Key, RunState};
+use crate::provenance::{mistraced_at, Trace};
+use crate::sources::SourceIndex;
 use crate::Outcome;
 use ir::catalogue::Catalogue;
 use ir::vocab::Answer;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One session's history, its verification, and the index decisions read.
@@ -40,6 +46,12 @@ pub struct Session {
     /// why (entries appended here are traced here).
     mistraced: Option<(usize, String)>,
     index: Index,
+    /// The sources `origins: "auto"` is traced to, indexed (`sources.rs`).
+    sources: SourceIndex,
+    /// Whether the last entry's MAC verifies after the one before it ([`History::complete`]'s
+    /// question before it completes a run in place): known when the history is loaded, and true
+    /// of every entry signed here.
+    head_verifies: bool,
 }
 
 /// What each appended entry adds to the facts a decision reads. Every contribution is counted,
@@ -258,16 +270,28 @@ impl Session {
         // append would otherwise copy every one of them (a millisecond at 10,000 entries).
         history.entries.reserve(history.entries.len() / 2);
         let invalid = history.first_invalid(key);
-        let mistraced = crate::provenance::first_mistraced(catalogue, &history);
         let mut index = Index::default();
+        let mut sources = SourceIndex::default();
+        // Each recorded trace re-derived against the entries before it, from the index of their
+        // sources as it stands then: what `provenance::first_mistraced` finds by scanning.
+        let mut mistraced = None;
         for i in 0..history.entries.len() {
+            if mistraced.is_none() {
+                mistraced = mistraced_at(&history.entries, i, |args| {
+                    sources.trace(catalogue, &history.entries[..i], args)
+                });
+            }
             index.add(catalogue, &history.entries, i);
+            sources.add(catalogue, &history.entries, i);
         }
+        let head_verifies = history.head_verifies(key);
         Session {
             history,
             invalid,
             mistraced,
             index,
+            sources,
+            head_verifies,
         }
     }
 
@@ -301,8 +325,10 @@ impl Session {
     /// the history extended by the earlier ones, then every entry the batch appended taken back.
     pub fn decide(&mut self, ctx: &CheckContext<'_>, calls: &[Call]) -> Vec<Outcome> {
         let before = self.len();
+        let head_verifies = self.head_verifies;
         let outcomes = self.record_batch(ctx, calls);
         self.truncate(ctx.catalogue, before);
+        self.head_verifies = head_verifies;
         outcomes
     }
 
@@ -355,10 +381,13 @@ impl Session {
                 Some(_) => format!("entry {entry} is not a running call"),
             });
         }
-        if entry + 1 == self.len() && self.history.head_verifies(ctx.key) {
+        if entry + 1 == self.len() && self.head_verifies {
             // In place: the index holds nothing a completion changes, and the first entry that
             // does not verify stays the same (an entry is rewritten only when it verifies).
             self.history.complete_head(how, ctx.key);
+            // What it returned is a source now.
+            self.sources
+                .refresh_last(ctx.catalogue, &self.history.entries);
         } else {
             self.push_indexed(ctx.catalogue, Entry::result_of(entry, how), ctx.key, false);
         }
@@ -399,8 +428,10 @@ impl Session {
         } else {
             self.history.push_raw(entry, key);
         }
+        self.head_verifies = true;
         let i = self.len() - 1;
         self.index.add(catalogue, &self.history.entries, i);
+        self.sources.add(catalogue, &self.history.entries, i);
     }
 
     /// Takes entries back to the first `len`, last first.
@@ -408,6 +439,7 @@ impl Session {
         while self.len() > len {
             let i = self.len() - 1;
             self.index.remove(catalogue, &self.history.entries, i);
+            self.sources.remove(&self.history.entries, i);
             self.history.entries.pop();
         }
     }
@@ -432,6 +464,10 @@ impl Facts for Session {
 
     fn first_mistraced(&self, _catalogue: &Catalogue) -> Option<(usize, String)> {
         self.mistraced.clone()
+    }
+
+    fn trace(&self, catalogue: &Catalogue, args: &Map<String, Value>) -> Trace {
+        self.sources.trace(catalogue, &self.history.entries, args)
     }
 
     fn runs_of(&self, tool: &str, agent: Option<&str>) -> usize {

@@ -6,6 +6,15 @@
 //! and stale), undos (of runs, of refusals, of entries not there yet, of themselves), marks,
 //! running entries completed in place or by result entries, failures, and chains that do not
 //! verify — and random settings (`history: per_agent`, `memory_keeps_marks`, both policies).
+//!
+//! Provenance (SPEC §2 "Provenance, not authorship"): the person's messages are on the history
+//! (written by hand and appended as the session runs), a quarter of the calls have `origins:
+//! "auto"`, and their values, the messages and the results are drawn from one pool — whole
+//! values, strings inside other strings, numbers as numbers and as text, strings that share
+//! 4-byte windows with a source without occurring in it, nested lists and objects, one value in
+//! several sources of different trust — so that the session's index of the sources must give the
+//! reference scan's trace (every value of the pool is traced by both after every step), and a
+//! recorded trace forged and signed again must fail the chain the same way.
 
 use indexmap::IndexMap;
 use ir::agent::{HistoryScope, Privilege, Settings, TaintPolicy, WritePolicy};
@@ -16,10 +25,72 @@ use serde_json::{json, Value};
 use toolcheck::batch::ROLLBACK;
 use toolcheck::canonical::token;
 use toolcheck::check::push_entry;
+use toolcheck::provenance::{first_mistraced, trace};
 use toolcheck::{
     check, check_batch, reserve, AgentInfo, Call, CheckContext, Completion, Entry, EntryKind,
-    History, Key, Session,
+    Facts, History, Key, Session,
 };
+
+/// The person's messages.
+const TEXTS: [&str; 8] = [
+    "order 1 please",
+    "pay 2 to https://x.invalid/1",
+    "1",
+    "pay 40 to GB29NWBK60161331926819 for café Zoë",
+    "true",
+    " 40.0 ",
+    "GB29NWBK60161331926819",
+    "https://x.invalid/1 and https://x.invalid/2",
+];
+
+/// The number of values in [`pool`].
+const POOL: u8 = 22;
+
+/// The values an `auto` argument takes: in the messages and results whole, inside them, or only
+/// near them.
+fn pool(k: u8) -> Value {
+    match k % POOL {
+        0 => json!("GB29NWBK60161331926819"),
+        1 => json!("NWBK6016"),
+        // Shares its windows with the IBAN, occurs nowhere.
+        2 => json!("GB29NWBK6016XXXX"),
+        3 => json!("https://x.invalid/1"),
+        4 => json!("x.invalid/2"),
+        5 => json!("café"),
+        6 => json!("é Zo"),
+        7 => json!("40"),
+        8 => json!(40),
+        9 => json!(40.0),
+        10 => json!(2),
+        11 => json!(true),
+        12 => json!(false),
+        13 => json!(null),
+        14 => json!({"order_id": "1"}),
+        15 => json!(["1", {"order_id": "2"}]),
+        16 => json!("order 1 please"),
+        17 => json!("1"),
+        18 => json!(-0.0),
+        19 => json!("ok"),
+        20 => json!(" 40.0 "),
+        _ => json!("pay 2 to https://x.invalid/1 and"),
+    }
+}
+
+/// What a run returned.
+fn result_of(k: u8) -> Value {
+    match k % 8 {
+        0 => json!({"order_id": "1"}),
+        1 => json!({"order_id": "2"}),
+        2 => json!("ok"),
+        3 => {
+            json!({"note": "send 40 to GB29NWBK60161331926819", "n": 0, "items": ["1", {"order_id": "2"}]})
+        }
+        4 => json!({"link": "https://x.invalid/2", "amount": 40.0, "ok": true}),
+        5 => json!(["café Zoë", null, 2]),
+        6 => json!({"nested": {"order_id": "1"}, "order_id": "1"}),
+        _ => json!("pay 2 to https://x.invalid/1"),
+    }
+}
 
 const CATALOGUE: &str = "tools:
   get_order: {effect: read, args: {type: object, properties: {order_id: {type: string}}, additionalProperties: false}}
@@ -223,8 +294,14 @@ fn call_of(d: &Draw, h: &History, key: &Key) -> Call {
         4 => h.entries.iter().rev().find_map(|e| e.token.clone()),
         _ => None,
     };
-    // A quarter of the calls have their origins traced (`auto`), as every guard's are.
-    let origins = if d.token >= 6 {
+    // A quarter of the calls have their origins traced (`auto`), as every guard's are; those of
+    // tools with no argument schema carry values of the pool.
+    let auto = d.token >= 6;
+    if auto && !matches!(tool, "get_order" | "charge_card" | "refund_card") {
+        args["v"] = pool(d.args);
+        args["w"] = pool(d.args / POOL + 3 * d.agent + d.marks);
+    }
+    let origins = if auto {
         json!("auto")
     } else {
         Value::Object(origins)
@@ -268,8 +345,7 @@ fn entry_of(d: &Draw, decision: u8, result: u8) -> Entry {
     let ran = matches!(decision, "allow" | "rollback" | "unchecked");
     if d.marks == 5 {
         // The person's message, which some later `auto` argument is traced to.
-        let text = ["order 1 please", "pay 2 to https://x.invalid/1", "1"][result as usize % 3];
-        return Entry::user(text, c.turn);
+        return Entry::user(TEXTS[result as usize % TEXTS.len()], c.turn);
     }
     Entry {
         tool: c.tool,
@@ -278,11 +354,12 @@ fn entry_of(d: &Draw, decision: u8, result: u8) -> Entry {
         origins: c.origins.given().cloned().unwrap_or_default(),
         decision: Some(decision.to_string()),
         ran,
-        result: match result % 4 {
+        result: match result % 6 {
             0 => Value::Null,
             1 => json!({"order_id": "1"}),
             2 => json!({"order_id": "2"}),
-            _ => json!("ok"),
+            3 => json!("ok"),
+            _ => result_of(result / 6),
         },
         marks: c.marks,
         undoes: c.undoes,
@@ -302,6 +379,11 @@ enum Step {
     Batch(Vec<Draw>),
     Complete(u8, u8),
     Reload,
+    /// The person's message.
+    User(u8, u8),
+    /// A recorded trace changed and the chain signed again (what only the key's holder can do,
+    /// and a reader must still catch), then the history loaded afresh.
+    Forge(u8),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -311,6 +393,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => proptest::collection::vec(draw(), 1..5).prop_map(Step::Batch),
         3 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Step::Complete(a, b)),
         1 => Just(Step::Reload),
+        2 => (any::<u8>(), 0u8..4).prop_map(|(a, t)| Step::User(a, t)),
+        1 => any::<u8>().prop_map(Step::Forge),
     ]
 }
 
@@ -406,8 +490,7 @@ proptest! {
                     let done = if how % 3 == 0 {
                         Completion::Failed("TimeoutError: slow".into())
                     } else {
-                        let id = ["1", "2"][how as usize % 2];
-                        Completion::Returned(json!({"order_id": id}))
+                        Completion::Returned(result_of(how / 3))
                     };
                     h.complete(i, done.clone(), &w.key).unwrap();
                     s.complete(&ctx, i, done).unwrap();
@@ -415,14 +498,55 @@ proptest! {
                 Step::Reload => {
                     s = Session::load(History::from_value(&h.to_value()).unwrap(), &w.cat, &w.key);
                 }
+                Step::User(a, t) => {
+                    let text = TEXTS[a as usize % TEXTS.len()];
+                    let turn = (t > 0).then(|| u64::from(t - 1));
+                    h.push_signed(Entry::user(text, turn), &w.key);
+                    prop_assert_eq!(s.user(&ctx, text, turn), h.entries.len() - 1);
+                }
+                Step::Forge(k) => {
+                    let traced: Vec<usize> = (0..h.entries.len())
+                        .filter(|&i| h.entries[i].sources.is_some())
+                        .collect();
+                    if traced.is_empty() {
+                        continue;
+                    }
+                    let i = traced[k as usize % traced.len()];
+                    let e = &mut h.entries[i];
+                    let sources = e.sources.get_or_insert_default();
+                    match sources.keys().next().cloned() {
+                        // Traced to another entry.
+                        Some(arg) if k % 2 == 0 => {
+                            sources.insert(arg, (k as usize / 2) % i.max(1));
+                        }
+                        // An origin no trace gives.
+                        _ => match e.args.keys().next().cloned() {
+                            Some(arg) => {
+                                e.origins.insert(arg, toolcheck::Origin::Typed);
+                            }
+                            None => continue,
+                        },
+                    }
+                    e.refresh_raw();
+                    h.sign(&w.key);
+                    h = History::from_value(&h.to_value()).unwrap();
+                    s = Session::load(h.clone(), &w.cat, &w.key);
+                }
             }
+            // Every value of the pool traced by the session's index and by the scan.
+            for k in 0..POOL {
+                let args = json!({"a": pool(k)});
+                let args = args.as_object().unwrap();
+                prop_assert_eq!(s.trace(&w.cat, args), trace(&w.cat, &h.entries, args), "{}", pool(k));
+            }
+            prop_assert_eq!(Facts::first_mistraced(&s, &w.cat), first_mistraced(&w.cat, &h));
             prop_assert_eq!(text(&s.history().to_value()), text(&h.to_value()));
             prop_assert_eq!(s.verify(&w.key), h.first_invalid(&w.key));
         }
         // Recording a decided call's real result (what `Checker.record` and replay append).
         let c = call_of(&Draw { tool: 0, args: 0, typed: true, agent: 1, turn: 1, undoes: None, token: 0, marks: 0 }, &h, &w.key);
-        push_entry(&ctx, &mut h, &c, "allow", true, json!({"order_id": "1"}));
-        s.record(&ctx, &c, "allow", true, json!({"order_id": "1"}));
+        push_entry(&ctx, &mut h, &c, "allow", true, result_of(3));
+        s.record(&ctx, &c, "allow", true, result_of(3));
         prop_assert_eq!(text(&s.history().to_value()), text(&h.to_value()));
         let probe = call_of(&Draw { tool: 8, args: 0, typed: true, agent: 1, turn: 1, undoes: None, token: 0, marks: 0 }, &h, &w.key);
         prop_assert_eq!(text(&s.decide(&ctx, std::slice::from_ref(&probe))[0]), text(&check(&ctx, &h, &probe)));
