@@ -2,7 +2,7 @@
 //! order and the gate were decided by `report::findings`.
 
 use crate::report::shown::ObligationShown;
-use crate::report::tasks::TaskShown;
+use crate::report::tasks::{TaskShown, TaskVerdict};
 use crate::report::types::{AnyLength, CodeReport, SessionSteps, StopReason};
 use crate::report::{CrossCheck, Finding, Report, Standing};
 use serde_json::{json, Value};
@@ -158,7 +158,7 @@ fn task_json(t: &TaskShown) -> Value {
     if let Some(p) = &t.prompt {
         doc["prompt"] = json!(p);
     }
-    if let crate::tasks::TaskVerdict::Undecided(why) = &t.verdict {
+    if let TaskVerdict::Undecided(why) = &t.verdict {
         doc["why"] = json!(why);
     }
     if let Some(b) = &t.blocking {

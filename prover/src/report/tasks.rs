@@ -6,7 +6,8 @@
 
 use super::{Finding, VerdictWord};
 use crate::proof::Proof;
-use crate::tasks::{Blocking, TaskOutcome, TaskVerdict};
+use crate::tasks::TaskOutcome;
+pub use crate::tasks::{Blocking, TaskVerdict};
 use ir::task::Person;
 use ir::{Loc, Project};
 use obligations::catalog::Catalogued;
