@@ -258,3 +258,27 @@ fn a_tasks_file_naming_what_the_project_lacks_is_refused_at_its_line() {
         "{text}"
     );
 }
+
+#[test]
+fn diff_shows_the_tasks_that_changed() {
+    let dir = Scratch::new("tasks-diff");
+    let one = verify(&dir, &["--format", "json", "--session-steps", "1"]);
+    let two = verify(&dir, &["--format", "json", "--session-steps", "2"]);
+    std::fs::write(dir.join("one.json"), &one.stdout).unwrap();
+    std::fs::write(dir.join("two.json"), &two.stdout).unwrap();
+    let o = crate::qls_in(&dir, &["diff", "one.json", "two.json"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.ends_with("Tasks changed: 1\n  charge: impossible -> needs_person\n"),
+        "{text}"
+    );
+    // Reports without tasks say nothing of them.
+    let shop = root().join("examples/shop/agent.yaml");
+    let plain = crate::qls_in(
+        &dir,
+        &["verify", shop.to_str().unwrap(), "--format", "json"],
+    );
+    std::fs::write(dir.join("plain.json"), &plain.stdout).unwrap();
+    let o = crate::qls_in(&dir, &["diff", "plain.json", "plain.json"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("Tasks"));
+}
