@@ -518,4 +518,46 @@ mod tests {
         let m = monitor(&p, &l, &t, Person::Any, RuleId::QG024, &[Query::Done(0)]);
         assert!(!reachable(&m.ts, &m.obligations[0]));
     }
+
+    #[test]
+    fn a_person_kills_a_task_that_runs_without_one_and_untrusted_content_comes_first() {
+        // One desk: `d0_lookup` runs only behind the human's approval.
+        let p = handoff_chain(1);
+        let l = lower(&p, 1, 12);
+        let mut t = task("lookup", &[("d0_lookup", &[])]);
+        let m = monitor(&p, &l, &t, Person::None, RuleId::QG024, &[Query::Done(0)]);
+        assert!(!reachable(&m.ts, &m.obligations[0]), "a person approved it");
+        t.person = Person::Any;
+        let m = monitor(&p, &l, &t, Person::Any, RuleId::QG024, &[Query::Done(0)]);
+        assert!(reachable(&m.ts, &m.obligations[0]));
+        // The secret read after the untrusted one: the monitor reads the acting agent's mark.
+        let mut t = task("after", &[("d0_secret", &[])]);
+        t.after_untrusted = true;
+        let m = monitor(&p, &l, &t, Person::None, RuleId::QG025, &[Query::Done(0)]);
+        assert!(reachable(&m.ts, &m.obligations[0]));
+        // Within a step limit that leaves room for one call only, nothing comes after it.
+        let short = lower(&p, 1, 3);
+        let m = monitor(
+            &p,
+            &short,
+            &t,
+            Person::None,
+            RuleId::QG025,
+            &[Query::Done(0)],
+        );
+        let plain = task("plain", &[("d0_secret", &[])]);
+        let mp = monitor(
+            &p,
+            &short,
+            &plain,
+            Person::None,
+            RuleId::QG025,
+            &[Query::Done(0)],
+        );
+        assert!(reachable(&mp.ts, &mp.obligations[0]), "the read alone fits");
+        assert!(
+            !reachable(&m.ts, &m.obligations[0]),
+            "no room for the untrusted read first"
+        );
+    }
 }
