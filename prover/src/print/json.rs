@@ -161,6 +161,9 @@ fn task_json(t: &TaskShown) -> Value {
     if let TaskVerdict::Undecided(why) = &t.verdict {
         doc["why"] = json!(why);
     }
+    if let Some((bfs, bmc)) = t.with_person {
+        doc["with_person"] = json!({"bfs": bfs, "bmc": bmc});
+    }
     if let Some(b) = &t.blocking {
         doc["blocking"] =
             json!({"call": b.call, "tool": b.tool, "decision": b.decision, "reasons": b.reasons});

@@ -33,6 +33,8 @@ pub struct TaskShown {
     pub verdict: TaskVerdict,
     /// What the BFS and Z3 said of the task as declared.
     pub engines: (VerdictWord, VerdictWord),
+    /// What they said of a user task with a person, where it was asked that too.
+    pub with_person: Option<(VerdictWord, VerdictWord)>,
     /// The run that executes it (a possible task, a reachable goal, or the run with a person).
     pub witness: Option<Witness>,
     /// For a user task that needs a person or is impossible: where it stops.
@@ -56,6 +58,7 @@ impl TaskShown {
             calls: o.task.calls.iter().map(|c| c.tool.clone()).collect(),
             verdict: o.verdict.clone(),
             engines: (o.main.bfs, o.main.bmc),
+            with_person: o.with_person.as_ref().map(|a| (a.bfs, a.bmc)),
             witness: o.witness().cloned(),
             blocking: o.blocking.clone(),
             confirms: o.confirms,
