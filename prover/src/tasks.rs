@@ -516,3 +516,63 @@ fn blocking_call(cx: &Ctx<'_>, states: &mut u64) -> Option<Blocking> {
         reasons,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proof::Engines;
+    use std::time::Duration;
+
+    /// The shop with one possible user task and one blocked goal (`examples/shop/tasks.yaml`).
+    fn shop() -> Project {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop");
+        let mut p = readers::load_project(&root.join("agent.yaml")).expect("the shop loads");
+        readers::add_tasks_file(&mut p, &root.join("tasks.yaml"), "tasks.yaml")
+            .expect("its tasks load");
+        p
+    }
+
+    #[test]
+    fn both_engines_decide_each_task_and_a_blind_bfs_is_a_disagreement() {
+        let p = shop();
+        let o = Options::for_project(&p);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let out = prove_tasks(&p, &o, deadline);
+        let seen: Vec<(&str, &TaskVerdict, VerdictWord, VerdictWord)> = out
+            .iter()
+            .map(|t| (t.task.name.as_str(), &t.verdict, t.main.bfs, t.main.bmc))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    "look_up",
+                    &TaskVerdict::Possible,
+                    VerdictWord::Reachable,
+                    VerdictWord::Reachable
+                ),
+                (
+                    "inbox_refund",
+                    &TaskVerdict::Blocked,
+                    VerdictWord::Unreachable,
+                    VerdictWord::Unreachable
+                ),
+            ]
+        );
+        assert!(out.iter().all(|t| !t.disagreement()));
+        // The possible task's witness replayed through the task's concrete check.
+        let (_, r) = out[0].main.witness.as_ref().expect("a witness");
+        assert_eq!(r.outcome, ReplayOutcome::Reproduced);
+        // A BFS that reports every reachable verdict unreachable disagrees with Z3 on the
+        // possible task: QG312, and the verdict is still Z3's witness, replayed.
+        let blind = Options {
+            fault_bfs_blind: true,
+            engines: Engines::Both,
+            ..o
+        };
+        let out = prove_tasks(&p, &blind, deadline);
+        assert!(out[0].disagreement());
+        assert_eq!(out[0].verdict, TaskVerdict::Possible);
+        assert!(!out[1].disagreement());
+    }
+}
