@@ -51,12 +51,8 @@ fn verify(dir: &Path, extra: &[&str]) -> std::process::Output {
 }
 
 fn json(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}",
-            String::from_utf8_lossy(&o.stderr).to_string()
-        )
-    })
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stderr)))
 }
 
 /// (verdict, bfs, bmc, has a witness) per task, by name.
