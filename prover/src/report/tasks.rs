@@ -117,7 +117,11 @@ pub(super) fn tasks(
     let mut shown = vec![];
     for task in p.tasks.values() {
         let Some(o) = proof.tasks.iter().find(|o| o.task.name == task.name) else {
-            let rule = if task.is_goal() { "QG025" } else { "QG024" };
+            let rule = if task.is_goal() {
+                obligations::catalog::QG025
+            } else {
+                obligations::catalog::QG024
+            };
             undecided_gate.push(format!("{rule}:{}", task.name));
             continue;
         };
