@@ -54,6 +54,9 @@ pub struct RepairArgs {
     /// a pinned package an advisory affects is upgraded there to its fixed version.
     #[arg(long)]
     pub dependencies: Vec<std::path::PathBuf>,
+    /// Tasks (SPEC §1.5) in a YAML or JSON file, as `verify --tasks` takes them.
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<std::path::PathBuf>,
     /// Print the search's time, proofs and counterexamples to stderr.
     #[arg(long)]
     pub timings: bool,
@@ -69,6 +72,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
     };
     let mut job = Job::new(inputs);
     job.dependencies = args.dependencies.clone();
+    job.tasks = args.tasks.clone();
     job.depth.session_steps = args.session_steps;
     job.depth.step_limit = args.step_limit;
     job.engines = prover::proof::Engines::Both;

@@ -216,6 +216,10 @@ pub struct VerifyArgs {
     /// Its packages are checked against the shipped advisories (QG022) and for pins (QG106).
     #[arg(long)]
     pub dependencies: Vec<PathBuf>,
+    /// Tasks (SPEC §1.5) in a YAML or JSON file: the mapping agent.yaml's `tasks:` holds. Each
+    /// user task is decided possible or not (QG024), each attack goal reachable or not (QG025).
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<PathBuf>,
     /// Also write the report as SARIF 2.1.0 to this file (from the same run as stdout's).
     #[arg(long, value_name = "FILE")]
     pub sarif: Option<PathBuf>,
@@ -233,6 +237,7 @@ impl VerifyArgs {
         let mut job = Job::new(self.inputs.job_inputs()?);
         job.code_checks = !self.inputs.no_code_checks;
         job.dependencies = self.dependencies.clone();
+        job.tasks = self.tasks.clone();
         job.depth.session_steps = self.session_steps;
         job.depth.step_limit = self.step_limit;
         job.engines = self.engine.engines();
@@ -674,12 +679,18 @@ pub struct SolveArgs {
     /// How to read LangGraph's graph JSON given as the job's export.
     #[command(flatten)]
     pub langgraph: LangGraphArgs,
+    /// Tasks (SPEC §1.5) in a YAML or JSON file, as `verify --tasks` takes them.
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<PathBuf>,
 }
 
 /// Runs `qls solve`: the findings JSON of a graph job on stdout; exit 0/1 as the gate.
 pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
     let file = prover::job::GraphJobFile::read(&args.job, args.langgraph.options())?;
-    let loaded = prover::session::load(file.inputs(), file.dependencies()).map_err(lift)?;
+    let mut loaded = prover::session::load(file.inputs(), file.dependencies()).map_err(lift)?;
+    if let Some(t) = &args.tasks {
+        prover::session::add_tasks(&mut loaded, t).map_err(lift)?;
+    }
     print_notes(&loaded.notes, Shown::GraphReader);
     let job = file.job()?;
     let session = Session::new(job, loaded).map_err(lift)?;

@@ -36,6 +36,7 @@ pub const PROOF_OPTIONS: &[&str] = &[
     "baseline",
     "rules_uri",
     "dependencies",
+    "tasks",
     "sarif",
     "json",
 ];
@@ -120,6 +121,7 @@ impl VerifyArgs {
             "baseline" => self.baseline = Some(v.path()?),
             "rules_uri" => self.rules_uri = Some(v.text()?),
             "dependencies" => self.dependencies = v.list(Typed::path)?,
+            "tasks" => self.tasks = Some(v.path()?),
             "sarif" => self.sarif = Some(v.path()?),
             "json" => self.json = Some(v.path()?),
             _ => return Err(OptionError::Unknown(name.to_string())),

@@ -30,6 +30,8 @@ pub struct Suppression {
 pub struct Baseline {
     /// Fingerprint → the finding.
     pub findings: BTreeMap<String, BaselineFinding>,
+    /// Task name → its verdict (`possible`, `impossible`, …), for a report with tasks (SPEC §1.5).
+    pub tasks: BTreeMap<String, String>,
 }
 
 /// One finding of a baseline or of a report being compared.

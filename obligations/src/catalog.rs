@@ -105,7 +105,8 @@ const fn entry(family: &[Rule], id: RuleId) -> Rule {
 }
 
 use crate::rules::{
-    arguments, cross_check, data_flow, graph, handoff, rulebook, supply_chain, tool_check, undo,
+    arguments, cross_check, data_flow, graph, handoff, rulebook, supply_chain, tasks, tool_check,
+    undo,
 };
 
 /// Every family's table, for the test that each entry is registered once.
@@ -118,6 +119,7 @@ const FAMILIES: &[&[Rule]] = &[
     handoff::ENTRIES,
     rulebook::ENTRIES,
     supply_chain::ENTRIES,
+    tasks::ENTRIES,
     tool_check::ENTRIES,
     undo::ENTRIES,
 ];
@@ -146,12 +148,14 @@ registry! {
     QG021 = 20 => data_flow,
     QG022 = 21 => rulebook,
     QG023 = 22 => graph,
-    QG101 = 23 => tool_check,
-    QG104 = 24 => tool_check,
-    QG105 = 25 => undo,
-    QG106 = 26 => supply_chain,
-    QG107 = 27 => supply_chain,
-    QG312 = 28 => cross_check,
+    QG024 = 23 => tasks,
+    QG025 = 24 => tasks,
+    QG101 = 25 => tool_check,
+    QG104 = 26 => tool_check,
+    QG105 = 27 => undo,
+    QG106 = 28 => supply_chain,
+    QG107 = 29 => supply_chain,
+    QG312 = 30 => cross_check,
 }
 
 pub use ir::vocab::RuleId;

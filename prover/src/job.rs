@@ -32,6 +32,8 @@ pub struct Job {
     /// Whether the code checks read the tools' own code (`--no-code-checks` turns them off:
     /// the modules agent.yaml names are not looked for, and the report says so).
     pub code_checks: bool,
+    /// `--tasks FILE`: tasks (SPEC §1.5) beside agent.yaml's own, the only way for a graph.
+    pub tasks: Option<PathBuf>,
 }
 
 impl Job {
@@ -46,6 +48,7 @@ impl Job {
             budgets: Budgets::default(),
             outputs: Outputs::default(),
             code_checks: true,
+            tasks: None,
         }
     }
 }

@@ -15,4 +15,5 @@ pub mod refine;
 pub mod repair;
 pub mod report;
 pub mod session;
+pub mod tasks;
 pub mod triage;

@@ -145,11 +145,13 @@ pub struct Proof {
     /// ran out before the system was lowered): every obligation is then undecided, the report
     /// says the proof did not run (SPEC §3 Nothing is proved silently less) and the gate fails.
     pub not_run: Option<String>,
+    /// Per task of the project (SPEC §1.5), in declaration order: empty when no proof ran.
+    pub tasks: Vec<crate::tasks::TaskOutcome>,
 }
 
 /// Combines two verdicts: a reachable one (BFS's witness first, for determinism) wins, then an
 /// unreachable one for any length, then a bounded one; undecided only when no engine decided.
-fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
+pub(crate) fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
     let all: Vec<&Verdict> = bfs.into_iter().chain(bmc).collect();
     if let Some(v) = all.iter().find(|v| matches!(v, Verdict::Reachable(_))) {
         return (*v).clone();
@@ -192,7 +194,7 @@ impl Options {
 /// Under `any`, a bounded "no bad step within d steps" proves nothing about longer sessions:
 /// when neither the BFS fixpoint nor a closed induction decided, the obligation is undecided
 /// (never clean), whatever the bounded answer.
-fn for_any_length(v: Verdict) -> Verdict {
+pub(crate) fn for_any_length(v: Verdict) -> Verdict {
     match v {
         Verdict::Unreachable { depth } => Verdict::undecided(
             StopReason::NotProvedForAnyLength,
@@ -229,7 +231,7 @@ pub type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
 /// Runs the engines side by side within one deadline. Under `any` the BFS searches the
 /// looping system to its fixpoint and Z3 tries k-induction (with its bounded answer where the
 /// induction does not close); otherwise both search to the system's depth.
-fn run_engines(
+pub(crate) fn run_engines(
     ts: &TransitionSystem,
     obls: &[Obligation],
     o: &Options,
@@ -493,6 +495,8 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     for x in outcomes.iter_mut() {
         keep_evidence(x);
     }
+    // The tasks after the obligations, within what is left of the same deadline.
+    let tasks = crate::tasks::prove_tasks(p, o, deadline);
     Proof {
         ts,
         outcomes,
@@ -500,6 +504,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         bmc: m,
         fixpoint_turns,
         not_run: None,
+        tasks,
     }
 }
 
@@ -620,6 +625,7 @@ fn not_run(
         bmc,
         fixpoint_turns: None,
         not_run: Some(why),
+        tasks: Vec::new(),
     }
 }
 

@@ -7,6 +7,7 @@
 //! obligations and the witnesses' steps is in it too ([`shown`]), so they read nothing else.
 
 pub mod shown;
+pub mod tasks;
 
 /// The types the report's fields are made of, named here so that a printer imports the report
 /// alone (`architecture::the_printers_read_only_the_report`).
@@ -187,6 +188,11 @@ pub struct Report {
     pub obligations: Vec<shown::ObligationShown>,
     /// The states the BFS stored, when it ran.
     pub states: Option<u64>,
+    /// Per task (SPEC §1.5), in declaration order.
+    pub tasks: Vec<tasks::TaskShown>,
+    /// The tasks' summary line (`Tasks: 7 of 9 possible without a person; …`), when there are
+    /// tasks.
+    pub tasks_line: Option<String>,
 }
 
 impl Report {
@@ -374,7 +380,8 @@ pub fn build(
 /// report it returns is complete: printers only format it.
 pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
     let mut found = structural(p);
-    let verdicts = reachability(p, proof, rq.depth, &mut found);
+    let mut verdicts = reachability(p, proof, rq.depth, &mut found);
+    let (task_list, tasks_line) = tasks::tasks(p, proof, &mut found, &mut verdicts.undecided_gate);
     if let Some(dir) = rq.keep {
         name_witness_files(&mut found, dir);
     }
@@ -417,6 +424,8 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
         read: shown::Read::of(p),
         obligations: shown::ObligationShown::all(proof, rq.depth.0),
         states: proof.bfs.as_ref().map(|b| b.cost.states),
+        tasks: task_list,
+        tasks_line,
     };
     crate::triage::apply_suppressions(&mut r, p, rq.today);
     fingerprint_and_order(&mut r, &proof.ts);

@@ -55,16 +55,13 @@ pub enum Note {
     Catalogue(String),
     /// A `--dependencies` reader (what it left out: the project's own local packages, …).
     Dependencies(String),
-    /// Tasks read and checked but not decided (SPEC §1.5): the proof does not decide them yet,
-    /// and says so rather than drop them silently.
-    Tasks(String),
 }
 
 impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Note::Graph { file, text } => write!(f, "{file}: {text}"),
-            Note::Catalogue(text) | Note::Dependencies(text) | Note::Tasks(text) => {
+            Note::Catalogue(text) | Note::Dependencies(text) => {
                 write!(f, "{text}")
             }
         }
@@ -95,7 +92,18 @@ pub fn load(inputs: &Inputs, dependencies: &[std::path::PathBuf]) -> Result<Load
 /// [`load`] for a job: its inputs and dependencies, the tools' code read only when its code
 /// checks are on.
 pub fn load_job(job: &Job) -> Result<Loaded, SessionError> {
-    load_with(&job.inputs, &job.dependencies, job.code_checks)
+    let mut loaded = load_with(&job.inputs, &job.dependencies, job.code_checks)?;
+    if let Some(path) = &job.tasks {
+        add_tasks(&mut loaded, path)?;
+    }
+    Ok(loaded)
+}
+
+/// Adds the tasks of a `--tasks FILE` (YAML or JSON, SPEC §1.5) to the loaded project.
+pub fn add_tasks(loaded: &mut Loaded, path: &Path) -> Result<(), SessionError> {
+    let name = readers::display_name(&path.display().to_string());
+    readers::add_tasks_file(&mut loaded.project, path, &name)?;
+    Ok(())
 }
 
 /// [`load`], the tools' own code read for the code checks only when `code_checks`; turned off,
@@ -185,27 +193,14 @@ fn load_inputs(inputs: &Inputs, code_checks: bool) -> Result<Loaded, SessionErro
     }
 }
 
-/// What the readers noted on the project: its catalogues' notes, and tasks it cannot decide yet.
+/// What the readers noted on the project: its catalogues' notes.
 fn catalogue_notes(p: &Project) -> Vec<Note> {
-    let mut notes: Vec<Note> = p
-        .catalogue
+    p.catalogue
         .notes
         .iter()
         .cloned()
         .map(Note::Catalogue)
-        .collect();
-    if let Some(first) = p.tasks.values().next() {
-        let names: Vec<&str> = p.tasks.keys().map(String::as_str).collect();
-        notes.push(Note::Tasks(format!(
-            "{}:{}: {} task(s) read and checked ({}); this version does not decide tasks \
-             (QG024, QG025): they are not in this report",
-            first.at.file,
-            first.at.line,
-            names.len(),
-            names.join(", ")
-        )));
-    }
-    notes
+        .collect()
 }
 
 /// A job with its inputs loaded and its depth resolved.

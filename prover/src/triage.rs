@@ -148,6 +148,10 @@ pub struct Diff {
     pub disappeared: Vec<BaselineFinding>,
     /// In both, with another severity or message (a moved line is not a change): (old, new).
     pub changed: Vec<(BaselineFinding, BaselineFinding)>,
+    /// Tasks whose verdict changed, appeared or went, by name: (name, old, new).
+    pub tasks: Vec<(String, Option<String>, Option<String>)>,
+    /// Whether either report has tasks (only then does the text speak of them).
+    pub with_tasks: bool,
 }
 
 /// Compares two reports.
@@ -165,6 +169,15 @@ pub fn diff(old: &Baseline, new: &Baseline) -> Diff {
     for (fp, o) in &old.findings {
         if !new.findings.contains_key(fp) {
             d.disappeared.push(o.clone());
+        }
+    }
+    d.with_tasks = !old.tasks.is_empty() || !new.tasks.is_empty();
+    let names: std::collections::BTreeSet<&String> =
+        old.tasks.keys().chain(new.tasks.keys()).collect();
+    for name in names {
+        let (o, n) = (old.tasks.get(name), new.tasks.get(name));
+        if o != n {
+            d.tasks.push((name.clone(), o.cloned(), n.cloned()));
         }
     }
     d
@@ -200,6 +213,13 @@ impl Diff {
             s.push_str(&format!("  {} -> {}\n", show(o), show(n)));
             if o.message != n.message {
                 s.push_str(&format!("    was: {}\n    now: {}\n", o.message, n.message));
+            }
+        }
+        if self.with_tasks {
+            s.push_str(&format!("Tasks changed: {}\n", self.tasks.len()));
+            let word = |v: &Option<String>| v.clone().unwrap_or_else(|| "absent".into());
+            for (name, o, n) in &self.tasks {
+                s.push_str(&format!("  {name}: {} -> {}\n", word(o), word(n)));
             }
         }
         s

@@ -83,10 +83,17 @@ def verify(path_or_graph: PathLike | Export | tuple[dict, dict], **options: Any)
     options (``session_steps=2``, ``replay=True``, ``sarif="qls.sarif"``, ``rulebook=…``), each
     handed to the native proof as a typed value (no command line between).
 
+    ``tasks=`` (SPEC §1.5) is a tasks file's path, or the mapping itself (task name → task, as
+    agent.yaml's ``tasks:``), handed over as a JSON file; the verdicts are ``result.report["tasks"]``.
+
     A bad input or option raises ``QlsInputError``; the gate's verdict is ``result.exit_code``.
     """
     with tempfile.TemporaryDirectory(prefix="qls-verify-") as tmp:
         agent, opts = verify_inputs(path_or_graph, tmp, options)
+        if isinstance(opts.get("tasks"), Mapping):
+            tasks_file = Path(tmp) / "tasks.json"
+            tasks_file.write_text(json.dumps({"tasks": dict(opts["tasks"])}), encoding="utf-8")
+            opts["tasks"] = str(tasks_file)
         try:
             code, text, report = _native.verify(agent, opts)
         except ValueError as e:

@@ -107,6 +107,28 @@ fn read_named(
     Ok(text)
 }
 
+/// Adds the tasks of a `--tasks FILE` to a loaded project (SPEC §1.5): read strictly, their
+/// names checked against the project's catalogue and agents, and the file recorded among the
+/// inputs. A task agent.yaml already declares is refused at the file's line.
+pub fn add_tasks_file(p: &mut Project, path: &Path, display: &str) -> Result<(), InputError> {
+    let text = read_text(path, display)?;
+    let read = tasks::read_tasks_file(display, &text)?;
+    let agents: Vec<&str> = p.graph.agents.keys().map(String::as_str).collect();
+    tasks::check_tasks(&read, &p.catalogue, &agents)?;
+    for (name, t) in &read {
+        if let Some(first) = p.tasks.get(name) {
+            return Err(InputError::at(
+                &t.at.file,
+                t.at.line,
+                format!("task `{name}` is declared twice: first at {}", first.at),
+            ));
+        }
+    }
+    record(&mut p.inputs, path, display, &text);
+    p.tasks.extend(read);
+    Ok(())
+}
+
 pub(crate) fn record(inputs: &mut Vec<Input>, path: &Path, display: &str, text: &str) {
     inputs.push(Input {
         file: display.to_string(),

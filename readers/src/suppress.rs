@@ -128,6 +128,17 @@ pub fn read_baseline(file: &str, text: &str) -> Result<Baseline, InputError> {
             },
         );
     }
+    // The tasks' verdicts, when the report has tasks: what `qls diff` compares of them.
+    if let Some(Value::Array(tasks)) = top.get("tasks").map(to_json) {
+        for t in tasks {
+            if let (Some(name), Some(verdict)) = (
+                t.get("name").and_then(|x| x.as_str()),
+                t.get("verdict").and_then(|x| x.as_str()),
+            ) {
+                out.tasks.insert(name.to_string(), verdict.to_string());
+            }
+        }
+    }
     Ok(out)
 }
 

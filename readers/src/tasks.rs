@@ -1,4 +1,4 @@
-//! SPEC §1.5 tasks: `tasks:` in agent.yaml (SPEC's `--tasks FILE` is not wired yet). Strict,
+//! SPEC §1.5 tasks: `tasks:` in agent.yaml, or a `--tasks FILE` ([`read_tasks_file`]). Strict,
 //! as every qls format: an unknown key, a wrong type, `never` with
 //! `person`, or an origin outside `typed | model | tool:<name> | any` is refused at its line;
 //! names that need the catalogue and the agents (a tool, an argument, `tool:<name>`, the agent)
@@ -24,6 +24,17 @@ pub fn read_tasks(file: &str, node: &Node) -> Result<Tasks, InputError> {
         out.insert(name.to_string(), read_task(file, name, line, n)?);
     }
     Ok(out)
+}
+
+/// Reads a `--tasks FILE` (YAML, or JSON by its `.json` extension): the mapping agent.yaml's
+/// `tasks:` holds, at the top of the file or under a top-level `tasks` key.
+pub fn read_tasks_file(file: &str, text: &str) -> Result<Tasks, InputError> {
+    let node = crate::yaml::load_by_extension(file, text)?;
+    let top = as_map(file, &node, "a tasks file")?;
+    match top.get("tasks") {
+        Some(inner) if top.entries().count() == 1 => read_tasks(file, inner),
+        _ => read_tasks(file, &node),
+    }
 }
 
 fn read_task(file: &str, name: &str, line: u32, node: &Node) -> Result<Task, InputError> {

@@ -10,4 +10,5 @@
 pub mod replay;
 pub mod stepper;
 pub mod stubs;
+pub mod task;
 pub mod witness;

@@ -244,6 +244,14 @@ pub struct Traced {
     pub entry: Option<usize>,
     /// The compensations a refusal's rollback ran, last write first.
     pub rollback: Vec<TracedRun>,
+    /// A person took part in the run (a token, or an approval at a human node): what a task
+    /// with `person: none` may not have (not in the trace's JSON).
+    #[serde(skip)]
+    pub person: bool,
+    /// The acting agent had read untrusted content by the call (the mark on the call, or its
+    /// provenance), for a task's `after: untrusted` (not in the trace's JSON).
+    #[serde(skip)]
+    pub external: bool,
 }
 
 /// One compensation a rollback ran.
@@ -330,7 +338,7 @@ pub fn replay_traced(p: &Project, w: &Witness) -> (ReplayOutcome, Vec<Traced>) {
     replay_traced_inner(p, w, true)
 }
 
-fn replay_traced_inner(
+pub(crate) fn replay_traced_inner(
     p: &Project,
     w: &Witness,
     want_violation: bool,
@@ -764,7 +772,16 @@ impl<'a> Run<'a> {
             Some(i) if ran => (Some(self.history.entries[i].result.clone()), Some(i)),
             _ => (None, None),
         };
+        let person = ran && (call.token.is_some() || self.approved);
+        let agent = call.agent.clone().unwrap_or_default();
+        let external = call.marks.iter().any(|m| m == Mark::External.as_str())
+            || self
+                .prov
+                .get(&agent)
+                .is_some_and(|s| s.contains(&Mark::External));
         self.trace.push(Traced {
+            person,
+            external,
             turn: st.turn,
             step: st.step,
             checked,

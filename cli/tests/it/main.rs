@@ -28,6 +28,7 @@ mod mcp_snapshot;
 mod overlay_keys;
 mod repair;
 mod sarif;
+mod tasks;
 mod triage;
 
 /// `qls` with `args`, run in `dir`.

@@ -8,6 +8,7 @@ pub mod lower;
 pub mod observe;
 pub mod regions;
 pub mod slice;
+pub mod task;
 #[cfg(test)]
 pub(crate) mod tiny;
 pub mod values;

@@ -2,6 +2,7 @@
 //! order and the gate were decided by `report::findings`.
 
 use crate::report::shown::ObligationShown;
+use crate::report::tasks::{TaskShown, TaskVerdict};
 use crate::report::types::{AnyLength, CodeReport, SessionSteps, StopReason};
 use crate::report::{CrossCheck, Finding, Report, Standing};
 use serde_json::{json, Value};
@@ -47,6 +48,10 @@ pub fn json(r: &Report) -> String {
     }
     if r.depth.0 == SessionSteps::Any {
         v["fixpoint_turns"] = json!(r.fixpoint_turns);
+    }
+    // Only with tasks: a report without them keeps its exact shape.
+    if r.tasks_line.is_some() {
+        v["tasks"] = json!(r.tasks.iter().map(task_json).collect::<Vec<_>>());
     }
     if let Some(c) = &r.code {
         v["code_checks"] = code_checks_json(r, c);
@@ -134,6 +139,37 @@ fn outcome_json(o: &ObligationShown) -> Value {
     // Under `any`: a reachable verdict's witness's turns.
     if let Some(turns) = o.turns {
         doc["turns"] = json!(turns);
+    }
+    doc
+}
+
+/// One task (docs/formats.md): its verdict and the engines' words, the witness, where a user
+/// task stops (the first call that cannot run as declared, the check's answer and reasons
+/// there), and the confirms of the run shown (`least`: proved the fewest any run needs).
+fn task_json(t: &TaskShown) -> Value {
+    let mut doc = json!({
+        "name": t.name, "kind": if t.goal { "attack_goal" } else { "user" },
+        "person": t.person, "at": t.at, "calls": t.calls,
+        "verdict": t.verdict.word(),
+        "bfs": t.engines.0, "bmc": t.engines.1,
+        "witness": t.witness,
+        "states": t.states,
+    });
+    if let Some(p) = &t.prompt {
+        doc["prompt"] = json!(p);
+    }
+    if let TaskVerdict::Undecided(why) = &t.verdict {
+        doc["why"] = json!(why);
+    }
+    if let Some((bfs, bmc)) = t.with_person {
+        doc["with_person"] = json!({"bfs": bfs, "bmc": bmc});
+    }
+    if let Some(b) = &t.blocking {
+        doc["blocking"] =
+            json!({"call": b.call, "tool": b.tool, "decision": b.decision, "reasons": b.reasons});
+    }
+    if let Some((n, least)) = t.confirms {
+        doc["confirms"] = json!({"count": n, "least": least});
     }
     doc
 }

@@ -279,6 +279,10 @@ fn summary(s: &mut String, r: &Report) {
             cross_check_line(s, partial);
         }
     }
+    if let Some(line) = &r.tasks_line {
+        s.push_str(line);
+        s.push('\n');
+    }
 }
 
 /// How many obligations the engines' verdicts were compared on, when not on all: "Cross-checked:
