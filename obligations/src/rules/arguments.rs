@@ -37,6 +37,8 @@ fn model_wrote(x: &Exec<'_>, acc: &mut Acc, rule: RuleId, code: bool) {
         .into_iter()
         .filter(|c| c.is_code() == Some(code))
         .filter_map(|c| x.l.choice_ids.get(&ChoiceKey::Origin(c)))
+        // The tool's own classes: another tool's may be declared where this one has none.
+        .filter(|c| x.c.choices.contains(c))
         .map(|c| choice_is(*c, 1))
         .collect());
     x.add(acc, rule, x.unconfirmed_and(wrote));
