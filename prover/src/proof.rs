@@ -228,6 +228,46 @@ pub fn for_batches(v: Verdict, inductive: bool) -> Verdict {
 /// Both engines' runs, and K from the BFS fixpoint under `any`.
 pub type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
 
+/// Query `i` as both engines' runs decided it: each engine's verdict (Z3's read for batches),
+/// whether they disagree (QG312), and the combined verdict (for sessions of any length, only
+/// what holds for every length). Obligations and tasks are decided alike through this.
+pub(crate) struct Decided {
+    pub(crate) bfs: Option<Verdict>,
+    pub(crate) bmc: Option<Verdict>,
+    pub(crate) verdict: Verdict,
+    pub(crate) disagreement: bool,
+}
+
+/// [`Decided`] of query `i` from the engines' runs `b` (BFS) and `m` (Z3).
+pub(crate) fn decided(
+    ts: &TransitionSystem,
+    b: &Option<EngineRun>,
+    m: &Option<EngineRun>,
+    i: usize,
+    session_steps: SessionSteps,
+) -> Decided {
+    let bv = b.as_ref().map(|r| r.verdicts[i].clone());
+    let mv = m.as_ref().map(|r| r.verdicts[i].clone());
+    let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
+    let mv = match mv {
+        Some(v) if ts.has_batches() => {
+            let inductive = m.as_ref().is_some_and(|r| r.inductive.contains(&i));
+            Some(for_batches(v, inductive))
+        }
+        other => other,
+    };
+    let mut verdict = combine(bv.as_ref(), mv.as_ref());
+    if session_steps == SessionSteps::Any {
+        verdict = for_any_length(verdict);
+    }
+    Decided {
+        bfs: bv,
+        bmc: mv,
+        verdict,
+        disagreement,
+    }
+}
+
 /// Runs the engines side by side within one deadline. Under `any` the BFS searches the
 /// looping system to its fixpoint and Z3 tries k-induction (with its bounded answer where the
 /// induction does not close); otherwise both search to the system's depth.
@@ -462,20 +502,12 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         .iter()
         .enumerate()
         .map(|(i, ob)| {
-            let bv = b.as_ref().map(|r| r.verdicts[i].clone());
-            let mv = m.as_ref().map(|r| r.verdicts[i].clone());
-            let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
-            let mv = match mv {
-                Some(v) if ts.has_batches() => {
-                    let inductive = m.as_ref().is_some_and(|r| r.inductive.contains(&i));
-                    Some(for_batches(v, inductive))
-                }
-                other => other,
-            };
-            let mut verdict = combine(bv.as_ref(), mv.as_ref());
-            if o.session_steps == SessionSteps::Any {
-                verdict = for_any_length(verdict);
-            }
+            let Decided {
+                bfs: bv,
+                bmc: mv,
+                verdict,
+                disagreement,
+            } = decided(&ts, &b, &m, i, o.session_steps);
             Outcome {
                 obligation: ob.clone(),
                 bfs: bv,

@@ -12,10 +12,10 @@
 //! asked once, as a user task is by default: without a person (a person's confirm is the
 //! defence the check asks for, as SPEC §1.5's example reads).
 
-use crate::proof::{combine, for_any_length, for_batches, run_engines, Options};
+use crate::proof::{decided, run_engines, Decided, Options};
 use encoder::ts::task::{monitor, Query};
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{disagree, RawWitness, StopReason, Verdict, VerdictWord};
+use engines::verdict::{RawWitness, StopReason, Verdict, VerdictWord};
 use ir::agent::SessionSteps;
 use ir::graph::NodeKind;
 use ir::task::{Person, Task};
@@ -198,20 +198,12 @@ impl Ctx<'_> {
         let states = b.as_ref().map(|r| r.cost.states).unwrap_or(0);
         (0..obls.len())
             .map(|i| {
-                let bv = b.as_ref().map(|r| r.verdicts[i].clone());
-                let mv = m.as_ref().map(|r| r.verdicts[i].clone());
-                let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
-                let mv = match mv {
-                    Some(v) if ts.has_batches() => {
-                        let inductive = m.as_ref().is_some_and(|r| r.inductive.contains(&i));
-                        Some(for_batches(v, inductive))
-                    }
-                    other => other,
-                };
-                let mut verdict = combine(bv.as_ref(), mv.as_ref());
-                if self.o.session_steps == SessionSteps::Any {
-                    verdict = for_any_length(verdict);
-                }
+                let Decided {
+                    bfs: bv,
+                    bmc: mv,
+                    mut verdict,
+                    disagreement,
+                } = decided(&ts, &b, &m, i, self.o.session_steps);
                 let engine = if matches!(bv, Some(Verdict::Reachable(_))) {
                     Engine::Bfs
                 } else {

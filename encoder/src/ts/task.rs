@@ -84,13 +84,7 @@ pub fn monitor(
     let mut ts = l.ts.clone();
     let n = task.calls.len() as u32;
     let dead = n;
-    let at = VarId(ts.vars.len() as u32);
-    ts.vars.push(Decl {
-        name: format!("task.{}.at", task.name),
-        domain: n + 1,
-        values: vec![],
-    });
-    ts.init.push(0);
+    let at = declare(&mut ts, format!("task.{}.at", task.name), n + 1);
     // A flag per tool a `tool:<name>` origin copies from that is not an earlier call of the task.
     let mut flags: Vec<(String, VarId)> = vec![];
     for (k, c) in task.calls.iter().enumerate() {
@@ -98,13 +92,7 @@ pub fn monitor(
             let ArgFrom::Tool(x) = from else { continue };
             let earlier = task.calls[..k].iter().any(|e| &e.tool == x);
             if !earlier && !flags.iter().any(|(t, _)| t == x) {
-                let v = VarId(ts.vars.len() as u32);
-                ts.vars.push(Decl {
-                    name: format!("task.{}.ran.{x}", task.name),
-                    domain: 2,
-                    values: vec![],
-                });
-                ts.init.push(0);
+                let v = declare(&mut ts, format!("task.{}.ran.{x}", task.name), 2);
                 flags.push((x.clone(), v));
             }
         }
@@ -118,16 +106,11 @@ pub fn monitor(
                 .iter()
                 .any(|k| Some(&k.tool) == c.label.tool.as_ref())
     };
-    let held = l.ts.commands.iter().any(holds).then(|| {
-        let v = VarId(ts.vars.len() as u32);
-        ts.vars.push(Decl {
-            name: format!("task.{}.held", task.name),
-            domain: 2,
-            values: vec![],
-        });
-        ts.init.push(0);
-        v
-    });
+    let held =
+        l.ts.commands
+            .iter()
+            .any(holds)
+            .then(|| declare(&mut ts, format!("task.{}.held", task.name), 2));
     if let Some(h) = held {
         for (i, c) in l.ts.commands.iter().enumerate() {
             if !holds(c) {
@@ -365,6 +348,17 @@ fn origins_match(p: &Project, l: &Lowered, task: &Task, cid: CmdId, k: usize) ->
         }
     }
     and(need)
+}
+
+/// A monitor variable of its own, starting at 0.
+fn declare(ts: &mut TransitionSystem, name: String, domain: u32) -> VarId {
+    ts.vars.push(Decl {
+        name,
+        domain,
+        values: vec![],
+    });
+    ts.init.push(0);
+    VarId(ts.vars.len() as u32 - 1)
 }
 
 #[cfg(test)]
