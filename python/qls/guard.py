@@ -335,13 +335,25 @@ class Guard:
                 self._complete(e, error=why)
 
     def _complete(self, entry: int, *, result: Any = None, error: BaseException | str | None = None) -> None:
-        if error is not None:
-            self._session.complete(entry, None, _error_text(error))
-        else:
-            self._session.complete(entry, _RESULT_JSON.encode(result), None)
-        # A waiter counts itself before it reads whether the run is still out, and the run was
-        # completed above before the count is read here: a waiter this does not see reads the
-        # run as back and does not wait.
+        try:
+            if error is not None:
+                self._session.complete(entry, None, _error_text(error))
+            else:
+                try:
+                    text = _RESULT_JSON.encode(result)
+                except Exception as e:
+                    # Not recorded as it returned: the run failed to be recorded, and says why
+                    # (never left running, which an undo of it would wait for).
+                    self._session.complete(entry, None, f"not a JSON result: {_error_text(e)}")
+                    raise
+                self._session.complete(entry, text, None)
+        finally:
+            self._notify_returned()
+
+    def _notify_returned(self) -> None:
+        """Wakes the waiters for a run to come back. A waiter counts itself before it reads
+        whether the run is still out, and the run was completed before the count is read here: a
+        waiter this does not see reads the run as back and does not wait."""
         if self._waiting:
             with self._returned:
                 self._returned.notify_all()
@@ -482,18 +494,35 @@ class Guard:
         yes will meet): the same decisions as the batch decided once (SPEC §2), and exact where a
         rule-sheet check reads an earlier call's result.
         """
+        calls = list(calls)
         out: list[Outcome] = []
-        held_by: int | None = None
-        for c in calls:
-            if held_by is not None:
-                out.append(Outcome(c, "not_run", {"decision": "not_run", "reasons": [],
-                                                  "detail": {"held_by": held_by, "message": NOT_RUN}},
-                                   message=NOT_RUN))
-                continue
-            o = self.call(c, run)
-            if o.status == "held":
-                held_by = len(out)
-            out.append(o)
+        i = 0
+        try:
+            while i < len(calls):
+                # The allowed calls run in one crossing of the native module (decide, run,
+                # record: the same steps as ``call``); it stops at the first call it does not
+                # take (False) or that the check does not allow (its ticket).
+                ran, stop = self._session.run_allowed(calls, i, run, self.agent, self.turn, _JSON.encode,
+                                                      _RESULT_JSON.encode)
+                for decision, result in ran:
+                    out.append(Outcome(calls[i], "ran", decision, result=result))
+                    i += 1
+                if stop is None:
+                    break
+                c = calls[i]
+                o = (self.call(c, run) if stop is False
+                     else self.carry_out(Ticket(c, stop["decision"], stop["entry"], stop["rollback"]), run))
+                out.append(o)
+                i += 1
+                if o.status == "held":
+                    held_by = len(out) - 1
+                    out.extend(Outcome(c, "not_run", {"decision": "not_run", "reasons": [],
+                                                      "detail": {"held_by": held_by, "message": NOT_RUN}},
+                                       message=NOT_RUN) for c in calls[i:])
+                    break
+        finally:
+            # What the native step completed, a waiter for a run it undoes is told of.
+            self._notify_returned()
         return out
 
     def approve(self, held: Held, run: Runner) -> Outcome:

@@ -5,15 +5,20 @@
 //!
 //! Every function releases the GIL while the Rust code runs (a proof can take minutes).
 
-use qls_cli::cmd_check::{CheckInputs, Json};
-use qls_cli::cmd_verify::VerifyArgs;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use qls_cli::cmd_check::{CheckInputs, Json};
+use qls_cli::cmd_verify::VerifyArgs;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use toolcheck::{Call, Completion, History, Key};
+
+mod step;
+
+/// A call the one-crossing step ran: its decision and what the tool returned.
+type Ran = (Py<PyAny>, Py<PyAny>);
 
 /// Runs the `qls` command line with `argv` (the program name first) and returns its exit code;
 /// it prints exactly what the `qls` binary prints.
@@ -296,6 +301,25 @@ struct Session {
 }
 
 impl Session {
+    /// A run whose result cannot be recorded (not JSON): its entry completed as a failure that
+    /// says so (never left running, which an undo of it would wait for), and the error to raise.
+    fn unrecorded(&self, py: Python<'_>, entry: usize, e: step::NotJson) -> PyErr {
+        let (why, err) = match e {
+            step::NotJson::Raised(err) => (
+                format!("not a JSON result: {}", step::error_text(py, &err)),
+                err,
+            ),
+            step::NotJson::Unread(why) => {
+                let why = format!("not a JSON result: {why}");
+                (why.clone(), PyValueError::new_err(why))
+            }
+        };
+        match self.with(py, |s, ctx| s.complete(ctx, entry, Completion::Failed(why))) {
+            Ok(()) => err,
+            Err(e) => PyValueError::new_err(e),
+        }
+    }
+
     fn with<T: Send>(
         &self,
         py: Python<'_>,
@@ -361,9 +385,12 @@ impl Session {
     ) -> PyResult<()> {
         let how = match (result, error) {
             (_, Some(e)) => Completion::Failed(e),
-            (Some(r), None) => {
-                Completion::Returned(serde_json::from_str(r).map_err(bad("not a JSON result"))?)
-            }
+            (Some(r), None) => match serde_json::from_str(r) {
+                Ok(v) => Completion::Returned(v),
+                Err(e) => {
+                    return Err(self.unrecorded(py, entry, step::NotJson::Unread(e.to_string())))
+                }
+            },
             (None, None) => Completion::Returned(Value::Null),
         };
         self.with(py, |s, ctx| s.complete(ctx, entry, how))
@@ -380,6 +407,62 @@ impl Session {
     /// Whether entry `entry` is a run that has not come back yet.
     fn is_running(&self, py: Python<'_>, entry: usize) -> bool {
         self.with(py, |s, _| s.is_running(entry))
+    }
+
+    /// One model step's calls from `start`, in one crossing while each is allowed: each call
+    /// (the guard's `Call`, built as `Guard._call` builds it with `agent` and `turn`) decided and
+    /// appended as `begin` does, the tool run by `run(tool, args)` (the GIL held, the session's
+    /// lock not), its entry completed with the result as `complete` reads `encode_result`'s
+    /// text. Returns `(ran, stop)`: `(decision, result)` per call run; `stop` is `None` when every
+    /// call ran, `False` when the next call is one this step does not take (an undo, arguments
+    /// that are not a plain dict: the guard decides it on its own path), else what `begin`
+    /// returns for the next call, decided and appended but not allowed. A tool that raises has
+    /// its entry completed with the failure (`Type: message`) and the exception goes up.
+    #[allow(clippy::too_many_arguments)]
+    fn run_allowed(
+        &self,
+        py: Python<'_>,
+        calls: &Bound<'_, PyList>,
+        start: usize,
+        run: &Bound<'_, PyAny>,
+        agent: Option<String>,
+        turn: &Bound<'_, PyAny>,
+        encode_call: &Bound<'_, PyAny>,
+        encode_result: &Bound<'_, PyAny>,
+    ) -> PyResult<(Vec<Ran>, Py<PyAny>)> {
+        let mut ran = Vec::with_capacity(calls.len().saturating_sub(start));
+        for i in start..calls.len() {
+            let c = calls.get_item(i)?;
+            let Some(v) = step::call_value(&c, agent.as_deref(), turn, encode_call)? else {
+                return Ok((ran, PyBool::new(py, false).to_owned().into_any().unbind()));
+            };
+            let call: Call = serde_json::from_value(v).map_err(bad("not a call"))?;
+            let r = self.with(py, |s, ctx| s.begin(ctx, &call));
+            if r.decision.decision != ir::vocab::Answer::Allow {
+                let v = serde_json::to_value(&r).map_err(bad("not serialisable"))?;
+                return Ok((ran, step::to_py(py, &v)?));
+            }
+            let result = match run.call1((c.getattr("tool")?, c.getattr("args")?)) {
+                Ok(result) => result,
+                Err(e) => {
+                    let why = step::error_text(py, &e);
+                    self.with(py, |s, ctx| {
+                        s.complete(ctx, r.entry, Completion::Failed(why))
+                    })
+                    .map_err(PyValueError::new_err)?;
+                    return Err(e);
+                }
+            };
+            let how = match step::to_json(&result, encode_result) {
+                Ok(value) => Completion::Returned(value),
+                Err(e) => return Err(self.unrecorded(py, r.entry, e)),
+            };
+            self.with(py, |s, ctx| s.complete(ctx, r.entry, how))
+                .map_err(PyValueError::new_err)?;
+            let decision = serde_json::to_value(&r.decision).map_err(bad("not serialisable"))?;
+            ran.push((step::to_py(py, &decision)?, result.unbind()));
+        }
+        Ok((ran, py.None()))
     }
 
     /// A batch's decisions on the history as it stands (JSON text: `[...]`); nothing appended.
