@@ -5,37 +5,29 @@
 //! tool registrations (mcp-go's `s.AddTool(mcp.NewTool("name", …), handler)`, the official SDK's
 //! `mcp.AddTool(server, &mcp.Tool{Name: "name"}, handler)`).
 
-use super::{children, each_node, Src};
+use super::{children, descend, each_node, Frame, Src, Walker};
 use crate::model::{Assign, Call, Function, Literal, Pair, Registration, Unit, Val};
 use std::collections::HashMap;
 use tree_sitter::Node;
 
 struct Walk<'t> {
-    src: Src<'t>,
-    aliases: HashMap<String, String>,
-    unit: Unit,
-    stack: Vec<usize>,
+    frame: Frame<'t>,
     by_byte: HashMap<usize, String>,
 }
 
 pub(super) fn walk(src: &Src, root: Node) -> Unit {
     let mut w = Walk {
-        src: *src,
-        aliases: HashMap::new(),
-        unit: Unit::default(),
-        stack: Vec::new(),
+        frame: Frame::new(src),
         by_byte: HashMap::new(),
     };
     each_node(root, &mut |n| w.import(n));
-    w.visit(root);
-    w.unit
+    descend(&mut w, root);
+    w.frame.unit
 }
 
-impl<'t> Walk<'t> {
-    fn text(&self, n: Node) -> &'t str {
-        self.src.of(n)
-    }
+frame_deref!(Walk);
 
+impl<'t> Walk<'t> {
     fn string_text(&self, n: Node) -> String {
         children(n)
             .into_iter()
@@ -65,7 +57,7 @@ impl<'t> Walk<'t> {
         let last = path.rsplit('/').next().unwrap_or(&path).to_string();
         let alias = self.text(name);
         if alias != "_" && alias != "." {
-            self.aliases.insert(alias.to_string(), last);
+            self.frame.aliases.insert(alias.to_string(), last);
         }
     }
 
@@ -84,13 +76,11 @@ impl<'t> Walk<'t> {
         }
     }
 
+    /// A dotted path resolved through the imports (a bare name is never a package).
     fn resolve(&self, path: &str) -> String {
-        match path.split_once('.') {
-            Some((h, r)) => match self.aliases.get(h) {
-                Some(full) => format!("{full}.{r}"),
-                None => path.to_string(),
-            },
-            None => path.to_string(),
+        match path.contains('.') {
+            true => self.frame.resolve(path),
+            false => path.to_string(),
         }
     }
 
@@ -225,7 +215,7 @@ impl<'t> Walk<'t> {
             kwargs: vec![],
             spread: false,
             recv: None,
-            at: self.src.pos(n),
+            at: self.frame.src.pos(n),
         })
     }
 
@@ -241,7 +231,7 @@ impl<'t> Walk<'t> {
             kwargs: vec![],
             spread: false,
             recv: None,
-            at: self.src.pos(n),
+            at: self.frame.src.pos(n),
         };
         if let Some(argl) = n.child_by_field_name("arguments") {
             for a in children(argl) {
@@ -253,100 +243,6 @@ impl<'t> Walk<'t> {
             }
         }
         Some(call)
-    }
-
-    fn visit(&mut self, n: Node) {
-        let mut pushed = false;
-        match n.kind() {
-            "call_expression" => {
-                if let Some(c) = self.call(n) {
-                    self.registration(n, &c);
-                    self.unit.calls.push(c);
-                }
-            }
-            "composite_literal" => {
-                if let Some(c) = self.composite(n) {
-                    self.unit.calls.push(c);
-                }
-            }
-            "keyed_element" => {
-                let parts = children(n);
-                if let (Some(k), Some(v)) = (parts.first(), parts.get(1)) {
-                    let k = self.element(*k);
-                    self.unit.pairs.push(Pair {
-                        key: self.text(k).trim_matches('"').to_string(),
-                        value: self.val(self.element(*v)),
-                        at: self.src.pos(n),
-                    });
-                }
-            }
-            "short_var_declaration" | "assignment_statement" | "var_spec" | "const_spec" => {
-                let (l, r) = if matches!(n.kind(), "var_spec" | "const_spec") {
-                    (Some(n), n.child_by_field_name("value"))
-                } else {
-                    (
-                        n.child_by_field_name("left"),
-                        n.child_by_field_name("right"),
-                    )
-                };
-                if let (Some(l), Some(r)) = (l, r) {
-                    let targets: Vec<String> = if matches!(n.kind(), "var_spec" | "const_spec") {
-                        let mut cur = n.walk();
-                        n.children_by_field_name("name", &mut cur)
-                            .map(|x| self.text(x).to_string())
-                            .collect()
-                    } else {
-                        children(l)
-                            .into_iter()
-                            .filter_map(|x| self.path(x))
-                            .collect()
-                    };
-                    let vals: Vec<Node> = children(r);
-                    if vals.len() == targets.len() && vals.len() > 1 {
-                        for (t, v) in targets.into_iter().zip(vals) {
-                            self.unit.assigns.push(Assign {
-                                targets: vec![t],
-                                value: self.val(v),
-                                at: self.src.pos(n),
-                            });
-                        }
-                    } else if let Some(v) = vals.first() {
-                        self.unit.assigns.push(Assign {
-                            targets,
-                            value: self.val(*v),
-                            at: self.src.pos(n),
-                        });
-                    }
-                }
-            }
-            "interpreted_string_literal" | "raw_string_literal" => {
-                self.unit.literals.push(Literal {
-                    text: self.string_text(n),
-                    at: self.src.pos(n),
-                    prose: false,
-                });
-            }
-            "function_declaration" | "method_declaration" | "func_literal" => {
-                let f = self.function(n);
-                self.unit.functions.push(f);
-                self.stack.push(self.unit.functions.len() - 1);
-                pushed = true;
-            }
-            "return_statement" => {
-                if let (Some(&fi), Some(e)) = (self.stack.last(), children(n).first()) {
-                    let v = self.val(children(*e).first().copied().unwrap_or(*e));
-                    let at = self.src.pos(n);
-                    self.unit.functions[fi].returns.push((v, at));
-                }
-            }
-            _ => {}
-        }
-        for c in children(n) {
-            self.visit(c);
-        }
-        if pushed {
-            self.stack.pop();
-        }
     }
 
     fn function(&self, n: Node) -> Function {
@@ -372,7 +268,10 @@ impl<'t> Walk<'t> {
         }
         let body = n.child_by_field_name("body").unwrap_or(n);
         Function {
-            at: self.src.pos(n.child_by_field_name("name").unwrap_or(n)),
+            at: self
+                .frame
+                .src
+                .pos(n.child_by_field_name("name").unwrap_or(n)),
             name,
             params,
             range: (body.start_byte(), body.end_byte()),
@@ -410,11 +309,100 @@ impl<'t> Walk<'t> {
         if h.kind() == "func_literal" {
             self.by_byte.insert(h.start_byte(), name);
         } else if let Some(p) = self.path(h) {
-            self.unit.registrations.push(Registration {
+            self.frame.unit.registrations.push(Registration {
                 tool: name,
                 function: crate::model::last(&p).to_string(),
             });
         }
+    }
+}
+
+impl<'t> Walker<'t> for Walk<'t> {
+    fn at(&mut self, n: Node) -> bool {
+        let mut pushed = false;
+        match n.kind() {
+            "call_expression" => {
+                if let Some(c) = self.call(n) {
+                    self.registration(n, &c);
+                    self.frame.unit.calls.push(c);
+                }
+            }
+            "composite_literal" => {
+                if let Some(c) = self.composite(n) {
+                    self.frame.unit.calls.push(c);
+                }
+            }
+            "keyed_element" => {
+                let parts = children(n);
+                if let (Some(k), Some(v)) = (parts.first(), parts.get(1)) {
+                    let k = self.element(*k);
+                    self.frame.unit.pairs.push(Pair {
+                        key: self.text(k).trim_matches('"').to_string(),
+                        value: self.val(self.element(*v)),
+                        at: self.frame.src.pos(n),
+                    });
+                }
+            }
+            "short_var_declaration" | "assignment_statement" | "var_spec" | "const_spec" => {
+                let (l, r) = if matches!(n.kind(), "var_spec" | "const_spec") {
+                    (Some(n), n.child_by_field_name("value"))
+                } else {
+                    (
+                        n.child_by_field_name("left"),
+                        n.child_by_field_name("right"),
+                    )
+                };
+                if let (Some(l), Some(r)) = (l, r) {
+                    let targets: Vec<String> = if matches!(n.kind(), "var_spec" | "const_spec") {
+                        let mut cur = n.walk();
+                        n.children_by_field_name("name", &mut cur)
+                            .map(|x| self.text(x).to_string())
+                            .collect()
+                    } else {
+                        children(l)
+                            .into_iter()
+                            .filter_map(|x| self.path(x))
+                            .collect()
+                    };
+                    let vals: Vec<Node> = children(r);
+                    if vals.len() == targets.len() && vals.len() > 1 {
+                        for (t, v) in targets.into_iter().zip(vals) {
+                            self.frame.unit.assigns.push(Assign {
+                                targets: vec![t],
+                                value: self.val(v),
+                                at: self.frame.src.pos(n),
+                            });
+                        }
+                    } else if let Some(v) = vals.first() {
+                        self.frame.unit.assigns.push(Assign {
+                            targets,
+                            value: self.val(*v),
+                            at: self.frame.src.pos(n),
+                        });
+                    }
+                }
+            }
+            "interpreted_string_literal" | "raw_string_literal" => {
+                self.frame.unit.literals.push(Literal {
+                    text: self.string_text(n),
+                    at: self.frame.src.pos(n),
+                    prose: false,
+                });
+            }
+            "function_declaration" | "method_declaration" | "func_literal" => {
+                let f = self.function(n);
+                pushed = self.open(f);
+            }
+            "return_statement" => {
+                if let (Some(&fi), Some(e)) = (self.frame.stack.last(), children(n).first()) {
+                    let v = self.val(children(*e).first().copied().unwrap_or(*e));
+                    let at = self.frame.src.pos(n);
+                    self.frame.unit.functions[fi].returns.push((v, at));
+                }
+            }
+            _ => {}
+        }
+        pushed
     }
 }
 

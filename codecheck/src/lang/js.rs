@@ -8,33 +8,29 @@
 //! server's `tools/call` handler), and, in such a handler, what follows an
 //! `if (request.params.name !== "name") throw …` (a server with one tool).
 
-use super::{children, each_node, Src};
+use super::{children, descend, each_node, sides, Frame, Src, Walker};
 use crate::model::{Assign, Call, Function, Literal, Pair, Unit, Val};
 use std::collections::HashMap;
 use tree_sitter::Node;
 
 struct Walk<'t> {
-    src: Src<'t>,
-    aliases: HashMap<String, String>,
-    unit: Unit,
-    stack: Vec<usize>,
+    frame: Frame<'t>,
     /// Tools registered with a function literal, by the literal's first byte.
     by_byte: HashMap<usize, String>,
 }
 
 pub(super) fn walk(src: &Src, root: Node) -> Unit {
     let mut w = Walk {
-        src: *src,
-        aliases: HashMap::new(),
-        unit: Unit::default(),
-        stack: Vec::new(),
+        frame: Frame::new(src),
         by_byte: HashMap::new(),
     };
     each_node(root, &mut |n| w.import(n));
     each_node(root, &mut |n| w.registration(n));
-    w.visit(root);
-    w.unit
+    descend(&mut w, root);
+    w.frame.unit
 }
+
+frame_deref!(Walk);
 
 /// A module name as the callee tables know it (`node:fs/promises` is `fs`).
 fn module(spec: &str) -> String {
@@ -72,10 +68,6 @@ fn is_function(n: Node) -> bool {
 }
 
 impl<'t> Walk<'t> {
-    fn text(&self, n: Node) -> &'t str {
-        self.src.of(n)
-    }
-
     fn string_text(&self, n: Node) -> String {
         children(n)
             .into_iter()
@@ -117,7 +109,7 @@ impl<'t> Walk<'t> {
                     }
                     _ => {}
                 });
-                self.aliases.extend(names);
+                self.frame.aliases.extend(names);
             }
             "variable_declarator" => {
                 let (Some(name), Some(value)) = (
@@ -142,7 +134,7 @@ impl<'t> Walk<'t> {
                 };
                 match name.kind() {
                     "identifier" => {
-                        self.aliases.insert(self.text(name).into(), target);
+                        self.frame.aliases.insert(self.text(name).into(), target);
                     }
                     "object_pattern" => {
                         for p in children(name) {
@@ -159,25 +151,15 @@ impl<'t> Walk<'t> {
                                 },
                                 _ => continue,
                             };
-                            self.aliases.insert(alias.into(), format!("{target}.{key}"));
+                            self.frame
+                                .aliases
+                                .insert(alias.into(), format!("{target}.{key}"));
                         }
                     }
                     _ => {}
                 }
             }
             _ => {}
-        }
-    }
-
-    fn resolve(&self, path: &str) -> String {
-        let (head, rest) = match path.split_once('.') {
-            Some((h, r)) => (h, Some(r)),
-            None => (path, None),
-        };
-        match (self.aliases.get(head), rest) {
-            (Some(full), Some(r)) => format!("{full}.{r}"),
-            (Some(full), None) => full.clone(),
-            (None, _) => path.to_string(),
         }
     }
 
@@ -329,7 +311,7 @@ impl<'t> Walk<'t> {
             kwargs: vec![],
             spread: false,
             recv,
-            at: self.src.pos(n),
+            at: self.frame.src.pos(n),
         };
         if let Some(argl) = n.child_by_field_name("arguments") {
             for a in children(argl) {
@@ -459,106 +441,6 @@ impl<'t> Walk<'t> {
         }
     }
 
-    fn visit(&mut self, n: Node) {
-        let mut pushed = false;
-        match n.kind() {
-            "call_expression" | "new_expression" => {
-                if let Some(c) = self.call(n) {
-                    self.unit.calls.push(c);
-                }
-            }
-            "pair" => {
-                if let (Some(k), Some(v)) = (
-                    n.child_by_field_name("key").and_then(|k| self.key(k)),
-                    n.child_by_field_name("value"),
-                ) {
-                    self.unit.pairs.push(Pair {
-                        key: k,
-                        value: self.val(v),
-                        at: self.src.pos(n),
-                    });
-                }
-            }
-            "variable_declarator" | "assignment_expression" | "augmented_assignment_expression" => {
-                let (l, r) = if n.kind() == "variable_declarator" {
-                    (
-                        n.child_by_field_name("name"),
-                        n.child_by_field_name("value"),
-                    )
-                } else {
-                    (
-                        n.child_by_field_name("left"),
-                        n.child_by_field_name("right"),
-                    )
-                };
-                if let (Some(l), Some(r)) = (l, r) {
-                    let targets = self.targets(l);
-                    self.unit.assigns.push(Assign {
-                        targets,
-                        value: self.val(r),
-                        at: self.src.pos(n),
-                    });
-                }
-            }
-            "string" => {
-                let prose = n
-                    .parent()
-                    .is_some_and(|p| p.kind() == "expression_statement");
-                self.unit.literals.push(Literal {
-                    text: self.string_text(n),
-                    at: self.src.pos(n),
-                    prose,
-                });
-            }
-            "template_string" => {
-                for c in children(n) {
-                    if c.kind() == "string_fragment" {
-                        self.unit.literals.push(Literal {
-                            text: self.text(c).into(),
-                            at: self.src.pos(c),
-                            prose: false,
-                        });
-                    }
-                }
-            }
-            _ if is_function(n) => {
-                let f = self.function(n);
-                self.unit.functions.push(f);
-                self.stack.push(self.unit.functions.len() - 1);
-                pushed = true;
-            }
-            "return_statement" => {
-                if let (Some(&fi), Some(e)) = (self.stack.last(), children(n).first()) {
-                    let v = self.val(*e);
-                    let at = self.src.pos(n);
-                    self.unit.functions[fi].returns.push((v, at));
-                }
-            }
-            "switch_statement" => self.tool_switch(n),
-            "if_statement" => self.tool_guard(n),
-            _ => {}
-        }
-        // An arrow function's expression body is its return value.
-        if n.kind() == "arrow_function" {
-            if let Some(b) = n
-                .child_by_field_name("body")
-                .filter(|b| b.kind() != "statement_block")
-            {
-                let v = self.val(b);
-                let at = self.src.pos(b);
-                if let Some(&fi) = self.stack.last() {
-                    self.unit.functions[fi].returns.push((v, at));
-                }
-            }
-        }
-        for c in children(n) {
-            self.visit(c);
-        }
-        if pushed {
-            self.stack.pop();
-        }
-    }
-
     fn targets(&self, l: Node) -> Vec<String> {
         match self.path(l) {
             Some(p) => vec![p],
@@ -616,7 +498,10 @@ impl<'t> Walk<'t> {
             .unwrap_or_default();
         let body = n.child_by_field_name("body").unwrap_or(n);
         Function {
-            at: self.src.pos(n.child_by_field_name("name").unwrap_or(n)),
+            at: self
+                .frame
+                .src
+                .pos(n.child_by_field_name("name").unwrap_or(n)),
             name,
             params,
             range: (body.start_byte(), body.end_byte()),
@@ -640,7 +525,7 @@ impl<'t> Walk<'t> {
     /// that tool's implementation, with the handler's parameters (anaisbetts/mcp-youtube names
     /// its one tool this way).
     fn tool_guard(&mut self, n: Node) {
-        let Some(&outer) = self.stack.last() else {
+        let Some(&outer) = self.frame.stack.last() else {
             return;
         };
         if n.child_by_field_name("alternative").is_some() {
@@ -677,12 +562,12 @@ impl<'t> Walk<'t> {
         if !matches!(op, Some("!==" | "!=")) || !turns_away {
             return;
         }
-        let params = self.unit.functions[outer].params.clone();
-        let end = self.unit.functions[outer].range.1;
-        self.unit.functions.push(Function {
+        let params = self.frame.unit.functions[outer].params.clone();
+        let end = self.frame.unit.functions[outer].range.1;
+        self.frame.unit.functions.push(Function {
             name: Some(name.clone()),
             params,
-            at: self.src.pos(n),
+            at: self.frame.src.pos(n),
             range: (n.end_byte(), end),
             tool: Some(name),
             returns: vec![],
@@ -696,7 +581,7 @@ impl<'t> Walk<'t> {
             return;
         };
         let on_name = self.names_a_tool(disc);
-        let Some(&outer) = self.stack.last() else {
+        let Some(&outer) = self.frame.stack.last() else {
             return;
         };
         let Some(body) = n.child_by_field_name("body") else {
@@ -705,7 +590,7 @@ impl<'t> Walk<'t> {
         if !on_name {
             return;
         }
-        let params = self.unit.functions[outer].params.clone();
+        let params = self.frame.unit.functions[outer].params.clone();
         for case in children(body)
             .into_iter()
             .filter(|c| c.kind() == "switch_case")
@@ -714,15 +599,100 @@ impl<'t> Walk<'t> {
             else {
                 continue;
             };
-            self.unit.functions.push(Function {
+            self.frame.unit.functions.push(Function {
                 name: Some(name.clone()),
                 params: params.clone(),
-                at: self.src.pos(case),
+                at: self.frame.src.pos(case),
                 range: (case.start_byte(), case.end_byte()),
                 tool: Some(name),
                 returns: vec![],
             });
         }
+    }
+}
+
+impl<'t> Walker<'t> for Walk<'t> {
+    fn at(&mut self, n: Node) -> bool {
+        let mut pushed = false;
+        match n.kind() {
+            "call_expression" | "new_expression" => {
+                if let Some(c) = self.call(n) {
+                    self.frame.unit.calls.push(c);
+                }
+            }
+            "pair" => {
+                if let (Some(k), Some(v)) = (
+                    n.child_by_field_name("key").and_then(|k| self.key(k)),
+                    n.child_by_field_name("value"),
+                ) {
+                    self.frame.unit.pairs.push(Pair {
+                        key: k,
+                        value: self.val(v),
+                        at: self.frame.src.pos(n),
+                    });
+                }
+            }
+            "variable_declarator" | "assignment_expression" | "augmented_assignment_expression" => {
+                let (l, r) = sides(n, n.kind() == "variable_declarator");
+                if let (Some(l), Some(r)) = (l, r) {
+                    let targets = self.targets(l);
+                    self.frame.unit.assigns.push(Assign {
+                        targets,
+                        value: self.val(r),
+                        at: self.frame.src.pos(n),
+                    });
+                }
+            }
+            "string" => {
+                let prose = n
+                    .parent()
+                    .is_some_and(|p| p.kind() == "expression_statement");
+                self.frame.unit.literals.push(Literal {
+                    text: self.string_text(n),
+                    at: self.frame.src.pos(n),
+                    prose,
+                });
+            }
+            "template_string" => {
+                for c in children(n) {
+                    if c.kind() == "string_fragment" {
+                        self.frame.unit.literals.push(Literal {
+                            text: self.text(c).into(),
+                            at: self.frame.src.pos(c),
+                            prose: false,
+                        });
+                    }
+                }
+            }
+            _ if is_function(n) => {
+                let f = self.function(n);
+                pushed = self.open(f);
+            }
+            "return_statement" => {
+                if let (Some(&fi), Some(e)) = (self.frame.stack.last(), children(n).first()) {
+                    let v = self.val(*e);
+                    let at = self.frame.src.pos(n);
+                    self.frame.unit.functions[fi].returns.push((v, at));
+                }
+            }
+            "switch_statement" => self.tool_switch(n),
+            "if_statement" => self.tool_guard(n),
+            _ => {}
+        }
+        // An arrow function's expression body is its return value.
+        if n.kind() == "arrow_function" {
+            if let Some(b) = n
+                .child_by_field_name("body")
+                .filter(|b| b.kind() != "statement_block")
+            {
+                let v = self.val(b);
+                let at = self.frame.src.pos(b);
+                if let Some(&fi) = self.frame.stack.last() {
+                    self.frame.unit.functions[fi].returns.push((v, at));
+                }
+            }
+        }
+        pushed
     }
 }
 

@@ -3,12 +3,33 @@
 //! TypeScript grammars extend the JavaScript one, so one walk reads all three) and `go.rs`; this
 //! file holds the parser and what every walk shares.
 
+/// A walk `$walk<'t>` with a `frame: Frame<'t>` field reads and writes the frame's fields
+/// and methods as its own.
+macro_rules! frame_deref {
+    ($walk:ident) => {
+        impl<'t> std::ops::Deref for $walk<'t> {
+            type Target = Frame<'t>;
+            fn deref(&self) -> &Frame<'t> {
+                &self.frame
+            }
+        }
+
+        impl<'t> std::ops::DerefMut for $walk<'t> {
+            fn deref_mut(&mut self) -> &mut Frame<'t> {
+                &mut self.frame
+            }
+        }
+    };
+}
+
 mod go;
 mod js;
 mod python;
 
-use crate::model::{Pos, Unit};
+use crate::model::{Function, Pos, Unit};
 use ir::code::Language;
+use std::collections::HashMap;
+use std::ops::DerefMut;
 use tree_sitter::{Node, Parser};
 
 /// Why a file could not be parsed at all (a file with syntax errors still parses: the grammar
@@ -85,6 +106,81 @@ impl<'t> Src<'t> {
             byte: start,
         }
     }
+}
+
+/// What every language's walk holds (each walk derefs to it): the text, the import aliases
+/// callees are resolved through, the [`Unit`] being built, and the functions open around the
+/// node being visited (innermost last), whose returns a `return` adds to.
+pub(crate) struct Frame<'t> {
+    pub(crate) src: Src<'t>,
+    pub(crate) aliases: HashMap<String, String>,
+    pub(crate) unit: Unit,
+    pub(crate) stack: Vec<usize>,
+}
+
+impl<'t> Frame<'t> {
+    pub(crate) fn new(src: &Src<'t>) -> Frame<'t> {
+        Frame {
+            src: *src,
+            aliases: HashMap::new(),
+            unit: Unit::default(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// A node's text.
+    pub(crate) fn text(&self, n: Node) -> &'t str {
+        self.src.of(n)
+    }
+
+    /// A dotted path with its first segment resolved through the imports (a bare name too).
+    pub(crate) fn resolve(&self, path: &str) -> String {
+        let (head, rest) = match path.split_once('.') {
+            Some((h, r)) => (h, Some(r)),
+            None => (path, None),
+        };
+        match (self.aliases.get(head), rest) {
+            (Some(full), Some(r)) => format!("{full}.{r}"),
+            (Some(full), None) => full.clone(),
+            (None, _) => path.to_string(),
+        }
+    }
+
+    /// Records function `f` and opens it: the nodes below are inside it until [`descend`]
+    /// leaves the node that opened it.
+    pub(crate) fn open(&mut self, f: Function) -> bool {
+        self.unit.functions.push(f);
+        self.stack.push(self.unit.functions.len() - 1);
+        true
+    }
+}
+
+/// A language's walk: what it records at one node, before the nodes below it.
+pub(crate) trait Walker<'t>: DerefMut<Target = Frame<'t>> {
+    /// Records what `n` holds; whether it opened a function ([`Frame::open`]).
+    fn at(&mut self, n: Node) -> bool;
+}
+
+/// Visits `n` and every node below it, parents first, each inside the functions around it.
+pub(crate) fn descend<'t>(w: &mut impl Walker<'t>, n: Node) {
+    let opened = w.at(n);
+    for c in children(n) {
+        descend(w, c);
+    }
+    if opened {
+        w.stack.pop();
+    }
+}
+
+/// An assignment's two sides: `name` and `value` where it declares, `left` and `right` where
+/// it assigns.
+pub(crate) fn sides(n: Node, declares: bool) -> (Option<Node>, Option<Node>) {
+    let (l, r) = if declares {
+        ("name", "value")
+    } else {
+        ("left", "right")
+    };
+    (n.child_by_field_name(l), n.child_by_field_name(r))
 }
 
 /// A node's named children.

@@ -5,9 +5,8 @@
 //! `FunctionTool(fn)`, `StructuredTool.from_function(fn)` …). Imports are resolved, so
 //! `from subprocess import run` makes `run(…)` the call `subprocess.run`.
 
-use super::{all_children, children, each_node, Src};
+use super::{all_children, children, descend, each_node, sides, Frame, Src, Walker};
 use crate::model::{Assign, Call, Function, Literal, Pair, Registration, Unit, Val};
-use std::collections::HashMap;
 use tree_sitter::Node;
 
 /// Decorators and registration functions that make a function a tool, by their last segment.
@@ -31,29 +30,21 @@ const TOOL_WRAPPERS: &[&str] = &[
 ];
 
 struct Walk<'t> {
-    src: Src<'t>,
-    aliases: HashMap<String, String>,
-    unit: Unit,
-    stack: Vec<usize>,
+    frame: Frame<'t>,
 }
 
 pub(super) fn walk(src: &Src, root: Node) -> Unit {
     let mut w = Walk {
-        src: *src,
-        aliases: HashMap::new(),
-        unit: Unit::default(),
-        stack: Vec::new(),
+        frame: Frame::new(src),
     };
     each_node(root, &mut |n| w.import(n));
-    w.visit(root);
-    w.unit
+    descend(&mut w, root);
+    w.frame.unit
 }
 
-impl<'t> Walk<'t> {
-    fn text(&self, n: Node) -> &'t str {
-        self.src.of(n)
-    }
+frame_deref!(Walk);
 
+impl<'t> Walk<'t> {
     /// `import a.b as c`, `from a import b as c`: the aliases callees are resolved through.
     fn import(&mut self, n: Node) {
         match n.kind() {
@@ -64,7 +55,8 @@ impl<'t> Walk<'t> {
                             c.child_by_field_name("name"),
                             c.child_by_field_name("alias"),
                         ) {
-                            self.aliases
+                            self.frame
+                                .aliases
                                 .insert(self.text(alias).into(), self.text(name).into());
                         }
                     }
@@ -85,25 +77,13 @@ impl<'t> Walk<'t> {
                         _ => (Some(self.text(c)), Some(self.text(c))),
                     };
                     if let (Some(name), Some(alias)) = (name, alias) {
-                        self.aliases
+                        self.frame
+                            .aliases
                             .insert(alias.to_string(), format!("{module}.{name}"));
                     }
                 }
             }
             _ => {}
-        }
-    }
-
-    /// A dotted path with its first segment resolved through the imports.
-    fn resolve(&self, path: &str) -> String {
-        let (head, rest) = match path.split_once('.') {
-            Some((h, r)) => (h, Some(r)),
-            None => (path, None),
-        };
-        match (self.aliases.get(head), rest) {
-            (Some(full), Some(r)) => format!("{full}.{r}"),
-            (Some(full), None) => full.clone(),
-            (None, _) => path.to_string(),
         }
     }
 
@@ -264,7 +244,7 @@ impl<'t> Walk<'t> {
             kwargs: vec![],
             spread: false,
             recv,
-            at: self.src.pos(n),
+            at: self.frame.src.pos(n),
         };
         for a in children(argl) {
             match a.kind() {
@@ -300,109 +280,6 @@ impl<'t> Walk<'t> {
             prefix: prefix.split('{').next().unwrap_or("").to_string(),
             names: self.paths_in(n.child_by_field_name("arguments")?),
         })
-    }
-
-    fn visit(&mut self, n: Node) {
-        let mut pushed = false;
-        match n.kind() {
-            "call" => {
-                if let Some(c) = self.call(n) {
-                    self.registration(&c);
-                    self.unit.calls.push(c);
-                }
-            }
-            "keyword_argument" => {
-                if let (Some(k), Some(v)) = (
-                    n.child_by_field_name("name"),
-                    n.child_by_field_name("value"),
-                ) {
-                    self.unit.pairs.push(Pair {
-                        key: self.text(k).into(),
-                        value: self.val(v),
-                        at: self.src.pos(k),
-                    });
-                }
-            }
-            "pair" => {
-                if let (Some(k), Some(v)) =
-                    (n.child_by_field_name("key"), n.child_by_field_name("value"))
-                {
-                    if let Val::Str(key) = self.val(k) {
-                        self.unit.pairs.push(Pair {
-                            key,
-                            value: self.val(v),
-                            at: self.src.pos(k),
-                        });
-                    }
-                }
-            }
-            "assignment" | "augmented_assignment" | "named_expression" => {
-                let (l, r) = if n.kind() == "named_expression" {
-                    (
-                        n.child_by_field_name("name"),
-                        n.child_by_field_name("value"),
-                    )
-                } else {
-                    (
-                        n.child_by_field_name("left"),
-                        n.child_by_field_name("right"),
-                    )
-                };
-                if let (Some(l), Some(r)) = (l, r) {
-                    let targets = self.targets(l);
-                    let value = self.format_call(r).unwrap_or_else(|| self.val(r));
-                    self.unit.assigns.push(Assign {
-                        targets,
-                        value,
-                        at: self.src.pos(n),
-                    });
-                }
-            }
-            "as_pattern" => {
-                // `with X() as s`: s is bound to X().
-                let value = children(n).first().map(|c| self.val(*c));
-                if let (Some(value), Some(alias)) = (value, n.child_by_field_name("alias")) {
-                    self.unit.assigns.push(Assign {
-                        targets: self.targets(alias),
-                        value,
-                        at: self.src.pos(n),
-                    });
-                }
-            }
-            "string" => {
-                let prose = n.parent().is_some_and(|p| {
-                    p.kind() == "expression_statement" && p.named_child_count() == 1
-                });
-                for c in children(n) {
-                    if c.kind() == "string_content" {
-                        self.unit.literals.push(Literal {
-                            text: self.text(c).into(),
-                            at: self.src.pos(n),
-                            prose,
-                        });
-                    }
-                }
-            }
-            "function_definition" | "lambda" => {
-                self.unit.functions.push(self.function(n));
-                self.stack.push(self.unit.functions.len() - 1);
-                pushed = true;
-            }
-            "return_statement" => {
-                if let (Some(&fi), Some(e)) = (self.stack.last(), children(n).first()) {
-                    let v = self.format_call(*e).unwrap_or_else(|| self.val(*e));
-                    let at = self.src.pos(n);
-                    self.unit.functions[fi].returns.push((v, at));
-                }
-            }
-            _ => {}
-        }
-        for c in children(n) {
-            self.visit(c);
-        }
-        if pushed {
-            self.stack.pop();
-        }
     }
 
     /// The names an assignment's left side binds.
@@ -447,7 +324,10 @@ impl<'t> Walk<'t> {
             .and_then(|p| self.decorator_tool(p, name.as_deref()));
         let body = n.child_by_field_name("body").unwrap_or(n);
         Function {
-            at: self.src.pos(n.child_by_field_name("name").unwrap_or(n)),
+            at: self
+                .frame
+                .src
+                .pos(n.child_by_field_name("name").unwrap_or(n)),
             name,
             params,
             range: (body.start_byte(), body.end_byte()),
@@ -500,7 +380,7 @@ impl<'t> Walk<'t> {
             .and_then(|v| v.as_str())
             .or_else(|| c.args.iter().find_map(Val::as_str))
             .unwrap_or(func);
-        self.unit.registrations.push(Registration {
+        self.frame.unit.registrations.push(Registration {
             tool: tool.to_string(),
             function: func.clone(),
         });
@@ -550,6 +430,95 @@ pub(crate) fn concat(parts: Vec<Val>) -> Val {
         }
     } else {
         Val::Str(prefix)
+    }
+}
+
+impl<'t> Walker<'t> for Walk<'t> {
+    fn at(&mut self, n: Node) -> bool {
+        let mut pushed = false;
+        match n.kind() {
+            "call" => {
+                if let Some(c) = self.call(n) {
+                    self.registration(&c);
+                    self.frame.unit.calls.push(c);
+                }
+            }
+            "keyword_argument" => {
+                if let (Some(k), Some(v)) = (
+                    n.child_by_field_name("name"),
+                    n.child_by_field_name("value"),
+                ) {
+                    self.frame.unit.pairs.push(Pair {
+                        key: self.text(k).into(),
+                        value: self.val(v),
+                        at: self.frame.src.pos(k),
+                    });
+                }
+            }
+            "pair" => {
+                if let (Some(k), Some(v)) =
+                    (n.child_by_field_name("key"), n.child_by_field_name("value"))
+                {
+                    if let Val::Str(key) = self.val(k) {
+                        self.frame.unit.pairs.push(Pair {
+                            key,
+                            value: self.val(v),
+                            at: self.frame.src.pos(k),
+                        });
+                    }
+                }
+            }
+            "assignment" | "augmented_assignment" | "named_expression" => {
+                let (l, r) = sides(n, n.kind() == "named_expression");
+                if let (Some(l), Some(r)) = (l, r) {
+                    let targets = self.targets(l);
+                    let value = self.format_call(r).unwrap_or_else(|| self.val(r));
+                    self.frame.unit.assigns.push(Assign {
+                        targets,
+                        value,
+                        at: self.frame.src.pos(n),
+                    });
+                }
+            }
+            "as_pattern" => {
+                // `with X() as s`: s is bound to X().
+                let value = children(n).first().map(|c| self.val(*c));
+                if let (Some(value), Some(alias)) = (value, n.child_by_field_name("alias")) {
+                    self.frame.unit.assigns.push(Assign {
+                        targets: self.targets(alias),
+                        value,
+                        at: self.frame.src.pos(n),
+                    });
+                }
+            }
+            "string" => {
+                let prose = n.parent().is_some_and(|p| {
+                    p.kind() == "expression_statement" && p.named_child_count() == 1
+                });
+                for c in children(n) {
+                    if c.kind() == "string_content" {
+                        self.frame.unit.literals.push(Literal {
+                            text: self.text(c).into(),
+                            at: self.frame.src.pos(n),
+                            prose,
+                        });
+                    }
+                }
+            }
+            "function_definition" | "lambda" => {
+                let f = self.function(n);
+                pushed = self.open(f);
+            }
+            "return_statement" => {
+                if let (Some(&fi), Some(e)) = (self.frame.stack.last(), children(n).first()) {
+                    let v = self.format_call(*e).unwrap_or_else(|| self.val(*e));
+                    let at = self.frame.src.pos(n);
+                    self.frame.unit.functions[fi].returns.push((v, at));
+                }
+            }
+            _ => {}
+        }
+        pushed
     }
 }
 
