@@ -7,7 +7,8 @@
 //! compiled into the library only so the extension can call it.
 
 use crate::{
-    cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules, cmd_verify,
+    cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules, cmd_tasks,
+    cmd_verify,
 };
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -57,6 +58,9 @@ enum Command {
     /// Signed histories.
     #[command(subcommand)]
     History(cmd_check::HistoryCommand),
+    /// Tasks (SPEC §1.5): turn a recorded run into one.
+    #[command(subcommand)]
+    Tasks(cmd_tasks::TasksCommand),
     /// Run the corpus and compare every case with its expected.json (exit 1 on a mismatch).
     Corpus(cmd_corpus::CorpusArgs),
     /// Write the transition system in another checker's language (Promela for SPIN).
@@ -93,6 +97,7 @@ where
         Command::History(c) => cmd_check::history(c),
         Command::Replay(a) => cmd_verify::replay(a),
         Command::Solve(a) => cmd_verify::solve(a),
+        Command::Tasks(c) => cmd_tasks::run(c),
         Command::Corpus(a) => cmd_corpus::corpus(a),
         Command::Emit(c) => cmd_emit::run(c),
         Command::Diff(a) => cmd_diff::diff(a),

@@ -12,6 +12,8 @@ mod cmd_mcp;
 mod cmd_repair;
 mod cmd_rules;
 pub mod cmd_run;
+pub mod cmd_tasks;
 pub mod cmd_verify;
 pub mod diagnostics;
+mod trace_read;
 pub mod verify_options;

@@ -40,6 +40,9 @@ pub struct CaseSpec {
     pub langgraph: readers::langgraph::Options,
     /// `--dependencies` files, relative to the case folder.
     pub dependencies: Vec<String>,
+    /// A tasks file in the case folder (as `--tasks`; SPEC §1.5): a graph case's only way to
+    /// have tasks.
+    pub tasks: Option<String>,
 }
 
 impl CaseSpec {
@@ -61,6 +64,7 @@ impl CaseSpec {
                 "catalogue" => spec.catalogue = string_or_null(k, val)?,
                 "rulebook" => spec.rulebook = string_or_null(k, val)?,
                 "settings" => spec.settings = string_or_null(k, val)?,
+                "tasks" => spec.tasks = string_or_null(k, val)?,
                 "session_steps" => spec.session_steps = positive_or_null(k, val)?,
                 "step_limit" => spec.step_limit = positive_or_null(k, val)?,
                 "dependencies" => {
@@ -112,6 +116,10 @@ pub struct Expected {
     pub findings: BTreeSet<(String, String)>,
     /// Every reachability obligation's verdict word, by obligation id, sorted by id.
     pub obligations: std::collections::BTreeMap<String, String>,
+    /// Each task's verdict (SPEC §1.5: `possible`, `needs_person`, `impossible`, `blocked`,
+    /// `reachable`, `undecided`), by name; `tasks` in `expected.json`, absent when the case has
+    /// none.
+    pub tasks: std::collections::BTreeMap<String, String>,
     /// `passed` or `failed`.
     pub gate: String,
 }
@@ -137,6 +145,11 @@ impl Expected {
                 .iter()
                 .map(|o| (o.obligation.id.to_string(), o.verdict.word().to_string()))
                 .collect(),
+            tasks: proof
+                .tasks
+                .iter()
+                .map(|t| (t.task.name.clone(), t.verdict.word().to_string()))
+                .collect(),
             gate: if report.passed { "passed" } else { "failed" }.to_string(),
         }
     }
@@ -154,7 +167,7 @@ impl Expected {
         let obj = v.as_object().ok_or_else(|| bad("expected an object"))?;
         let mut out = Expected::default();
         for k in obj.keys() {
-            if !matches!(k.as_str(), "findings" | "obligations" | "gate") {
+            if !matches!(k.as_str(), "findings" | "obligations" | "tasks" | "gate") {
                 return Err(bad(&format!("unknown key `{k}`")));
             }
         }
@@ -185,6 +198,25 @@ impl Expected {
                 })?;
             out.obligations.insert(id.clone(), w.to_string());
         }
+        let tasks = match obj.get("tasks") {
+            None => Default::default(),
+            Some(t) => t
+                .as_object()
+                .ok_or_else(|| bad("`tasks` must be an object"))?
+                .clone(),
+        };
+        for (name, w) in tasks {
+            let w = w
+                .as_str()
+                .filter(|w| TASK_WORDS.contains(w))
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "task `{name}`: a verdict is one of {}",
+                        TASK_WORDS.join(", ")
+                    ))
+                })?;
+            out.tasks.insert(name, w.to_string());
+        }
         out.gate = obj
             .get("gate")
             .and_then(Value::as_str)
@@ -208,6 +240,13 @@ impl Expected {
             .iter()
             .map(|(id, w)| format!("{}: {}", q(id), q(w)));
         push_members(&mut s, "obligations", ('{', '}'), obligations);
+        if !self.tasks.is_empty() {
+            let tasks = self
+                .tasks
+                .iter()
+                .map(|(n, w)| format!("{}: {}", q(n), q(w)));
+            push_members(&mut s, "tasks", ('{', '}'), tasks);
+        }
         let _ = writeln!(s, "  \"gate\": {}\n}}", q(&self.gate));
         s
     }
@@ -235,12 +274,34 @@ impl Expected {
                 out.push(format!("obligation {id} ({a}) is not in expected.json"));
             }
         }
+        for (name, w) in &self.tasks {
+            match actual.tasks.get(name) {
+                None => out.push(format!("task {name} expected {w}, but it was not asked")),
+                Some(a) if a != w => out.push(format!("task {name}: expected {w}, got {a}")),
+                _ => {}
+            }
+        }
+        for (name, a) in &actual.tasks {
+            if !self.tasks.contains_key(name) {
+                out.push(format!("task {name} ({a}) is not in expected.json"));
+            }
+        }
         if self.gate != actual.gate {
             out.push(format!("gate: expected {}, got {}", self.gate, actual.gate));
         }
         out
     }
 }
+
+/// The verdicts a task may have in `expected.json`.
+const TASK_WORDS: &[&str] = &[
+    "possible",
+    "needs_person",
+    "impossible",
+    "blocked",
+    "reachable",
+    "undecided",
+];
 
 /// Appends `"key": ` and the members between `brackets`, one a line (the brackets alone on
 /// one line when there are none), then `,` and a newline: `expected.json`'s layout, which
@@ -502,6 +563,33 @@ mod tests {
             r#"{"findings": [], "obligations": {}, "gate": "passed", "x": 1}"#
         )
         .is_err());
+    }
+
+    #[test]
+    fn task_verdicts_round_trip_and_diff() {
+        let text = r#"{"findings": [], "obligations": {},
+                       "tasks": {"pay": "possible", "goal": "blocked"}, "gate": "passed"}"#;
+        let e = Expected::parse(text).unwrap();
+        assert!(e.to_json().contains("\"tasks\": {"));
+        assert_eq!(Expected::parse(&e.to_json()).unwrap(), e);
+        let mut a = e.clone();
+        a.tasks.insert("pay".into(), "needs_person".into());
+        a.tasks.remove("goal");
+        a.tasks.insert("new".into(), "reachable".into());
+        assert_eq!(
+            e.diff(&a),
+            vec![
+                "task goal expected blocked, but it was not asked".to_string(),
+                "task pay: expected possible, got needs_person".into(),
+                "task new (reachable) is not in expected.json".into(),
+            ]
+        );
+        // A case without tasks writes none.
+        let none = Expected::parse(r#"{"findings": [], "obligations": {}, "gate": "passed"}"#);
+        assert!(!none.unwrap().to_json().contains("tasks"));
+        let bad =
+            r#"{"findings": [], "obligations": {}, "tasks": {"t": "fine"}, "gate": "passed"}"#;
+        assert!(Expected::parse(bad).unwrap_err().contains("task `t`"));
     }
 
     #[test]

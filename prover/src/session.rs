@@ -183,8 +183,12 @@ fn load_inputs(inputs: &Inputs, code_checks: bool) -> Result<Loaded, SessionErro
             let spec = crate::corpus::CaseSpec::read(dir).map_err(case)?;
             let deps: Vec<std::path::PathBuf> =
                 spec.dependencies.iter().map(|d| dir.join(d)).collect();
-            let loaded = load_with(&spec.inputs(dir), &deps, code_checks)
+            let mut loaded = load_with(&spec.inputs(dir), &deps, code_checks)
                 .map_err(|e| case(format!("the case does not load: {e}")))?;
+            if let Some(t) = &spec.tasks {
+                add_tasks(&mut loaded, &dir.join(t))
+                    .map_err(|e| case(format!("the case's tasks do not load: {e}")))?;
+            }
             Ok(Loaded {
                 case: Some(spec),
                 ..loaded

@@ -7,6 +7,8 @@ as functions, the exporters, and guards that put SPEC §2's check in front of a 
   ``qls.render(result)`` → the text report.
 - ``qls.check(catalogue, history, call_or_calls, …)`` → what ``qls check`` prints (one call, or a
   model step's batch).
+- ``qls.tasks_from_trace(run, *, name=None, catalogue=None)`` → the tasks file (YAML) a recorded
+  run makes (a guard's history, LangChain messages, Agents SDK items), as ``qls tasks from-trace``.
 - ``qls.export_<framework>(app, *, tools=None, …)`` → ``Export`` (graph, catalogue), one per
   framework module: ``export_langgraph(app, model_nodes=[...])`` (LangGraph),
   ``export_openai_agents(agent)`` (OpenAI Agents SDK), ``export_adk(root_agent)`` (Google ADK),
@@ -26,7 +28,7 @@ from __future__ import annotations
 from qls._native import __version__
 from qls._build import FORMAT, Export, QlsExportNote
 from qls._shared import Origin, Origins, QlsInputError
-from qls.api import Finding, Result, check, render, verify
+from qls.api import Finding, Result, check, render, tasks_from_trace, verify
 from qls.export import export_agents, export_graph, lower, write
 from qls.langgraph import export_langgraph
 from qls.openai_agents import export_openai_agents
@@ -38,7 +40,7 @@ from qls.replay import TRACE_FORMAT, GuardReplay, replay_through
 
 __all__ = [
     "__version__",
-    "verify", "render", "check", "Result", "Finding", "QlsInputError",
+    "verify", "render", "check", "tasks_from_trace", "Result", "Finding", "QlsInputError",
     "export_langgraph", "export_openai_agents", "export_adk", "export_crewai", "export_autogen",
     "lower", "write", "Export", "QlsExportNote", "FORMAT", "Origin", "Origins",
     "export_graph", "export_agents", "export_crew",

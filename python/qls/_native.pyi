@@ -11,6 +11,13 @@ def verify(agent: str | PathLike[str] | None, options: dict[str, Any]) -> tuple[
 def replay(witness: dict[str, Any], agent: str | PathLike[str] | None, options: dict[str, Any]) -> tuple[bool, str, str]: ...
 JsonValue = dict[str, Any] | list[Any] | str | int | float | bool | None
 
+def tasks_from_trace(
+    run: str | PathLike[str] | JsonValue,
+    name: str | None = None,
+    catalogue: list[str | PathLike[str]] = ...,
+    settings: str | PathLike[str] | None = None,
+) -> str: ...
+
 def check(
     catalogue: str | PathLike[str],
     history: str | PathLike[str] | JsonValue,

@@ -15,7 +15,7 @@ from qls._build import Export
 from qls._shared import PathLike, QlsInputError
 from qls.export import write
 
-__all__ = ["verify", "render", "check", "Result", "Finding", "QlsInputError", "PathLike", "verify_inputs"]
+__all__ = ["verify", "render", "check", "tasks_from_trace", "Result", "Finding", "QlsInputError", "PathLike", "verify_inputs"]
 
 
 class Finding(dict):  # type: ignore[type-arg]
@@ -127,6 +127,24 @@ def check(catalogue: PathLike, history: PathLike | Mapping[str, Any], call: Path
         raise QlsInputError(str(e).rstrip()) from None
     parsed: dict[str, Any] = json.loads(out)
     return parsed
+
+
+def tasks_from_trace(run: PathLike | Mapping[str, Any] | Sequence[Mapping[str, Any]], *, name: str | None = None,
+                     catalogue: PathLike | Sequence[PathLike] | None = None,
+                     settings: PathLike | None = None) -> str:
+    """The tasks file (YAML, as ``--tasks`` and ``qls.verify(..., tasks=...)`` read it) that a
+    recorded run makes, exactly as ``qls tasks from-trace`` writes it: the run's calls in order,
+    each argument's origin read from where its value came from (SPEC §2 "Provenance"). ``run`` is
+    a path, or the run itself: a guard's history (``guard.history``), a LangGraph/LangChain run's
+    messages (``messages_to_dict(...)`` or ``dumpd`` of each), or an OpenAI Agents SDK run's items
+    (``result.to_input_list()``). With ``catalogue`` (and ``settings``, an agent.yaml) the task is
+    checked against them; a bad run raises ``QlsInputError`` naming its line."""
+    value: Any = run if isinstance(run, (str, os.PathLike)) else dict(run) if isinstance(run, Mapping) else list(run)
+    cats = [] if catalogue is None else [str(catalogue)] if isinstance(catalogue, (str, os.PathLike)) else [str(c) for c in catalogue]
+    try:
+        return _native.tasks_from_trace(value, name, cats, _opt(settings))
+    except ValueError as e:
+        raise QlsInputError(str(e).rstrip()) from None
 
 
 def _opt(p: PathLike | None) -> str | None:

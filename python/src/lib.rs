@@ -109,6 +109,52 @@ fn check(
     .map_err(rendered)
 }
 
+/// `qls tasks from-trace` (SPEC §1.5): the tasks file (YAML) a recorded run makes — `run` a
+/// path, or the run's JSON value itself (a guard's history, a list of LangChain messages or of
+/// Agents SDK items); `name` the task's (the file's stem, or `run`, without).
+#[pyfunction]
+#[pyo3(signature = (run, name=None, catalogue=Vec::new(), settings=None))]
+fn tasks_from_trace(
+    py: Python<'_>,
+    run: &Bound<'_, PyAny>,
+    name: Option<String>,
+    catalogue: Vec<PathBuf>,
+    settings: Option<PathBuf>,
+) -> PyResult<String> {
+    let (run, default) = match CheckJson::of(run, "<run>")? {
+        CheckJson::File(p) => {
+            let stem = qls_cli::cmd_tasks::stem_name(&p);
+            (CheckJson::File(p), stem)
+        }
+        // A value is written out with one item a line or more, so an error's line means something.
+        CheckJson::Value(j) => (
+            CheckJson::Value(Json {
+                text: serde_json::from_str::<Value>(&j.text)
+                    .and_then(|v| serde_json::to_string_pretty(&v))
+                    .unwrap_or(j.text),
+                name: j.name,
+            }),
+            "run".to_string(),
+        ),
+    };
+    let rendered = |e: anyhow::Error| PyValueError::new_err(qls_cli::diagnostics::render_error(&e));
+    py.detach(|| {
+        let catalogues: Vec<&std::path::Path> = catalogue.iter().map(PathBuf::as_path).collect();
+        let inputs = (!catalogues.is_empty() || settings.is_some())
+            .then(|| CheckInputs::load_all(&catalogues, None, settings.as_deref()))
+            .transpose()?;
+        let run = run.read()?;
+        let name = name.unwrap_or(default);
+        Ok(qls_cli::cmd_tasks::from_trace(
+            &run.name,
+            &run.text,
+            &name,
+            inputs.as_ref(),
+        )?)
+    })
+    .map_err(rendered)
+}
+
 /// A `qls check` input the Python API was handed: a file's path, or the JSON value itself.
 enum CheckJson {
     File(PathBuf),
@@ -494,6 +540,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks_from_trace, m)?)?;
     m.add_class::<Checker>()?;
     m.add_class::<Session>()?;
     m.add("NOT_RUN", toolcheck::batch::NOT_RUN)?;

@@ -68,3 +68,42 @@ def assert_asked(history: Mapping[str, Any], ran: list, asked: list, *, made_up:
     else:
         assert [t for t, _ in ran] == ["read_file"]
         assert_from_file(history, q)
+
+
+#: The task a run paying `TYPED` the amount the person typed makes: what `assert_task_possible` reads.
+PAID = "- {tool: send_money, args: {recipient: typed, amount: typed, subject: model}}"
+
+
+def task_calls(yaml: str) -> list[str]:
+    """A tasks file's call lines (what `qls tasks from-trace` writes after `calls:`)."""
+    lines = [ln.strip() for ln in yaml.splitlines()]
+    return lines[lines.index("calls:") + 1:]
+
+
+def assert_task_possible(tmp_path: Any, run: Any, *, name: str = "pay") -> dict:
+    """Issue 51's done-when, on one recorded run of the bank (a guard's history, or the
+    framework's own record of the run): `qls tasks from-trace` (the installed command) and
+    `qls.tasks_from_trace` give the same task — the transfer to the recipient the person typed —
+    and `qls.verify(bank.agent.yaml, tasks=...)` finds it possible without a person, its witness
+    replayed, both engines agreeing. Returns the task's report."""
+    import json
+    import subprocess
+
+    import qls
+    from conftest import DATA, qls_bin
+
+    yaml = qls.tasks_from_trace(run, name=name, catalogue=DATA / "bank.catalogue.yaml")
+    assert task_calls(yaml)[-1] == PAID, yaml
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run, indent=1))
+    p = subprocess.run([qls_bin(), "tasks", "from-trace", str(path), "--name", name, "--catalogue",
+                        str(DATA / "bank.catalogue.yaml")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert task_calls(p.stdout) == task_calls(yaml)
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(yaml)
+    r = qls.verify(DATA / "bank.agent.yaml", tasks=str(tasks), session_steps=1)
+    (t,) = r.report["tasks"]
+    assert (t["name"], t["kind"], t["verdict"], t["bfs"], t["bmc"]) == (name, "user", "possible", "reachable", "reachable"), t
+    assert t["witness"]["obligation"] == f"QG024:{name}"
+    return t

@@ -84,3 +84,54 @@ def test_verify_takes_each_option_as_a_typed_value():
         qls.verify(SHOP, replay="yes")
     with pytest.raises(qls.QlsInputError, match="option `engine`: `z3` is not one of both, bmc, bfs"):
         qls.verify(SHOP, engine="z3")
+
+
+def test_verify_decides_tasks_from_a_file_or_a_mapping(tmp_path):
+    """`qls.verify(..., tasks=...)` (SPEC §1.5): a tasks file's path, or the mapping itself, is
+    decided as `qls verify --tasks` decides it — each verdict in `report["tasks"]`, the text's
+    `Tasks:` line the command's."""
+    tasks = ROOT / "examples" / "shop" / "tasks.yaml"
+    result = qls.verify(SHOP, tasks=tasks)
+    p = subprocess.run([qls_bin(), "verify", str(SHOP), "--tasks", str(tasks)], capture_output=True, text=True)
+    assert qls.render(result) == p.stdout
+    assert "Tasks: 1 of 1 possible without a person; 1 attack goal blocked." in p.stdout
+    got = {t["name"]: (t["verdict"], t["bfs"], t["bmc"]) for t in result.report["tasks"]}
+    assert got == {"look_up": ("possible", "reachable", "reachable"), "inbox_refund": ("blocked", "unreachable", "unreachable")}
+    # The mapping: a task that needs a person over two turns, and a goal some run reaches (QG025).
+    mapping = {
+        "charge": {"calls": [{"tool": "get_order", "args": {"order_id": "typed"}},
+                             {"tool": "charge_card", "args": {"order_id": "tool:get_order", "amount": "model"}}]},
+        "inbox_lookup": {"never": True, "after": "untrusted", "calls": [{"tool": "get_order", "args": {"order_id": "model"}}]},
+    }
+    result = qls.verify(SHOP, tasks=mapping, session_steps=2)
+    got = {t["name"]: t["verdict"] for t in result.report["tasks"]}
+    assert got == {"charge": "needs_person", "inbox_lookup": "reachable"}
+    assert ("QG025", "inbox_lookup") in {(f.rule, f.subject) for f in result.findings}
+    assert result.report["tasks"][1]["witness"]["obligation"] == "QG025:inbox_lookup"
+    # A task naming a tool no catalogue declares is refused, with the nearest name.
+    with pytest.raises(qls.QlsInputError, match="get_ordr.*get_order"):
+        qls.verify(SHOP, tasks={"t": {"calls": [{"tool": "get_ordr", "args": {}}]}})
+
+
+def test_tasks_from_trace_reads_a_run_as_the_command_does(tmp_path):
+    """`qls.tasks_from_trace` on an Agents SDK run's items (a value, and the same as a file) gives
+    the command's task; a run that is none of the formats raises at its line."""
+    run = [{"role": "user", "content": "Where is order 4411?"},
+           {"type": "function_call", "name": "get_order", "arguments": "{\"order_id\": \"4411\"}", "call_id": "c1"},
+           {"type": "function_call_output", "call_id": "c1", "output": "{\"status\": \"paid\", \"amount\": 40}"},
+           {"type": "function_call", "name": "refund_card", "arguments": "{\"order_id\": \"4411\", \"amount\": 40}", "call_id": "c2"},
+           {"type": "function_call_output", "call_id": "c2", "output": "refunded"}]
+    yaml = qls.tasks_from_trace(run, name="refund")
+    path = tmp_path / "refund.json"
+    path.write_text(json.dumps(run, indent=1))
+    p = subprocess.run([qls_bin(), "tasks", "from-trace", str(path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    body = yaml.split("\n", 1)[1]  # the header names the file
+    assert p.stdout.split("\n", 1)[1] == body
+    # "4411" is typed (the person's message, and the result's `status` carries no 4411); the
+    # refund's amount came from get_order's result.
+    assert body.splitlines()[-2:] == ["      - {tool: get_order, args: {order_id: typed}}",
+                                      "      - {tool: refund_card, args: {order_id: typed, amount: tool:get_order}}"]
+    assert qls.tasks_from_trace(path) == p.stdout
+    with pytest.raises(qls.QlsInputError, match=r"<run>:\d+: .*`web_search_call`"):
+        qls.tasks_from_trace([{"role": "user", "content": "hi"}, {"type": "web_search_call", "id": "w"}])

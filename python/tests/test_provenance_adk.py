@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, check_history
-from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_asked, assert_typed, users
+from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_asked, assert_task_possible, assert_typed, users
 
 pytest.importorskip("google.adk")
 from google.adk.agents import LlmAgent  # noqa: E402
@@ -89,3 +89,14 @@ def test_a_made_up_recipient_is_the_models_and_the_person_is_asked() -> None:
     assert asked[0]["args"]["amount"] == {"value": 120, "origin": "typed"}
     # One invocation, one user entry.
     assert users(g.guard.history) == ["Please pay my landlord 120"]
+
+
+def test_the_run_becomes_a_task_verify_finds_possible(tmp_path) -> None:
+    """`qls tasks from-trace` on the guard's history: the transfer the person asked for, a task
+    that stays possible (issue 51's done-when)."""
+    ran: list = []
+    asked: list = []
+    agent, g = bank([[pay(TYPED, 120)]], ran, asked)
+    run(agent, f"Please pay my landlord 120 at {TYPED}")
+    assert asked == [] and [t for t, _ in ran] == ["send_money"]
+    assert_task_possible(tmp_path, g.guard.history)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, check_history, qls_bin
-from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_asked, assert_typed, calls, users
+from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_asked, assert_task_possible, assert_typed, calls, users
 
 pytest.importorskip("autogen_agentchat")
 from autogen_agentchat.agents import AssistantAgent, UserProxyAgent  # noqa: E402
@@ -164,3 +164,14 @@ def test_a_bad_people_list_or_input_function_is_an_input_error() -> None:
         g.model_context(people="user")
     with pytest.raises(qls.QlsInputError, match="input function"):
         g.input(42)
+
+
+def test_the_run_becomes_a_task_verify_finds_possible(tmp_path) -> None:
+    """`qls tasks from-trace` on the guard's history: the transfer the person asked for, a task
+    that stays possible (issue 51's done-when)."""
+    ran: list = []
+    asked: list = []
+    g = guard(asked)
+    asyncio.run(bank(g, [[pay(TYPED, 120)]], ran).run(task=f"Please pay my landlord 120 at {TYPED}"))
+    assert asked == [] and [t for t, _ in ran] == ["send_money"]
+    assert_task_possible(tmp_path, g.guard.history)

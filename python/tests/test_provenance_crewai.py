@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import DATA, check_history
-from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_asked, assert_typed, calls, users
+from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_asked, assert_task_possible, assert_typed, calls, users
 
 pytest.importorskip("crewai")
 from crewai import Agent, Crew, Task  # noqa: E402
@@ -133,3 +133,14 @@ def test_uninstalled_the_guard_records_nothing_more() -> None:
         pass
     bank([], ran).kickoff(inputs={"request": f"pay {TYPED}"})
     assert g.guard.history["entries"] == []
+
+
+def test_the_run_becomes_a_task_verify_finds_possible(tmp_path) -> None:
+    """`qls tasks from-trace` on the guard's history: the transfer the person asked for, a task
+    that stays possible (issue 51's done-when)."""
+    ran: list = []
+    asked: list = []
+    with guard(asked) as g:
+        bank([pay(TYPED, 120)], ran).kickoff(inputs={"request": f"Please pay my landlord 120 at {TYPED}"})
+    assert asked == [] and [t for t, _ in ran] == ["send_money"]
+    assert_task_possible(tmp_path, g.guard.history)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, check_history, scripted_model
-from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_from_file, assert_made_up, assert_typed, calls
+from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_from_file, assert_made_up, assert_task_possible, assert_typed, calls
 
 pytest.importorskip("langgraph")
 from langchain_core.messages import HumanMessage  # noqa: E402
@@ -122,3 +122,17 @@ def test_each_message_is_recorded_once_across_steps() -> None:
     bank, g, _ = run(APPS["GuardedToolNode"], f"pay {TYPED} 120, then read bill.txt",
                      [[pay(TYPED, 120)], [("read_file", {"file_path": "bill.txt"})]])
     assert [e.get("kind", "call") for e in g.history["entries"]] == ["user", "call", "call"]
+
+
+@pytest.mark.parametrize("name", sorted(APPS))
+def test_the_run_becomes_a_task_verify_finds_possible(name: str, tmp_path) -> None:
+    """`qls tasks from-trace` on the guard's history, and on the run's own messages as
+    `messages_to_dict` and `dumpd` write them: the transfer the person asked for, a task that
+    stays possible (issue 51's done-when)."""
+    from langchain_core.load import dumpd
+    from langchain_core.messages import messages_to_dict
+
+    _, g, state = run(APPS[name], f"Please pay my landlord 120 at {TYPED}", [[pay(TYPED, 120)]])
+    assert_task_possible(tmp_path, g.history)
+    assert_task_possible(tmp_path, messages_to_dict(state["messages"]))
+    assert_task_possible(tmp_path, {"messages": [dumpd(m) for m in state["messages"]]})

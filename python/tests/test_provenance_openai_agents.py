@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import DATA, check_history
-from provenance import BILL, IN_FILE, MADE_UP, TYPED
+from provenance import BILL, IN_FILE, MADE_UP, TYPED, assert_task_possible
 
 pytest.importorskip("agents")
 from agents import Agent, Runner, function_tool  # noqa: E402
@@ -109,3 +109,15 @@ def test_a_made_up_recipient_is_the_models_and_waits_for_approval() -> None:
     assert [t for t, _ in ran] == ["send_money"]
     assert [(e["decision"], e["origins"], e["sources"]) for e in calls(g, "send_money")] == [
         (d, {"recipient": "model", "amount": "typed", "subject": "model"}, {"amount": 0}) for d in ("confirm", "allow")]
+
+
+def test_the_run_becomes_a_task_verify_finds_possible(tmp_path) -> None:
+    """`qls tasks from-trace` on the guard's history and on the run's own items
+    (`result.to_input_list()`): the transfer the person asked for, a task that stays possible
+    (issue 51's done-when)."""
+    ran: list = []
+    agent, g = bank([[pay(TYPED, 120, "c1")]], ran)
+    result = asyncio.run(Runner.run(agent, f"Please pay my landlord 120 at {TYPED}"))
+    assert [t for t, _ in ran] == ["send_money"]
+    assert_task_possible(tmp_path, g.guard.history)
+    assert_task_possible(tmp_path, result.to_input_list())

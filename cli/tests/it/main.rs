@@ -18,6 +18,7 @@ mod check_provenance;
 mod ci_workflow;
 mod cli;
 mod cli_places;
+mod from_trace;
 mod langgraph;
 mod mcp_names;
 mod mcp_overlay;

@@ -84,6 +84,17 @@ const CASES: &[&str] = &[
     "taubench-airline",
 ];
 
+/// Gate-failing cases whose tasks (SPEC §1.5) fail the gate: QG024 (a user task that needs a
+/// person or is impossible) and QG025 (an attack goal some run reaches) are outside this repair's
+/// change space, and `qls repair` says so, naming each (issue 51 item 4 brings them in).
+const TASK_CASES: &[&str] = &[
+    "tasks-banking",
+    "tasks-handoff",
+    "tasks-handoff-guarded",
+    "tasks-shop",
+    "tasks-slack",
+];
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
@@ -241,7 +252,8 @@ fn every_gate_failing_case_is_listed() {
         };
         let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        if expected["gate"] == "failed" && !CASES.contains(&name.as_str()) {
+        let listed = CASES.contains(&name.as_str()) || TASK_CASES.contains(&name.as_str());
+        if expected["gate"] == "failed" && !listed {
             missing.push(name);
         }
     }
@@ -250,6 +262,42 @@ fn every_gate_failing_case_is_listed() {
         missing.is_empty(),
         "gate-failing cases with no repair test: {missing:?}"
     );
+}
+
+#[test]
+fn the_task_cases_repair_names_every_task_finding_it_leaves() {
+    std::thread::scope(|s| {
+        for case in TASK_CASES {
+            s.spawn(move || {
+                let dir = root().join("corpus").join(case);
+                let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
+                let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+                    .arg("repair")
+                    .arg("--case")
+                    .arg(&dir)
+                    .output()
+                    .unwrap();
+                let report = String::from_utf8(out.stdout).unwrap();
+                assert!(matches!(out.status.code(), Some(0 | 1)), "{case}: {report}");
+                let outside = report
+                    .split("Outside the change space (not repaired):")
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("{case}: nothing outside the space: {report}"));
+                let task_findings: Vec<String> = expected["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|f| f[0] == "QG024" || f[0] == "QG025")
+                    .map(|f| format!("  {} {}: ", f[0].as_str().unwrap(), f[1].as_str().unwrap()))
+                    .collect();
+                assert!(!task_findings.is_empty(), "{case}: no task finding");
+                for f in task_findings {
+                    assert!(outside.contains(&f), "{case}: `{f}` not named: {report}");
+                }
+            });
+        }
+    });
 }
 
 #[test]

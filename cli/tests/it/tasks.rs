@@ -278,3 +278,54 @@ fn diff_shows_the_tasks_that_changed() {
     let o = crate::qls_in(&dir, &["diff", "plain.json", "plain.json"]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("Tasks"));
 }
+
+#[test]
+fn the_handoffs_tasks_show_the_mail_steering_a_refund() {
+    // examples/handoff: the refunds desk's tools node is unguarded (QG012), so every refund runs
+    // without a person — and the refund the mail names is an attack goal some run reaches (QG025).
+    let dir = Scratch::new("tasks-handoff");
+    let ex = root().join("examples/handoff");
+    let p = |f: &str| ex.join(f).to_str().unwrap().to_string();
+    let (graph, cat, settings, tasks) = (
+        p("graph.json"),
+        p("tools.catalogue.yaml"),
+        p("agent.yaml"),
+        p("tasks.yaml"),
+    );
+    let o = crate::qls_in(
+        &dir,
+        &[
+            "verify",
+            "--graph",
+            &graph,
+            "--catalogue",
+            &cat,
+            "--settings",
+            &settings,
+            "--tasks",
+            &tasks,
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let got: Vec<(String, String, bool)> = verdicts(&json(&o))
+        .into_iter()
+        .map(|(name, verdict, bfs, bmc, witness)| {
+            assert_eq!(bfs, bmc, "{name}: the engines agree");
+            (name, verdict, witness)
+        })
+        .collect();
+    let want = [
+        ("read_mail", "possible"),
+        ("refund_typed", "possible"),
+        ("refund_from_mail", "possible"),
+        ("mail_steers_refund", "reachable"),
+        ("refund_after_mail", "reachable"),
+    ];
+    let want: Vec<(String, String, bool)> = want
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string(), true))
+        .collect();
+    assert_eq!(got, want);
+}

@@ -412,6 +412,10 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "cli/src/cmd_check.rs",
         "qls check's and qls history's inputs",
     ),
+    (
+        "cli/src/cmd_tasks.rs",
+        "qls tasks from-trace's recorded run",
+    ),
     ("cli/src/cmd_diff.rs", "qls diff's two reports"),
     (
         "prover/src/repair/mod.rs",
