@@ -18,11 +18,11 @@ mod encode;
 
 use crate::verdict::{AnyLength, Cost, EngineRun, RawWitness, StopReason, Verdict};
 pub use encode::{var_order, Layout};
-use encode::{Dd, Res, Stop};
+use encode::{Dd, Res, Step, Stop};
 use encoder::ts::{CmdId, Obligation, TransitionSystem};
 use oxidd::bcdd::BCDDFunction as F;
 use oxidd::util::OptBool;
-use oxidd::{BooleanFunction, BooleanFunctionQuant, BooleanOperator, FunctionSubst, Subst};
+use oxidd::{BooleanFunction, BooleanFunctionQuant, BooleanOperator, FunctionSubst};
 use std::time::Instant;
 
 /// Budgets for the symbolic search. Running out of any is `undecided` for every obligation
@@ -162,12 +162,12 @@ fn reach(
     budget: &BddBudget,
     bound: Bound,
     x: &mut Rings,
-) -> Res<Vec<F>> {
+) -> Res<Vec<Step>> {
     let fail = |x: &mut Rings, s: Stop| {
         x.stopped = Some(s);
         s
     };
-    let rel: Vec<F> = ts
+    let rel: Vec<Step> = ts
         .commands
         .iter()
         .map(|c| dd.relation(ts, c))
@@ -181,22 +181,16 @@ fn reach(
     let init = dd.state(&ts.init, false).map_err(|s| fail(x, s))?;
     let mut reached = init.clone();
     x.rings.push(init);
-    let rename = Subst::new(
-        dd.layout.next.iter().flatten().copied().collect::<Vec<_>>(),
-        dd.layout
-            .cur
-            .iter()
-            .flatten()
-            .map(|b| dd.var(*b).clone())
-            .collect::<Vec<_>>(),
-    );
+    // Per command: the written variables' current bits quantified, their next bits renamed
+    // to current ones; the other variables' bits pass through unchanged.
     let step = |frontier: &F| -> Res<F> {
         let mut img = dd.f();
         for r in &rel {
             dd.in_time()?;
-            img = img.or(&frontier.apply_exists(BooleanOperator::And, r, &dd.cur_cube)?)?;
+            let next = frontier.apply_exists(BooleanOperator::And, &r.rel, &r.cur_cube)?;
+            img = img.or(&next.substitute(&r.rename)?)?;
         }
-        Ok(img.substitute(&rename)?)
+        Ok(img)
     };
     let mut level = 0usize;
     loop {
@@ -303,7 +297,7 @@ fn first_choices(
 fn witness(
     ts: &TransitionSystem,
     dd: &Dd,
-    rel: &[F],
+    rel: &[Step],
     rings: &[F],
     k: usize,
     o: &Obligation,
@@ -325,14 +319,15 @@ fn witness(
     let mut options = vec![last];
     for j in (0..k).rev() {
         dd.in_time()?;
-        let target = dd.state(&state, true)?;
         let (cmd, pre) = rel
             .iter()
             .enumerate()
             .find_map(|(c, r)| {
-                let pre = r
-                    .apply_exists(BooleanOperator::And, &target, &dd.next_cube)
-                    .and_then(|p| p.and(&rings[j]));
+                let pre = dd.state_after(&state, r).and_then(|target| {
+                    Ok(r.rel
+                        .apply_exists(BooleanOperator::And, &target, &r.next_cube)?
+                        .and(&rings[j])?)
+                });
                 match pre {
                     Ok(p) if !p.satisfiable() => None,
                     other => Some((CmdId(c as u32), other)),

@@ -5,7 +5,7 @@
 use encoder::ts::{Command, Expr, TransitionSystem, VarId};
 use oxidd::bcdd::{BCDDFunction as F, BCDDManagerRef};
 use oxidd::util::AllocResult;
-use oxidd::{BooleanFunction, BooleanFunctionQuant, Manager, ManagerRef, VarNo};
+use oxidd::{BooleanFunction, BooleanFunctionQuant, Manager, ManagerRef, Subst, VarNo};
 use std::time::Instant;
 
 /// Why building or searching with decision diagrams stopped.
@@ -132,10 +132,6 @@ pub(crate) struct Dd {
     pub(crate) manager: BCDDManagerRef,
     pub(crate) layout: Layout,
     vars: Vec<F>,
-    /// The conjunction of every current bit (what an image quantifies).
-    pub(crate) cur_cube: F,
-    /// The conjunction of every next bit (what a pre-image quantifies).
-    pub(crate) next_cube: F,
     /// The conjunction of every choice bit.
     pub(crate) choice_cube: F,
     deadline: Option<Instant>,
@@ -163,15 +159,11 @@ impl Dd {
             }
             Ok(c)
         };
-        let cur_cube = cube(&mut layout.cur.iter().flatten().copied())?;
-        let next_cube = cube(&mut layout.next.iter().flatten().copied())?;
         let choice_cube = cube(&mut layout.choice.iter().flatten().copied())?;
         Ok(Dd {
             manager,
             layout,
             vars,
-            cur_cube,
-            next_cube,
             choice_cube,
             deadline,
         })
@@ -343,11 +335,12 @@ impl Dd {
         Ok(r)
     }
 
-    /// The transition relation of one command over current and next bits, its choices
-    /// quantified: `∃ch. guard ∧ ch in domain ∧ ⋀ x'_v = e_v`, with `x'_v = x_v` for every
-    /// variable it does not update (the frame). The conjuncts that read a choice are built and
-    /// the choices quantified before the others are added (early quantification).
-    pub(crate) fn relation(&self, ts: &TransitionSystem, c: &Command) -> Res<F> {
+    /// The transition relation of one command over the current bits and the next bits of the
+    /// variables it writes, its choices quantified: `∃ch. guard ∧ ch in domain ∧ ⋀ x'_v = e_v`.
+    /// The variables it does not write need no frame `x'_v = x_v`: an image keeps their
+    /// current bits as they are ([`Step`]). The conjuncts that read a choice are built and the
+    /// choices quantified before the others are added (early quantification).
+    pub(crate) fn relation(&self, ts: &TransitionSystem, c: &Command) -> Res<Step> {
         let mut value: Vec<Option<&Expr>> = vec![None; ts.vars.len()];
         for (v, e) in &c.updates {
             value[v.0 as usize] = Some(e);
@@ -359,26 +352,53 @@ impl Dd {
         };
         let mut with_choices = self.bool(&c.guard)?.and(&self.choices_in_domain(ts, c)?)?;
         let mut rest = self.t();
+        let (mut cur_cube, mut next_cube) = (self.t(), self.t());
+        let (mut from, mut to) = (vec![], vec![]);
         for (v, e) in value.iter().enumerate() {
+            let Some(e) = e else { continue };
             self.in_time()?;
             let next = self.bits(&self.layout.next[v]);
-            let eq = match e {
-                // The value truncated to the variable's bits, as the BFS stores it and Z3's
-                // bit-vectors hold it.
-                Some(e) => {
-                    let mut value = self.int(e)?;
-                    value.truncate(next.len());
-                    self.equal(&next, &value)?
-                }
-                None => self.equal(&next, &self.bits(&self.layout.cur[v]))?,
-            };
-            if e.is_some_and(reads_choice) {
+            // The value truncated to the variable's bits, as the BFS stores it and Z3's
+            // bit-vectors hold it.
+            let mut bits = self.int(e)?;
+            bits.truncate(next.len());
+            let eq = self.equal(&next, &bits)?;
+            if reads_choice(e) {
                 with_choices = with_choices.and(&eq)?;
             } else {
                 rest = rest.and(&eq)?;
             }
+            for (c, n) in self.layout.cur[v].iter().zip(&self.layout.next[v]) {
+                cur_cube = cur_cube.and(self.var(*c))?;
+                next_cube = next_cube.and(self.var(*n))?;
+                from.push(*n);
+                to.push(self.var(*c).clone());
+            }
         }
-        Ok(with_choices.exists(&self.choice_cube)?.and(&rest)?)
+        Ok(Step {
+            rel: with_choices.exists(&self.choice_cube)?.and(&rest)?,
+            cur_cube,
+            next_cube,
+            written: value.iter().map(Option::is_some).collect(),
+            rename: Subst::new(from, to),
+        })
+    }
+
+    /// The set holding exactly `state` after a step of `step`: the variables it writes over
+    /// their next bits, the others over their current bits (what a pre-image reads).
+    pub(crate) fn state_after(&self, state: &[u32], step: &Step) -> Res<F> {
+        let mut s = self.t();
+        for (v, w) in step.written.iter().enumerate() {
+            let bits = if *w {
+                &self.layout.next[v]
+            } else {
+                &self.layout.cur[v]
+            };
+            for (i, b) in bits.iter().enumerate() {
+                s = s.and(&self.lit(*b, state[v] >> i & 1 == 1)?)?;
+            }
+        }
+        Ok(s)
     }
 
     /// The states (current bits) where command `c` is taken with `cond` true for some choices.
@@ -394,6 +414,18 @@ impl Dd {
     pub(crate) fn nodes(&self) -> usize {
         self.manager.with_manager_shared(|m| m.num_inner_nodes())
     }
+}
+
+/// One command as an image takes it: its relation, the current and next bits of the variables
+/// it writes (quantified by an image and a pre-image), and the renaming of those next bits to
+/// current ones. The variables it does not write keep their current bits through the image.
+pub(crate) struct Step {
+    pub(crate) rel: F,
+    pub(crate) cur_cube: F,
+    pub(crate) next_cube: F,
+    /// Per state variable, whether the command writes it.
+    written: Vec<bool>,
+    pub(crate) rename: Subst<F>,
 }
 
 /// Apply-cache entries at most (bounded by the node budget for tiny budgets).
