@@ -85,8 +85,6 @@ struct Rings {
     rings: Vec<F>,
     /// Per obligation, the ring it is first hit at.
     found: Vec<Option<usize>>,
-    /// Whether no ring is new: every reachable state (of the bound) is in the rings.
-    closed: bool,
     /// The budget that stopped the search.
     stopped: Option<Stop>,
     /// The reachable states found, counted.
@@ -110,7 +108,6 @@ fn search(
             let mut x = Rings {
                 rings: vec![],
                 found: vec![None; obligations.len()],
-                closed: false,
                 stopped: None,
                 states: 0,
             };
@@ -137,7 +134,6 @@ fn search(
                     },
                 })
                 .collect();
-            let _ = x.closed;
             (verdicts, x.states)
         }
     };
@@ -221,7 +217,7 @@ fn reach(
             .and_then(|img| Ok(img.and(&reached.not()?)?))
             .map_err(|s| fail(x, s))?;
         if !new.satisfiable() {
-            x.closed = true;
+            // The fixpoint: every reachable state (of the bound) is in the rings.
             break;
         }
         reached = reached.or(&new).map_err(|s| fail(x, s.into()))?;
