@@ -40,8 +40,8 @@ mod tests {
                 max_states: 200_000,
                 ..Options::for_project(p)
             };
-            let (b, m, _) = run_per_slice(&ts, &obls, &o, Instant::now() + o.timeout);
-            let (b, m) = (b.expect("the BFS ran"), m.expect("Z3 ran"));
+            let runs = run_per_slice(&ts, &obls, &o, Instant::now() + o.timeout);
+            let (b, m) = (runs.bfs.expect("the BFS ran"), runs.bmc.expect("Z3 ran"));
             assert_eq!(b.verdicts.len(), obls.len());
             assert_eq!(m.verdicts.len(), obls.len());
             for (i, (x, y)) in b.verdicts.iter().zip(&m.verdicts).enumerate() {

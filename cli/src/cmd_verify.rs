@@ -107,6 +107,8 @@ pub enum EngineArg {
     Bmc,
     /// BFS only.
     Bfs,
+    /// The symbolic search over decision diagrams only.
+    Bdd,
 }
 
 /// The inputs of a proof: an agent.yaml, or a graph exported elsewhere with its catalogue.
@@ -272,6 +274,7 @@ impl EngineArg {
             EngineArg::Both => Engines::Both,
             EngineArg::Bmc => Engines::Bmc,
             EngineArg::Bfs => Engines::Bfs,
+            EngineArg::Bdd => Engines::Bdd,
         }
     }
 }
@@ -421,6 +424,12 @@ fn timings(proof: &prover::proof::Proof) {
         eprintln!(
             "timings: BMC {} solver calls in {} ms",
             m.cost.solver_calls, m.cost.ms
+        );
+    }
+    if let Some(d) = &proof.bdd {
+        eprintln!(
+            "timings: BDD {} reachable states in {} ms",
+            d.cost.states, d.cost.ms
         );
     }
 }

@@ -320,7 +320,7 @@ mod tests {
         );
         assert_eq!(
             bad("engine", json!("z3")),
-            "option `engine`: `z3` is not one of both, bmc, bfs"
+            "option `engine`: `z3` is not one of both, bmc, bfs, bdd"
         );
         assert!(
             bad("sesion_steps", json!(2)).starts_with("`sesion_steps` is no option of qls verify")

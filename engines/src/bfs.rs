@@ -2,7 +2,7 @@
 //! level by level (so witnesses are shortest and independent of thread timing), with parent
 //! pointers and every obligation monitored in one exploration. **Engines never print.**
 
-use crate::verdict::{AnyLength, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
+use crate::verdict::{AnyLength, Cost, EngineRun, RawWitness, StopReason, Verdict};
 use encoder::ts::flow::Liveness;
 mod compiled;
 mod hiding;
@@ -779,18 +779,7 @@ fn witness(
         cur = store.parent[cur] as usize;
     }
     options.reverse();
-    let mut state = ts.init.clone();
-    let mut steps = Vec::with_capacity(options.len());
-    for (cmd, choices) in options {
-        let next = ts.apply(ts.command(cmd), &state, &choices);
-        steps.push(RawStep {
-            state,
-            cmd,
-            choices,
-        });
-        state = next;
-    }
-    RawWitness { steps }
+    RawWitness::from_options(ts, options)
 }
 
 /// Every reachable state up to the depth, unpacked (for tests that pin state counts).

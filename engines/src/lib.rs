@@ -1,6 +1,7 @@
 //! The engines: the searches a proof runs over a lowered transition system
 //! (`encoder::ts::TransitionSystem`), each with its own budget and defaults, each answering a
-//! [`verdict::Verdict`] per obligation — the explicit-state BFS (`bfs`), Z3's bounded
+//! [`verdict::Verdict`] per obligation — the explicit-state BFS (`bfs`), the symbolic search
+//! over binary decision diagrams (`bdd`), Z3's bounded
 //! unrolling (`bmc`, over `unroll`), k-induction (`induction`) and Spacer (`pdr`, in a forked
 //! child: `isolate`), and the one optimisation `qls repair` asks of Z3 (`optimise`).
 //!
@@ -10,6 +11,7 @@
 //! does.
 #![warn(missing_docs)]
 
+pub mod bdd;
 pub mod bfs;
 pub mod bmc;
 pub mod induction;

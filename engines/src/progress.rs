@@ -12,6 +12,8 @@ pub struct Progress {
     bmc_depth: AtomicU64,
     bmc_decided: AtomicU64,
     obligations: AtomicU64,
+    bdd_depth: AtomicU64,
+    bdd_nodes: AtomicU64,
 }
 
 /// A snapshot of the counters.
@@ -27,6 +29,10 @@ pub struct Seen {
     pub bmc_decided: u64,
     /// Obligations in the proof.
     pub obligations: u64,
+    /// The symbolic engine's current depth (its ring).
+    pub bdd_depth: u64,
+    /// The symbolic engine's live decision-diagram nodes.
+    pub bdd_nodes: u64,
 }
 
 impl Progress {
@@ -42,6 +48,11 @@ impl Progress {
             .store(obligations as u64, Ordering::Relaxed);
     }
 
+    pub(crate) fn bdd(&self, depth: u32, nodes: usize) {
+        self.bdd_depth.store(depth as u64, Ordering::Relaxed);
+        self.bdd_nodes.store(nodes as u64, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub fn seen(&self) -> Seen {
         Seen {
@@ -50,16 +61,23 @@ impl Progress {
             bmc_depth: self.bmc_depth.load(Ordering::Relaxed),
             bmc_decided: self.bmc_decided.load(Ordering::Relaxed),
             obligations: self.obligations.load(Ordering::Relaxed),
+            bdd_depth: self.bdd_depth.load(Ordering::Relaxed),
+            bdd_nodes: self.bdd_nodes.load(Ordering::Relaxed),
         }
     }
 }
 
 impl Seen {
-    /// "BFS depth 12, 340,112 states · BMC depth 9, 3 of 6 decided".
+    /// "BFS depth 12, 340,112 states · BMC depth 9, 3 of 6 decided", and "· BDD depth 7,
+    /// 81,920 nodes" once the symbolic engine has counted.
     pub fn line(&self) -> String {
-        format!(
+        let mut line = format!(
             "BFS depth {}, {} states · BMC depth {}, {} of {} decided",
             self.bfs_depth, self.bfs_states, self.bmc_depth, self.bmc_decided, self.obligations
-        )
+        );
+        if self.bdd_nodes > 0 {
+            line += &format!(" · BDD depth {}, {} nodes", self.bdd_depth, self.bdd_nodes);
+        }
+        line
     }
 }

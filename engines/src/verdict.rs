@@ -23,6 +23,23 @@ pub struct RawWitness {
 }
 
 impl RawWitness {
+    /// The witness that takes `options` (a command and its choices per step) from the initial
+    /// state, each state re-run on the system (a search may have stored states reduced).
+    pub fn from_options(ts: &TransitionSystem, options: Vec<(CmdId, Vec<u32>)>) -> RawWitness {
+        let mut state = ts.init.clone();
+        let mut steps = Vec::with_capacity(options.len());
+        for (cmd, choices) in options {
+            let next = ts.apply(ts.command(cmd), &state, &choices);
+            steps.push(RawStep {
+                state,
+                cmd,
+                choices,
+            });
+            state = next;
+        }
+        RawWitness { steps }
+    }
+
     /// The depth: the number of steps including the violating one.
     pub fn depth(&self) -> u32 {
         self.steps.len() as u32
@@ -73,6 +90,12 @@ pub enum AnyLength {
     /// Z3's property-directed reachability (Spacer, `pdr.rs`) found an inductive invariant
     /// that excludes every bad step; a fresh solver re-checked it.
     Pdr,
+    /// The symbolic engine (`bdd.rs`) computed every reachable state of the looping system:
+    /// no new state after `steps` steps.
+    Bdd {
+        /// The steps after which no new state appears.
+        steps: u32,
+    },
 }
 
 impl AnyLength {
@@ -81,6 +104,7 @@ impl AnyLength {
         match self {
             AnyLength::Fixpoint { .. } => "bfs",
             AnyLength::Induction { .. } | AnyLength::Pdr => "z3",
+            AnyLength::Bdd { .. } => "bdd",
         }
     }
 
@@ -95,6 +119,9 @@ impl AnyLength {
             ),
             AnyLength::Pdr => {
                 "Z3's property-directed reachability (Spacer), its invariant re-checked".into()
+            }
+            AnyLength::Bdd { steps } => {
+                format!("the BDD fixpoint (every state within {steps} steps)")
             }
         }
     }
@@ -141,6 +168,8 @@ pub enum StopReason {
     StateBudget,
     /// The BFS's state store reached its memory budget.
     MemoryBudget,
+    /// The symbolic engine's decision diagrams filled its node budget.
+    NodeBudget,
     /// The solver answered unknown for a reason other than time.
     SolverUnknown,
     /// No proof ran (the rulebook was refused).
@@ -171,6 +200,7 @@ impl StopReason {
             StopReason::LoweringTimeBudget => "time budget, lowering",
             StopReason::StateBudget => "state budget",
             StopReason::MemoryBudget => "memory budget",
+            StopReason::NodeBudget => "node budget",
             StopReason::SolverUnknown => "solver unknown",
             StopReason::NotRun => "proof not run",
             StopReason::NoEngine => "no engine",

@@ -221,9 +221,11 @@ pub enum Engine {
     Bfs,
     /// Z3: bounded model checking (with k-induction and Spacer under `any`).
     Bmc,
+    /// The symbolic search over binary decision diagrams.
+    Bdd,
 }
 
-words!(Engine { Bfs => "bfs", Bmc => "bmc" });
+words!(Engine { Bfs => "bfs", Bmc => "bmc", Bdd => "bdd" });
 
 impl Engine {
     /// The name a report counts it under (`BFS`, `BMC`).
@@ -231,14 +233,15 @@ impl Engine {
         match self {
             Engine::Bfs => "BFS",
             Engine::Bmc => "BMC",
+            Engine::Bdd => "BDD",
         }
     }
 
-    /// The other engine, the one it is cross-checked against.
+    /// The other engine, the one it is cross-checked against (the BDD's, the BFS).
     pub fn other(self) -> Engine {
         match self {
             Engine::Bfs => Engine::Bmc,
-            Engine::Bmc => Engine::Bfs,
+            Engine::Bmc | Engine::Bdd => Engine::Bfs,
         }
     }
 }

@@ -8,7 +8,7 @@ use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
 use engines::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
-use engines::{bfs, bmc, induction};
+use engines::{bdd, bfs, bmc, induction};
 use ir::agent::SessionSteps;
 use ir::Project;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +48,25 @@ pub enum Engines {
     Bmc,
     /// Explicit-state BFS only.
     Bfs,
+    /// The symbolic search over decision diagrams only (`engines::bdd`).
+    Bdd,
+}
+
+impl Engines {
+    /// Whether the BFS runs.
+    pub fn bfs(self) -> bool {
+        matches!(self, Engines::Both | Engines::Bfs)
+    }
+
+    /// Whether Z3 runs.
+    pub fn bmc(self) -> bool {
+        matches!(self, Engines::Both | Engines::Bmc)
+    }
+
+    /// Whether the symbolic engine runs.
+    pub fn bdd(self) -> bool {
+        matches!(self, Engines::Bdd)
+    }
 }
 
 /// How to prove.
@@ -66,6 +85,8 @@ pub struct Options {
     pub max_states: usize,
     /// BFS memory budget, in bytes of its state store.
     pub max_memory: usize,
+    /// The symbolic engine's node budget (`engines::bdd::BddBudget::max_nodes`).
+    pub max_nodes: usize,
     /// Where the engines count how far they got (for the CLI's progress line).
     pub progress: Option<std::sync::Arc<engines::progress::Progress>>,
     /// Search per slice (`defaults::SLICE`); off to compare against the whole-system search.
@@ -92,6 +113,7 @@ impl Options {
             timeout: Duration::from_secs(defaults::TIMEOUT_SECS),
             max_states: engines::bfs::MAX_STATES,
             max_memory: engines::bfs::MAX_MEMORY_BYTES,
+            max_nodes: engines::bdd::MAX_NODES,
             progress: None,
             slice: defaults::SLICE,
             subsume: defaults::SUBSUME,
@@ -111,6 +133,8 @@ pub struct Outcome {
     pub bfs: Option<Verdict>,
     /// The BMC verdict, when it ran.
     pub bmc: Option<Verdict>,
+    /// The symbolic engine's verdict, when it ran.
+    pub bdd: Option<Verdict>,
     /// The combined verdict.
     pub verdict: Verdict,
     /// The engines disagree (QG312).
@@ -138,6 +162,8 @@ pub struct Proof {
     pub bfs: Option<EngineRun>,
     /// BMC cost.
     pub bmc: Option<EngineRun>,
+    /// The symbolic engine's cost.
+    pub bdd: Option<EngineRun>,
     /// Under `any`: K, the turns within which the BFS fixpoint reached every reachable state
     /// (`None` when it did not run or ran out of its state budget).
     pub fixpoint_turns: Option<u32>,
@@ -151,8 +177,15 @@ pub struct Proof {
 
 /// Combines two verdicts: a reachable one (BFS's witness first, for determinism) wins, then an
 /// unreachable one for any length, then a bounded one; undecided only when no engine decided.
+#[cfg(test)]
 pub(crate) fn combine(bfs: Option<&Verdict>, bmc: Option<&Verdict>) -> Verdict {
-    let all: Vec<&Verdict> = bfs.into_iter().chain(bmc).collect();
+    combine_all(&[bfs, bmc])
+}
+
+/// [`combine`] over any engines' verdicts, in the order given (the first reachable one's
+/// witness is kept).
+pub(crate) fn combine_all(verdicts: &[Option<&Verdict>]) -> Verdict {
+    let all: Vec<&Verdict> = verdicts.iter().flatten().copied().collect();
     if let Some(v) = all.iter().find(|v| matches!(v, Verdict::Reachable(_))) {
         return (*v).clone();
     }
@@ -225,8 +258,19 @@ pub fn for_batches(v: Verdict, inductive: bool) -> Verdict {
     }
 }
 
-/// Both engines' runs, and K from the BFS fixpoint under `any`.
-pub type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
+/// The engines' runs (each `None` where it did not run), and K from the BFS fixpoint under
+/// `any`.
+#[derive(Clone, Debug, Default)]
+pub struct EngineRuns {
+    /// The BFS's run.
+    pub bfs: Option<EngineRun>,
+    /// Z3's run.
+    pub bmc: Option<EngineRun>,
+    /// The symbolic engine's run.
+    pub bdd: Option<EngineRun>,
+    /// K from the BFS fixpoint under `any`.
+    pub fixpoint_turns: Option<u32>,
+}
 
 /// Query `i` as both engines' runs decided it: each engine's verdict (Z3's read for batches),
 /// whether they disagree (QG312), and the combined verdict (for sessions of any length, only
@@ -234,21 +278,28 @@ pub type EngineRuns = (Option<EngineRun>, Option<EngineRun>, Option<u32>);
 pub(crate) struct Decided {
     pub(crate) bfs: Option<Verdict>,
     pub(crate) bmc: Option<Verdict>,
+    pub(crate) bdd: Option<Verdict>,
     pub(crate) verdict: Verdict,
     pub(crate) disagreement: bool,
 }
 
-/// [`Decided`] of query `i` from the engines' runs `b` (BFS) and `m` (Z3).
+/// [`Decided`] of query `i` from the engines' runs. Any two engines that decided it are
+/// cross-checked: a disagreement between any two is QG312.
 pub(crate) fn decided(
     ts: &TransitionSystem,
-    b: &Option<EngineRun>,
-    m: &Option<EngineRun>,
+    runs: &EngineRuns,
     i: usize,
     session_steps: SessionSteps,
 ) -> Decided {
-    let bv = b.as_ref().map(|r| r.verdicts[i].clone());
+    let m = &runs.bmc;
+    let bv = runs.bfs.as_ref().map(|r| r.verdicts[i].clone());
     let mv = m.as_ref().map(|r| r.verdicts[i].clone());
-    let disagreement = matches!((&bv, &mv), (Some(x), Some(y)) if disagree(x, y));
+    let dv = runs.bdd.as_ref().map(|r| r.verdicts[i].clone());
+    let present: Vec<&Verdict> = [&bv, &mv, &dv].into_iter().flatten().collect();
+    let disagreement = present
+        .iter()
+        .enumerate()
+        .any(|(k, x)| present[k + 1..].iter().any(|y| disagree(x, y)));
     let mv = match mv {
         Some(v) if ts.has_batches() => {
             let inductive = m.as_ref().is_some_and(|r| r.inductive.contains(&i));
@@ -256,13 +307,14 @@ pub(crate) fn decided(
         }
         other => other,
     };
-    let mut verdict = combine(bv.as_ref(), mv.as_ref());
+    let mut verdict = combine_all(&[bv.as_ref(), dv.as_ref(), mv.as_ref()]);
     if session_steps == SessionSteps::Any {
         verdict = for_any_length(verdict);
     }
     Decided {
         bfs: bv,
         bmc: mv,
+        bdd: dv,
         verdict,
         disagreement,
     }
@@ -278,8 +330,8 @@ pub(crate) fn run_engines(
     deadline: Instant,
     accept: Option<bfs::Accept<'_>>,
 ) -> EngineRuns {
-    let want_bfs = o.engines != Engines::Bmc;
-    let want_bmc = o.engines != Engines::Bfs;
+    let want_bfs = o.engines.bfs();
+    let want_bmc = o.engines.bmc();
     let any = o.session_steps == SessionSteps::Any;
     let bmc_budget = bmc::BmcBudget {
         deadline: Some(deadline),
@@ -289,6 +341,7 @@ pub(crate) fn run_engines(
     };
     let ((mut b, k), m) = rayon::join(
         || match (want_bfs, any) {
+            (false, _) if o.engines.bdd() => (None, None),
             (false, _) => (None, None),
             (true, false) => {
                 let budget = o.bfs_budget(deadline);
@@ -320,6 +373,15 @@ pub(crate) fn run_engines(
             })
         },
     );
+    let bdd_budget = bdd::BddBudget {
+        max_nodes: o.max_nodes,
+        deadline: Some(deadline),
+        progress: o.progress.clone(),
+    };
+    let d = o.engines.bdd().then(|| match any {
+        true => bdd::fixpoint(ts, obls, bdd_budget),
+        false => bdd::run(ts, obls, bdd_budget),
+    });
     if o.fault_bfs_blind {
         if let Some(run) = b.as_mut() {
             for v in run.verdicts.iter_mut() {
@@ -335,7 +397,12 @@ pub(crate) fn run_engines(
             }
         }
     }
-    (b, m, k)
+    EngineRuns {
+        bfs: b,
+        bmc: m,
+        bdd: d,
+        fixpoint_turns: k,
+    }
 }
 
 /// Runs the engines once per slice group (`encoder::ts::slice::groups`: obligations with equal
@@ -371,8 +438,9 @@ fn run_per_slice_accepting(
         cost: Cost::default(),
         inductive: Vec::new(),
     };
-    let mut bfs = (o.engines != Engines::Bmc).then(empty);
-    let mut bmc = (o.engines != Engines::Bfs).then(empty);
+    let mut bfs = o.engines.bfs().then(empty);
+    let mut bmc = o.engines.bmc().then(empty);
+    let mut bdd = o.engines.bdd().then(empty);
     for g in slice::groups(ts, obls) {
         let whole: Vec<Obligation>;
         let (gts, gobls) = match &g.slice {
@@ -382,8 +450,12 @@ fn run_per_slice_accepting(
                 (ts, whole.as_slice())
             }
         };
-        let (b, m, _) = run_engines(gts, gobls, o, deadline, None);
-        for (run, into) in [(b, &mut bfs), (m, &mut bmc)] {
+        let runs = run_engines(gts, gobls, o, deadline, None);
+        for (run, into) in [
+            (runs.bfs, &mut bfs),
+            (runs.bmc, &mut bmc),
+            (runs.bdd, &mut bdd),
+        ] {
             let (Some(run), Some(all)) = (run, into.as_mut()) else {
                 continue;
             };
@@ -401,7 +473,12 @@ fn run_per_slice_accepting(
             all.cost.ms += run.cost.ms;
         }
     }
-    (bfs, bmc, None)
+    EngineRuns {
+        bfs,
+        bmc,
+        bdd,
+        fixpoint_turns: None,
+    }
 }
 
 /// A slice's verdict for `ob` in terms of the whole system `ts`: a witness is re-run there from
@@ -497,7 +574,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         }
         ok
     };
-    let (b, m, fixpoint_turns) = run_per_slice_accepting(&ts, &obls, o, deadline, Some(&replays));
+    let runs = run_per_slice_accepting(&ts, &obls, o, deadline, Some(&replays));
     let mut outcomes: Vec<Outcome> = obls
         .iter()
         .enumerate()
@@ -505,13 +582,15 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
             let Decided {
                 bfs: bv,
                 bmc: mv,
+                bdd: dv,
                 verdict,
                 disagreement,
-            } = decided(&ts, &b, &m, i, o.session_steps);
+            } = decided(&ts, &runs, i, o.session_steps);
             Outcome {
                 obligation: ob.clone(),
                 bfs: bv,
                 bmc: mv,
+                bdd: dv,
                 verdict,
                 disagreement,
                 multi_turn: false,
@@ -532,9 +611,10 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     Proof {
         ts,
         outcomes,
-        bfs: b,
-        bmc: m,
-        fixpoint_turns,
+        bfs: runs.bfs,
+        bmc: runs.bmc,
+        bdd: runs.bdd,
+        fixpoint_turns: runs.fixpoint_turns,
         not_run: None,
         tasks,
     }
@@ -600,7 +680,7 @@ fn refine_unreplayed(
 fn keep_evidence(x: &mut Outcome) {
     if refine::evidence_holds(
         &x.verdict,
-        &[x.bfs.as_ref(), x.bmc.as_ref()],
+        &[x.bfs.as_ref(), x.bmc.as_ref(), x.bdd.as_ref()],
         x.refined.as_ref(),
     ) {
         return;
@@ -636,14 +716,16 @@ fn not_run(
             inductive: Vec::new(),
         })
     };
-    let bfs = run(engines.is_some_and(|e| e != Engines::Bmc));
-    let bmc = run(engines.is_some_and(|e| e != Engines::Bfs));
+    let bfs = run(engines.is_some_and(Engines::bfs));
+    let bmc = run(engines.is_some_and(Engines::bmc));
+    let bdd = run(engines.is_some_and(Engines::bdd));
     let outcomes = obls
         .iter()
         .map(|ob| Outcome {
             obligation: ob.clone(),
             bfs: bfs.as_ref().map(|_| undecided.clone()),
             bmc: bmc.as_ref().map(|_| undecided.clone()),
+            bdd: bdd.as_ref().map(|_| undecided.clone()),
             verdict: undecided.clone(),
             disagreement: false,
             multi_turn: false,
@@ -655,6 +737,7 @@ fn not_run(
         outcomes,
         bfs,
         bmc,
+        bdd,
         fixpoint_turns: None,
         not_run: Some(why),
         tasks: Vec::new(),

@@ -81,6 +81,9 @@ pub struct EngineVerdicts {
     pub bfs: VerdictWord,
     /// Z3's verdict.
     pub bmc: VerdictWord,
+    /// The symbolic engine's verdict (`not run` unless it ran; then left out of the JSON, so
+    /// reports of the other engines read as they did).
+    pub bdd: VerdictWord,
 }
 
 impl Finding {
@@ -484,6 +487,7 @@ fn reachability(
             obligation: ob.id.clone(),
             bfs: VerdictWord::of(o.bfs.as_ref()),
             bmc: VerdictWord::of(o.bmc.as_ref()),
+            bdd: VerdictWord::of(o.bdd.as_ref()),
         };
         if o.disagreement {
             agree = false;
@@ -711,6 +715,12 @@ fn per_engine(proof: &Proof) -> Vec<EngineSummary> {
             proof.outcomes.iter().filter_map(|o| o.bmc.as_ref()),
         ));
     }
+    if proof.bdd.is_some() {
+        out.push(EngineSummary::of(
+            Engine::Bdd,
+            proof.outcomes.iter().filter_map(|o| o.bdd.as_ref()),
+        ));
+    }
     out
 }
 
@@ -891,14 +901,15 @@ pub fn witness_doc(
     }
 }
 
-/// The engine whose witness a finding shows: BFS when it found one (deterministic), else BMC.
+/// The engine whose witness a finding shows: BFS when it found one (deterministic), else the
+/// BDD's (deterministic too), else BMC.
 pub fn witness_engine(proof: &Proof, oi: usize) -> Engine {
-    if proof.outcomes[oi]
-        .bfs
-        .as_ref()
-        .is_some_and(|v| matches!(v, Verdict::Reachable(_)))
-    {
+    let found = |v: &Option<Verdict>| matches!(v, Some(Verdict::Reachable(_)));
+    let o = &proof.outcomes[oi];
+    if found(&o.bfs) {
         Engine::Bfs
+    } else if found(&o.bdd) {
+        Engine::Bdd
     } else {
         Engine::Bmc
     }

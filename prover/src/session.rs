@@ -293,6 +293,7 @@ impl Session {
             timeout: job.budgets.timeout,
             max_states: job.budgets.max_states,
             max_memory: job.budgets.max_memory,
+            max_nodes: engines::bdd::MAX_NODES,
             progress: job
                 .outputs
                 .progress

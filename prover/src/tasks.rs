@@ -194,18 +194,21 @@ impl Ctx<'_> {
             }
             Query::Decided(..) => true,
         };
-        let (b, m, _) = run_engines(&ts, &obls, &self.o, self.deadline, Some(&replays));
-        let states = b.as_ref().map(|r| r.cost.states).unwrap_or(0);
+        let runs = run_engines(&ts, &obls, &self.o, self.deadline, Some(&replays));
+        let states = runs.bfs.as_ref().map(|r| r.cost.states).unwrap_or(0);
         (0..obls.len())
             .map(|i| {
                 let Decided {
                     bfs: bv,
                     bmc: mv,
+                    bdd: dv,
                     mut verdict,
                     disagreement,
-                } = decided(&ts, &b, &m, i, self.o.session_steps);
+                } = decided(&ts, &runs, i, self.o.session_steps);
                 let engine = if matches!(bv, Some(Verdict::Reachable(_))) {
                     Engine::Bfs
+                } else if matches!(dv, Some(Verdict::Reachable(_))) {
+                    Engine::Bdd
                 } else {
                     Engine::Bmc
                 };

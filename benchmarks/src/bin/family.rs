@@ -24,7 +24,7 @@
 use engines::bmc::BmcTactics;
 use engines::verdict::{StopReason, Verdict};
 use ir::testkit::{family, SizeClass};
-use prover::proof::{for_batches, run_per_slice, Engines, Options};
+use prover::proof::{for_batches, run_per_slice, EngineRuns, Engines, Options};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 /// and Z3 unrolling first (`BmcTactics::induct_first` off: the order before issue 27).
 const ENGINES: &[&str] = &[
     "bfs",
+    BDD,
     BFS_WHOLE,
     BFS_SHOWN,
     BFS_BEFORE,
@@ -45,6 +46,9 @@ const ENGINES: &[&str] = &[
     BMC_NO_REUSE,
     BMC_INDUCT_ALWAYS,
 ];
+
+/// The symbolic engine (`engines::bdd`), as `qls verify --engine bdd` runs it.
+const BDD: &str = "bdd";
 
 /// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
 /// before that was added).
@@ -123,6 +127,8 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
     let lower = t0.elapsed();
     let engines = if engine.starts_with("bfs") {
         Engines::Bfs
+    } else if engine == BDD {
+        Engines::Bdd
     } else {
         Engines::Bmc
     };
@@ -148,7 +154,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         ..Options::for_project(p)
     };
     let t = Instant::now();
-    let (b, m, _) = if !whole {
+    let runs = if !whole {
         // Lowering spent the budget: as `qls verify`, no engine runs.
         let und = engines::verdict::Verdict::undecided(StopReason::LoweringTimeBudget, "lowering");
         let run = engines::verdict::EngineRun {
@@ -156,13 +162,16 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
             cost: Default::default(),
             inductive: vec![],
         };
-        (Some(run), None, None)
+        EngineRuns {
+            bfs: Some(run),
+            ..Default::default()
+        }
     } else {
         run_per_slice(&ts, &obls, &o, deadline)
     };
     let took = t.elapsed();
-    let bmc = m.is_some();
-    let run = b.or(m).expect("the engine ran");
+    let bmc = runs.bmc.is_some();
+    let run = runs.bfs.or(runs.bdd).or(runs.bmc).expect("the engine ran");
     let mut why: BTreeMap<StopReason, usize> = BTreeMap::new();
     let (mut reach, mut und) = (0, 0);
     for (i, v) in run.verdicts.iter().enumerate() {

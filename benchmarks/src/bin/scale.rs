@@ -214,8 +214,8 @@ fn sliced_row(
             ..Options::for_project(p)
         };
         let t = Instant::now();
-        let (rb, rm, _) = run_per_slice(ts, obls, &o, t + o.timeout);
-        (rb.or(rm).expect("the engine ran"), t.elapsed())
+        let runs = run_per_slice(ts, obls, &o, t + o.timeout);
+        (runs.bfs.or(runs.bmc).expect("the engine ran"), t.elapsed())
     };
     let (sb, tsb) = run(Engines::Bfs);
     println!(

@@ -18,6 +18,9 @@ fn any_length_json(how: &AnyLength) -> Value {
             "engine": how.engine(), "method": "k_induction", "induction_depth": depth, "invariant_size": invariant
         }),
         AnyLength::Pdr => json!({"engine": how.engine(), "method": "pdr"}),
+        AnyLength::Bdd { steps } => {
+            json!({"engine": how.engine(), "method": "fixpoint", "steps": steps})
+        }
     }
 }
 
@@ -117,7 +120,7 @@ fn finding_json(f: &Finding) -> Value {
         "witness": f.document,
         "witness_file": f.witness_file,
         "replay": f.replay.as_ref().map(|x| x.text()),
-        "engines": f.engines.as_ref().map(|e| json!({"obligation": e.obligation, "bfs": e.bfs, "bmc": e.bmc})),
+        "engines": f.engines.as_ref().map(engine_verdicts),
         "fingerprint": f.fingerprint,
         "standing": f.standing.word(),
         "suppression": match &f.standing { Standing::Suppressed { reason, until, at } => json!({"reason": reason, "until": until, "at": at}), _ => Value::Null },
@@ -172,4 +175,14 @@ fn task_json(t: &TaskShown) -> Value {
         doc["confirms"] = json!({"count": n, "least": least});
     }
     doc
+}
+
+/// A finding's per-engine verdicts; the symbolic engine's only where it ran, so a report of the
+/// BFS and Z3 reads as it always did.
+fn engine_verdicts(e: &crate::report::EngineVerdicts) -> serde_json::Value {
+    let mut v = json!({"obligation": e.obligation, "bfs": e.bfs, "bmc": e.bmc});
+    if e.bdd.as_str() != "not run" {
+        v["bdd"] = json!(e.bdd);
+    }
+    v
 }

@@ -263,6 +263,7 @@ fn summary(s: &mut String, r: &Report) {
         (Engines::Both, Some(c)) => format!("engines agree on the {} both decided", c.both),
         (Engines::Bmc, _) => "BMC only".to_string(),
         (Engines::Bfs, _) => "BFS only".to_string(),
+        (Engines::Bdd, _) => "BDD only".to_string(),
     };
     match &r.not_run {
         Some(why) => s.push_str(&format!(
@@ -403,7 +404,7 @@ fn any_length_summary(r: &Report, agree: &str) -> String {
             "every reachable state is reached within {k} turn{}",
             if k == 1 { "" } else { "s" }
         ),
-        None if r.engines == Engines::Bmc => "the BFS did not run".to_string(),
+        None if !r.engines.bfs() => "the BFS did not run".to_string(),
         None => "the BFS ran out of its state budget before its fixpoint".to_string(),
     };
     let mut s = format!(

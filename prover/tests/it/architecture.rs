@@ -446,6 +446,10 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "benchmarks/src/bin/agentdojo_provenance.rs",
         "AgentDojo's tasks as data, the policy, its table",
     ),
+    (
+        "benchmarks/src/bin/bdd_crates.rs",
+        "the corpus folder, each case through corpus::load_case",
+    ),
 ];
 
 /// What reading a file looks like in the code: the standard library's reads and the readers'

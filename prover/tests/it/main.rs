@@ -12,6 +12,7 @@ mod agreement;
 mod anylen_corpus;
 mod anylen_engines;
 mod architecture;
+mod bdd;
 mod bmc_deep;
 mod budget;
 mod conformance;

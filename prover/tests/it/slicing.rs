@@ -26,9 +26,12 @@ fn sliced(p: &Project, ts: &TransitionSystem, obls: &[Obligation]) -> (EngineRun
         ..Options::for_project(p)
     };
     let deadline = Instant::now() + Duration::from_secs(600);
-    let (b, m, k) = proof::run_per_slice(ts, obls, &o, deadline);
-    assert_eq!(k, None, "a bounded proof has no K");
-    (b.expect("the BFS ran"), m.expect("the BMC ran"))
+    let runs = proof::run_per_slice(ts, obls, &o, deadline);
+    assert_eq!(runs.fixpoint_turns, None, "a bounded proof has no K");
+    (
+        runs.bfs.expect("the BFS ran"),
+        runs.bmc.expect("the BMC ran"),
+    )
 }
 
 proptest! {

@@ -29,8 +29,9 @@ fn bfs(p: &Project, ts: &TransitionSystem, obls: &[Obligation], subsume: bool) -
         ..Options::for_project(p)
     };
     let deadline = Instant::now() + Duration::from_secs(600);
-    let (b, _, _) = proof::run_per_slice(ts, obls, &o, deadline);
-    b.expect("the BFS ran")
+    proof::run_per_slice(ts, obls, &o, deadline)
+        .bfs
+        .expect("the BFS ran")
 }
 
 /// Compares the two searches of one project; returns (observers, reachable verdicts, states
