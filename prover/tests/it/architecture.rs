@@ -179,6 +179,15 @@ fn workspace_members() -> BTreeSet<String> {
 }
 
 #[test]
+fn architecture_md_stays_a_map() {
+    // A map a newcomer reads in one sitting (issue 50: at most 30,000 characters); the
+    // decisions and their measurements live in docs/decisions.md and benchmarks/README.md.
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let n = arch.chars().count();
+    assert!(n <= 30_000, "ARCHITECTURE.md has {n} characters (at most 30,000)");
+}
+
+#[test]
 fn the_code_map_names_every_file() {
     let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     for krate in crates() {
