@@ -71,6 +71,7 @@ const CASES: &[&str] = &[
     "regression-graph-without-agents-fires",
     "regression-handoff-from-tools-node-fires",
     "regression-qg018-tool-without-query-args",
+    "regression-repair-dropped-the-only-tool-edge-fires",
     "regression-rollback-of-unconfirmed-write-fires",
     "regression-trust-external-steered-write-colang1-fires",
     "regression-trust-external-steered-write-colang2-fires",
