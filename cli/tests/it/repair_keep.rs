@@ -119,3 +119,56 @@ fn a_repair_keeps_the_only_tool_edge_and_labels_it_when_removal_is_allowed() {
         assert_eq!(r["properties"]["removes_capability"], true, "{r}");
     }
 }
+
+#[test]
+fn a_user_task_possible_alone_is_kept_or_the_conflict_is_named() {
+    // qg003-fires: without tasks the cheapest repair confirms `issue_refund` (cost 2). A task
+    // that refunds without a person rules the confirm out: the repair forbids the refund after
+    // the untrusted mail instead (cost 3), and the task still runs alone.
+    let work = scratch("user-task-kept");
+    copy_dir(&root().join("corpus/qg003-fires"), &work);
+    let (code, out) = qls(&["repair", "agent.yaml"], &work);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("require a person's confirmation for `issue_refund`"),
+        "{out}"
+    );
+    std::fs::write(
+        work.join("tasks.yaml"),
+        "tasks:\n  refund_alone:\n    person: none\n    calls:\n      - tool: issue_refund\n",
+    )
+    .unwrap();
+    let (code, out) = qls(
+        &["repair", "agent.yaml", "--tasks", "tasks.yaml", "--apply"],
+        &work,
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(
+            "Kept: every task possible before stays so: task `refund_alone` (without a person)"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("require a person's confirmation"), "{out}");
+    let (code, out) = qls(&["verify", "agent.yaml", "--tasks", "tasks.yaml"], &work);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("Tasks: 1 of 1 possible without a person."),
+        "{out}"
+    );
+    // A task that is the finding's own run (the refund after the untrusted mail, alone): no set
+    // closes QG003 and keeps it, and the report says so, naming the task.
+    let work = scratch("user-task-conflict");
+    copy_dir(&root().join("corpus/qg003-fires"), &work);
+    std::fs::write(
+        work.join("tasks.yaml"),
+        "tasks:\n  refund_from_mail:\n    person: none\n    calls:\n      - tool: read_mail\n      - tool: issue_refund\n",
+    )
+    .unwrap();
+    let (code, out) = qls(&["repair", "agent.yaml", "--tasks", "tasks.yaml"], &work);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("This policy cannot have both: every set of changes that closes QG003 issue_refund breaks task `refund_from_mail` (without a person)"),
+        "{out}"
+    );
+}
