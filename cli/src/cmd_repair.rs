@@ -57,6 +57,11 @@ pub struct RepairArgs {
     /// Tasks (SPEC §1.5) in a YAML or JSON file, as `verify --tasks` takes them.
     #[arg(long, value_name = "FILE")]
     pub tasks: Option<std::path::PathBuf>,
+    /// Let the search take a capability away (a tool from an agent or a ToolNode, a hand-off,
+    /// an edge); without it no repair removes one. A removal is labelled in the report, the
+    /// diff and SARIF.
+    #[arg(long)]
+    pub allow_removal: bool,
     /// Print the search's time, proofs and counterexamples to stderr.
     #[arg(long)]
     pub timings: bool,
@@ -87,6 +92,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
         max_proofs: args.max_proofs.max(1),
         timeout: Duration::from_secs(args.timeout.max(1)),
         depth: session.depth(),
+        allow_removal: args.allow_removal,
     };
     let repaired = prover::repair::repair(files, session.project(), &run.report, &options)?;
     match args.format {

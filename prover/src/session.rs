@@ -342,6 +342,22 @@ impl Session {
         (self.options.session_steps, self.options.step_limit)
     }
 
+    /// Decides `tasks` on this session's project (its own tasks left aside) with the proof's
+    /// budgets, at `session_steps` turns: `qls repair` asks whether each tool stays executable
+    /// with a person confirming, whose yes comes on a later turn than the held call.
+    pub fn prove_tasks_at(
+        &self,
+        tasks: Vec<ir::task::Task>,
+        session_steps: SessionSteps,
+    ) -> Vec<crate::tasks::TaskOutcome> {
+        let mut p = self.project().clone();
+        p.tasks = tasks.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let mut o = self.options.clone();
+        o.session_steps = session_steps;
+        let deadline = std::time::Instant::now() + o.timeout;
+        self.install(|| crate::tasks::prove_tasks(&p, &o, deadline))
+    }
+
     /// The counters the engines update, when the job asked for progress.
     pub fn progress(&self) -> Option<&engines::progress::Progress> {
         self.options.progress.as_deref()

@@ -28,6 +28,7 @@ mod mcp_remote;
 mod mcp_snapshot;
 mod overlay_keys;
 mod repair;
+mod repair_keep;
 mod sarif;
 mod tasks;
 mod triage;

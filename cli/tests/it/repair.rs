@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
@@ -21,12 +21,10 @@ fn root() -> PathBuf {
 /// finding a source edit removes, a refused rulebook (QG005) or a rail's advisory (QG022).
 /// What stays outside the space is said with why (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
-    "agentdojo-banking",
     "batch-third-call-breaks-at-most-fires",
     "batch-untrusted-read-then-persistent-write-fires",
     "dependency-advisory-package-lock-fires",
     "dependency-advisory-uv-lock-fires",
-    "agentdojo-slack",
     "agentdojo-workspace-summarising-memory",
     "agentdojo-workspace",
     "handoff-qg012",
@@ -34,7 +32,6 @@ const CASES: &[&str] = &[
     "langgraph-customer-support-no-approval",
     "langgraph-customer-support",
     "langgraph-json-send-fanout",
-    "langgraph-json-swarm",
     "qc001-fires",
     "qc002-fires",
     "qc003-fires",
@@ -74,6 +71,7 @@ const CASES: &[&str] = &[
     "regression-graph-without-agents-fires",
     "regression-handoff-from-tools-node-fires",
     "regression-qg018-tool-without-query-args",
+    "regression-repair-dropped-the-only-tool-edge-fires",
     "regression-rollback-of-unconfirmed-write-fires",
     "regression-trust-external-steered-write-colang1-fires",
     "regression-trust-external-steered-write-colang2-fires",
@@ -81,6 +79,17 @@ const CASES: &[&str] = &[
     "regression-undeclared-context-fires",
     "regression-undo-of-unconfirmed-write-fires",
     "sheet-refused",
+];
+
+/// Gate-failing corpus cases whose findings no change closes without taking a capability away
+/// (measured: docs/repair.md): `qls repair` says so, naming the removals that could, and exits 1.
+/// Their searches without removal run long (banking's and slack's 100 proofs take minutes), so
+/// the test asks with a budget of 3 proofs: the removals are named at the budget as when the
+/// space is exhausted.
+const NOT_WITHOUT_REMOVAL: &[&str] = &[
+    "agentdojo-banking",
+    "agentdojo-slack",
+    "langgraph-json-swarm",
     "taubench-airline",
 ];
 
@@ -95,7 +104,7 @@ const TASK_CASES: &[&str] = &[
     "tasks-slack",
 ];
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -108,14 +117,14 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A scratch folder, removed when dropped.
-fn scratch(name: &str) -> crate::common::Scratch {
+pub(crate) fn scratch(name: &str) -> crate::common::Scratch {
     crate::common::Scratch::new(&format!("repair-test-{name}"))
 }
 
 type Found = BTreeSet<(String, String)>;
 
 /// The gate and every finding, the code checks' included (rule, place).
-fn verify(inputs: Inputs) -> (bool, Found) {
+pub(crate) fn verify(inputs: Inputs) -> (bool, Found) {
     let run = Session::open(Job::new(inputs)).unwrap().verify().unwrap();
     let found = run
         .report
@@ -134,6 +143,10 @@ fn verify(inputs: Inputs) -> (bool, Found) {
 }
 
 fn repair(inputs: Inputs) -> Repaired {
+    repair_with(inputs, false)
+}
+
+fn repair_with(inputs: Inputs, allow_removal: bool) -> Repaired {
     let session = Session::open(Job::new(inputs)).unwrap();
     let run = session.verify().unwrap();
     let files = Files::read(session.job(), session.project()).unwrap();
@@ -141,12 +154,13 @@ fn repair(inputs: Inputs) -> Repaired {
         max_proofs: 100,
         timeout: std::time::Duration::from_secs(120),
         depth: session.depth(),
+        allow_removal,
     };
     prover::repair::repair(files, session.project(), &run.report, &options).unwrap()
 }
 
 /// `qls repair` in `cwd` printing the diff, applied there with `git apply`.
-fn repair_and_apply(cwd: &Path, args: &[&str]) -> String {
+pub(crate) fn repair_and_apply(cwd: &Path, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_qls"))
         .current_dir(cwd)
         .arg("repair")
@@ -181,7 +195,7 @@ fn repair_and_apply(cwd: &Path, args: &[&str]) -> String {
 fn check_repair(name: &str, original: Inputs, copied: Inputs) {
     let (passed, before) = verify(original.clone());
     assert!(!passed, "{name} fails the gate before");
-    let (passed, after) = verify(copied);
+    let (passed, after) = verify(copied.clone());
     assert!(
         passed,
         "{name}: the applied repair does not pass the gate: {after:?}"
@@ -191,10 +205,27 @@ fn check_repair(name: &str, original: Inputs, copied: Inputs) {
         "{name}: new findings {:?}",
         after.difference(&before)
     );
+    // Every tool some run executed before is still executed by one (SPEC §8), and no change
+    // took a capability away (no `--allow-removal` here).
+    let tools_before = crate::repair_keep::executable(original.clone());
+    let tools_after = crate::repair_keep::executable(copied);
+    for (tool, was) in &tools_before {
+        assert!(
+            !was || tools_after.get(tool) == Some(&true),
+            "{name}: `{tool}` is no longer executable after the repair"
+        );
+    }
     let r = repair(original);
     let Outcome::Found { chosen, .. } = &r.outcome else {
         panic!("{name}: no repair: {:?}", r.outcome);
     };
+    for &i in chosen {
+        assert!(
+            !r.space[i].kind.removes_capability(),
+            "{name}: `{}` removes a capability without --allow-removal",
+            r.space[i].kind.describe()
+        );
+    }
     for leave_out in chosen {
         let rest: Vec<_> = chosen
             .iter()
@@ -252,7 +283,9 @@ fn every_gate_failing_case_is_listed() {
         };
         let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let listed = CASES.contains(&name.as_str()) || TASK_CASES.contains(&name.as_str());
+        let listed = CASES.contains(&name.as_str())
+            || TASK_CASES.contains(&name.as_str())
+            || NOT_WITHOUT_REMOVAL.contains(&name.as_str());
         if expected["gate"] == "failed" && !listed {
             missing.push(name);
         }
@@ -308,6 +341,30 @@ fn every_repairable_gate_failing_case_is_repaired_and_the_diff_applies() {
         copy_dir(&src, &work.join("case"));
         repair_and_apply(&work, &["--case", "case"]);
         check_repair(case, Inputs::Case(src), Inputs::Case(work.join("case")));
+    }
+}
+
+#[test]
+fn what_only_a_removal_closes_is_said_and_nothing_is_removed() {
+    for case in NOT_WITHOUT_REMOVAL {
+        let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+            .arg("repair")
+            .arg("--case")
+            .arg(root().join("corpus").join(case))
+            .args(["--max-proofs", "3"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{case}: {text}");
+        assert!(
+            text.contains("Not closed without removal: a change that takes a capability away"),
+            "{case}: {text}"
+        );
+        assert!(text.contains("[removes capability] "), "{case}: {text}");
+        assert!(
+            !text.contains("\n--- a/"),
+            "{case}: a diff was printed: {text}"
+        );
     }
 }
 
@@ -552,8 +609,12 @@ fn two_secrets_of_a_module_without_os_share_one_import() {
 
 #[test]
 fn the_swarm_and_the_send_fanout_are_closed_in_langgraphs_json() {
-    // The swarm: the unguarded bookings are taken away from their ToolNodes.
-    let r = repair(Inputs::Case(root().join("corpus/langgraph-json-swarm")));
+    // The swarm, under --allow-removal: the unguarded bookings are taken away from their
+    // ToolNodes (without it, nothing closes them: `what_only_a_removal_closes…`).
+    let r = repair_with(
+        Inputs::Case(root().join("corpus/langgraph-json-swarm")),
+        true,
+    );
     let Outcome::Found { .. } = &r.outcome else {
         panic!("no repair: {:?}", r.outcome);
     };
@@ -601,7 +662,8 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
         "langgraph-json-send-fanout",
     ] {
         let src = root().join("corpus").join(case);
-        let r = repair(Inputs::Case(src.clone()));
+        // Under --allow-removal, so the removals are in the space too.
+        let r = repair_with(Inputs::Case(src.clone()), true);
         for (i, c) in r.space.iter().enumerate() {
             kinds.insert(
                 format!("{:?}", c.kind)

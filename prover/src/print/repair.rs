@@ -4,9 +4,18 @@
 
 use crate::repair::{Change, Minimality, Outcome, Repaired, TargetRule};
 
+/// The label of a change that takes a capability away (SPEC §8: offered only under
+/// `--allow-removal`, and labelled so).
+pub const REMOVAL: &str = "[removes capability] ";
+
 fn change_line(r: &Repaired, c: &Change) -> String {
     format!(
-        "{} ({}:{})",
+        "{}{} ({}:{})",
+        if c.kind.removes_capability() {
+            REMOVAL
+        } else {
+            ""
+        },
         c.kind.describe(),
         r.files.shown(&c.file),
         c.line
@@ -31,8 +40,11 @@ pub fn text(r: &Repaired) -> String {
         r.targets.len(),
         r.space.len()
     ));
+    s.push_str(&kept_line(r));
     match &r.outcome {
-        Outcome::Nothing => s.push_str("\nNothing to repair: no gate-failing reachability finding.\n"),
+        Outcome::Nothing => {
+            s.push_str("\nNothing to repair: no gate-failing reachability finding.\n")
+        }
         Outcome::Found {
             chosen,
             cost,
@@ -44,7 +56,11 @@ pub fn text(r: &Repaired) -> String {
                 s.push_str(&format!("\n{t}\n"));
                 let fixes = r.fixes_of(t);
                 for (k, c) in fixes.iter().enumerate() {
-                    let lead = if k == 0 { "Fix (proved): " } else { "               " };
+                    let lead = if k == 0 {
+                        "Fix (proved): "
+                    } else {
+                        "               "
+                    };
                     s.push_str(&format!("  {lead}{}\n", change_line(r, c)));
                 }
                 s.push_str(&format!("  Re-proof: {}\n", reproof_line(reproof)));
@@ -59,18 +75,39 @@ pub fn text(r: &Repaired) -> String {
                 if chosen.len() == 1 { "" } else { "s" }
             ));
             for &i in chosen {
-                s.push_str(&format!("  - {} [cost {}]\n", change_line(r, &r.space[i]), r.space[i].cost));
+                s.push_str(&format!(
+                    "  - {} [cost {}]\n",
+                    change_line(r, &r.space[i]),
+                    r.space[i].cost
+                ));
             }
         }
-        Outcome::Impossible { why } => {
+        Outcome::Impossible {
+            why,
+            kept_in_way,
+            removals,
+        } => {
             s.push_str("\nNo change in the space closes these findings:\n");
             for (t, w) in why {
                 s.push_str(&format!("  {t}: {w}\n"));
             }
+            if !kept_in_way.is_empty() {
+                let names: Vec<String> = kept_in_way.iter().map(|k| k.shown()).collect();
+                let targets: Vec<String> = why.iter().map(|(t, _)| t.to_string()).collect();
+                s.push_str(&format!(
+                    "This policy cannot have both: every set of changes that closes {} breaks {} (each such set was proved to).\n",
+                    targets.join(", "),
+                    names.join(", ")
+                ));
+            }
+            removal_line(&mut s, r, removals, why.len());
         }
-        Outcome::Budget => s.push_str(
-            "\nStopped at the proof budget before a set of changes closed every finding (raise --max-proofs).\n",
-        ),
+        Outcome::Budget { removals } => {
+            s.push_str(
+                "\nStopped at the proof budget before a set of changes closed every finding (raise --max-proofs).\n",
+            );
+            removal_line(&mut s, r, removals, r.targets.len());
+        }
     }
     if !r.outside.is_empty() {
         s.push_str("\nOutside the change space (not repaired):\n");
@@ -88,6 +125,51 @@ pub fn text(r: &Repaired) -> String {
         s.push_str(&diff);
     }
     s
+}
+
+/// The removals left out of the space that could affect the targets' witnesses: what closing
+/// them may take (`--allow-removal`).
+fn removal_line(s: &mut String, r: &Repaired, removals: &[Change], targets: usize) {
+    if removals.is_empty() {
+        return;
+    }
+    let words: Vec<String> = removals.iter().map(|c| change_line(r, c)).collect();
+    s.push_str(&format!(
+        "Not closed without removal: a change that takes a capability away could affect {} ({}); `--allow-removal` lets the search consider it.\n",
+        if targets == 1 { "its witness" } else { "their witnesses" },
+        words.join("; ")
+    ));
+}
+
+/// What the repair kept, in one line: the user tasks possible before, or every tool some run
+/// executes (each a one-call task proved by both engines with every set).
+fn kept_line(r: &Repaired) -> String {
+    let removal = if r.allow_removal {
+        "changes that take a capability away are in the space (--allow-removal)"
+    } else {
+        "no change that takes a capability away is in the space (--allow-removal not given)"
+    };
+    let tools: Vec<&str> = r.kept.iter().filter_map(|k| k.tool.as_deref()).collect();
+    let kept = if !tools.is_empty() {
+        format!(
+            "every tool a run executes stays executable ({} tool{}, each proved with every set)",
+            tools.len(),
+            if tools.len() == 1 { "" } else { "s" }
+        )
+    } else if r.kept.is_empty() && r.allow_removal {
+        "no user task given, so under --allow-removal nothing is kept (give tasks to say what must keep working)".to_string()
+    } else if r.kept.is_empty() {
+        "no task possible before, no tool executable: nothing to keep".to_string()
+    } else {
+        let names: Vec<String> = r.kept.iter().map(|k| k.shown()).collect();
+        format!("every task possible before stays so: {}", names.join(", "))
+    };
+    format!("Kept: {kept}; {removal}.\n")
+}
+
+/// Whether the repair takes a capability away (SARIF's `properties.removes_capability`).
+pub fn removes_capability(r: &Repaired) -> bool {
+    r.chosen().iter().any(|c| c.kind.removes_capability())
 }
 
 /// A finding's SARIF `fixes`: the repair's changes as replacements of the inputs' text (each
@@ -120,7 +202,18 @@ pub fn sarif_fixes(r: &Repaired, rule: TargetRule, subject: &str) -> Option<serd
             serde_json::json!({"artifactLocation": {"uri": r.files.shown(k)}, "replacements": reps})
         })
         .collect();
-    let words: Vec<String> = r.fixes_of(t).iter().map(|c| c.kind.describe()).collect();
+    let words: Vec<String> = r
+        .fixes_of(t)
+        .iter()
+        .map(|c| {
+            let label = if c.kind.removes_capability() {
+                REMOVAL
+            } else {
+                ""
+            };
+            format!("{label}{}", c.kind.describe())
+        })
+        .collect();
     Some(serde_json::json!([{
         "description": {"text": format!("Fix (proved): {}. Re-proof: {}", words.join("; "), reproof_line(reproof))},
         "artifactChanges": changes,

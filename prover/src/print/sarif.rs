@@ -42,6 +42,7 @@ pub fn sarif_repaired(
                 super::repair::sarif_fixes(repaired, TargetRule::Proof(f.rule.id), &f.subject)
             {
                 res["fixes"] = fixes;
+                removal_property(res, repaired);
             }
         }
         // The code findings' results follow, in the same order as the report's.
@@ -51,10 +52,17 @@ pub fn sarif_repaired(
                 super::repair::sarif_fixes(repaired, TargetRule::Code(f.rule), &f.place())
             {
                 res["fixes"] = fixes;
+                removal_property(res, repaired);
             }
         }
     }
     serde_json::to_string_pretty(&v).expect("SARIF serialises") + "\n"
+}
+
+/// A result with fixes says whether the repair takes a capability away (a tool, an edge, a
+/// hand-off: SPEC §8's label), so a reviewer sees a removal before applying it.
+fn removal_property(res: &mut Value, repaired: &crate::repair::Repaired) {
+    res["properties"]["removes_capability"] = json!(super::repair::removes_capability(repaired));
 }
 
 fn sarif_value(r: &Report, rules_uri: Option<&str>) -> Value {

@@ -13,6 +13,8 @@
 //! - `source.rs`: the edits of the tools' source that remove a code finding (`codecheck::fixes`)
 //!   and a code finding's place across them;
 //! - `text.rs`: the text locators and edits (comments and layout kept) and the unified diff;
+//! - `keep.rs`: what a repair keeps — the user tasks possible before, or every tool executable
+//!   (a one-call task per tool) — read from each proof's tasks;
 //! - `search.rs`: the loop — Z3 chooses a cheapest set blocking every counterexample so far
 //!   (`engines::optimise`, the engine layer), a session proves the changed inputs, each witness
 //!   left becomes a constraint — and the minimality check.
@@ -20,6 +22,7 @@
 //! Like a session, a repair never prints: the result is data that `print::repair` formats.
 
 pub mod declare;
+pub mod keep;
 pub mod rulebook;
 pub mod search;
 pub mod source;
@@ -67,6 +70,8 @@ pub struct Files {
     dependencies: Vec<PathBuf>,
     /// The tools' source files the code checks read, by the name their findings give them.
     sources: BTreeMap<String, String>,
+    /// `--tasks FILE`, proved with every set (the tasks the repair keeps, the goals it closes).
+    tasks: Option<PathBuf>,
 }
 
 impl Files {
@@ -93,6 +98,7 @@ impl Files {
             inputs: inner.clone(),
             dependencies,
             sources: BTreeMap::new(),
+            tasks: job.tasks.clone(),
         };
         match &inner {
             Inputs::Agent(a) => {
@@ -286,9 +292,20 @@ pub enum Outcome {
     Impossible {
         /// The targets no change can close, each with why.
         why: Vec<(Target, String)>,
+        /// The tasks (or tools kept executable) that stand in the way: without what their
+        /// breaking taught, a set in the space would close the targets ("this policy cannot
+        /// have both"). Empty when the targets cannot be closed whatever is kept.
+        kept_in_way: Vec<keep::Kept>,
+        /// Removals (`--allow-removal`) that could affect a target's witness, left out of the
+        /// space: what closing it may take.
+        removals: Vec<Change>,
     },
     /// The round budget ran out before a set worked.
-    Budget,
+    Budget {
+        /// Removals (`--allow-removal`) that could affect a target's witness, left out of the
+        /// space.
+        removals: Vec<Change>,
+    },
 }
 
 /// The result of `qls repair`.
@@ -308,6 +325,10 @@ pub struct Repaired {
     pub proofs: usize,
     /// Counterexamples (witnesses) turned into constraints.
     pub counterexamples: usize,
+    /// What the repair kept: the user tasks possible before, or every tool executable.
+    pub kept: Vec<keep::Kept>,
+    /// Whether changes that remove capability were in the space (`--allow-removal`).
+    pub allow_removal: bool,
     /// The inputs.
     pub files: Files,
 }
@@ -321,9 +342,18 @@ impl Repaired {
         }
     }
 
-    /// The unified diff of the repair (empty without one).
+    /// The unified diff of the repair (empty without one), after a line per change that takes
+    /// a capability away (`# [removes capability] …`: `git apply` skips lines before a file's
+    /// header, so the label travels with the diff).
     pub fn diff(&self) -> String {
-        self.files.diff(&self.chosen())
+        let chosen = self.chosen();
+        let diff = self.files.diff(&chosen);
+        let labels: String = chosen
+            .iter()
+            .filter(|c| c.kind.removes_capability())
+            .map(|c| format!("# [removes capability] {}\n", c.kind.describe()))
+            .collect();
+        labels + &diff
     }
 
     /// The changed files: path as shown, new text (what `--apply` writes).

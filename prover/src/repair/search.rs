@@ -15,6 +15,7 @@
 //! target only when a declaration of the space is scoped to it; its clause is "one of those
 //! declarations is made" (`Scope::Finding`), since nothing else the space edits decides it.
 
+use super::keep::{self, Kept};
 use super::{
     Change, Files, Kind, Minimality, Outcome, RepairError, Repaired, Scope, Target, TargetRule,
 };
@@ -39,6 +40,9 @@ pub struct Options {
     pub timeout: Duration,
     /// Turns and steps per turn (the session's, resolved).
     pub depth: (SessionSteps, u32),
+    /// Changes that take a capability away (a tool, an edge, a hand-off) are in the space
+    /// (`--allow-removal`); without it they are left out and named where they could help.
+    pub allow_removal: bool,
 }
 
 /// A finding's identity across runs.
@@ -56,6 +60,8 @@ fn targeted(f: &Finding, space: &[Change]) -> bool {
     f.rule.fails_gate
         && f.standing == crate::report::Standing::New
         && (f.obligation.is_some()
+            // An attack goal reachable: its witness is a run like an obligation's.
+            || (f.rule.id == RuleId::QG025 && f.document.is_some())
             || space.iter().any(|c| {
                 matches!(c.scope, Scope::Finding { .. } | Scope::Rulebook { .. }) && affects(c, f)
             }))
@@ -85,6 +91,7 @@ fn outside_why(f: &Finding) -> String {
             RuleId::QG022 => "no version the advisories name as fixed clears every advisory, the dependency is not pinned to one version (a range or an address), or its lock entry records a hash of the old artefact (re-lock with the package manager)",
             RuleId::QG016 => "the dynamic edges are in LangGraph's own JSON, drawn from several nodes because no drawn edge reaches a node and the reader cannot tell which node's code routes there, and the JSON has no place for a `Send`'s targets (give the routing node's conditional edge a path map, which LangGraph then draws, or export with the qls package)",
             RuleId::QG312 => "the engines disagree: the proof itself is in doubt",
+            RuleId::QG024 => "a user task not possible before the repair: every change of the space only restricts runs, so none can make it possible (let its blocking call through by hand, as the rule's fix says)",
             _ => "it is not a reachable obligation of the transition system (a structural, rulebook, dependency or code finding), and no declaration of the space is about it",
         }
     };
@@ -214,10 +221,11 @@ enum Tried {
     Broken,
     /// Every target closed, nothing new: the report.
     Works(Box<Report>),
-    /// Targets left, findings that appeared.
+    /// Targets left, findings that appeared, what the repair keeps that the set broke.
     Fails {
         left: Vec<Finding>,
         appeared: Vec<Finding>,
+        broken: Vec<Kept>,
         undecided: bool,
         /// Code findings targeted and left, and gate-failing ones that appeared.
         code_left: Vec<CodeFinding>,
@@ -270,6 +278,10 @@ struct Prover<'a> {
     /// The code findings before any change, and those the search targets.
     code_before: BTreeSet<Target>,
     code_targets: BTreeSet<Target>,
+    /// What every set must keep, and the tools' one-call tasks proved with each set (none when
+    /// the user gave tasks: theirs are read from the inputs).
+    kept: Vec<Kept>,
+    tool_tasks: Vec<ir::task::Task>,
     proofs: usize,
 }
 
@@ -301,14 +313,17 @@ impl Prover<'_> {
             .iter()
             .map(|d| self.remap(d))
             .collect();
+        job.tasks = self.files.tasks.as_ref().map(|t| self.remap(t));
         job.depth.session_steps = Some(self.options.depth.0);
         job.depth.step_limit = Some(self.options.depth.1);
         job.budgets.timeout = self.options.timeout;
         job
     }
 
-    /// Proves the inputs with the changes `set` made.
-    fn prove(&mut self, set: &[usize]) -> Result<Tried, RepairError> {
+    /// Proves the inputs with the changes `set` made: the report and what it and the tools'
+    /// tasks (asked within [`keep::tool_turns`]) say of the user tasks and tools, or `None` when
+    /// the changed inputs do not load.
+    fn run(&mut self, set: &[usize]) -> Result<Option<(Report, Vec<keep::Said>)>, RepairError> {
         self.proofs += 1;
         let chosen: Vec<&Change> = set.iter().map(|&i| &self.space[i]).collect();
         let edited = self.files.edited(&chosen);
@@ -321,13 +336,29 @@ impl Prover<'_> {
             std::fs::write(&path, text)
                 .map_err(|e| RepairError::Io(format!("{}: cannot write: {e}", path.display())))?;
         }
-        let session = match Session::open(self.job()) {
+        let job = self.job();
+        let session = match Session::open(job) {
             Ok(s) => s,
-            Err(crate::session::SessionError::Input(_)) => return Ok(Tried::Broken),
+            Err(crate::session::SessionError::Input(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let run = session.verify()?;
-        let r = run.report;
+        let report = session.verify()?.report;
+        let mut said = keep::said_in_report(&report.tasks);
+        if !self.tool_tasks.is_empty() {
+            let turns = keep::tool_turns(self.options.depth.0);
+            let outcomes = session.prove_tasks_at(self.tool_tasks.clone(), turns);
+            said.extend(keep::said_in_outcomes(&outcomes));
+        }
+        Ok(Some((report, said)))
+    }
+
+    /// Proves the inputs with the changes `set` made, and reads what the proof says of the
+    /// targets, of new findings and of what the repair keeps.
+    fn prove(&mut self, set: &[usize]) -> Result<Tried, RepairError> {
+        let Some((r, said)) = self.run(set)? else {
+            return Ok(Tried::Broken);
+        };
+        let chosen: Vec<&Change> = set.iter().map(|&i| &self.space[i]).collect();
         let left: Vec<Finding> = r
             .findings
             .iter()
@@ -337,10 +368,12 @@ impl Prover<'_> {
         let appeared: Vec<Finding> = r
             .findings
             .iter()
-            .filter(|f| !self.before.contains(&id(f)))
+            // A task that breaks is read from the tasks below (QG024 names no run to block).
+            .filter(|f| !self.before.contains(&id(f)) && f.rule.id != RuleId::QG024)
             .cloned()
             .collect();
-        let undecided = !r.undecided_gate.is_empty() || !r.agree;
+        let fared = keep::fared(&self.kept, &said);
+        let undecided = !r.undecided_gate.is_empty() || !r.agree || !fared.undecided.is_empty();
         // Each code finding named by its place before the set's source edits.
         let code: Vec<CodeFinding> = r
             .code
@@ -360,12 +393,14 @@ impl Prover<'_> {
             .cloned()
             .collect();
         let clean = code_left.is_empty() && code_appeared.is_empty();
-        if left.is_empty() && appeared.is_empty() && !undecided && clean {
+        if left.is_empty() && appeared.is_empty() && fared.broken.is_empty() && !undecided && clean
+        {
             Ok(Tried::Works(Box::new(r)))
         } else {
             Ok(Tried::Fails {
                 left,
                 appeared,
+                broken: fared.broken,
                 undecided,
                 code_left,
                 code_appeared,
@@ -409,6 +444,11 @@ pub fn repair(
         super::declare::code_changes(project, &files, code, &mut space);
         super::source::source_changes(project, &files, code, &mut space);
     }
+    // Without `--allow-removal`, a change that takes a capability away is not in the space;
+    // it is kept aside to say where it could have helped.
+    let (space, removals): (Vec<Change>, Vec<Change>) = space
+        .into_iter()
+        .partition(|c| options.allow_removal || !c.kind.removes_capability());
     let mut targets = Vec::new();
     let mut code_targets: Vec<(Target, CodeFinding)> = Vec::new();
     let mut outside = Vec::new();
@@ -457,6 +497,8 @@ pub fn repair(
         outcome: Outcome::Nothing,
         proofs: 0,
         counterexamples: 0,
+        kept: vec![],
+        allow_removal: options.allow_removal,
         files: files.clone(),
     };
     if targets.is_empty() && code_targets.is_empty() {
@@ -487,8 +529,34 @@ pub fn repair(
             .map(code_id)
             .collect(),
         code_targets: code_targets.iter().map(|(t, _)| t.clone()).collect(),
+        kept: vec![],
+        tool_tasks: vec![],
         proofs: 0,
     };
+    // What every set must keep: the user tasks possible before (the verify run's), or, with
+    // none given, every tool some run executes on the inputs as they are (a one-call task per
+    // tool, decided on the working copy before any change). Under `--allow-removal` with no task given, the person
+    // has accepted that a capability may go: only their tasks bind, and a removal is labelled.
+    if keep::keeps_tools(project) && !options.allow_removal {
+        prover.tool_tasks = keep::tool_tasks(&keep::tools(project));
+        let session = Session::open(prover.job())?;
+        let turns = keep::tool_turns(options.depth.0);
+        let said = session.prove_tasks_at(prover.tool_tasks.clone(), turns);
+        prover.kept = keep::kept(&keep::said_in_outcomes(&said));
+        let executable: BTreeSet<&str> = prover
+            .kept
+            .iter()
+            .filter_map(|k| k.tool.as_deref())
+            .collect();
+        prover
+            .tool_tasks
+            .retain(|t| executable.contains(&t.calls[0].tool.as_str()));
+    } else {
+        prover.kept = keep::kept(&keep::said_in_report(&run.tasks));
+    }
+    result.kept = prover.kept.clone();
+    // The clauses each kept task's breaking taught (to name the tasks in the way).
+    let mut kept_clauses: BTreeMap<Kept, BTreeSet<Clause>> = BTreeMap::new();
     let costs: Vec<u32> = space.iter().map(|c| c.cost).collect();
     let mut clauses: BTreeSet<Clause> = conflicts(&space).into_iter().collect();
     let mut counterexamples = 0;
@@ -502,6 +570,18 @@ pub fn repair(
         clauses.insert(learn_code(&space, f, &[], false));
         counterexamples += 1;
     }
+    // The removals left out of the space that could affect a target (named when no repair is
+    // found without them).
+    let could_help = |removals: &[Change]| -> Vec<Change> {
+        removals
+            .iter()
+            .filter(|c| {
+                targets.iter().any(|(_, f)| affects(c, f))
+                    || code_targets.iter().any(|(_, f)| affects_code(c, f))
+            })
+            .cloned()
+            .collect()
+    };
     let found = loop {
         if prover.proofs >= options.max_proofs {
             break None;
@@ -512,6 +592,8 @@ pub fn repair(
             Choice::None | Choice::Unknown(_) => {
                 result.outcome = Outcome::Impossible {
                     why: impossible(&space, &targets, &code_targets, &stuck),
+                    kept_in_way: in_the_way(&costs, &clauses, &kept_clauses),
+                    removals: could_help(&removals),
                 };
                 break None;
             }
@@ -527,11 +609,23 @@ pub fn repair(
             Tried::Fails {
                 left,
                 appeared,
+                broken,
                 undecided,
                 code_left,
                 code_appeared,
             } => {
                 let before = clauses.len();
+                // A kept task the set broke: no run to block, and a change only removes runs,
+                // so no superset keeps it either: not all of the set.
+                for k in broken {
+                    counterexamples += 1;
+                    let clause = Clause {
+                        any: vec![],
+                        not_all: set.0.clone(),
+                    };
+                    kept_clauses.entry(k).or_default().insert(clause.clone());
+                    clauses.insert(clause);
+                }
                 for f in &left {
                     counterexamples += 1;
                     let clause = learn(&space, f, &set.0, false);
@@ -613,11 +707,49 @@ pub fn repair(
             needed_by,
         };
     } else if matches!(result.outcome, Outcome::Nothing) {
-        result.outcome = Outcome::Budget;
+        result.outcome = Outcome::Budget {
+            removals: could_help(&removals),
+        };
     }
     result.proofs = prover.proofs;
     result.counterexamples = counterexamples;
     Ok(result)
+}
+
+/// The kept tasks that stand in the way of every set closing the targets: each one without
+/// whose clauses some set satisfies the rest; when no single one, all of them together if that
+/// frees a set; none when the targets' own clauses leave nothing.
+fn in_the_way(
+    costs: &[u32],
+    clauses: &BTreeSet<Clause>,
+    kept_clauses: &BTreeMap<Kept, BTreeSet<Clause>>,
+) -> Vec<Kept> {
+    let sat_without = |dropped: &[&Kept]| {
+        let still: BTreeSet<&Clause> = kept_clauses
+            .iter()
+            .filter(|(k, _)| !dropped.contains(k))
+            .flat_map(|(_, cs)| cs)
+            .collect();
+        let list: Vec<Clause> = clauses
+            .iter()
+            .filter(|c| still.contains(c) || !kept_clauses.values().any(|cs| cs.contains(*c)))
+            .cloned()
+            .collect();
+        matches!(cheapest(costs, &list), Choice::Cheapest(..))
+    };
+    let each: Vec<Kept> = kept_clauses
+        .keys()
+        .filter(|k| sat_without(&[k]))
+        .cloned()
+        .collect();
+    if !each.is_empty() {
+        return each;
+    }
+    let all: Vec<&Kept> = kept_clauses.keys().collect();
+    if !all.is_empty() && sat_without(&all) {
+        return all.into_iter().cloned().collect();
+    }
+    vec![]
 }
 
 /// Why a witness found under `set` leaves nothing to try: the changes it survived.

@@ -317,6 +317,19 @@ impl Kind {
         }
     }
 
+    /// Whether the change takes a capability away (a tool from an agent or a ToolNode, a
+    /// hand-off, an edge): offered only under `--allow-removal`, and labelled so (SPEC §8).
+    /// A rulebook's statement or rail dropped removes policy, not capability, and is not one.
+    pub fn removes_capability(&self) -> bool {
+        matches!(
+            self,
+            Kind::DropTool { .. }
+                | Kind::DropNodeTool { .. }
+                | Kind::DropHandoff { .. }
+                | Kind::DropEdge { .. }
+        )
+    }
+
     /// The change in words.
     pub fn describe(&self) -> String {
         match self {

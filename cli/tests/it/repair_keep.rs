@@ -1,0 +1,174 @@
+//! `qls repair` keeps the agent useful (SPEC §8, issue 51): with no task given every tool some
+//! run executes stays executable; a user task possible before stays possible as it was; no
+//! change that takes a capability away is made without `--allow-removal`, and one made under it
+//! is labelled in the report, the diff and SARIF.
+
+use crate::repair::{copy_dir, repair_and_apply, root, scratch, verify};
+use prover::job::{Inputs, Job};
+use prover::repair::keep;
+use prover::session::Session;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// Per tool of the inputs, whether some run executes it, a person confirming where the check
+/// asks (a one-call task with `person: any` within at least two turns, decided by both engines,
+/// as the repair asks it).
+pub fn executable(inputs: Inputs) -> BTreeMap<String, bool> {
+    let session = Session::open(Job::new(inputs)).unwrap();
+    let tasks = keep::tool_tasks(&keep::tools(session.project()));
+    let turns = keep::tool_turns(session.depth().0);
+    session
+        .prove_tasks_at(tasks, turns)
+        .iter()
+        .map(|o| {
+            let tool = o.task.calls[0].tool.clone();
+            let word = o.verdict.word();
+            (tool, word == "possible" || word == "needs_person")
+        })
+        .collect()
+}
+
+fn qls(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qls"))
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+const DROPPED_EDGE: &str = "regression-repair-dropped-the-only-tool-edge-fires";
+
+#[test]
+fn a_repair_keeps_the_only_tool_edge_and_labels_it_when_removal_is_allowed() {
+    let src = root().join("corpus").join(DROPPED_EDGE);
+    let before = executable(Inputs::Case(src.clone()));
+    assert!(
+        before.values().all(|e| *e) && before.len() == 6,
+        "{before:?}"
+    );
+    // Without --allow-removal: applied, the gate passes, the graph is untouched and every tool
+    // is still executable.
+    let work = scratch("dropped-edge");
+    copy_dir(&src, &work.join("case"));
+    let (code, out) = qls(&["repair", "--case", "case", "--apply"], &work);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("removes capability]"), "{out}");
+    assert!(
+        out.contains("Kept: every tool a run executes stays executable (6 tools"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("case/graph.json")).unwrap(),
+        std::fs::read_to_string(src.join("graph.json")).unwrap(),
+        "the graph is untouched"
+    );
+    let (passed, _) = verify(Inputs::Case(work.join("case")));
+    assert!(passed, "the applied repair passes the gate: {out}");
+    let after = executable(Inputs::Case(work.join("case")));
+    assert_eq!(after, before, "every tool stays executable");
+    // With it: the edge's removal (cost 10, cheaper than four confirms, 12) is chosen and
+    // labelled in the report, the diff (which `git apply` still takes) and SARIF.
+    let (code, text) = qls(
+        &[
+            "repair",
+            "--case",
+            &src.to_string_lossy(),
+            "--allow-removal",
+        ],
+        &work,
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("[removes capability] drop the edge `"),
+        "{text}"
+    );
+    let removal = scratch("dropped-edge-removal");
+    copy_dir(&src, &removal.join("case"));
+    let diff = repair_and_apply(&removal, &["--case", "case", "--allow-removal"]);
+    assert!(
+        diff.starts_with("# [removes capability] drop the edge `"),
+        "{diff}"
+    );
+    let (code, sarif) = qls(
+        &[
+            "repair",
+            "--case",
+            &src.to_string_lossy(),
+            "--allow-removal",
+            "--format",
+            "sarif",
+        ],
+        &work,
+    );
+    assert_eq!(code, Some(0));
+    let doc: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    crate::sarif::assert_valid(&doc);
+    let fixed: Vec<&serde_json::Value> = doc["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r.get("fixes").is_some())
+        .collect();
+    assert!(!fixed.is_empty());
+    for r in fixed {
+        assert_eq!(r["properties"]["removes_capability"], true, "{r}");
+    }
+}
+
+#[test]
+fn a_user_task_possible_alone_is_kept_or_the_conflict_is_named() {
+    // qg003-fires: without tasks the cheapest repair confirms `issue_refund` (cost 2). A task
+    // that refunds without a person rules the confirm out: the repair forbids the refund after
+    // the untrusted mail instead (cost 3), and the task still runs alone.
+    let work = scratch("user-task-kept");
+    copy_dir(&root().join("corpus/qg003-fires"), &work);
+    let (code, out) = qls(&["repair", "agent.yaml"], &work);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("require a person's confirmation for `issue_refund`"),
+        "{out}"
+    );
+    std::fs::write(
+        work.join("tasks.yaml"),
+        "tasks:\n  refund_alone:\n    person: none\n    calls:\n      - tool: issue_refund\n",
+    )
+    .unwrap();
+    let (code, out) = qls(
+        &["repair", "agent.yaml", "--tasks", "tasks.yaml", "--apply"],
+        &work,
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(
+            "Kept: every task possible before stays so: task `refund_alone` (without a person)"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("require a person's confirmation"), "{out}");
+    let (code, out) = qls(&["verify", "agent.yaml", "--tasks", "tasks.yaml"], &work);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("Tasks: 1 of 1 possible without a person."),
+        "{out}"
+    );
+    // A task that is the finding's own run (the refund after the untrusted mail, alone): no set
+    // closes QG003 and keeps it, and the report says so, naming the task.
+    let work = scratch("user-task-conflict");
+    copy_dir(&root().join("corpus/qg003-fires"), &work);
+    std::fs::write(
+        work.join("tasks.yaml"),
+        "tasks:\n  refund_from_mail:\n    person: none\n    calls:\n      - tool: read_mail\n      - tool: issue_refund\n",
+    )
+    .unwrap();
+    let (code, out) = qls(&["repair", "agent.yaml", "--tasks", "tasks.yaml"], &work);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("This policy cannot have both: every set of changes that closes QG003 issue_refund breaks task `refund_from_mail` (without a person)"),
+        "{out}"
+    );
+}
