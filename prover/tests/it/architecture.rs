@@ -184,7 +184,10 @@ fn architecture_md_stays_a_map() {
     // decisions and their measurements live in docs/decisions.md and benchmarks/README.md.
     let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     let n = arch.chars().count();
-    assert!(n <= 30_000, "ARCHITECTURE.md has {n} characters (at most 30,000)");
+    assert!(
+        n <= 30_000,
+        "ARCHITECTURE.md has {n} characters (at most 30,000)"
+    );
 }
 
 #[test]
