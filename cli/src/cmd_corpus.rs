@@ -4,7 +4,7 @@
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use prover::corpus::{case_dirs, findings_by_rule, run_all_with, CaseResult};
+use prover::corpus::{case_dirs, findings_by_rule, run_all_certified, CaseResult};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,6 +18,10 @@ pub struct CorpusArgs {
     /// Rewrite every expected.json from what the tool says (review the diff before committing).
     #[arg(long)]
     pub update: bool,
+    /// Write each case's certificates (SPEC §5) into a folder of its name under DIR, for
+    /// `qls certify DIR/<case>`.
+    #[arg(long, value_name = "DIR")]
+    pub certificates: Option<PathBuf>,
 }
 
 /// Runs `qls corpus`.
@@ -32,7 +36,7 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<u8> {
     );
     let bar = progress_bar(n);
     let start = Instant::now();
-    let results = run_all_with(&args.dir, |r| {
+    let results = run_all_certified(&args.dir, args.certificates.as_deref(), |r| {
         bar.set_message(r.name.clone());
         bar.inc(1);
     });

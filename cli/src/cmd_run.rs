@@ -7,8 +7,8 @@
 //! compiled into the library only so the extension can call it.
 
 use crate::{
-    cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules, cmd_tasks,
-    cmd_verify,
+    cmd_certify, cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules,
+    cmd_tasks, cmd_verify,
 };
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -68,6 +68,8 @@ enum Command {
     Emit(cmd_emit::EmitCommand),
     /// Compare two findings reports by fingerprint (exit 1 when a finding appeared).
     Diff(cmd_diff::DiffArgs),
+    /// Re-check the certificates `verify --certificates DIR` wrote, with cvc5 in its own process.
+    Certify(cmd_certify::CertifyArgs),
     /// MCP servers: snapshot their tools to a lock file, check them against it.
     #[command(subcommand)]
     Mcp(cmd_mcp::McpCommand),
@@ -101,6 +103,7 @@ where
         Command::Corpus(a) => cmd_corpus::corpus(a),
         Command::Emit(c) => cmd_emit::run(c),
         Command::Diff(a) => cmd_diff::diff(a),
+        Command::Certify(a) => cmd_certify::certify(a),
         Command::Mcp(c) => cmd_mcp::run(c),
     };
     match result {

@@ -201,6 +201,10 @@ pub struct VerifyArgs {
     /// Write one witness per finding into this folder.
     #[arg(long)]
     pub keep: Option<PathBuf>,
+    /// Write the certificate of every unreachable verdict (SMT-LIB 2) and an index,
+    /// certificates.json, into this folder; `qls certify DIR` re-checks them with cvc5.
+    #[arg(long, value_name = "DIR")]
+    pub certificates: Option<PathBuf>,
     /// Write each reproduced witness as a regression case (inputs, case.json, expected.json,
     /// witness.json) into this folder, for the corpus runner (implies --replay).
     #[arg(long)]
@@ -250,6 +254,7 @@ impl VerifyArgs {
         o.rules_uri = self.rules_uri.clone();
         o.replay = self.replay;
         o.keep = self.keep.clone();
+        o.certificates = self.certificates.clone();
         o.emit_case = self.emit_case.clone();
         o.baseline = self.baseline.clone();
         o.progress = !self.quiet;
@@ -327,6 +332,16 @@ pub fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
     proved.write_files(&args)?;
     if outputs.timings {
         timings(&run.proof);
+    }
+    if let (Some(dir), Some(w)) = (&outputs.certificates, &run.certificates) {
+        eprintln!(
+            "certificates: {} written, {} unreachable verdict(s) without one ({}); check them \
+             with `qls certify {}`",
+            w.written,
+            w.without,
+            dir.join(prover::certificates::INDEX).display(),
+            dir.display()
+        );
     }
     Ok(exit_code(run))
 }

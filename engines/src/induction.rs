@@ -348,7 +348,7 @@ fn invariant_checks(
 }
 
 /// The states of rows `i` and `k` differ somewhere.
-fn distinct(u: &Unroller<'_>, i: usize, k: usize) -> Bool {
+pub(crate) fn distinct(u: &Unroller<'_>, i: usize, k: usize) -> Bool {
     Bool::or(
         &(0..u.ts.vars.len())
             .map(|v| u.states[i][v].eq(&u.states[k][v]).not())
@@ -495,6 +495,21 @@ pub(crate) fn close(
     open: Vec<usize>,
     b: &InductionBudget,
 ) -> (Vec<(usize, AnyLength)>, u64) {
+    let (closed, calls) = close_keeping(ts, obligations, open, b);
+    (closed.into_iter().map(|(i, p, _)| (i, p)).collect(), calls)
+}
+
+/// An invariant's conjuncts as (variable, value) pairs that never hold all at once.
+pub(crate) type Pairs = Vec<Vec<(usize, u32)>>;
+
+/// [`close`], each closed obligation with the invariant its proof used (for its certificate,
+/// `certificate::induction`).
+pub(crate) fn close_keeping(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    open: Vec<usize>,
+    b: &InductionBudget,
+) -> (Vec<(usize, AnyLength, Pairs)>, u64) {
     let mut calls = 0u64;
     let mut closed = Vec::new();
     if open.is_empty() {
@@ -541,7 +556,8 @@ pub(crate) fn close(
         calls += 2;
         let found = search(ts, &boxes, &inv, obligations, &open, b, "");
         let (left, proved, confirmed) = confirm(ts, &boxes, &inv, obligations, open, &found, b);
-        closed.extend(proved);
+        let pairs: Pairs = inv.iter().map(|c| c.0.clone()).collect();
+        closed.extend(proved.into_iter().map(|(i, p)| (i, p, pairs.clone())));
         calls += confirmed;
         open = left;
     }

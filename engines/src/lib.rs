@@ -14,6 +14,7 @@
 pub mod bdd;
 pub mod bfs;
 pub mod bmc;
+pub mod certificate;
 pub mod induction;
 mod isolate;
 pub mod optimise;

@@ -229,6 +229,14 @@ impl Membership {
 pub(crate) struct Boxes(Vec<Membership>);
 
 impl Boxes {
+    /// The box as a term over state `k` of `u` (true when every variable is in its values).
+    pub(crate) fn term(&self, u: &Unroller<'_>, k: usize) -> Bool {
+        let all: Vec<Bool> = (u.states[k].iter().zip(&self.0))
+            .flat_map(|(v, m)| u.member(v, m))
+            .collect();
+        Bool::and(&all)
+    }
+
     /// The box of `ts`.
     pub(crate) fn of(ts: &TransitionSystem) -> Boxes {
         Boxes(
@@ -326,23 +334,29 @@ impl<'a> Unroller<'a> {
             .map(|(i, d)| self.fresh(solver, format!("{}s{k}_{i}", self.names), d.domain))
             .collect::<Vec<BV>>();
         for (v, m) in row.iter().zip(&self.boxes) {
-            match m {
-                Membership::Domain => {}
-                Membership::OneOf(vals) => {
-                    let any: Vec<Bool> = vals.iter().map(|c| v.eq(self.konst(*c))).collect();
-                    solver.assert(Bool::or(&any));
-                }
-                Membership::Within { lo, hi, holes } => {
-                    let w = v.get_size();
-                    solver.assert(v.bvuge(BV::from_u64(*lo as u64, w)));
-                    solver.assert(v.bvule(BV::from_u64(*hi as u64, w)));
-                    for c in holes {
-                        solver.assert(v.eq(BV::from_u64(*c as u64, w)).not());
-                    }
-                }
-            }
+            self.member(v, m).iter().for_each(|t| solver.assert(t));
         }
         self.states.push(row);
+    }
+
+    /// That `v` has one of the values of `m`, as terms that hold together.
+    fn member(&self, v: &BV, m: &Membership) -> Vec<Bool> {
+        match m {
+            Membership::Domain => vec![],
+            Membership::OneOf(vals) => {
+                let any: Vec<Bool> = vals.iter().map(|c| v.eq(self.konst(*c))).collect();
+                vec![Bool::or(&any)]
+            }
+            Membership::Within { lo, hi, holes } => {
+                let w = v.get_size();
+                let mut all = vec![
+                    v.bvuge(BV::from_u64(*lo as u64, w)),
+                    v.bvule(BV::from_u64(*hi as u64, w)),
+                ];
+                all.extend(holes.iter().map(|c| v.eq(BV::from_u64(*c as u64, w)).not()));
+                all
+            }
+        }
     }
 
     /// The width of a variable with `domain` values.

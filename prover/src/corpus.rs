@@ -407,6 +407,12 @@ pub fn case_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Proves one case folder and compares the result with its `expected.json`.
 pub fn run_case(dir: &Path) -> CaseResult {
+    run_case_certified(dir, None)
+}
+
+/// [`run_case`], writing the certificates of its unreachable verdicts into `certificates`
+/// (`qls corpus --certificates`) when given.
+pub fn run_case_certified(dir: &Path, certificates: Option<&Path>) -> CaseResult {
     let name = dir
         .file_name()
         .map(|s| s.to_string_lossy().to_string())
@@ -427,7 +433,7 @@ pub fn run_case(dir: &Path) -> CaseResult {
         Err(e) => r.mismatches.push(e),
     }
     let start = Instant::now();
-    match prove_case(dir) {
+    match prove_case(dir, certificates) {
         Ok((actual, text, json, states)) => {
             r.actual = Some(actual);
             r.text = text;
@@ -451,11 +457,22 @@ pub fn run_all(dir: &Path) -> Vec<CaseResult> {
 /// [`run_all`], calling `done` as each case finishes (for a progress bar). A folder that cannot
 /// be listed gives one failing result naming it.
 pub fn run_all_with(dir: &Path, done: impl Fn(&CaseResult) + Sync) -> Vec<CaseResult> {
+    run_all_certified(dir, None, done)
+}
+
+/// [`run_all_with`], each case's certificates written into a folder of its name under
+/// `certificates` when given.
+pub fn run_all_certified(
+    dir: &Path,
+    certificates: Option<&Path>,
+    done: impl Fn(&CaseResult) + Sync,
+) -> Vec<CaseResult> {
     match case_dirs(dir) {
         Ok(dirs) => dirs
             .par_iter()
             .map(|d| {
-                let r = run_case(d);
+                let certs = certificates.map(|c| c.join(d.file_name().unwrap_or_default()));
+                let r = run_case_certified(d, certs.as_deref());
                 done(&r);
                 r
             })
@@ -497,9 +514,10 @@ fn case_message(e: SessionError) -> String {
 
 /// Proves a case at its depth with every witness replayed (one that does not reproduce
 /// becomes QG312 and a mismatch), and normalises its reports for the snapshots.
-fn prove_case(dir: &Path) -> Result<Proved, String> {
+fn prove_case(dir: &Path, certificates: Option<&Path>) -> Result<Proved, String> {
     let mut job = Job::new(Inputs::Case(dir.to_path_buf()));
     job.outputs.replay = true;
+    job.outputs.certificates = certificates.map(Path::to_path_buf);
     let session = Session::open(job).map_err(case_message)?;
     let run = session.verify().map_err(|e| e.to_string())?;
     let (proof, rep) = (&run.proof, &run.report);

@@ -126,6 +126,9 @@ pub struct Outputs {
     pub replay: bool,
     /// Write one witness per finding into this folder.
     pub keep: Option<PathBuf>,
+    /// Write the certificate of every unreachable verdict into this folder (SPEC §5,
+    /// `crate::certificates`).
+    pub certificates: Option<PathBuf>,
     /// Write each reproduced witness as a corpus case into this folder (implies `replay`).
     pub emit_case: Option<PathBuf>,
     /// A previous `qls-findings/1` report: findings already in it do not fail the gate.
@@ -143,6 +146,7 @@ impl Default for Outputs {
             rules_uri: None,
             replay: false,
             keep: None,
+            certificates: None,
             emit_case: None,
             baseline: None,
             progress: false,

@@ -224,6 +224,8 @@ pub struct Run {
     pub proof: Proof,
     /// The complete findings, ordered, with the gate decided.
     pub report: Report,
+    /// What `--certificates` wrote, when the job asked for certificates.
+    pub certificates: Option<crate::certificates::Written>,
 }
 
 /// The `--baseline` report, when the job names one.
@@ -402,7 +404,22 @@ impl Session {
                 )?;
             }
         }
-        Ok(Run { proof, report })
+        let certificates = match &self.job.outputs.certificates {
+            Some(dir) => Some(
+                crate::certificates::write(&proof, dir, self.options.timeout).map_err(|e| {
+                    SessionError::Invalid(format!(
+                        "{}: cannot write certificates: {e}",
+                        dir.display()
+                    ))
+                })?,
+            ),
+            None => None,
+        };
+        Ok(Run {
+            proof,
+            report,
+            certificates,
+        })
     }
 }
 

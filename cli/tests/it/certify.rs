@@ -1,0 +1,175 @@
+//! Certificates (SPEC §5): `verify --certificates DIR` writes one per unreachable verdict with an
+//! index that names its checks and hash; `qls certify` refuses what does not check, says how to
+//! get cvc5 when it is missing, and reads a bad index with its line. The acceptance by the real
+//! cvc5 is tested against the installed wheel (python/tests/test_certify.py), where the pinned
+//! test requirements install it; here a stand-in `cvc5` module answers as told.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn qls(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_qls"));
+    c.args(args).current_dir(root());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// A stand-in for the `cvc5` package with the API the checker uses: every `(check-sat)` of the
+/// file answers `answer`.
+fn fake_cvc5(dir: &Path, answer: &str) {
+    let module = format!(
+        r#"
+class InputLanguage:
+    SMT_LIB_2_6 = 0
+class TermManager: pass
+class SymbolManager:
+    def __init__(self, tm): pass
+class Solver:
+    def __init__(self, tm): pass
+    def setOption(self, k, v): pass
+    def getVersion(self): return "stand-in"
+class _Cmd:
+    def __init__(self, out): self.out = out
+    def isNull(self): return self.out is None
+    def invoke(self, s, sm): return self.out
+class InputParser:
+    def __init__(self, s, sm): self.cmds = []
+    def setFileInput(self, lang, path):
+        n = open(path).read().count("(check-sat)")
+        self.cmds = ["{answer}\n"] * n
+    def nextCommand(self):
+        return _Cmd(self.cmds.pop(0) if self.cmds else None)
+"#
+    );
+    std::fs::write(dir.join("cvc5.py"), module).unwrap();
+}
+
+fn certificates(tag: &str) -> (crate::common::Scratch, Value, Value) {
+    let dir = crate::common::Scratch::new(&format!("certify-{tag}"));
+    let out = dir.join("certs");
+    let o = qls(
+        &[
+            "verify",
+            "examples/shop/agent.yaml",
+            "--session-steps",
+            "1",
+            "--format",
+            "json",
+            "--certificates",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("certificates.json")).unwrap())
+            .unwrap();
+    (dir, report, index)
+}
+
+#[test]
+fn verify_writes_a_certificate_for_every_unreachable_verdict_with_its_checks_and_hash() {
+    let (dir, report, index) = certificates("index");
+    assert_eq!(index["format"], "qls-certificates/1");
+    let unreachable: Vec<&str> = report["obligations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["verdict"].as_str().unwrap().starts_with("unreachable"))
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    let entries = index["certificates"].as_array().unwrap();
+    let named: Vec<&str> = entries
+        .iter()
+        .map(|e| e["obligation"].as_str().unwrap())
+        .collect();
+    assert!(!unreachable.is_empty());
+    assert_eq!(named, unreachable);
+    for e in entries {
+        let file = dir.join("certs").join(e["file"].as_str().unwrap());
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("; qls certificate"), "{}", file.display());
+        assert_eq!(
+            prover::certificates::sha256_hex(text.as_bytes()),
+            e["sha256"].as_str().unwrap()
+        );
+        let checks = e["checks"].as_array().unwrap().len();
+        assert_eq!(text.matches("(check-sat)").count(), checks);
+        // The shop's first turn: the unrolling to its depth, one question per depth.
+        assert_eq!(e["kind"], "unrolling");
+        assert_eq!(checks as u64, e["depth"].as_u64().unwrap());
+        assert!(!e["decided_by"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn certify_refuses_a_certificate_whose_check_is_satisfiable_and_accepts_unsat_answers() {
+    let (dir, _, _) = certificates("answers");
+    let certs = dir.join("certs");
+    for (answer, code, word) in [("sat", 1, "REJECTED"), ("unsat", 0, "accepted")] {
+        let module = dir.join(format!("fake-{answer}"));
+        std::fs::create_dir_all(&module).unwrap();
+        fake_cvc5(&module, answer);
+        let o = qls(
+            &["certify", certs.to_str().unwrap(), "--python", "python3"],
+            &[("PYTHONPATH", &module)],
+        );
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{stdout}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(stdout.lines().next().unwrap().starts_with(word), "{stdout}");
+        if answer == "sat" {
+            assert!(
+                stdout.contains("check 1 (no bad step at depth 1) answered sat"),
+                "{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn certify_without_cvc5_says_how_to_install_it() {
+    let (dir, _, _) = certificates("missing");
+    let module = dir.join("no-cvc5");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(module.join("cvc5.py"), "raise ImportError('not here')\n").unwrap();
+    let certs = dir.join("certs");
+    let o = qls(
+        &["certify", certs.to_str().unwrap(), "--python", "python3"],
+        &[("PYTHONPATH", &module)],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pip install cvc5"), "{stderr}");
+}
+
+#[test]
+fn certify_reads_a_bad_index_with_its_line() {
+    let dir = crate::common::Scratch::new("certify-bad-index");
+    std::fs::write(
+        dir.join("certificates.json"),
+        "{\n  \"format\": \"qls-certificates/1\",\n  \"system\": 3\n}\n",
+    )
+    .unwrap();
+    let o = qls(&["certify", dir.to_str().unwrap()], &[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("certificates.json:3:"), "{stderr}");
+}

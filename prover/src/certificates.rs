@@ -1,0 +1,250 @@
+//! `qls verify --certificates DIR` (SPEC §5): every `unreachable` verdict of a proof written as
+//! a certificate another solver re-checks (`qls certify`), and an index,
+//! `certificates.json` (`qls-certificates/1`, docs/formats.md), naming for each obligation its
+//! file, what it proves, the engines that decided it, the name of each check and the file's
+//! SHA-256 — or, where no certificate is written, why.
+//!
+//! Which certificate: a bounded verdict on a system without batches gets the unrolled formula
+//! to the verdict's depth (`engines::certificate::unrolling`); a verdict for sessions of any
+//! length, and a bounded one on a system with batches (where the system's depth in commands
+//! does not bound a run's steps, `proof::for_batches`), gets an inductive invariant when Z3's
+//! k-induction closes it again here (`engines::certificate::any_length`). Left without one,
+//! and said so: an obligation the concrete search settled (`refine`: the system reaches it,
+//! the runtime does not), and one only the BFS fixpoint, Spacer or the BDD fixpoint proved
+//! for any length, whose evidence is not written yet.
+
+use crate::proof::{Outcome, Proof};
+use engines::certificate::{self, Certificate, Kind};
+use engines::induction::InductionBudget;
+use engines::verdict::Verdict;
+use ir::vocab::Engine;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The index's format name.
+pub const FORMAT: &str = "qls-certificates/1";
+
+/// The index's file name in the folder.
+pub const INDEX: &str = "certificates.json";
+
+/// One obligation's entry in the index.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The obligation.
+    pub obligation: String,
+    /// The engines whose verdict was unreachable.
+    pub decided_by: Vec<Engine>,
+    /// The certificate's file in the folder, when one was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// `unrolling` or `induction`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The unrolling's depth, or the induction's k.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// The invariant's conjuncts besides the box (an induction certificate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conjuncts: Option<u32>,
+    /// The name of each `(check-sat)` in order; each must answer `unsat`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// The file's SHA-256, hex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Why no certificate was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub without: Option<String>,
+}
+
+/// The index (`certificates.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Index {
+    /// [`FORMAT`].
+    pub format: String,
+    /// What the certificates speak of.
+    pub system: String,
+    /// Per unreachable obligation, in the proof's order.
+    pub certificates: Vec<Entry>,
+}
+
+/// What [`write`] wrote, for the command's line on stderr.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Certificates written.
+    pub written: usize,
+    /// Unreachable verdicts left without one.
+    pub without: usize,
+}
+
+/// The engines whose verdict for `x` is an unreachable one.
+fn deciders(x: &Outcome) -> Vec<Engine> {
+    let unreachable = |v: &Option<Verdict>| {
+        matches!(
+            v,
+            Some(Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_))
+        )
+    };
+    [
+        (Engine::Bfs, &x.bfs),
+        (Engine::Bmc, &x.bmc),
+        (Engine::Bdd, &x.bdd),
+    ]
+    .into_iter()
+    .filter(|(_, v)| unreachable(v))
+    .map(|(e, _)| e)
+    .collect()
+}
+
+/// The certificate of one unreachable outcome, or why there is none.
+fn certify(proof: &Proof, x: &Outcome, budget: &InductionBudget) -> Result<Certificate, String> {
+    if x.refined.is_some() {
+        return Err(
+            "settled by the concrete search along the runtime (the system reaches it; no \
+                    run of the runtime does): that search's evidence is not an SMT certificate"
+                .into(),
+        );
+    }
+    let ts = &proof.ts;
+    match &x.verdict {
+        Verdict::Unreachable { depth } if !ts.has_batches() => {
+            Ok(certificate::unrolling(ts, &x.obligation, *depth))
+        }
+        Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => {
+            certificate::any_length(ts, &x.obligation, budget).ok_or_else(|| {
+                "Z3's k-induction does not close it within the budget: the engine that decided \
+                 it (the BFS or BDD fixpoint, or Spacer) keeps evidence not written yet"
+                    .into()
+            })
+        }
+        _ => Err("not unreachable".into()),
+    }
+}
+
+/// A file name for the `i`th certificate: its index and the obligation's id, every character
+/// outside `[A-Za-z0-9._-]` as `_`.
+fn file_name(i: usize, id: &str) -> String {
+    let safe: String = id
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '_',
+        })
+        .take(80)
+        .collect();
+    format!("{:04}-{safe}.smt2", i + 1)
+}
+
+/// Writes the certificate of every unreachable verdict of `proof` into `dir` (created if
+/// missing), and the index. The induction each certificate for any length asks for has
+/// `timeout` in all. Certificates are made in parallel and written in the proof's order.
+pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Written> {
+    std::fs::create_dir_all(dir)?;
+    let deadline = Instant::now() + timeout;
+    let mut budget = InductionBudget::default();
+    budget.bounded.deadline = Some(deadline);
+    let todo: Vec<(usize, &Outcome)> = proof
+        .outcomes
+        .iter()
+        .filter(|x| {
+            matches!(
+                x.verdict,
+                Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_)
+            )
+        })
+        .enumerate()
+        .collect();
+    let made: Vec<Result<Certificate, String>> = todo
+        .par_iter()
+        .map(|(_, x)| certify(proof, x, &budget))
+        .collect();
+    let mut entries = Vec::new();
+    let mut counts = Written::default();
+    for ((i, x), made) in todo.into_iter().zip(made) {
+        let mut e = Entry {
+            obligation: x.obligation.id.to_string(),
+            decided_by: deciders(x),
+            file: None,
+            kind: None,
+            depth: None,
+            conjuncts: None,
+            checks: vec![],
+            sha256: None,
+            without: None,
+        };
+        match made {
+            Ok(c) => {
+                let name = file_name(i, &e.obligation);
+                std::fs::write(dir.join(&name), &c.script)?;
+                let (kind, depth, conjuncts) = match c.kind {
+                    Kind::Unrolling { depth } => ("unrolling", depth, None),
+                    Kind::Induction { k, conjuncts } => ("induction", k, Some(conjuncts)),
+                };
+                e.kind = Some(kind.to_string());
+                e.depth = Some(depth);
+                e.conjuncts = conjuncts;
+                e.checks = c.checks;
+                e.sha256 = Some(sha256_hex(c.script.as_bytes()));
+                e.file = Some(name);
+                counts.written += 1;
+            }
+            Err(why) => {
+                e.without = Some(why);
+                counts.without += 1;
+            }
+        }
+        entries.push(e);
+    }
+    let index = Index {
+        format: FORMAT.into(),
+        system: "the lowered transition system of the inputs (SPEC §3) after qls's reductions; \
+                 the lowering is trusted, the certificates check the system"
+            .into(),
+        certificates: entries,
+    };
+    let text = serde_json::to_string_pretty(&index).expect("the index serialises") + "\n";
+    std::fs::write(dir.join(INDEX), text)?;
+    Ok(counts)
+}
+
+/// The SHA-256 of `bytes` in lower-case hex, as the index records each file's.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Reads `DIR/certificates.json`: a clear error naming the file, and the line for JSON errors.
+pub fn read_index(dir: &Path) -> Result<Index, String> {
+    let path = dir.join(INDEX);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let index: Index = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}:{}:{}: not a {FORMAT} index: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    if index.format != FORMAT {
+        return Err(format!(
+            "{}: format is `{}`, expected `{FORMAT}`",
+            path.display(),
+            index.format
+        ));
+    }
+    Ok(index)
+}

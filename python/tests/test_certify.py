@@ -1,0 +1,80 @@
+"""Certificates (SPEC §5): `qls verify --certificates DIR` writes the evidence of every
+unreachable verdict as SMT-LIB 2, and `qls certify DIR` re-checks it with cvc5 (the `cvc5`
+package of the pinned test requirements) in a process of its own. One flipped bit of a
+certificate must make it fail — whether or not the index's hash is forged to match."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import qls
+
+from conftest import ROOT, qls_bin
+
+SHOP = ROOT / "examples" / "shop" / "agent.yaml"
+
+
+def certify(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([qls_bin(), "certify", str(folder), "--python", sys.executable],
+                          capture_output=True, text=True)
+
+
+def index(folder: Path) -> dict:
+    return json.loads((folder / "certificates.json").read_text())
+
+
+def test_every_unreachable_verdict_of_the_shop_has_a_certificate_cvc5_accepts(tmp_path: Path) -> None:
+    out = tmp_path / "bounded"
+    r = qls.verify(str(SHOP), session_steps=1, certificates=str(out), format="json")
+    report = r.report
+    unreachable = [o["id"] for o in report["obligations"] if o["verdict"].startswith("unreachable")]
+    entries = index(out)["certificates"]
+    assert [e["obligation"] for e in entries] == unreachable
+    assert unreachable and all(e["kind"] == "unrolling" and e["file"] for e in entries)
+    p = certify(out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("\naccepted ") + p.stdout.startswith("accepted ") == len(entries), p.stdout
+    assert f"{len(entries)} accepted, 0 rejected by cvc5 1.4.2" in p.stdout
+
+
+def test_a_proof_for_any_length_is_certified_by_its_invariant(tmp_path: Path) -> None:
+    out = tmp_path / "any"
+    p = subprocess.run([qls_bin(), "verify", str(SHOP), "--session-steps", "any",
+                        "--certificates", str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    entries = index(out)["certificates"]
+    assert entries and all(e["kind"] == "induction" for e in entries), entries
+    # Initiation, consecution, the induction step, and k base-case questions each.
+    assert all(len(e["checks"]) == 3 + e["depth"] for e in entries)
+    c = certify(out)
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert "rejected" in c.stdout and " 0 rejected" in c.stdout
+
+
+def test_one_flipped_bit_fails_the_certificate_even_with_a_forged_hash(tmp_path: Path) -> None:
+    out = tmp_path / "flip"
+    subprocess.run([qls_bin(), "verify", str(SHOP), "--session-steps", "1", "--certificates", str(out)],
+                   capture_output=True, text=True, check=False)
+    entries = index(out)["certificates"]
+    target = out / entries[0]["file"]
+    text = bytearray(target.read_bytes())
+    # The first declaration's width: `(_ BitVec 2)` -> `(_ BitVec 3)` is one bit (0x32 -> 0x33).
+    at = text.index(b"(_ BitVec ") + len(b"(_ BitVec ")
+    text[at] ^= 1
+    target.write_bytes(bytes(text))
+    p = certify(out)
+    assert p.returncode == 1, p.stdout + p.stderr
+    line = next(x for x in p.stdout.splitlines() if entries[0]["file"] in x)
+    assert line.startswith("REJECTED") and "changed since it was written" in line, line
+    # A forger who also rewrites the index's hash: cvc5 itself refuses the certificate.
+    doc = index(out)
+    doc["certificates"][0]["sha256"] = hashlib.sha256(bytes(text)).hexdigest()
+    (out / "certificates.json").write_text(json.dumps(doc))
+    p = certify(out)
+    assert p.returncode == 1, p.stdout + p.stderr
+    line = next(x for x in p.stdout.splitlines() if entries[0]["file"] in x)
+    assert line.startswith("REJECTED") and "cvc5:" in line and "changed" not in line, line
