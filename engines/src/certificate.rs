@@ -63,8 +63,6 @@ fn tactics() -> BmcTactics {
 /// A script under construction: declarations are gathered from every term put in it (by
 /// Z3's printer of a solver holding them all), the body is the commands in order.
 struct Script {
-    /// Everything asserted or asked, so the declarations cover every constant.
-    all: Solver,
     body: String,
     checks: Vec<String>,
     /// How many of `source`'s assertions are already in the body.
@@ -74,7 +72,6 @@ struct Script {
 impl Script {
     fn new() -> Script {
         Script {
-            all: Solver::new(),
             body: String::new(),
             checks: Vec::new(),
             taken: 0,
@@ -82,7 +79,6 @@ impl Script {
     }
 
     fn assert(&mut self, t: &Bool) {
-        self.all.assert(t);
         let _ = writeln!(self.body, "(assert {})", smtlib(t));
     }
 
@@ -105,14 +101,9 @@ impl Script {
         self.checks.push(name);
     }
 
-    fn finish(self, kind: Kind, head: &str) -> Certificate {
-        let mut decls = String::new();
-        for line in self.all.to_string().lines() {
-            if line.starts_with("(declare-fun ") || line.starts_with("(declare-const ") {
-                decls.push_str(line);
-                decls.push('\n');
-            }
-        }
+    /// The script: `head`, the declarations of every constant the `unrollings` made, the body.
+    fn finish(self, kind: Kind, head: &str, unrollings: &[&Unroller<'_>]) -> Certificate {
+        let decls: String = unrollings.iter().map(|u| u.declarations()).collect();
         let script = format!("{head}(set-logic QF_BV)\n{decls}{}(exit)\n", self.body);
         Certificate {
             kind,
@@ -189,7 +180,7 @@ pub fn unrolling(ts: &TransitionSystem, o: &Obligation, depth: u32) -> Certifica
         s.ask(format!("no bad step at depth {}", k + 1), &[u.bad(o, k)]);
     }
     let what = format!("the unrolled formula: no bad transition in the first {depth} steps");
-    s.finish(Kind::Unrolling { depth }, &head(o, &what))
+    s.finish(Kind::Unrolling { depth }, &head(o, &what), &[&u])
 }
 
 /// The certificate of "no run violates `o`, however long": `inv` (the box and the conjuncts,
@@ -289,7 +280,7 @@ pub(crate) fn induction(
         k,
         conjuncts: conjuncts.len() as u32,
     };
-    s.finish(kind, &head(o, &what))
+    s.finish(kind, &head(o, &what), &[&u, &p, &b])
 }
 
 impl Script {

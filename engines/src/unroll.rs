@@ -265,6 +265,8 @@ pub(crate) struct Unroller<'a> {
     pub(crate) choices: Vec<Vec<BV>>,
     /// What its constants' names start with ([`Unroller::named`]).
     names: &'static str,
+    /// Every constant made, with its width, in order (a certificate declares them).
+    made: std::cell::RefCell<Vec<(String, u32)>>,
 }
 
 impl<'a> Unroller<'a> {
@@ -295,6 +297,7 @@ impl<'a> Unroller<'a> {
             states: vec![],
             choices: vec![],
             names: "",
+            made: Default::default(),
         }
     }
 
@@ -310,9 +313,19 @@ impl<'a> Unroller<'a> {
             states: vec![],
             choices: vec![],
             names: "",
+            made: Default::default(),
         };
         u.add_init();
         u
+    }
+
+    /// Every constant this unrolling made, as SMT-LIB declarations.
+    pub(crate) fn declarations(&self) -> String {
+        let mut out = String::new();
+        for (name, w) in self.made.borrow().iter() {
+            out.push_str(&format!("(declare-fun {name} () (_ BitVec {w}))\n"));
+        }
+        out
     }
 
     /// The unrolling with its constants named after `names` (`s0_3` becomes `{names}s0_3`):
@@ -372,6 +385,7 @@ impl<'a> Unroller<'a> {
     /// A fresh variable with `domain` values, constrained to them.
     fn fresh(&self, solver: &Solver, name: String, domain: u32) -> BV {
         let w = self.width_of(domain);
+        self.made.borrow_mut().push((name.clone(), w));
         let v = BV::new_const(name, w);
         if (domain as u64) < (1u64 << w) {
             solver.assert(v.bvult(BV::from_u64(domain as u64, w)));
