@@ -29,7 +29,8 @@ pub fn executable(inputs: Inputs) -> BTreeMap<String, bool> {
         .collect()
 }
 
-fn qls(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
+/// `qls ARGS` in `cwd`: the exit code and stdout followed by stderr.
+pub(crate) fn qls(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_qls"))
         .current_dir(cwd)
         .args(args)
