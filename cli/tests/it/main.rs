@@ -30,6 +30,7 @@ mod mcp_snapshot;
 mod overlay_keys;
 mod repair;
 mod repair_keep;
+mod repair_space;
 mod sarif;
 mod tasks;
 mod triage;

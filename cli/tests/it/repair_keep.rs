@@ -29,7 +29,8 @@ pub fn executable(inputs: Inputs) -> BTreeMap<String, bool> {
         .collect()
 }
 
-fn qls(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
+/// `qls ARGS` in `cwd`: the exit code and stdout followed by stderr.
+pub(crate) fn qls(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_qls"))
         .current_dir(cwd)
         .args(args)
@@ -44,7 +45,7 @@ fn qls(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
 const DROPPED_EDGE: &str = "regression-repair-dropped-the-only-tool-edge-fires";
 
 #[test]
-fn a_repair_keeps_the_only_tool_edge_and_labels_it_when_removal_is_allowed() {
+fn a_repair_keeps_the_only_tool_edge_and_a_removal_is_labelled_when_allowed() {
     let src = root().join("corpus").join(DROPPED_EDGE);
     let before = executable(Inputs::Case(src.clone()));
     assert!(
@@ -62,17 +63,45 @@ fn a_repair_keeps_the_only_tool_edge_and_labels_it_when_removal_is_allowed() {
         out.contains("Kept: every tool a run executes stays executable (6 tools"),
         "{out}"
     );
+    // The repair puts a person's approval in front of the tools node (cost 2, where confirming
+    // the four reads cost 12): every edge is kept, the call goes through the human node.
+    assert!(
+        out.contains("put a person's approval in front of `tools`"),
+        "{out}"
+    );
+    let edges = |path: &Path| -> Vec<(String, String, String)> {
+        let g: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut e: Vec<(String, String, String)> = g["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let s = |k: &str| e[k].as_str().unwrap().to_string();
+                (s("from"), s("to"), s("kind"))
+            })
+            .map(|(f, t, k)| match t.as_str() {
+                "tools_approve" => (f, "tools".into(), k),
+                _ => (f, t, k),
+            })
+            .filter(|(f, _, _)| f != "tools_approve")
+            .collect();
+        e.sort();
+        e
+    };
     assert_eq!(
-        std::fs::read_to_string(work.join("case/graph.json")).unwrap(),
-        std::fs::read_to_string(src.join("graph.json")).unwrap(),
-        "the graph is untouched"
+        edges(&work.join("case/graph.json")),
+        edges(&src.join("graph.json")),
+        "every edge kept, the call through the approval"
     );
     let (passed, _) = verify(Inputs::Case(work.join("case")));
     assert!(passed, "the applied repair passes the gate: {out}");
     let after = executable(Inputs::Case(work.join("case")));
     assert_eq!(after, before, "every tool stays executable");
-    // With it: the edge's removal (cost 10, cheaper than four confirms, 12) is chosen and
-    // labelled in the report, the diff (which `git apply` still takes) and SARIF.
+    // With it, where only a removal closes the findings (the swarm's unguarded bookings in
+    // LangGraph's JSON, which has no guard to declare), the removal is chosen and labelled in
+    // the report, the diff (which `git apply` still takes) and SARIF.
+    let src = root().join("corpus/langgraph-json-swarm");
     let (code, text) = qls(
         &[
             "repair",
@@ -83,15 +112,12 @@ fn a_repair_keeps_the_only_tool_edge_and_labels_it_when_removal_is_allowed() {
         &work,
     );
     assert_eq!(code, Some(0), "{text}");
-    assert!(
-        text.contains("[removes capability] drop the edge `"),
-        "{text}"
-    );
+    assert!(text.contains("[removes capability] take `book_"), "{text}");
     let removal = scratch("dropped-edge-removal");
     copy_dir(&src, &removal.join("case"));
     let diff = repair_and_apply(&removal, &["--case", "case", "--allow-removal"]);
     assert!(
-        diff.starts_with("# [removes capability] drop the edge `"),
+        diff.starts_with("# [removes capability] take `book_"),
         "{diff}"
     );
     let (code, sarif) = qls(
@@ -106,7 +132,12 @@ fn a_repair_keeps_the_only_tool_edge_and_labels_it_when_removal_is_allowed() {
         &work,
     );
     assert_eq!(code, Some(0));
-    let doc: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    // The SARIF document, then the reader's notes on stderr (the LangGraph JSON's).
+    let doc: serde_json::Value = serde_json::Deserializer::from_str(&sarif)
+        .into_iter()
+        .next()
+        .unwrap()
+        .unwrap();
     crate::sarif::assert_valid(&doc);
     let fixed: Vec<&serde_json::Value> = doc["runs"][0]["results"]
         .as_array()

@@ -75,10 +75,21 @@ pub fn text(r: &Repaired) -> String {
                 if chosen.len() == 1 { "" } else { "s" }
             ));
             for &i in chosen {
+                let c = &r.space[i];
+                let persons = if c.persons.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", of which {} for the user task{} it may make need a person: {}",
+                        c.persons.len(),
+                        if c.persons.len() == 1 { "" } else { "s" },
+                        c.persons.join(", ")
+                    )
+                };
                 s.push_str(&format!(
-                    "  - {} [cost {}]\n",
-                    change_line(r, &r.space[i]),
-                    r.space[i].cost
+                    "  - {} [cost {}{persons}]\n",
+                    change_line(r, c),
+                    c.cost
                 ));
             }
         }
@@ -164,7 +175,14 @@ fn kept_line(r: &Repaired) -> String {
         let names: Vec<String> = r.kept.iter().map(|k| k.shown()).collect();
         format!("every task possible before stays so: {}", names.join(", "))
     };
-    format!("Kept: {kept}; {removal}.\n")
+    let mut line = format!("Kept: {kept}; {removal}.\n");
+    for n in &r.not_kept {
+        line.push_str(&format!(
+            "  {}: nothing proved it possible, so no change can be shown to keep it (raise --timeout or lower the depth).\n",
+            n.shown()
+        ));
+    }
+    line
 }
 
 /// Whether the repair takes a capability away (SARIF's `properties.removes_capability`).

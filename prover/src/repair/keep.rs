@@ -179,6 +179,51 @@ pub fn kept(tasks: &[Said]) -> Vec<Kept> {
         .collect()
 }
 
+/// A user task (or a tool's task) the repair cannot keep because the proof before any change
+/// left it undecided: nothing says it was possible, so nothing says a change broke it. It is
+/// named in the report, never dropped in silence (undecided is never clean).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NotKept {
+    /// The task's name (a tool's: [`TOOL_TASK`] and the tool).
+    pub name: String,
+    /// The tool, for a tool's task.
+    pub tool: Option<String>,
+    /// Why the engines stopped (the budget or bound they reached), as the verdict says.
+    pub why: String,
+}
+
+impl NotKept {
+    /// In words, for the report: `task \`pay\` not kept: undecided before the repair (…)`.
+    pub fn shown(&self) -> String {
+        let what = match &self.tool {
+            Some(t) => format!("tool `{t}` executable"),
+            None => format!("task `{}`", self.name),
+        };
+        let why = if self.why.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", self.why)
+        };
+        format!("{what} not kept: undecided before the repair{why}")
+    }
+}
+
+/// The user tasks (or tools' tasks) left undecided before any change: the repair cannot keep
+/// them (it keeps what was proved possible), and says so.
+pub fn not_kept(tasks: &[Said]) -> Vec<NotKept> {
+    tasks
+        .iter()
+        .filter_map(|s| match &s.verdict {
+            TaskVerdict::Undecided(why) => Some(NotKept {
+                name: s.name.clone(),
+                tool: s.name.strip_prefix(TOOL_TASK).map(str::to_string),
+                why: why.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// How the kept tasks fared under a candidate set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fared {
@@ -265,6 +310,29 @@ mod tests {
                 k("pay", None, Need::WithPerson),
                 tool.clone(),
                 k("alone", None, Need::Alone)
+            ]
+        );
+        // Undecided before: not kept, and named with the engines' reason.
+        let before = vec![
+            shown(
+                "pay",
+                Person::None,
+                TaskVerdict::Undecided("at the 3-second budget".into()),
+            ),
+            shown(
+                &tool.name,
+                Person::Any,
+                TaskVerdict::Undecided(String::new()),
+            ),
+            shown("alone", Person::None, TaskVerdict::Possible),
+        ];
+        assert_eq!(kept(&before), vec![k("alone", None, Need::Alone)]);
+        let named: Vec<String> = not_kept(&before).iter().map(NotKept::shown).collect();
+        assert_eq!(
+            named,
+            vec![
+                "task `pay` not kept: undecided before the repair, at the 3-second budget",
+                "tool `send_money` executable not kept: undecided before the repair",
             ]
         );
         assert_eq!(tool_turns(SessionSteps::Turns(1)), SessionSteps::Turns(2));

@@ -8,6 +8,8 @@
 //! - `declare.rs`: the changes that declare what the inputs left unsaid or out of date (a
 //!   dependency's fixed version, a dynamic edge's targets, an interrupt before a ToolNode, a
 //!   tool declared as its code acts);
+//! - `person.rs`: the changes that ask a person (an argument out of `model_may_write`, a human
+//!   node in front of a tools node) and the cost in user tasks of every change that does;
 //! - `rulebook.rs`: the changes of the rulebook's text (a refused sheet's rules merged, a
 //!   refused Colang statement dropped, a rail an advisory names dropped);
 //! - `source.rs`: the edits of the tools' source that remove a code finding (`codecheck::fixes`)
@@ -23,6 +25,7 @@
 
 pub mod declare;
 pub mod keep;
+pub mod person;
 pub mod rulebook;
 pub mod search;
 pub mod source;
@@ -327,6 +330,8 @@ pub struct Repaired {
     pub counterexamples: usize,
     /// What the repair kept: the user tasks possible before, or every tool executable.
     pub kept: Vec<keep::Kept>,
+    /// The user tasks (or tools) the proof before any change left undecided: not kept, named.
+    pub not_kept: Vec<keep::NotKept>,
     /// Whether changes that remove capability were in the space (`--allow-removal`).
     pub allow_removal: bool,
     /// The inputs.

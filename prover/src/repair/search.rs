@@ -155,6 +155,13 @@ fn affects(c: &Change, f: &Finding) -> bool {
     if let Some(v) = declared_only(f, c) {
         return v;
     }
+    if matches!(c.kind, Kind::ModelMayWrite { .. }) && f.rule.id != RuleId::QG025 {
+        // The model writing an argument without a kind decides no obligation, and a run where
+        // it wrote it has a twin where the person typed it, which the check lets through
+        // alone: only an attack goal whose call the model writes (its origin fixed by the
+        // goal) is closed by a person asked for it.
+        return false;
+    }
     let Some(w) = &f.document else {
         return true;
     };
@@ -498,6 +505,7 @@ pub fn repair(
         proofs: 0,
         counterexamples: 0,
         kept: vec![],
+        not_kept: vec![],
         allow_removal: options.allow_removal,
         files: files.clone(),
     };
@@ -541,8 +549,10 @@ pub fn repair(
         prover.tool_tasks = keep::tool_tasks(&keep::tools(project));
         let session = Session::open(prover.job())?;
         let turns = keep::tool_turns(options.depth.0);
-        let said = session.prove_tasks_at(prover.tool_tasks.clone(), turns);
-        prover.kept = keep::kept(&keep::said_in_outcomes(&said));
+        let said =
+            keep::said_in_outcomes(&session.prove_tasks_at(prover.tool_tasks.clone(), turns));
+        prover.kept = keep::kept(&said);
+        result.not_kept = keep::not_kept(&said);
         let executable: BTreeSet<&str> = prover
             .kept
             .iter()
@@ -552,7 +562,9 @@ pub fn repair(
             .tool_tasks
             .retain(|t| executable.contains(&t.calls[0].tool.as_str()));
     } else {
-        prover.kept = keep::kept(&keep::said_in_report(&run.tasks));
+        let said = keep::said_in_report(&run.tasks);
+        prover.kept = keep::kept(&said);
+        result.not_kept = keep::not_kept(&said);
     }
     result.kept = prover.kept.clone();
     // The clauses each kept task's breaking taught (to name the tasks in the way).

@@ -31,6 +31,15 @@ pub enum Kind {
         /// The tool.
         tool: String,
     },
+    /// An argument taken out of a write's `model_may_write` (SPEC §2 step 10): the model writing
+    /// it is again a reason for a person (`argument_origin`), on the calls where it does. The
+    /// converse (an argument added) widens what runs unconfirmed, which a repair never does.
+    ModelMayWrite {
+        /// The tool.
+        tool: String,
+        /// The argument the model may no longer write alone.
+        arg: String,
+    },
     /// A write's `trust` is raised one level (external → agent → privileged).
     RaiseTrust {
         /// The tool.
@@ -81,6 +90,15 @@ pub enum Kind {
     Interrupt {
         /// The node.
         node: String,
+    },
+    /// A human node put in front of a tools node of a `qls-graph/1` file: every `call` edge
+    /// into the node goes to the new node, which routes on to it; a person approves each step's
+    /// calls there, and a rejection runs nothing (SPEC §3, human nodes).
+    Approve {
+        /// The tools node.
+        node: String,
+        /// The new human node's id.
+        human: String,
     },
     /// A `dynamic` edge's targets listed: every node of the graph (QG016).
     Targets {
@@ -276,6 +294,9 @@ pub struct Change {
     pub edits: Vec<Edit>,
     /// The line the change is made at (1-based), for the report and SARIF.
     pub line: usize,
+    /// The user tasks the change may make need a person (each adds 1 to its cost, see
+    /// [`super::person::person_cost`]).
+    pub persons: Vec<String>,
 }
 
 impl Kind {
@@ -295,7 +316,10 @@ impl Kind {
                 CodeRule::TlsOff | CodeRule::PlainHttp | CodeRule::LoggedCredential => 1,
                 _ => 2,
             },
-            Kind::Interrupt { .. } | Kind::DeclareCode { .. } => 2,
+            // A person asked only where the model wrote that one argument: less than a confirm
+            // of every call.
+            Kind::ModelMayWrite { .. } => 1,
+            Kind::Interrupt { .. } | Kind::Approve { .. } | Kind::DeclareCode { .. } => 2,
             Kind::NotAfter { .. } | Kind::Irreversible { .. } => 3,
             Kind::ExitAfter { .. } => 5,
             Kind::Budget { steps, .. } => 8 - (*steps).min(3),
@@ -336,6 +360,7 @@ impl Kind {
             Kind::Guard { node } => format!("guard the tools node `{node}` (`\"guarded\": true`): its tools run through the check"),
             Kind::Confirm { tool } => format!("require a person's confirmation for `{tool}` (`requires_confirmation: true`)"),
             Kind::ConfirmRead { tool } => format!("declare `{tool}` a write a person confirms (`effect: write`, `requires_confirmation: true`)"),
+            Kind::ModelMayWrite { tool, arg } => format!("take `{arg}` out of `{tool}`'s `model_may_write`: a person confirms the calls where the model wrote it (`argument_origin`)"),
             Kind::RaiseTrust { tool, to } => format!("raise `{tool}`'s trust requirement to `{}`", trust_word(*to)),
             Kind::BindUser { tool } => format!("bind `{tool}`'s retrieval to the calling user (`bound_to_user: true`; the tool must filter by user)"),
             Kind::AtMostOnce { tool } => format!("let `{tool}` run at most once a session (`order: {{at_most: 1}}`)"),
@@ -344,6 +369,7 @@ impl Kind {
             Kind::Budget { agent, steps } => format!("give agent `{agent}` a budget of {steps} model step{} a turn (`budget: {steps}`)", if *steps == 1 { "" } else { "s" }),
             Kind::ExitAfter { shown, .. } => format!("let the edge {shown} be taken at most once a turn (`exit_after: 1`)"),
             Kind::Interrupt { node } => format!("put a person's approval in front of `{node}` (`\"__interrupt\": \"before\"`: compile the app with `interrupt_before=[\"{node}\"]`)"),
+            Kind::Approve { node, human } => format!("put a person's approval in front of `{node}`: a human node `{human}` that every call edge into it goes through (a person approves each step's calls; a rejection runs nothing)"),
             Kind::Targets { from, count } => format!("list the targets of the dynamic edge from `{from}`: all {count} nodes, the widest list (narrow it to where the code routes; a narrower list only removes runs)"),
             Kind::PathMap { from, count } => format!("give the conditional edge from `{from}` a path map of every node ({count} conditional edges drawn, as `add_conditional_edges(\"{from}\", route, [every node])` draws them; narrow it to where the code sends, a narrower map only removes runs)"),
             Kind::DropNodeTool { node, tool } => format!("take `{tool}` away from the ToolNode `{node}` (`metadata.__tools`; and from its model's bound tools)"),
@@ -386,6 +412,10 @@ pub fn changes(p: &Project, files: &Files) -> Vec<Change> {
     graph_changes(p, files, &mut out);
     super::declare::dependency_changes(p, files, &mut out);
     super::rulebook::rulebook_changes(p, files, &mut out);
+    for c in &mut out {
+        c.persons = super::person::person_cost(p, &c.kind);
+        c.cost += c.persons.len() as u32;
+    }
     out
 }
 
@@ -408,6 +438,7 @@ pub(super) fn push(
         file: file.to_string(),
         line: doc.line_of(first),
         edits,
+        persons: vec![],
     });
 }
 
@@ -475,6 +506,9 @@ fn catalogue_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
                 if let Some(e) = doc.set(tool, "requires_confirmation", "true", json) {
                     offer(Kind::Confirm { tool: name.clone() }, vec![e]);
                 }
+            }
+            if !declared && p.settings.write_policy == WritePolicy::Declared {
+                super::person::model_may_write_changes(name, t, tool, &doc, &mut offer);
             }
             let to = match t.trust {
                 Trust::External => Some(Trust::Agent),
@@ -696,6 +730,7 @@ fn graph_changes(p: &Project, files: &Files, out: &mut Vec<Change>) {
             }
         }
     }
+    super::person::approve_changes(p, &doc, &key, out);
     if let Some(edges) = doc.get(root, "edges") {
         for (i, e) in p.graph.edges.iter().enumerate() {
             let Some(edit) = doc.remove_element(edges, i) else {
