@@ -7,8 +7,8 @@
 //! compiled into the library only so the extension can call it.
 
 use crate::{
-    cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules, cmd_tasks,
-    cmd_verify,
+    cmd_bench, cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules,
+    cmd_tasks, cmd_verify,
 };
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -68,6 +68,9 @@ enum Command {
     Emit(cmd_emit::EmitCommand),
     /// Compare two findings reports by fingerprint (exit 1 when a finding appeared).
     Diff(cmd_diff::DiffArgs),
+    /// Benchmarks: `qls bench agentdojo SUITES_DIR`, the research table.
+    #[command(subcommand)]
+    Bench(cmd_bench::BenchCommand),
     /// MCP servers: snapshot their tools to a lock file, check them against it.
     #[command(subcommand)]
     Mcp(cmd_mcp::McpCommand),
@@ -102,6 +105,7 @@ where
         Command::Emit(c) => cmd_emit::run(c),
         Command::Diff(a) => cmd_diff::diff(a),
         Command::Mcp(c) => cmd_mcp::run(c),
+        Command::Bench(c) => cmd_bench::run(c),
     };
     match result {
         Ok(code) => code,

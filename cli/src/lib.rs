@@ -4,6 +4,7 @@
 //! `main.rs` and `diagnostics.rs`, the only files that print.
 #![warn(missing_docs)]
 
+mod cmd_bench;
 pub mod cmd_check;
 mod cmd_corpus;
 mod cmd_diff;

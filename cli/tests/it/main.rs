@@ -13,6 +13,7 @@ mod common {
 }
 
 mod anylen_cli;
+mod bench;
 mod check_cli;
 mod check_provenance;
 mod ci_workflow;
