@@ -438,19 +438,32 @@ pub fn run(o: &Options) -> Result<Bench, BenchError> {
     let inputs_dir = o.out.join("inputs");
     let mut units = Vec::new();
     let mut repairs = BTreeMap::new();
+    // The repairs first, the suites' in parallel (each a verify run and its search).
+    let mut repaired: BTreeMap<String, ir::Project> = BTreeMap::new();
+    if o.policies.contains(&Policy::Repaired) {
+        let done: Vec<Result<(String, ir::Project, String), BenchError>> = suites
+            .par_iter()
+            .map(|suite| {
+                let from = inputs_dir.join(&suite.suite).join("provenance.base");
+                let dir = inputs_dir.join(&suite.suite).join("repaired");
+                write_unit(&s, suite, &Policy::Provenance.spec()?, &from, o)?;
+                let (project, said) = repair_unit(&from, &dir, o)?;
+                std::fs::remove_dir_all(&from)?;
+                Ok((suite.suite.clone(), project, said))
+            })
+            .collect();
+        for d in done {
+            let (suite, project, said) = d?;
+            repairs.insert(suite.clone(), said);
+            repaired.insert(suite, project);
+        }
+    }
     for suite in &suites {
         for (policy, spec) in &specs {
             let dir = inputs_dir.join(&suite.suite).join(&spec.name);
-            let project = if *policy == Policy::Repaired {
-                let from = inputs_dir.join(&suite.suite).join("provenance.base");
-                let base = Policy::Provenance.spec()?;
-                write_unit(&s, suite, &base, &from, o)?;
-                let (project, said) = repair_unit(&from, &dir, o)?;
-                std::fs::remove_dir_all(&from)?;
-                repairs.insert(suite.suite.clone(), said);
-                project
-            } else {
-                write_unit(&s, suite, spec, &dir, o)?
+            let project = match (policy, repaired.get(&suite.suite)) {
+                (Policy::Repaired, Some(p)) => p.clone(),
+                _ => write_unit(&s, suite, spec, &dir, o)?,
             };
             units.push(Unit {
                 suite: suite.suite.clone(),
