@@ -2,7 +2,7 @@
 
 Run with the `agentdojo` package installed (0.1.35; MIT licence, ethz-spylab/agentdojo):
 
-    python benchmarks/agentdojo/extract.py banking slack > benchmarks/agentdojo/data/suites.json
+    python benchmarks/agentdojo/extract.py workspace travel banking slack > benchmarks/agentdojo/data/suites.json
 
 For each suite of benchmark v1.2.1 this writes the tools (name, description, the JSON Schema
 pydantic gives their parameters), every user task (its prompt and its ground-truth calls, each

@@ -7,7 +7,7 @@
 //! compiled into the library only so the extension can call it.
 
 use crate::{
-    cmd_certify, cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules,
+    cmd_bench, cmd_certify, cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules,
     cmd_tasks, cmd_verify,
 };
 use clap::{Parser, Subcommand};
@@ -70,6 +70,9 @@ enum Command {
     Diff(cmd_diff::DiffArgs),
     /// Re-check the certificates `verify --certificates DIR` wrote, with cvc5 in its own process.
     Certify(cmd_certify::CertifyArgs),
+    /// Benchmarks: `qls bench agentdojo SUITES_DIR`, the research table.
+    #[command(subcommand)]
+    Bench(cmd_bench::BenchCommand),
     /// MCP servers: snapshot their tools to a lock file, check them against it.
     #[command(subcommand)]
     Mcp(cmd_mcp::McpCommand),
@@ -105,6 +108,7 @@ where
         Command::Diff(a) => cmd_diff::diff(a),
         Command::Certify(a) => cmd_certify::certify(a),
         Command::Mcp(c) => cmd_mcp::run(c),
+        Command::Bench(c) => cmd_bench::run(c),
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 mod cmd_certify;
+mod cmd_bench;
 pub mod cmd_check;
 mod cmd_corpus;
 mod cmd_diff;

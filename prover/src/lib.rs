@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod certificates;
+pub mod bench;
 pub mod corpus;
 pub mod job;
 pub mod print;

@@ -279,8 +279,9 @@ pub fn prove_tasks(p: &Project, o: &Options, deadline: Instant) -> Vec<TaskOutco
         .collect()
 }
 
-/// Decides one task.
-fn prove_task(p: &Project, o: &Options, task: &Task, deadline: Instant) -> TaskOutcome {
+/// Decides one task (`qls bench agentdojo` calls it per task, in parallel, each with its own
+/// depth).
+pub fn prove_task(p: &Project, o: &Options, task: &Task, deadline: Instant) -> TaskOutcome {
     let started = Instant::now();
     let mut o = o.clone();
     o.session_steps = turns_for(task, &o);

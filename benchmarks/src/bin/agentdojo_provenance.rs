@@ -84,8 +84,9 @@ fn main() -> Result<()> {
     );
     let data: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("data/suites.json"))?)?;
-    let may_write: BTreeMap<String, BTreeMap<String, Vec<String>>> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("model_may_write.json"))?)?;
+    let may_write: BTreeMap<String, BTreeMap<String, Vec<String>>> = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("data/model_may_write.json"))?,
+    )?;
     let mut md = String::new();
     let mut out = Map::new();
     writeln!(

@@ -14,6 +14,7 @@ mod common {
 
 mod anylen_cli;
 mod certify;
+mod bench;
 mod check_cli;
 mod check_provenance;
 mod ci_workflow;

@@ -421,6 +421,14 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "a corpus case's case.json and expected.json, the corpus folder",
     ),
     ("prover/src/job.rs", "qls solve's job file"),
+    (
+        "prover/src/bench/mod.rs",
+        "qls bench agentdojo's policy file",
+    ),
+    (
+        "prover/src/bench/inputs.rs",
+        "qls bench agentdojo's suites data",
+    ),
     ("cli/src/cmd_verify.rs", "qls replay's witness"),
     (
         "cli/src/cmd_check.rs",
