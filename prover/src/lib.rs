@@ -6,6 +6,7 @@
 //! arguments or opens a socket.
 #![warn(missing_docs)]
 
+pub mod btor2;
 pub mod corpus;
 pub mod job;
 pub mod print;
