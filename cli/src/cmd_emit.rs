@@ -1,6 +1,8 @@
 //! `qls emit promela`: the transition system as a Promela model (see `prover::promela`), and
 //! with `--stats` the BFS engine's own figures for the same system (the full state count, its
-//! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`.
+//! time, and every obligation's verdict), for `benchmarks/spin_compare.sh`. `qls emit btor2`:
+//! the same system as BTOR2 for hardware model checkers (see `prover::btor2`), for
+//! `benchmarks/ric3_compare.sh`.
 
 use crate::cmd_verify::{lift, print_notes, Shown};
 use clap::{Args, Subcommand};
@@ -18,26 +20,36 @@ use std::time::Instant;
 pub enum EmitCommand {
     /// The transition system as a Promela model for SPIN (one assertion per obligation).
     Promela(PromelaArgs),
+    /// The transition system as BTOR2 for hardware model checkers (one `bad` per obligation).
+    Btor2(Btor2Args),
 }
 
-/// Arguments of `qls emit promela`.
+/// What to emit: the inputs or a corpus case, at a depth, and where to write it.
 #[derive(Args, Debug)]
-pub struct PromelaArgs {
+pub struct SystemArgs {
     /// What to emit (or use --case).
     #[command(flatten)]
     pub inputs: crate::cmd_verify::Inputs,
     /// A corpus case folder (an agent.yaml, or a case.json naming a graph and its settings).
     #[arg(long)]
     pub case: Option<PathBuf>,
-    /// Turns (default: the settings' or the case's session_steps).
-    #[arg(long)]
-    pub session_steps: Option<u32>,
     /// Steps per turn (default: the settings' or the case's step_limit).
     #[arg(long)]
     pub step_limit: Option<u32>,
     /// Write the model here (default: stdout, unless --stats).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+}
+
+/// Arguments of `qls emit promela`.
+#[derive(Args, Debug)]
+pub struct PromelaArgs {
+    /// What to emit and where.
+    #[command(flatten)]
+    pub system: SystemArgs,
+    /// Turns (default: the settings' or the case's session_steps).
+    #[arg(long)]
+    pub session_steps: Option<u32>,
     /// Leave the obligations' assertions out.
     #[arg(long)]
     pub no_assertions: bool,
@@ -55,17 +67,30 @@ pub struct PromelaArgs {
     pub repeat: u32,
 }
 
+/// Arguments of `qls emit btor2`.
+#[derive(Args, Debug)]
+pub struct Btor2Args {
+    /// What to emit and where.
+    #[command(flatten)]
+    pub system: SystemArgs,
+    /// Turns, or `any` for sessions of any length (default: the settings' or the case's
+    /// session_steps).
+    #[arg(long, value_parser = SessionSteps::parse)]
+    pub session_steps: Option<SessionSteps>,
+}
+
 /// Runs `qls emit`.
 pub fn run(c: EmitCommand) -> anyhow::Result<u8> {
     match c {
         EmitCommand::Promela(a) => promela(a),
+        EmitCommand::Btor2(a) => btor2(a),
     }
 }
 
-impl PromelaArgs {
+impl SystemArgs {
     /// The job these flags ask for: a corpus case, or the inputs named; the depth given (else
     /// the case's, else the settings').
-    fn job(&self) -> anyhow::Result<Job> {
+    fn job(&self, session_steps: Option<SessionSteps>) -> anyhow::Result<Job> {
         let inputs = match &self.case {
             None => self.inputs.job_inputs()?,
             Some(dir) if self.inputs.agent.is_none() && self.inputs.graph.is_none() => {
@@ -77,30 +102,50 @@ impl PromelaArgs {
         };
         let mut job = Job::new(inputs);
         job.code_checks = !self.inputs.no_code_checks;
-        job.depth.session_steps = self.session_steps.map(SessionSteps::Turns);
+        job.depth.session_steps = session_steps;
         job.depth.step_limit = self.step_limit;
-        job.budgets.jobs = self.jobs;
         Ok(job)
+    }
+
+    /// The session the job asks for, its notes shown (a corpus case's are not, as its runner
+    /// does not show them).
+    fn session(&self, job: Job) -> anyhow::Result<Session> {
+        let loaded = prover::session::load_job(&job).map_err(lift)?;
+        if self.case.is_none() {
+            print_notes(&loaded.notes, Shown::All);
+        }
+        Session::new(job, loaded).map_err(lift)
+    }
+
+    /// Writes `model` to `-o`, else to stdout unless `quiet`.
+    fn write(&self, model: &str, quiet: bool) -> anyhow::Result<()> {
+        match &self.output {
+            Some(p) => std::fs::write(p, model)
+                .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?,
+            None if !quiet => print!("{model}"),
+            None => {}
+        }
+        Ok(())
     }
 }
 
+/// `qls emit btor2`: the system the engines search, one `bad` per obligation in their order.
+fn btor2(a: Btor2Args) -> anyhow::Result<u8> {
+    let session = a.system.session(a.system.job(a.session_steps)?)?;
+    let (ts, obls) = session.system();
+    let model = prover::btor2::emit(&ts, &obls, session.depth().0);
+    a.system.write(&model, false)?;
+    Ok(0)
+}
+
 fn promela(a: PromelaArgs) -> anyhow::Result<u8> {
-    let job = a.job()?;
-    let loaded = prover::session::load_job(&job).map_err(lift)?;
-    // A corpus case's notes are not shown (as its runner does not show them).
-    if a.case.is_none() {
-        print_notes(&loaded.notes, Shown::All);
-    }
-    let session = Session::new(job, loaded).map_err(lift)?;
+    let mut job = a.system.job(a.session_steps.map(SessionSteps::Turns))?;
+    job.budgets.jobs = a.jobs;
+    let session = a.system.session(job)?;
     let (reduced, obls) = session.system();
     let ts = &reduced;
     let model = prover::promela::emit(ts, if a.no_assertions { &[] } else { &obls });
-    match &a.output {
-        Some(p) => std::fs::write(p, &model)
-            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?,
-        None if !a.stats => print!("{model}"),
-        None => {}
-    }
+    a.system.write(&model, a.stats)?;
     if a.stats {
         let (states, secs, run) = session.install(|| {
             let mut best = f64::INFINITY;

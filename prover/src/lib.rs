@@ -6,8 +6,9 @@
 //! arguments or opens a socket.
 #![warn(missing_docs)]
 
-pub mod certificates;
 pub mod bench;
+pub mod btor2;
+pub mod certificates;
 pub mod corpus;
 pub mod job;
 pub mod print;

@@ -10,6 +10,7 @@ use encoder::ts::{CmdId, Obligation};
 use engines::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
 use engines::{bdd, bfs, bmc, induction};
 use ir::agent::SessionSteps;
+use ir::vocab::Engine;
 use ir::Project;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -63,7 +64,9 @@ impl Engines {
         matches!(self, Engines::Both | Engines::Bmc)
     }
 
-    /// Whether the symbolic engine runs.
+    /// Whether the symbolic engine runs on its own (`--engine bdd`). Under `both` it runs as a
+    /// third engine only where the BFS and Z3 left an obligation decided by fewer than two
+    /// ([`third_engine_needed`]).
     pub fn bdd(self) -> bool {
         matches!(self, Engines::Bdd)
     }
@@ -295,11 +298,12 @@ pub(crate) fn decided(
     let bv = runs.bfs.as_ref().map(|r| r.verdicts[i].clone());
     let mv = m.as_ref().map(|r| r.verdicts[i].clone());
     let dv = runs.bdd.as_ref().map(|r| r.verdicts[i].clone());
-    let present: Vec<&Verdict> = [&bv, &mv, &dv].into_iter().flatten().collect();
-    let disagreement = present
-        .iter()
-        .enumerate()
-        .any(|(k, x)| present[k + 1..].iter().any(|y| disagree(x, y)));
+    let disagreement = !disagreeing_pairs(&[
+        (Engine::Bfs, bv.as_ref()),
+        (Engine::Bmc, mv.as_ref()),
+        (Engine::Bdd, dv.as_ref()),
+    ])
+    .is_empty();
     let mv = match mv {
         Some(v) if ts.has_batches() => {
             let inductive = m.as_ref().is_some_and(|r| r.inductive.contains(&i));
@@ -318,6 +322,59 @@ pub(crate) fn decided(
         verdict,
         disagreement,
     }
+}
+
+/// Whether `v` settles its obligation as the combined verdict reads it: decided, and under
+/// `any` for every length (a bounded answer there is undecided, [`for_any_length`]).
+fn settles(v: &Verdict, session_steps: SessionSteps) -> bool {
+    match v {
+        Verdict::Undecided(_) => false,
+        Verdict::Unreachable { .. } => session_steps != SessionSteps::Any,
+        Verdict::Reachable(_) | Verdict::UnreachableAnyLength(_) => true,
+    }
+}
+
+/// Under `--engine both`, whether the symbolic engine runs as a third: when some obligation is
+/// settled by fewer than two of the BFS and Z3 (one stopped on a budget, or Z3's bounded answer
+/// proves nothing for batches or sessions of any length), so that a second engine may decide
+/// it and cross-check the first. Where both settled everything, a third opinion was measured
+/// not to pay for itself (docs/decisions.md, "The symbolic engine in `both`").
+pub(crate) fn third_engine_needed(
+    ts: &TransitionSystem,
+    bfs: Option<&EngineRun>,
+    bmc: Option<&EngineRun>,
+    session_steps: SessionSteps,
+) -> bool {
+    let n = bfs.or(bmc).map_or(0, |r| r.verdicts.len());
+    (0..n).any(|i| {
+        let b = bfs.is_some_and(|r| settles(&r.verdicts[i], session_steps));
+        let m = bmc.is_some_and(|r| {
+            let v = &r.verdicts[i];
+            let v = match ts.has_batches() {
+                true => for_batches(v.clone(), r.inductive.contains(&i)),
+                false => v.clone(),
+            };
+            settles(&v, session_steps)
+        });
+        u8::from(b) + u8::from(m) < 2
+    })
+}
+
+/// The pairs of engines whose verdicts on one obligation disagree (QG312), in the engines'
+/// order (BFS, BMC, BDD): every pair of engines that decided it is compared, and an undecided
+/// or absent side is no disagreement.
+pub fn disagreeing_pairs(verdicts: &[(Engine, Option<&Verdict>)]) -> Vec<(Engine, Engine)> {
+    let mut out = Vec::new();
+    for (k, (e, x)) in verdicts.iter().enumerate() {
+        for (f, y) in &verdicts[k + 1..] {
+            if let (Some(x), Some(y)) = (x, y) {
+                if disagree(x, y) {
+                    out.push((*e, *f));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Runs the engines side by side within one deadline. Under `any` the BFS searches the
@@ -378,7 +435,10 @@ pub(crate) fn run_engines(
         deadline: Some(deadline),
         progress: o.progress.clone(),
     };
-    let d = o.engines.bdd().then(|| match any {
+    let third = o.engines == Engines::Both
+        && Instant::now() < deadline
+        && third_engine_needed(ts, b.as_ref(), m.as_ref(), o.session_steps);
+    let d = (o.engines.bdd() || third).then(|| match any {
         true => bdd::fixpoint(ts, obls, bdd_budget),
         false => bdd::run(ts, obls, bdd_budget),
     });
@@ -456,9 +516,20 @@ fn run_per_slice_accepting(
             (runs.bmc, &mut bmc),
             (runs.bdd, &mut bdd),
         ] {
-            let (Some(run), Some(all)) = (run, into.as_mut()) else {
-                continue;
-            };
+            let Some(run) = run else { continue };
+            // The symbolic engine runs in `both` only on the groups the other two left open:
+            // on the others it is not run (never a verdict).
+            let all = into.get_or_insert_with(|| EngineRun {
+                verdicts: vec![
+                    Verdict::undecided(
+                        StopReason::NoEngine,
+                        "not run: the BFS and Z3 settled its slice"
+                    );
+                    obls.len()
+                ],
+                cost: Cost::default(),
+                inductive: Vec::new(),
+            });
             all.inductive
                 .extend(run.inductive.iter().map(|k| g.members[*k]));
             all.inductive.sort_unstable();
@@ -950,6 +1021,124 @@ mod tests {
                 unknown[*i].verdict
             );
         }
+    }
+
+    /// A witness of `depth` steps (its states are not read by the cross-check).
+    fn witness(depth: usize) -> Verdict {
+        Verdict::Reachable(RawWitness {
+            steps: vec![
+                RawStep {
+                    state: vec![],
+                    cmd: CmdId(0),
+                    choices: vec![],
+                };
+                depth
+            ],
+        })
+    }
+
+    /// Runs of the three engines with one verdict each on one obligation.
+    fn runs(bfs: Option<Verdict>, bmc: Option<Verdict>, bdd: Option<Verdict>) -> EngineRuns {
+        let run = |v: Option<Verdict>| {
+            v.map(|v| EngineRun {
+                verdicts: vec![v],
+                cost: Cost::default(),
+                inductive: vec![],
+            })
+        };
+        EngineRuns {
+            bfs: run(bfs),
+            bmc: run(bmc),
+            bdd: run(bdd),
+            fixpoint_turns: None,
+        }
+    }
+
+    /// Any two engines that decided an obligation are cross-checked: each pair of the three
+    /// disagreeing (the third agreeing with one, undecided or not run) is QG312, naming that
+    /// pair; an undecided side is no disagreement, and neither are two that agree.
+    #[test]
+    fn a_disagreement_between_any_two_engines_is_qg312() {
+        let (ts, _) = system(&ir::testkit::handoff_chain(1), 1, 6);
+        let steps = SessionSteps::Turns(1);
+        let reach = witness(3);
+        let unreach = Verdict::Unreachable { depth: ts.depth };
+        let undecided = Verdict::undecided(StopReason::StateBudget, "budget");
+        let engines = [Engine::Bfs, Engine::Bmc, Engine::Bdd];
+        for a in 0..3 {
+            for b in a + 1..3 {
+                for third in [None, Some(undecided.clone()), Some(reach.clone())] {
+                    let mut v: [Option<Verdict>; 3] = [third.clone(), third.clone(), third.clone()];
+                    v[a] = Some(reach.clone());
+                    v[b] = Some(unreach.clone());
+                    let [x, y, z] = v.clone();
+                    let d = decided(&ts, &runs(x, y, z), 0, steps);
+                    assert!(d.disagreement, "{:?} against {:?}", engines[a], engines[b]);
+                    let pairs = disagreeing_pairs(&[
+                        (Engine::Bfs, v[0].as_ref()),
+                        (Engine::Bmc, v[1].as_ref()),
+                        (Engine::Bdd, v[2].as_ref()),
+                    ]);
+                    assert!(pairs.contains(&(engines[a], engines[b])), "{pairs:?}");
+                    // The witness wins the combined verdict.
+                    assert_eq!(d.verdict, reach);
+                }
+                // Reachable at different depths is a disagreement too.
+                let mut v: [Option<Verdict>; 3] = [None, None, None];
+                v[a] = Some(witness(2));
+                v[b] = Some(witness(4));
+                let [x, y, z] = v;
+                assert!(decided(&ts, &runs(x, y, z), 0, steps).disagreement);
+            }
+        }
+        // Undecided on one side, or agreeing: no disagreement.
+        for (x, y, z) in [
+            (
+                Some(reach.clone()),
+                Some(undecided.clone()),
+                Some(reach.clone()),
+            ),
+            (
+                Some(undecided.clone()),
+                Some(unreach.clone()),
+                Some(undecided.clone()),
+            ),
+            (
+                Some(undecided.clone()),
+                Some(reach.clone()),
+                Some(undecided.clone()),
+            ),
+            (None, Some(unreach.clone()), Some(unreach.clone())),
+            (
+                Some(reach.clone()),
+                Some(reach.clone()),
+                Some(reach.clone()),
+            ),
+            (Some(undecided.clone()), None, Some(unreach.clone())),
+        ] {
+            let d = decided(&ts, &runs(x, y, z), 0, steps);
+            assert!(!d.disagreement);
+        }
+    }
+
+    /// In `both` the symbolic engine runs only where fewer than two of the BFS and Z3 settled
+    /// an obligation: one undecided, or under `any` Z3's bounded answer alone.
+    #[test]
+    fn the_third_engine_runs_where_fewer_than_two_settled() {
+        let (ts, _) = system(&ir::testkit::handoff_chain(1), 1, 6);
+        let unreach = Verdict::Unreachable { depth: ts.depth };
+        let undecided = Verdict::undecided(StopReason::StateBudget, "budget");
+        let any = Verdict::UnreachableAnyLength(engines::verdict::AnyLength::Fixpoint { turns: 2 });
+        let needed = |b: Verdict, m: Verdict, s: SessionSteps| {
+            let r = runs(Some(b), Some(m), None);
+            third_engine_needed(&ts, r.bfs.as_ref(), r.bmc.as_ref(), s)
+        };
+        let one = SessionSteps::Turns(1);
+        assert!(!needed(unreach.clone(), witness(3), one));
+        assert!(needed(undecided.clone(), unreach.clone(), one));
+        assert!(needed(unreach.clone(), undecided.clone(), one));
+        assert!(!needed(any.clone(), any.clone(), SessionSteps::Any));
+        assert!(needed(any, unreach, SessionSteps::Any));
     }
 
     #[test]

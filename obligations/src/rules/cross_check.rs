@@ -21,9 +21,23 @@ pub fn qg003_message(base: &str, rule: RuleId, turns: u32) -> String {
     )
 }
 
-/// QG312's message when the engines' verdicts on an obligation differ.
-pub fn qg312_engines_disagree(obligation: &str, bfs: &str, bmc: &str) -> String {
-    format!("the engines disagree on {obligation}: BFS says {bfs}, BMC says {bmc}")
+/// QG312's message when engines' verdicts on an obligation differ: each pair that disagrees as
+/// (engine, its verdict, other engine, its verdict), and the engine whose witness the finding
+/// carries with the witness's depth.
+pub fn qg312_engines_disagree(
+    obligation: &str,
+    pairs: &[(&str, String, &str, String)],
+    witness: Option<(&str, u32)>,
+) -> String {
+    let said: Vec<String> = pairs
+        .iter()
+        .map(|(a, va, b, vb)| format!("{a} says {va}, {b} says {vb}"))
+        .collect();
+    let mut m = format!("the engines disagree on {obligation}: {}", said.join("; "));
+    if let Some((e, depth)) = witness {
+        m.push_str(&format!(" (the witness shown is {e}'s, {depth} steps)"));
+    }
+    m
 }
 
 /// QG312's message when an obligation's witness does not reproduce on the concrete runtime and

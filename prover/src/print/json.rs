@@ -85,20 +85,25 @@ fn code_checks_json(r: &Report, c: &CodeReport) -> Value {
     })
 }
 
-/// The obligations both engines decided (the cross-checked ones), those only one decided and
-/// why the other stopped on them, and those neither decided.
+/// The engines that ran, the obligations two or more of them decided (the cross-checked ones),
+/// those only one decided and why each other engine stopped on them, and those none decided.
 fn cross_check_json(c: &CrossCheck) -> Value {
+    let reasons = |m: &std::collections::BTreeMap<StopReason, usize>| {
+        m.iter()
+            .map(|(k, n)| (reason_word(*k), json!(n)))
+            .collect::<serde_json::Map<String, Value>>()
+    };
     json!({
         "obligations": c.obligations,
-        "both_decided": c.both,
+        "engines": c.engines.iter().map(|e| e.label()).collect::<Vec<_>>(),
+        "cross_checked": c.cross_checked,
         "decided_alone": c.alone.iter().map(|a| json!({
             "engine": a.engine.label(),
             "decided": a.obligations.len(),
-            "other": a.other.label(),
-            "other_stopped": a.other_stopped.iter().map(|(k, n)| (reason_word(*k), json!(n))).collect::<serde_json::Map<String, Value>>(),
+            "others_stopped": a.others_stopped.iter().map(|(e, m)| (e.label().to_string(), Value::Object(reasons(m)))).collect::<serde_json::Map<String, Value>>(),
             "obligations": a.obligations,
         })).collect::<Vec<_>>(),
-        "neither_decided": c.neither,
+        "none_decided": c.none,
     })
 }
 
@@ -133,6 +138,11 @@ fn outcome_json(o: &ObligationShown) -> Value {
     let mut doc = json!({"id": o.id, "rule": o.rule, "subject": o.subject, "inverted": o.inverted,
            "verdict": o.verdict, "depth": o.depth,
            "bfs": o.bfs, "bmc": o.bmc});
+    // The symbolic engine's word only where it ran, so reports of the other two keep their
+    // exact shape.
+    if let Some(w) = o.bdd {
+        doc["bdd"] = json!(w);
+    }
     // Under `any`: which engine proved it for any length and how (bounded reports keep
     // their exact shape).
     let proved: Vec<Value> = o.proved_by.iter().map(any_length_json).collect();

@@ -257,10 +257,16 @@ fn summary(s: &mut String, r: &Report) {
     let agree = match (r.engines, partial) {
         (Engines::Both, _) if !r.agree => "ENGINES DISAGREE".to_string(),
         (Engines::Both, None) => "engines agree".to_string(),
-        (Engines::Both, Some(c)) if c.both == 0 => {
-            "no obligation was decided by both engines".to_string()
+        (Engines::Both, Some(c)) if c.cross_checked == 0 => {
+            format!("no obligation was decided by {}", c.by_two())
         }
-        (Engines::Both, Some(c)) => format!("engines agree on the {} both decided", c.both),
+        (Engines::Both, Some(c)) => {
+            format!(
+                "engines agree on the {} {} decided",
+                c.cross_checked,
+                c.two()
+            )
+        }
         (Engines::Bmc, _) => "BMC only".to_string(),
         (Engines::Bfs, _) => "BFS only".to_string(),
         (Engines::Bdd, _) => "BDD only".to_string(),
@@ -288,29 +294,55 @@ fn summary(s: &mut String, r: &Report) {
 
 /// How many obligations the engines' verdicts were compared on, when not on all: "Cross-checked:
 /// 8 of 32 obligations (both engines decided them); BMC alone decided 24 (the BFS stopped on
-/// them: state budget): QG011:a, QG012:b, QG019:c and 21 more."
+/// them: state budget): QG011:a, QG012:b, QG019:c and 21 more." With the symbolic engine as
+/// the third: "(two or more of BFS, BMC, BDD decided them); BDD alone decided 2 (the BFS
+/// stopped on them: state budget; the BMC: time budget): …".
 fn cross_check_line(s: &mut String, partial: Option<&CrossCheck>) {
     const SHOWN: usize = 3;
     let Some(c) = partial else { return };
+    let who = match c.engines.len() {
+        2 => "both engines".to_string(),
+        _ => format!(
+            "two or more of {}",
+            c.engines
+                .iter()
+                .map(|e| e.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     let mut line = format!(
-        "Cross-checked: {} of {} obligations (both engines decided them)",
-        c.both, c.obligations
+        "Cross-checked: {} of {} obligations ({who} decided them)",
+        c.cross_checked, c.obligations
     );
     for a in &c.alone {
         let mut ids = a.obligations[..a.obligations.len().min(SHOWN)].join(", ");
         if a.obligations.len() > SHOWN {
             ids.push_str(&format!(" and {} more", a.obligations.len() - SHOWN));
         }
+        let stopped: Vec<String> = a
+            .others_stopped
+            .iter()
+            .enumerate()
+            .map(|(k, (e, why))| match k {
+                0 => format!("the {} stopped on them: {}", e.label(), reasons(why)),
+                _ => format!("the {}: {}", e.label(), reasons(why)),
+            })
+            .collect();
         line.push_str(&format!(
-            "; {} alone decided {} (the {} stopped on them: {}): {ids}",
+            "; {} alone decided {} ({}): {ids}",
             a.engine.label(),
             a.obligations.len(),
-            a.other.label(),
-            reasons(&a.other_stopped)
+            stopped.join("; ")
         ));
     }
-    if c.neither > 0 {
-        line.push_str(&format!("; neither decided {}", c.neither));
+    if c.none > 0 {
+        let none = if c.engines.len() == 2 {
+            "neither"
+        } else {
+            "none"
+        };
+        line.push_str(&format!("; {none} decided {}", c.none));
     }
     s.push_str(&line);
     s.push_str(".\n");

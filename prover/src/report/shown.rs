@@ -155,6 +155,8 @@ pub struct ObligationShown {
     pub bfs: Option<&'static str>,
     /// Z3's verdict word, when it ran.
     pub bmc: Option<&'static str>,
+    /// The symbolic engine's verdict word, when it ran (alone, or in `both` as the third).
+    pub bdd: Option<&'static str>,
     /// Under `any`: which engine proved it for any length, and how.
     pub proved_by: Vec<AnyLength>,
     /// Under `any`: the turns a reachable verdict's witness spans.
@@ -172,7 +174,7 @@ impl ObligationShown {
     }
 
     fn of(o: &Outcome, ts: &TransitionSystem, steps: SessionSteps) -> ObligationShown {
-        let proved_by = [&o.bfs, &o.bmc]
+        let proved_by = [&o.bfs, &o.bmc, &o.bdd]
             .into_iter()
             .filter_map(|v| match v {
                 Some(Verdict::UnreachableAnyLength(how)) => Some(*how),
@@ -192,6 +194,7 @@ impl ObligationShown {
             depth: o.verdict.depth(),
             bfs: o.bfs.as_ref().map(|v| v.word()),
             bmc: o.bmc.as_ref().map(|v| v.word()),
+            bdd: o.bdd.as_ref().map(|v| v.word()),
             proved_by,
             turns,
         }

@@ -9,6 +9,7 @@ use crate::proof::Proof;
 use crate::tasks::TaskOutcome;
 pub use crate::tasks::{Blocking, TaskVerdict};
 use ir::task::Person;
+use ir::vocab::Engine;
 use ir::{Loc, Project};
 use obligations::catalog::Catalogued;
 use obligations::rules::{cross_check, tasks as rules};
@@ -134,11 +135,21 @@ pub(super) fn tasks(
         if o.disagreement() {
             let q = obligations::catalog::QG312.rule();
             let id = format!("{rule_id}:{}", s.name);
-            let message = cross_check::qg312_engines_disagree(
-                &id,
-                s.engines.0.as_str(),
-                s.engines.1.as_str(),
-            );
+            let asked = match o.with_person.as_ref() {
+                Some(a) if !o.main.disagreement => a,
+                _ => &o.main,
+            };
+            let word = |e: Engine| match e {
+                Engine::Bfs => asked.bfs.as_str().to_string(),
+                Engine::Bmc => asked.bmc.as_str().to_string(),
+                Engine::Bdd => asked.bdd.as_str().to_string(),
+            };
+            let said: Vec<(&str, String, &str, String)> = asked
+                .disagreeing
+                .iter()
+                .map(|(a, b)| (a.label(), word(*a), b.label(), word(*b)))
+                .collect();
+            let message = cross_check::qg312_engines_disagree(&id, &said, None);
             found.push(Finding::new(q, id, Some(s.at.clone()), message));
         }
         if let TaskVerdict::Undecided(_) = s.verdict {

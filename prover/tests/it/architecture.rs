@@ -477,6 +477,10 @@ const READERS_OUTSIDE_READERS: &[(&str, &str)] = &[
         "benchmarks/src/bin/bdd_crates.rs",
         "the corpus folder, each case through corpus::load_case",
     ),
+    (
+        "benchmarks/src/bin/third_engine.rs",
+        "the corpus folder, each case through a Session",
+    ),
 ];
 
 /// What reading a file looks like in the code: the standard library's reads and the readers'

@@ -14,6 +14,7 @@ mod anylen_engines;
 mod architecture;
 mod bdd;
 mod bmc_deep;
+mod btor2;
 mod budget;
 mod conformance;
 mod corpus;
