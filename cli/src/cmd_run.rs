@@ -7,8 +7,8 @@
 //! compiled into the library only so the extension can call it.
 
 use crate::{
-    cmd_bench, cmd_certify, cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair, cmd_rules,
-    cmd_tasks, cmd_verify,
+    cmd_bench, cmd_certify, cmd_check, cmd_corpus, cmd_diff, cmd_emit, cmd_mcp, cmd_repair,
+    cmd_rules, cmd_tasks, cmd_verify,
 };
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;

@@ -4,8 +4,8 @@
 //! `main.rs` and `diagnostics.rs`, the only files that print.
 #![warn(missing_docs)]
 
-mod cmd_certify;
 mod cmd_bench;
+mod cmd_certify;
 pub mod cmd_check;
 mod cmd_corpus;
 mod cmd_diff;

@@ -13,8 +13,8 @@ mod common {
 }
 
 mod anylen_cli;
-mod certify;
 mod bench;
+mod certify;
 mod check_cli;
 mod check_provenance;
 mod ci_workflow;
