@@ -101,7 +101,7 @@ pub enum Format {
 /// Engine selection.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum EngineArg {
-    /// Both, cross-checked.
+    /// The BFS and Z3, cross-checked; the BDD as a third where fewer than two settle an obligation.
     Both,
     /// Z3 BMC only.
     Bmc,
