@@ -116,7 +116,9 @@ fn agentdojo(a: AgentdojoArgs) -> anyhow::Result<u8> {
             TableFormat::Csv => csv,
         }
     );
-    Ok(u8::from(b.rows.iter().any(|r| r.verdict == "undecided")))
+    Ok(u8::from(b.rows.iter().any(|r| {
+        matches!(r.verdict, prover::tasks::TaskVerdict::Undecided(_))
+    })))
 }
 
 /// A user task's origins as a guard with `origins: auto` records them (SPEC §2 "Provenance"),

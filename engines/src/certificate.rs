@@ -310,16 +310,12 @@ pub fn any_length(
         return Some(induction(ts, &boxes, &[], o, 0));
     }
     let (closed, _) = crate::induction::close_keeping(ts, std::slice::from_ref(o), vec![0], budget);
-    closed
-        .into_iter()
-        .next()
-        .map(|(_, proof, inv)| match proof {
-            crate::verdict::AnyLength::Induction { depth, .. } => {
-                induction(ts, &boxes, &inv, o, depth)
-            }
-            // `close_keeping` proves by induction only.
-            _ => induction(ts, &boxes, &inv, o, 0),
-        })
+    closed.into_iter().find_map(|(_, proof, inv)| match proof {
+        crate::verdict::AnyLength::Induction { depth, .. } => {
+            Some(induction(ts, &boxes, &inv, o, depth))
+        }
+        _ => None,
+    })
 }
 
 #[cfg(test)]

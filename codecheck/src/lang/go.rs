@@ -266,18 +266,8 @@ impl<'t> Walk<'t> {
                 );
             }
         }
-        let body = n.child_by_field_name("body").unwrap_or(n);
-        Function {
-            at: self
-                .frame
-                .src
-                .pos(n.child_by_field_name("name").unwrap_or(n)),
-            name,
-            params,
-            range: (body.start_byte(), body.end_byte()),
-            tool: self.by_byte.get(&n.start_byte()).cloned(),
-            returns: vec![],
-        }
+        self.frame
+            .function(n, name, params, self.by_byte.get(&n.start_byte()).cloned())
     }
 
     /// `s.AddTool(mcp.NewTool("name", …), handler)`, `mcp.AddTool(server, &mcp.Tool{Name:

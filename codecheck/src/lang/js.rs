@@ -496,18 +496,8 @@ impl<'t> Walk<'t> {
             .or(n.child_by_field_name("parameter"))
             .map(|p| self.params(p))
             .unwrap_or_default();
-        let body = n.child_by_field_name("body").unwrap_or(n);
-        Function {
-            at: self
-                .frame
-                .src
-                .pos(n.child_by_field_name("name").unwrap_or(n)),
-            name,
-            params,
-            range: (body.start_byte(), body.end_byte()),
-            tool: self.by_byte.get(&n.start_byte()).cloned(),
-            returns: vec![],
-        }
+        self.frame
+            .function(n, name, params, self.by_byte.get(&n.start_byte()).cloned())
     }
 
     /// Whether a path names a tool (`request.params.name`, `toolName`).

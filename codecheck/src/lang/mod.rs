@@ -146,6 +146,26 @@ impl<'t> Frame<'t> {
         }
     }
 
+    /// Function node `n` as the model holds it: its name's position (or its start), its body's
+    /// byte range (the whole node without a body), no returns yet.
+    pub(crate) fn function(
+        &self,
+        n: Node,
+        name: Option<String>,
+        params: Vec<String>,
+        tool: Option<String>,
+    ) -> Function {
+        let body = n.child_by_field_name("body").unwrap_or(n);
+        Function {
+            at: self.src.pos(n.child_by_field_name("name").unwrap_or(n)),
+            name,
+            params,
+            range: (body.start_byte(), body.end_byte()),
+            tool,
+            returns: vec![],
+        }
+    }
+
     /// Records function `f` and opens it: the nodes below are inside it until [`descend`]
     /// leaves the node that opened it.
     pub(crate) fn open(&mut self, f: Function) -> bool {

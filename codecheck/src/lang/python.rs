@@ -322,18 +322,7 @@ impl<'t> Walk<'t> {
             .parent()
             .filter(|p| p.kind() == "decorated_definition")
             .and_then(|p| self.decorator_tool(p, name.as_deref()));
-        let body = n.child_by_field_name("body").unwrap_or(n);
-        Function {
-            at: self
-                .frame
-                .src
-                .pos(n.child_by_field_name("name").unwrap_or(n)),
-            name,
-            params,
-            range: (body.start_byte(), body.end_byte()),
-            tool,
-            returns: vec![],
-        }
+        self.frame.function(n, name, params, tool)
     }
 
     /// The tool name a decorator registers the function under, if one does.

@@ -204,10 +204,8 @@ pub struct Row {
     pub goal: bool,
     /// Its calls.
     pub calls: usize,
-    /// `possible`, `needs_person`, `impossible`, `blocked`, `reachable`, `undecided`.
-    pub verdict: String,
-    /// Why undecided.
-    pub why: Option<String>,
+    /// What the task came to (why, when undecided).
+    pub verdict: TaskVerdict,
     /// Each engine's word on the main query (without a person).
     pub engines: BTreeMap<String, String>,
     /// Each engine's word on the query with a person, when asked.
@@ -514,11 +512,7 @@ pub fn run(o: &Options) -> Result<Bench, BenchError> {
             task: task.name.clone(),
             goal: task.never,
             calls: task.calls.len(),
-            verdict: out.verdict.word().to_string(),
-            why: match &out.verdict {
-                TaskVerdict::Undecided(w) => Some(w.clone()),
-                _ => None,
-            },
+            verdict: out.verdict.clone(),
             engines: words(&out.main),
             engines_with_person: out.with_person.as_ref().map(words),
             confirms: out.confirms,

@@ -5,6 +5,7 @@
 //! the published defences' points. Every number is a count of rows; nothing is estimated.
 
 use super::{Bench, Row};
+use crate::tasks::TaskVerdict;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -57,22 +58,22 @@ impl Line {
             } else {
                 l.tasks += 1;
             }
-            match r.verdict.as_str() {
-                "blocked" => l.blocked += 1,
-                "reachable" => l.reachable += 1,
-                "possible" => {
+            match r.verdict {
+                TaskVerdict::Blocked => l.blocked += 1,
+                TaskVerdict::Reachable => l.reachable += 1,
+                TaskVerdict::Possible => {
                     l.possible += 1;
                     l.one_confirm += 1;
                 }
-                "needs_person" => {
+                TaskVerdict::NeedsPerson => {
                     let c = r.confirms.map_or(u32::MAX, |c| c.0);
                     if c <= 1 {
                         l.one_confirm += 1;
                     }
                     l.confirms = l.confirms.saturating_add(c);
                 }
-                "impossible" => l.impossible += 1,
-                _ => l.undecided += 1,
+                TaskVerdict::Impossible => l.impossible += 1,
+                TaskVerdict::Undecided(_) => l.undecided += 1,
             }
         }
         l
@@ -143,7 +144,11 @@ pub fn markdown(b: &Bench) -> String {
             l.undecided
         );
     }
-    let undecided: Vec<&Row> = b.rows.iter().filter(|r| r.verdict == "undecided").collect();
+    let undecided: Vec<&Row> = b
+        .rows
+        .iter()
+        .filter(|r| matches!(r.verdict, TaskVerdict::Undecided(_)))
+        .collect();
     if !undecided.is_empty() {
         let _ = writeln!(s, "\nUndecided at the budget ({} s per task):", b.timeout);
         for r in undecided {
@@ -153,7 +158,7 @@ pub fn markdown(b: &Bench) -> String {
                 r.policy,
                 r.suite,
                 r.task,
-                r.why.as_deref().unwrap_or("")
+                why(r).unwrap_or("")
             );
         }
     }
@@ -193,7 +198,7 @@ fn row_json(r: &Row) -> Value {
     json!({
         "policy": r.policy, "suite": r.suite, "task": r.task,
         "kind": if r.goal { "goal" } else { "user" },
-        "calls": r.calls, "verdict": r.verdict, "why": r.why,
+        "calls": r.calls, "verdict": r.verdict.word(), "why": why(r),
         "engines": r.engines, "engines_with_person": r.engines_with_person,
         "confirms": r.confirms.map(|c| c.0), "confirms_least_proved": r.confirms.map(|c| c.1),
         "blocking": r.blocking, "witness": r.witness, "ms": r.ms,
@@ -323,4 +328,12 @@ pub fn svg(b: &Bench) -> String {
         m + 16.0
     );
     s
+}
+
+/// Why a task is undecided, when it is.
+fn why(r: &Row) -> Option<&str> {
+    match &r.verdict {
+        TaskVerdict::Undecided(w) => Some(w),
+        _ => None,
+    }
 }
