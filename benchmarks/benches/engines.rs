@@ -3,8 +3,9 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use encoder::ts::lower::lower;
-use engines::{bfs, bmc};
+use engines::bmc;
 use ir::Project;
+use search::bfs;
 use std::path::Path;
 
 fn load(rel: &str) -> Project {

@@ -3,9 +3,9 @@
 
 #[cfg(test)]
 mod tests {
-    use engines::verdict::{disagree, Verdict};
     use ir::testkit::{family, SizeClass};
     use prover::proof::{run_per_slice, Engines, Options};
+    use search::verdict::{disagree, Verdict};
     use std::time::{Duration, Instant};
 
     /// 50 seeds of every size class lower to a well-formed system with obligations.
@@ -16,7 +16,8 @@ mod tests {
                 let f = family(seed, size);
                 let p = &f.project;
                 let turns = p.settings.session_steps.turns().unwrap();
-                let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+                let (ts, obls) =
+                    prover::proof::system(p, &realise::Z3Values, turns, p.settings.step_limit);
                 ts.check_well_formed(&obls)
                     .unwrap_or_else(|e| panic!("{}: {e}", f.describe()));
                 assert!(!obls.is_empty(), "{}", f.describe());
@@ -33,12 +34,13 @@ mod tests {
             let f = family(seed, SizeClass::Small);
             let p = &f.project;
             let turns = p.settings.session_steps.turns().unwrap();
-            let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+            let (ts, obls) =
+                prover::proof::system(p, &realise::Z3Values, turns, p.settings.step_limit);
             let o = Options {
                 engines: Engines::Both,
                 timeout: Duration::from_secs(5),
                 max_states: 200_000,
-                ..Options::for_project(p)
+                ..Options::for_project(p, &engines::Z3)
             };
             let runs = run_per_slice(&ts, &obls, &o, Instant::now() + o.timeout);
             let (b, m) = (runs.bfs.expect("the BFS ran"), runs.bmc.expect("Z3 ran"));

@@ -90,6 +90,7 @@ fn agentdojo(a: AgentdojoArgs) -> anyhow::Result<u8> {
         turns: a.turns,
         repair_proofs: a.repair_proofs,
         tracer: traced_origins,
+        smt: crate::SMT,
     };
     let b = bench::run(&o).map_err(|e| match e {
         BenchError::Session(s) => crate::cmd_verify::lift(s),

@@ -36,7 +36,7 @@ pub fn corpus(args: CorpusArgs) -> anyhow::Result<u8> {
     );
     let bar = progress_bar(n);
     let start = Instant::now();
-    let results = run_all_certified(&args.dir, args.certificates.as_deref(), |r| {
+    let results = run_all_certified(&args.dir, args.certificates.as_deref(), crate::SMT, |r| {
         bar.set_message(r.name.clone());
         bar.inc(1);
     });

@@ -6,11 +6,11 @@
 
 use crate::cmd_verify::{lift, print_notes, Shown};
 use clap::{Args, Subcommand};
-use engines::bfs;
-use engines::verdict::Verdict;
 use ir::agent::SessionSteps;
 use prover::job::{Inputs, Job};
 use prover::session::Session;
+use search::bfs;
+use search::verdict::Verdict;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -114,7 +114,7 @@ impl SystemArgs {
         if self.case.is_none() {
             print_notes(&loaded.notes, Shown::All);
         }
-        Session::new(job, loaded).map_err(lift)
+        Session::new(job, loaded, crate::SMT).map_err(lift)
     }
 
     /// Writes `model` to `-o`, else to stdout unless `quiet`.

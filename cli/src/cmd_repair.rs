@@ -85,7 +85,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
     job.code_checks = !args.inputs.no_code_checks;
     let loaded = prover::session::load_job(&job).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
-    let session = Session::new(job, loaded).map_err(lift)?;
+    let session = Session::new(job, loaded, crate::SMT).map_err(lift)?;
     let run = session.verify().map_err(lift)?;
     let files = prover::repair::Files::read(session.job(), session.project())?;
     let options = prover::repair::Options {
@@ -93,6 +93,7 @@ pub fn repair(args: RepairArgs) -> anyhow::Result<u8> {
         timeout: Duration::from_secs(args.timeout.max(1)),
         depth: session.depth(),
         allow_removal: args.allow_removal,
+        smt: crate::SMT,
     };
     let repaired = prover::repair::repair(files, session.project(), &run.report, &options)?;
     match args.format {

@@ -412,7 +412,7 @@ fn prove(args: &VerifyArgs) -> anyhow::Result<Proved> {
     let job = args.job()?;
     let loaded = prover::session::load_job(&job).map_err(lift)?;
     print_notes(&loaded.notes, Shown::All);
-    let session = Session::new(job, loaded).map_err(lift)?;
+    let session = Session::new(job, loaded, crate::SMT).map_err(lift)?;
     let (turns, steps) = session.depth();
     let title = match turns {
         SessionSteps::Any => format!("proving for any number of turns of {steps} steps"),
@@ -528,7 +528,8 @@ pub fn replayed_text(name: &str, text: &str, inputs: &Inputs) -> anyhow::Result<
             }
         }
     }
-    let (out, calls) = witnesses::replay::replay_traced(&project, &w);
+    let (out, calls) =
+        witnesses::replay::replay_traced(&project, search::smt::Smt::values(crate::SMT), &w);
     let reproduced = out == witnesses::replay::ReplayOutcome::Reproduced;
     let trace = serde_json::json!({
         "format": TRACE_FORMAT,
@@ -653,7 +654,7 @@ fn case_inputs(session: &Session) -> anyhow::Result<(Vec<(PathBuf, String)>, ser
 /// otherwise, so CI logs and piped output stay clean.
 fn with_progress<T: Send>(
     title: &str,
-    counters: &engines::progress::Progress,
+    counters: &search::progress::Progress,
     work: impl FnOnce() -> T + Send,
 ) -> T {
     use std::io::IsTerminal;
@@ -717,7 +718,7 @@ pub fn solve(args: SolveArgs) -> anyhow::Result<u8> {
     }
     print_notes(&loaded.notes, Shown::GraphReader);
     let job = file.job()?;
-    let session = Session::new(job, loaded).map_err(lift)?;
+    let session = Session::new(job, loaded, crate::SMT).map_err(lift)?;
     let run = session.verify().map_err(lift)?;
     print!(
         "{}",

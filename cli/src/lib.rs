@@ -19,3 +19,7 @@ pub mod cmd_verify;
 pub mod diagnostics;
 mod trace_read;
 pub mod verify_options;
+
+/// The SMT engines and value solver every command's proofs ask: Z3 (`engines::Z3`). The
+/// prover names none itself (it does not link z3); this is where the binary chooses.
+pub const SMT: &engines::Z3 = &engines::Z3;

@@ -23,33 +23,7 @@ use std::fmt::Write as _;
 use z3::ast::Bool;
 use z3::Solver;
 
-/// What a certificate proves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// No bad transition in the first `depth` steps of any run (the unrolled formula).
-    Unrolling {
-        /// Steps.
-        depth: u32,
-    },
-    /// No bad transition in any run, however long (an inductive invariant and k-induction).
-    Induction {
-        /// The induction's depth.
-        k: u32,
-        /// The invariant's conjuncts besides the box.
-        conjuncts: u32,
-    },
-}
-
-/// One obligation's certificate.
-#[derive(Clone, Debug)]
-pub struct Certificate {
-    /// What it proves.
-    pub kind: Kind,
-    /// The SMT-LIB 2 script.
-    pub script: String,
-    /// The name of each `(check-sat)` of the script, in order; each must answer `unsat`.
-    pub checks: Vec<String>,
-}
+pub use search::smt::{Certificate, Kind};
 
 /// The unrolling's encoding: plain (every command at every step), each variable as wide as its
 /// domain needs.

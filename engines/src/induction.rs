@@ -10,76 +10,14 @@
 //! engine proved what. This module imports the unrolling, never the bounded search: `bmc.rs`
 //! calls `close` on deep systems, so the dependency runs one way. **Engines never print.**
 
-use crate::unroll::{BmcBudget, Boxes, Unroller};
+use crate::unroll::{Boxes, Unroller};
 use crate::verdict::AnyLength;
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::{Duration, Instant};
 use z3::ast::Bool;
 use z3::{Params, SatResult, Solver};
 
-/// Budgets for the induction.
-#[derive(Clone, Debug)]
-pub struct InductionBudget {
-    /// The largest induction depth k tried.
-    pub max_depth: u32,
-    /// Time one solver question may take.
-    pub per_query: Duration,
-    /// Time the search for an invariant may take in all (each candidate dropped costs one
-    /// question, and a large system has thousands).
-    pub invariant_time: Duration,
-    /// The bounded unrolling for obligations the induction does not close.
-    pub bounded: BmcBudget,
-    /// Whether pairs of variables are tried as candidates when the cheap ones leave an
-    /// obligation open (thousands of candidates, each dropped by its own question).
-    pub pairs: bool,
-    /// The most questions one Houdini search may ask; past it no invariant is used. A count,
-    /// not a time, so what the induction closes does not depend on the machine's load.
-    pub max_rounds: usize,
-    /// Whether an invariant is searched for at all: without one, plain k-induction (simple
-    /// paths, the domains) on a system whose candidates are too many to drop one by one.
-    pub houdini: bool,
-}
-
-/// Under `any`: the largest k the k-induction tries by default.
-pub const MAX_DEPTH: u32 = 4;
-/// Under `any`: seconds one induction question may take by default (never past the proof's
-/// deadline).
-pub const QUERY_SECS: u64 = 20;
-/// Under `any`: seconds the search for an invariant may take in all, by default.
-pub const INVARIANT_SECS: u64 = 120;
-
-impl Default for InductionBudget {
-    fn default() -> Self {
-        InductionBudget {
-            max_depth: MAX_DEPTH,
-            per_query: Duration::from_secs(QUERY_SECS),
-            invariant_time: Duration::from_secs(INVARIANT_SECS),
-            bounded: BmcBudget::default(),
-            pairs: true,
-            max_rounds: usize::MAX,
-            houdini: true,
-        }
-    }
-}
-
-impl InductionBudget {
-    /// Time one question may take: its own cap, and never past the proof's deadline (the
-    /// bounded budget's), so `--timeout` bounds the induction too.
-    fn query_time(&self) -> Duration {
-        let left = self
-            .bounded
-            .deadline
-            .map(|d| d.saturating_duration_since(Instant::now()));
-        left.map_or(self.per_query, |l| {
-            l.min(self.per_query).max(Duration::from_millis(1))
-        })
-    }
-
-    /// Whether the proof's deadline has passed.
-    fn out_of_time(&self) -> bool {
-        self.bounded.deadline.is_some_and(|d| Instant::now() >= d)
-    }
-}
+pub use search::smt::{InductionBudget, INVARIANT_SECS, MAX_DEPTH, QUERY_SECS};
 
 /// One conjunct of the invariant: these (variable, value) pairs never hold all at once.
 /// One pair says a variable never takes a value; two pairs with `node` say which values a

@@ -8,26 +8,7 @@
 use z3::ast::{Bool, Int};
 use z3::{Optimize, SatResult};
 
-/// One learned constraint over the changes: some change of `any` is chosen, or some change of
-/// `not_all` is left out. `not_all` empty makes it a plain covering clause.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Clause {
-    /// Indices of changes, one of which must be chosen.
-    pub any: Vec<usize>,
-    /// Indices of changes not all of which may be chosen together.
-    pub not_all: Vec<usize>,
-}
-
-/// What the optimiser answered.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Choice {
-    /// A cheapest set (indices, ascending) and its cost.
-    Cheapest(Vec<usize>, u64),
-    /// No set of changes satisfies the clauses.
-    None,
-    /// Z3 gave no answer (its reason).
-    Unknown(String),
-}
+pub use search::smt::{Choice, Clause};
 
 /// A cheapest subset of `costs.len()` changes satisfying every clause: Z3's `Optimize` minimising
 /// the sum of the chosen changes' costs. Ties are broken by Z3's model, which is deterministic

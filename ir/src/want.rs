@@ -12,7 +12,7 @@
 use crate::catalogue::{ArgCheck, Tool};
 use crate::rulebook::Literal;
 use crate::vocab::CheckOutcome;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 /// Whether the arguments must pass the check's steps 3–4 (SPEC §2), or fail one of them.
@@ -143,5 +143,53 @@ pub struct AnyValue;
 impl ValueOracle for AnyValue {
     fn realisable(&self, _want: &Want) -> Realised {
         Realised::NotBuilt("no value solver was asked".into())
+    }
+}
+
+/// A stub value that is an instance of a JSON Schema over the common keywords (no `anyOf`,
+/// `$ref`, `pattern`, …: those are the solver's): the value solver's first guess, and the
+/// stub tools' results and the unchecked runs' arguments in replay.
+pub fn instance(schema: &Value, text: &str) -> Value {
+    if let Some(c) = schema.get("const") {
+        return c.clone();
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(|e| e.as_array())
+        .and_then(|a| a.first())
+    {
+        return first.clone();
+    }
+    let ty = schema.get("type").and_then(|t| {
+        t.as_str().or_else(|| {
+            t.as_array()
+                .and_then(|a| a.first())
+                .and_then(|v| v.as_str())
+        })
+    });
+    match ty {
+        Some("string") => Value::from(text),
+        Some("number") | Some("integer") => Value::from(
+            schema
+                .get("minimum")
+                .and_then(|m| m.as_i64())
+                .unwrap_or(40)
+                .max(0),
+        ),
+        Some("boolean") => Value::Bool(true),
+        Some("array") => Value::Array(vec![instance(
+            schema.get("items").unwrap_or(&json!({"type": "string"})),
+            text,
+        )]),
+        Some("null") => Value::Null,
+        _ => {
+            let mut m = Map::new();
+            if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
+                for (k, s) in props {
+                    m.insert(k.clone(), instance(s, text));
+                }
+            }
+            Value::Object(m)
+        }
     }
 }

@@ -369,7 +369,7 @@ mod tests {
     #[test]
     fn one_bad_per_obligation_in_order_and_every_state_has_init_and_next() {
         let p = ir::testkit::handoff_chain(2);
-        let (ts, obls) = crate::proof::system(&p, 1, 8);
+        let (ts, obls) = crate::proof::system(&p, &realise::Z3Values, 1, 8);
         let m = emit(&ts, &obls, SessionSteps::Turns(1));
         let bads: Vec<&str> = m
             .lines()

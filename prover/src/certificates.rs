@@ -5,20 +5,20 @@
 //! SHA-256 — or, where no certificate is written, why.
 //!
 //! Which certificate: a bounded verdict on a system without batches gets the unrolled formula
-//! to the verdict's depth (`engines::certificate::unrolling`); a verdict for sessions of any
+//! to the verdict's depth (`Smt::unrolling_certificate`, Z3's in `engines::certificate`); a verdict for sessions of any
 //! length, and a bounded one on a system with batches (where the system's depth in commands
 //! does not bound a run's steps, `proof::for_batches`), gets an inductive invariant when Z3's
-//! k-induction closes it again here (`engines::certificate::any_length`). Left without one,
+//! k-induction closes it again here (`Smt::induction_certificate`). Left without one,
 //! and said so: an obligation the concrete search settled (`refine`: the system reaches it,
 //! the runtime does not), and one only the BFS fixpoint, Spacer or the BDD fixpoint proved
 //! for any length, whose evidence is not written yet.
 
 use crate::proof::{Outcome, Proof};
-use engines::certificate::{self, Certificate, Kind};
-use engines::induction::InductionBudget;
-use engines::verdict::Verdict;
 use ir::vocab::Engine;
 use rayon::prelude::*;
+use search::smt::InductionBudget;
+use search::smt::{Certificate, Kind};
+use search::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -113,15 +113,16 @@ fn certify(proof: &Proof, x: &Outcome, budget: &InductionBudget) -> Result<Certi
     let ts = &proof.ts;
     match &x.verdict {
         Verdict::Unreachable { depth } if !ts.has_batches() => {
-            Ok(certificate::unrolling(ts, &x.obligation, *depth))
+            Ok(proof.smt.unrolling_certificate(ts, &x.obligation, *depth))
         }
-        Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => {
-            certificate::any_length(ts, &x.obligation, budget).ok_or_else(|| {
+        Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => proof
+            .smt
+            .induction_certificate(ts, &x.obligation, budget)
+            .ok_or_else(|| {
                 "Z3's k-induction does not close it within the budget: the engine that decided \
                  it (the BFS or BDD fixpoint, or Spacer) keeps evidence not written yet"
                     .into()
-            })
-        }
+            }),
         _ => Err("not unreachable".into()),
     }
 }

@@ -14,6 +14,7 @@ use crate::report::Report;
 use crate::session::{Session, SessionError};
 use indexmap::IndexMap;
 use rayon::prelude::*;
+use search::smt::Smt;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -406,13 +407,17 @@ pub fn case_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// Proves one case folder and compares the result with its `expected.json`.
-pub fn run_case(dir: &Path) -> CaseResult {
-    run_case_certified(dir, None)
+pub fn run_case(dir: &Path, smt: &'static dyn Smt) -> CaseResult {
+    run_case_certified(dir, None, smt)
 }
 
 /// [`run_case`], writing the certificates of its unreachable verdicts into `certificates`
 /// (`qls corpus --certificates`) when given.
-pub fn run_case_certified(dir: &Path, certificates: Option<&Path>) -> CaseResult {
+pub fn run_case_certified(
+    dir: &Path,
+    certificates: Option<&Path>,
+    smt: &'static dyn Smt,
+) -> CaseResult {
     let name = dir
         .file_name()
         .map(|s| s.to_string_lossy().to_string())
@@ -433,7 +438,7 @@ pub fn run_case_certified(dir: &Path, certificates: Option<&Path>) -> CaseResult
         Err(e) => r.mismatches.push(e),
     }
     let start = Instant::now();
-    match prove_case(dir, certificates) {
+    match prove_case(dir, certificates, smt) {
         Ok((actual, text, json, states)) => {
             r.actual = Some(actual);
             r.text = text;
@@ -450,14 +455,18 @@ pub fn run_case_certified(dir: &Path, certificates: Option<&Path>) -> CaseResult
 }
 
 /// Every case under `dir`, in name order (run in parallel; the order of the results is fixed).
-pub fn run_all(dir: &Path) -> Vec<CaseResult> {
-    run_all_with(dir, |_| {})
+pub fn run_all(dir: &Path, smt: &'static dyn Smt) -> Vec<CaseResult> {
+    run_all_with(dir, smt, |_| {})
 }
 
 /// [`run_all`], calling `done` as each case finishes (for a progress bar). A folder that cannot
 /// be listed gives one failing result naming it.
-pub fn run_all_with(dir: &Path, done: impl Fn(&CaseResult) + Sync) -> Vec<CaseResult> {
-    run_all_certified(dir, None, done)
+pub fn run_all_with(
+    dir: &Path,
+    smt: &'static dyn Smt,
+    done: impl Fn(&CaseResult) + Sync,
+) -> Vec<CaseResult> {
+    run_all_certified(dir, None, smt, done)
 }
 
 /// [`run_all_with`], each case's certificates written into a folder of its name under
@@ -465,6 +474,7 @@ pub fn run_all_with(dir: &Path, done: impl Fn(&CaseResult) + Sync) -> Vec<CaseRe
 pub fn run_all_certified(
     dir: &Path,
     certificates: Option<&Path>,
+    smt: &'static dyn Smt,
     done: impl Fn(&CaseResult) + Sync,
 ) -> Vec<CaseResult> {
     match case_dirs(dir) {
@@ -472,7 +482,7 @@ pub fn run_all_certified(
             .par_iter()
             .map(|d| {
                 let certs = certificates.map(|c| c.join(d.file_name().unwrap_or_default()));
-                let r = run_case_certified(d, certs.as_deref());
+                let r = run_case_certified(d, certs.as_deref(), smt);
                 done(&r);
                 r
             })
@@ -514,11 +524,15 @@ fn case_message(e: SessionError) -> String {
 
 /// Proves a case at its depth with every witness replayed (one that does not reproduce
 /// becomes QG312 and a mismatch), and normalises its reports for the snapshots.
-fn prove_case(dir: &Path, certificates: Option<&Path>) -> Result<Proved, String> {
+fn prove_case(
+    dir: &Path,
+    certificates: Option<&Path>,
+    smt: &'static dyn Smt,
+) -> Result<Proved, String> {
     let mut job = Job::new(Inputs::Case(dir.to_path_buf()));
     job.outputs.replay = true;
     job.outputs.certificates = certificates.map(Path::to_path_buf);
-    let session = Session::open(job).map_err(case_message)?;
+    let session = Session::open(job, smt).map_err(case_message)?;
     let run = session.verify().map_err(|e| e.to_string())?;
     let (proof, rep) = (&run.proof, &run.report);
     // SPEC §5/§6: no obligation is unreachable while an engine that finished found it reachable

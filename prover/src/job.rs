@@ -108,8 +108,8 @@ impl Default for Budgets {
     fn default() -> Budgets {
         Budgets {
             timeout: Duration::from_secs(defaults::TIMEOUT_SECS),
-            max_states: engines::bfs::MAX_STATES,
-            max_memory: engines::bfs::MAX_MEMORY_BYTES,
+            max_states: search::bfs::MAX_STATES,
+            max_memory: search::bfs::MAX_MEMORY_BYTES,
             jobs: None,
         }
     }

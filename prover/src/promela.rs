@@ -596,7 +596,7 @@ mod tests {
             String::from_utf8_lossy(&out.stderr)
         );
         if let Some(n) = pan_states {
-            assert_eq!(n, engines::bfs::count_states(&lowered.ts));
+            assert_eq!(n, search::bfs::count_states(&lowered.ts));
         }
     }
 }

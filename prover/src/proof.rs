@@ -7,11 +7,13 @@ use encoder::ts::lower::lower_with;
 use encoder::ts::slice::{self, Slice};
 use encoder::ts::TransitionSystem;
 use encoder::ts::{CmdId, Obligation};
-use engines::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
-use engines::{bdd, bfs, bmc, induction};
 use ir::agent::SessionSteps;
 use ir::vocab::Engine;
+use ir::want::ValueOracle;
 use ir::Project;
+use search::smt::{BmcBudget, BmcTactics, InductionBudget, Smt};
+use search::verdict::{disagree, Cost, EngineRun, RawStep, RawWitness, StopReason, Verdict};
+use search::{bdd, bfs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -49,7 +51,7 @@ pub enum Engines {
     Bmc,
     /// Explicit-state BFS only.
     Bfs,
-    /// The symbolic search over decision diagrams only (`engines::bdd`).
+    /// The symbolic search over decision diagrams only (`search::bdd`).
     Bdd,
 }
 
@@ -88,10 +90,10 @@ pub struct Options {
     pub max_states: usize,
     /// BFS memory budget, in bytes of its state store.
     pub max_memory: usize,
-    /// The symbolic engine's node budget (`engines::bdd::BddBudget::max_nodes`).
+    /// The symbolic engine's node budget (`search::bdd::BddBudget::max_nodes`).
     pub max_nodes: usize,
     /// Where the engines count how far they got (for the CLI's progress line).
-    pub progress: Option<std::sync::Arc<engines::progress::Progress>>,
+    pub progress: Option<std::sync::Arc<search::progress::Progress>>,
     /// Search per slice (`defaults::SLICE`); off to compare against the whole-system search.
     pub slice: bool,
     /// Observer subsumption in the BFS (`defaults::SUBSUME`); off to compare.
@@ -100,29 +102,33 @@ pub struct Options {
     pub hide: bool,
     /// Z3's encodings and tactics (`BmcTactics::default()`; the benchmarks switch one off to
     /// measure it side by side).
-    pub bmc_tactics: bmc::BmcTactics,
+    pub bmc_tactics: BmcTactics,
     /// Test-only fault: the BFS engine reports every reachable verdict as unreachable, so the
     /// cross-check's QG312 can be seen to fire.
     pub fault_bfs_blind: bool,
+    /// The SMT engines and the value solver (`engines::Z3`, which the binary hands in): the
+    /// prover names no solver itself, so it does not link z3.
+    pub smt: &'static dyn Smt,
 }
 
 impl Options {
-    /// The project's own depth with default budgets.
-    pub fn for_project(p: &Project) -> Options {
+    /// The project's own depth with default budgets, proving with `smt`.
+    pub fn for_project(p: &Project, smt: &'static dyn Smt) -> Options {
         Options {
             session_steps: p.settings.session_steps,
             step_limit: p.settings.step_limit,
             engines: Engines::Both,
             timeout: Duration::from_secs(defaults::TIMEOUT_SECS),
-            max_states: engines::bfs::MAX_STATES,
-            max_memory: engines::bfs::MAX_MEMORY_BYTES,
-            max_nodes: engines::bdd::MAX_NODES,
+            max_states: search::bfs::MAX_STATES,
+            max_memory: search::bfs::MAX_MEMORY_BYTES,
+            max_nodes: search::bdd::MAX_NODES,
             progress: None,
             slice: defaults::SLICE,
             subsume: defaults::SUBSUME,
             hide: defaults::HIDE,
-            bmc_tactics: bmc::BmcTactics::default(),
+            bmc_tactics: BmcTactics::default(),
             fault_bfs_blind: false,
+            smt,
         }
     }
 }
@@ -176,6 +182,9 @@ pub struct Proof {
     pub not_run: Option<String>,
     /// Per task of the project (SPEC §1.5), in declaration order: empty when no proof ran.
     pub tasks: Vec<crate::tasks::TaskOutcome>,
+    /// The SMT engines and value solver it was proved with (`Options::smt`): replay and the
+    /// certificates ask the same.
+    pub smt: &'static dyn Smt,
 }
 
 /// Combines two verdicts: a reachable one (BFS's witness first, for determinism) wins, then an
@@ -390,7 +399,7 @@ pub(crate) fn run_engines(
     let want_bfs = o.engines.bfs();
     let want_bmc = o.engines.bmc();
     let any = o.session_steps == SessionSteps::Any;
-    let bmc_budget = bmc::BmcBudget {
+    let bmc_budget = BmcBudget {
         deadline: Some(deadline),
         tactics: o.bmc_tactics,
         progress: o.progress.clone(),
@@ -416,16 +425,16 @@ pub(crate) fn run_engines(
         || {
             want_bmc.then(|| {
                 if any {
-                    bmc::run_any_length(
+                    o.smt.any_length(
                         ts,
                         obls,
-                        induction::InductionBudget {
+                        InductionBudget {
                             bounded: bmc_budget,
                             ..Default::default()
                         },
                     )
                 } else {
-                    bmc::run(ts, obls, bmc_budget)
+                    o.smt.bounded(ts, obls, bmc_budget)
                 }
             })
         },
@@ -449,7 +458,7 @@ pub(crate) fn run_engines(
                     *v =
                         match k {
                             Some(turns) => Verdict::UnreachableAnyLength(
-                                engines::verdict::AnyLength::Fixpoint { turns },
+                                search::verdict::AnyLength::Fixpoint { turns },
                             ),
                             None => Verdict::Unreachable { depth: ts.depth },
                         };
@@ -597,13 +606,19 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     // One deadline from the start: lowering and building the obligations spend it too, and the
     // engines get what remains (docs/decisions.md, "The time budget covers lowering").
     let deadline = Instant::now() + o.timeout;
-    let built = system_by(p, o.session_steps, o.step_limit, Some(deadline));
+    let built = system_by(
+        p,
+        o.smt.values(),
+        o.session_steps,
+        o.step_limit,
+        Some(deadline),
+    );
     if let Some(e) = &p.rulebook_refusal {
         // Without its rulebook the system is not the agent's: proving it would claim what the
         // rulebook may not allow. Nothing is decided.
         let why = format!("the rulebook {} was refused (QG005)", e.file);
         let (ts, obls) = built.unwrap_or_else(|u| (*u.ts, u.obligations));
-        return not_run(ts, &obls, why, StopReason::NotRun, None);
+        return not_run(ts, &obls, why, StopReason::NotRun, None, o.smt);
     }
     let (ts, obls) = match built {
         Ok(system) => system,
@@ -615,6 +630,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
                 why,
                 StopReason::LoweringTimeBudget,
                 Some(o.engines),
+                o.smt,
             );
         }
     };
@@ -629,7 +645,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
     let replayed: Vec<AtomicBool> = obls.iter().map(|_| AtomicBool::new(false)).collect();
     // One replayer for the proof: the project is lowered for the replays' names once, not per
     // witness.
-    let replayer = witnesses::replay::Replayer::new(p);
+    let replayer = witnesses::replay::Replayer::new(p, o.smt.values());
     let replays = |i: usize, w: &RawWitness| {
         let ob = &obls[i];
         if ob.inverted {
@@ -688,6 +704,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         fixpoint_turns: runs.fixpoint_turns,
         not_run: None,
         tasks,
+        smt: o.smt,
     }
 }
 
@@ -738,7 +755,7 @@ fn refine_unreplayed(
             deadline: Some(deadline),
             ..Default::default()
         };
-        let r = refine::refine(p, ts, &x.obligation, depth, budget);
+        let r = refine::refine(p, o.smt.values(), ts, &x.obligation, depth, budget);
         x.verdict = refine::settle(x.verdict.clone(), &r, depth, ts.depth);
         x.refined = Some(r);
     }
@@ -778,6 +795,7 @@ fn not_run(
     why: String,
     stop: StopReason,
     engines: Option<Engines>,
+    smt: &'static dyn Smt,
 ) -> Proof {
     let undecided = Verdict::undecided(stop, why.clone());
     let run = |wanted: bool| {
@@ -812,6 +830,7 @@ fn not_run(
         fixpoint_turns: None,
         not_run: Some(why),
         tasks: Vec::new(),
+        smt,
     }
 }
 
@@ -835,7 +854,7 @@ fn mark_multi_turn(
     }
     // Past the deadline the one-turn system is not lowered: no finding is folded, as when its
     // search runs out of time.
-    let Ok((one, obls1)) = system_by(p, 1, o.step_limit, Some(deadline)) else {
+    let Ok((one, obls1)) = system_by(p, o.smt.values(), 1, o.step_limit, Some(deadline)) else {
         return;
     };
     let run = bfs::run(&one, &obls1, o.bfs_budget(deadline));
@@ -859,13 +878,15 @@ fn turns_of(ts: &TransitionSystem, v: &Verdict) -> u32 {
 }
 
 /// The system the engines search for a project at a depth, with its obligations: lowered, then
-/// reduced to its cone of influence.
+/// reduced to its cone of influence. `values` is the value solver the lowering asks which
+/// argument choices some value has (SPEC §6; `Smt::values`).
 pub fn system(
     p: &Project,
+    values: &dyn ValueOracle,
     session_steps: impl Into<SessionSteps>,
     step_limit: u32,
 ) -> (TransitionSystem, Vec<Obligation>) {
-    match system_by(p, session_steps, step_limit, None) {
+    match system_by(p, values, session_steps, step_limit, None) {
         Ok(system) => system,
         Err(_) => unreachable!("a system built without a deadline is built to the end"),
     }
@@ -890,13 +911,14 @@ pub struct Unbuilt {
 /// (`obligations_by`) look at it as they go, and past it the answer is [`Unbuilt`].
 pub fn system_by(
     p: &Project,
+    values: &dyn ValueOracle,
     session_steps: impl Into<SessionSteps>,
     step_limit: u32,
     deadline: Option<Instant>,
 ) -> Result<(TransitionSystem, Vec<Obligation>), Unbuilt> {
     // The value solver tells the lowering which argument choices some value has (SPEC §6), so
     // the system offers what replay can build.
-    let lowered = match lower_with(p, session_steps, step_limit, deadline, &realise::Z3Values) {
+    let lowered = match lower_with(p, session_steps, step_limit, deadline, values) {
         Ok(lowered) => lowered,
         Err(stopped) => {
             // The declarations of the part lowered name every subject the rules call for.
@@ -930,7 +952,7 @@ pub fn system_by(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engines::verdict::AnyLength;
+    use search::verdict::AnyLength;
 
     #[test]
     fn under_any_a_bounded_answer_alone_is_undecided() {
@@ -949,7 +971,7 @@ mod tests {
     /// A two-desk hand-off chain proved by the BFS alone: it has reachable findings.
     fn chain_proof() -> (Project, Options, Proof) {
         let p = ir::testkit::handoff_chain(2);
-        let mut o = Options::for_project(&p);
+        let mut o = Options::for_project(&p, &engines::Z3);
         o.session_steps = 1.into();
         o.step_limit = 20;
         o.engines = Engines::Bfs;
@@ -960,7 +982,7 @@ mod tests {
     #[test]
     fn a_replayer_answers_as_replay_does() {
         let (p, o, proof) = chain_proof();
-        let replayer = witnesses::replay::Replayer::new(&p);
+        let replayer = witnesses::replay::Replayer::new(&p, &realise::Z3Values);
         let mut compared = 0;
         for x in &proof.outcomes {
             let Verdict::Reachable(w) = &x.verdict else {
@@ -975,7 +997,7 @@ mod tests {
                 ir::vocab::Engine::Bfs,
                 depth,
             );
-            let once = witnesses::replay::replay(&p, &doc);
+            let once = witnesses::replay::replay(&p, &realise::Z3Values, &doc);
             if !x.obligation.inverted {
                 // The BFS keeps a witness that replays (SPEC §6).
                 assert_eq!(once, witnesses::replay::ReplayOutcome::Reproduced);
@@ -1005,7 +1027,7 @@ mod tests {
         // Known to replay (the BFS's test replayed the witness it kept): it stands.
         let mut known = proof.outcomes.clone();
         let all = vec![true; known.len()];
-        let replayer = witnesses::replay::Replayer::new(&p);
+        let replayer = witnesses::replay::Replayer::new(&p, &realise::Z3Values);
         refine_unreplayed(&p, &o, &proof.ts, &mut known, &all, past, &replayer);
         for i in &reachable {
             assert_eq!(known[*i].verdict, proof.outcomes[*i].verdict);
@@ -1059,7 +1081,7 @@ mod tests {
     /// pair; an undecided side is no disagreement, and neither are two that agree.
     #[test]
     fn a_disagreement_between_any_two_engines_is_qg312() {
-        let (ts, _) = system(&ir::testkit::handoff_chain(1), 1, 6);
+        let (ts, _) = system(&ir::testkit::handoff_chain(1), &realise::Z3Values, 1, 6);
         let steps = SessionSteps::Turns(1);
         let reach = witness(3);
         let unreach = Verdict::Unreachable { depth: ts.depth };
@@ -1125,10 +1147,10 @@ mod tests {
     /// an obligation: one undecided, or under `any` Z3's bounded answer alone.
     #[test]
     fn the_third_engine_runs_where_fewer_than_two_settled() {
-        let (ts, _) = system(&ir::testkit::handoff_chain(1), 1, 6);
+        let (ts, _) = system(&ir::testkit::handoff_chain(1), &realise::Z3Values, 1, 6);
         let unreach = Verdict::Unreachable { depth: ts.depth };
         let undecided = Verdict::undecided(StopReason::StateBudget, "budget");
-        let any = Verdict::UnreachableAnyLength(engines::verdict::AnyLength::Fixpoint { turns: 2 });
+        let any = Verdict::UnreachableAnyLength(search::verdict::AnyLength::Fixpoint { turns: 2 });
         let needed = |b: Verdict, m: Verdict, s: SessionSteps| {
             let r = runs(Some(b), Some(m), None);
             third_engine_needed(&ts, r.bfs.as_ref(), r.bmc.as_ref(), s)

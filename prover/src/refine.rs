@@ -24,9 +24,9 @@
 //! obligation is undecided ([`settle`]) — never clean, and never a finding without a real run.
 
 use encoder::ts::{CmdId, Obligation, TransitionSystem};
-use engines::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use ir::agent::SessionSteps;
 use ir::Project;
+use search::verdict::{RawStep, RawWitness, StopReason, Verdict};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -118,6 +118,7 @@ enum Cut {
 /// [`settle`]).
 pub fn refine(
     p: &Project,
+    values: &dyn ir::want::ValueOracle,
     ts: &TransitionSystem,
     ob: &Obligation,
     depth: (SessionSteps, u32),
@@ -150,9 +151,9 @@ pub fn refine(
         next_turn: 0,
     }];
     let mut seen: HashSet<[u8; 32]> = HashSet::new();
-    seen.insert(digest(&ts.init, &Stepper::new(p, &keys, &header)));
+    seen.insert(digest(&ts.init, &Stepper::new(p, values, &keys, &header)));
     let mut frontier: Vec<(usize, Vec<u32>, Stepper<'_>)> =
-        vec![(0, ts.init.clone(), Stepper::new(p, &keys, &header))];
+        vec![(0, ts.init.clone(), Stepper::new(p, values, &keys, &header))];
     // A concrete violation whose whole witness did not replay (replay tries a bounded number of
     // readings of the undos): the obligation is then not unreachable.
     let mut unreplayed = false;
@@ -199,7 +200,7 @@ pub fn refine(
                             ir::vocab::Engine::Bfs,
                             depth,
                         );
-                        if replay(p, &doc) == ReplayOutcome::Reproduced {
+                        if replay(p, values, &doc) == ReplayOutcome::Reproduced {
                             return Refined::Reproduced(w);
                         }
                         unreplayed = true;

@@ -14,17 +14,16 @@ pub mod tasks;
 pub mod types {
     pub use crate::proof::Engines;
     pub use codecheck::{CodeFinding, CodeReport, CodeRule};
-    pub use engines::verdict::{AnyLength, StopReason};
     pub use ir::agent::SessionSteps;
     pub use ir::vocab::Severity;
     pub use ir::Loc;
     pub use obligations::catalog::{Rule, RuleType, RULES};
+    pub use search::verdict::{AnyLength, StopReason};
 }
 
 use crate::proof::{Engines, Proof};
 use crate::triage::Baseline;
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{RawStep, RawWitness, StopReason, Verdict, VerdictWord};
 use ir::agent::SessionSteps;
 use ir::suppress::Date;
 use ir::vocab::{Engine, ObligationId};
@@ -32,6 +31,7 @@ use ir::{Loc, Project};
 use obligations::catalog::{Catalogued, Rule};
 use obligations::lints::Lint;
 use obligations::rules::cross_check;
+use search::verdict::{RawStep, RawWitness, StopReason, Verdict, VerdictWord};
 use std::collections::BTreeMap;
 use std::path::Path;
 use witnesses::replay::ReplayOutcome;
@@ -726,7 +726,7 @@ fn replay_witnesses(p: &Project, proof: &Proof, found: &mut [Finding]) -> Vec<Fi
             continue;
         };
         let ob = &proof.outcomes[oi].obligation;
-        let out = witnesses::replay::replay(p, doc);
+        let out = witnesses::replay::replay(p, proof.smt.values(), doc);
         if matches!(out, ReplayOutcome::NotReproduced { .. }) {
             let q = obligations::catalog::QG312.rule();
             let gave_up = match &proof.outcomes[oi].refined {
@@ -856,14 +856,14 @@ fn engines_sentence(proof: &Proof) -> String {
             continue;
         }
         match &o.bmc {
-            Some(Verdict::UnreachableAnyLength(engines::verdict::AnyLength::Induction {
+            Some(Verdict::UnreachableAnyLength(search::verdict::AnyLength::Induction {
                 depth,
                 ..
             })) => {
                 closed += 1;
                 depths.push(*depth);
             }
-            Some(Verdict::UnreachableAnyLength(engines::verdict::AnyLength::Pdr)) => pdr += 1,
+            Some(Verdict::UnreachableAnyLength(search::verdict::AnyLength::Pdr)) => pdr += 1,
             Some(Verdict::Unreachable { depth }) => {
                 bfs_only += 1;
                 bounded = Some(bounded.map_or(*depth, |b: u32| b.min(*depth)));
@@ -1023,7 +1023,7 @@ mod tests {
             Some(&dir.join("agent.yaml")),
         )
         .expect("the example loads");
-        let o = Options::for_project(&p);
+        let o = Options::for_project(&p, &engines::Z3);
         let proof = prove(&p, &o);
         (p, proof, (o.session_steps, o.step_limit))
     }

@@ -13,6 +13,7 @@ use crate::triage::Baseline;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::{InputError, Project};
+use search::smt::Smt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -277,15 +278,16 @@ fn resolve_depth(job: &Job, loaded: &Loaded) -> Result<(SessionSteps, u32), Sess
 
 impl Session {
     /// Loads the job's inputs ([`load`]), then opens the session on them ([`Session::new`]).
-    pub fn open(job: Job) -> Result<Session, SessionError> {
+    pub fn open(job: Job, smt: &'static dyn Smt) -> Result<Session, SessionError> {
         let loaded = load_job(&job)?;
-        Session::new(job, loaded)
+        Session::new(job, loaded, smt)
     }
 
     /// The session of a job whose inputs are `loaded` (a caller that shows the readers' notes
     /// before anything else can fail loads first): reads the baseline and resolves the depth —
-    /// what the job asks for, else the case's, else the settings'.
-    pub fn new(job: Job, loaded: Loaded) -> Result<Session, SessionError> {
+    /// what the job asks for, else the case's, else the settings'. `smt` is the SMT engines and
+    /// value solver every proof of the session asks (the binary's `engines::Z3`).
+    pub fn new(job: Job, loaded: Loaded, smt: &'static dyn Smt) -> Result<Session, SessionError> {
         let baseline = read_baseline(&job)?;
         let (session_steps, step_limit) = resolve_depth(&job, &loaded)?;
         let options = Options {
@@ -295,16 +297,17 @@ impl Session {
             timeout: job.budgets.timeout,
             max_states: job.budgets.max_states,
             max_memory: job.budgets.max_memory,
-            max_nodes: engines::bdd::MAX_NODES,
+            max_nodes: search::bdd::MAX_NODES,
             progress: job
                 .outputs
                 .progress
-                .then(|| Arc::new(engines::progress::Progress::default())),
-            bmc_tactics: engines::bmc::BmcTactics::default(),
+                .then(|| Arc::new(search::progress::Progress::default())),
+            bmc_tactics: search::smt::BmcTactics::default(),
             fault_bfs_blind: false,
             slice: crate::proof::defaults::SLICE,
             subsume: crate::proof::defaults::SUBSUME,
             hide: crate::proof::defaults::HIDE,
+            smt,
         };
         let pool = match job.budgets.jobs {
             Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build()?),
@@ -360,8 +363,13 @@ impl Session {
         self.install(|| crate::tasks::prove_tasks(&p, &o, deadline))
     }
 
+    /// The SMT engines and value solver the session proves with.
+    pub fn smt(&self) -> &'static dyn Smt {
+        self.options.smt
+    }
+
     /// The counters the engines update, when the job asked for progress.
-    pub fn progress(&self) -> Option<&engines::progress::Progress> {
+    pub fn progress(&self) -> Option<&search::progress::Progress> {
         self.options.progress.as_deref()
     }
 
@@ -376,7 +384,7 @@ impl Session {
     /// The system the engines search at the session's depth, with its obligations.
     pub fn system(&self) -> (TransitionSystem, Vec<Obligation>) {
         let (turns, steps) = self.depth();
-        crate::proof::system(self.project(), turns, steps)
+        crate::proof::system(self.project(), self.smt().values(), turns, steps)
     }
 
     /// Proves the project, computes the complete findings (replaying every witness when the
@@ -436,23 +444,26 @@ mod tests {
     fn the_depth_is_the_jobs_then_the_cases_then_the_settings() {
         // qg001-fires's case.json asks for 1 turn of 8 steps.
         let case = root().join("corpus/qg001-fires");
-        let s = Session::open(Job::new(Inputs::Case(case.clone()))).unwrap();
+        let s = Session::open(Job::new(Inputs::Case(case.clone())), &engines::Z3).unwrap();
         assert_eq!(s.depth(), (SessionSteps::Turns(1), 8));
         assert_eq!(s.subject(), "graph.json");
         let mut job = Job::new(Inputs::Case(case));
         job.depth.step_limit = Some(3);
-        let s = Session::open(job).unwrap();
+        let s = Session::open(job, &engines::Z3).unwrap();
         assert_eq!(s.depth(), (SessionSteps::Turns(1), 3));
         // An agent.yaml names its own depth in its settings.
         let shop = root().join("examples/shop/agent.yaml");
-        let s = Session::open(Job::new(Inputs::Agent(shop.clone()))).unwrap();
+        let s = Session::open(Job::new(Inputs::Agent(shop.clone())), &engines::Z3).unwrap();
         let settings = &s.project().settings;
         assert_eq!(s.depth(), (settings.session_steps, settings.step_limit));
         // The subject is the agent.yaml as given.
         assert_eq!(s.subject(), shop.display().to_string());
         let mut job = Job::new(Inputs::Agent(shop));
         job.depth.session_steps = Some(SessionSteps::Any);
-        assert_eq!(Session::open(job).unwrap().depth().0, SessionSteps::Any);
+        assert_eq!(
+            Session::open(job, &engines::Z3).unwrap().depth().0,
+            SessionSteps::Any
+        );
     }
 
     #[test]
@@ -460,19 +471,19 @@ mod tests {
         let shop = root().join("examples/shop/agent.yaml");
         let mut job = Job::new(Inputs::Agent(shop.clone()));
         job.depth.step_limit = Some(0);
-        let e = Session::open(job).unwrap_err().to_string();
+        let e = Session::open(job, &engines::Z3).unwrap_err().to_string();
         assert_eq!(e, "--step-limit must be at least 1");
         let mut job = Job::new(Inputs::Agent(shop));
         job.depth.session_steps = Some(SessionSteps::Any);
         job.outputs.emit_case = Some(PathBuf::from("cases"));
-        let e = Session::open(job).unwrap_err().to_string();
+        let e = Session::open(job, &engines::Z3).unwrap_err().to_string();
         assert!(
             e.starts_with("--emit-case writes bounded corpus cases"),
             "{e}"
         );
         // A case folder with nothing in it names itself and what did not load.
         let none = root().join("corpus/no-such-case");
-        match Session::open(Job::new(Inputs::Case(none.clone()))).unwrap_err() {
+        match Session::open(Job::new(Inputs::Case(none.clone())), &engines::Z3).unwrap_err() {
             SessionError::Case { dir, message } => {
                 assert_eq!(dir, none);
                 assert!(message.starts_with("the case does not load: "), "{message}");

@@ -15,12 +15,12 @@
 use crate::proof::{decided, run_engines, Decided, Options};
 use encoder::ts::task::{monitor, Query};
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{RawWitness, StopReason, Verdict, VerdictWord};
 use ir::agent::SessionSteps;
 use ir::graph::NodeKind;
 use ir::task::{Person, Task};
 use ir::vocab::{Engine, RuleId};
 use ir::Project;
+use search::verdict::{RawWitness, StopReason, Verdict, VerdictWord};
 use std::time::Instant;
 use witnesses::replay::ReplayOutcome;
 use witnesses::task::{replay_calls, replay_task, TaskReplay};
@@ -193,7 +193,7 @@ impl Ctx<'_> {
                     return false;
                 }
                 let doc = self.doc(&ts, w, &obls[i], Engine::Bfs, depth);
-                replay_task(&self.p, &doc, self.task, person, k + 1).outcome
+                replay_task(&self.p, self.o.smt.values(), &doc, self.task, person, k + 1).outcome
                     == ReplayOutcome::Reproduced
             }
             Query::Decided(..) => true,
@@ -220,9 +220,16 @@ impl Ctx<'_> {
                 if let Verdict::Reachable(w) = &verdict {
                     let doc = self.doc(&ts, w, &obls[i], engine, depth);
                     let r = match queries[i] {
-                        Query::Done(k) => replay_task(&self.p, &doc, self.task, person, k + 1),
+                        Query::Done(k) => replay_task(
+                            &self.p,
+                            self.o.smt.values(),
+                            &doc,
+                            self.task,
+                            person,
+                            k + 1,
+                        ),
                         Query::Decided(..) => {
-                            let (outcome, trace) = replay_calls(&self.p, &doc);
+                            let (outcome, trace) = replay_calls(&self.p, self.o.smt.values(), &doc);
                             TaskReplay {
                                 outcome,
                                 trace,
@@ -312,7 +319,7 @@ pub fn prove_task(p: &Project, o: &Options, task: &Task, deadline: Instant) -> T
         o.session_steps,
         o.step_limit,
         Some(deadline),
-        &realise::Z3Values,
+        o.smt.values(),
     );
     let l = match lowered {
         Ok(l) => l,
@@ -544,7 +551,7 @@ mod tests {
     #[test]
     fn both_engines_decide_each_task_and_a_blind_bfs_is_a_disagreement() {
         let p = shop();
-        let o = Options::for_project(&p);
+        let o = Options::for_project(&p, &engines::Z3);
         let deadline = Instant::now() + Duration::from_secs(120);
         let out = prove_tasks(&p, &o, deadline);
         let seen: Vec<(&str, &TaskVerdict, VerdictWord, VerdictWord)> = out

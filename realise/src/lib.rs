@@ -34,10 +34,9 @@ mod query;
 mod shape;
 mod strings;
 
-pub use guess::instance;
 pub use ir::want::{ArgsAre, Bound, Realised, Want, WantCheck};
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -78,34 +77,6 @@ pub fn realise(want: &Want) -> Realised {
     }
     m.insert(k, r.clone());
     r
-}
-
-/// An instance of a result schema for a stub, its strings `text` where the schema allows (the
-/// stub builder's value where it validates; else the solver's; else the stub builder's value as
-/// it is — a stub's result is no evidence either way).
-pub fn result_instance(schema: &Value, text: &str) -> Value {
-    let guess = instance(schema, text);
-    let ok = |v: &Value| {
-        jsonschema::validator_for(schema)
-            .map(|val| val.is_valid(v))
-            .unwrap_or(false)
-    };
-    if ok(&guess) {
-        return guess;
-    }
-    // A result need not be an object: wrap it as the one argument of a schema.
-    let wrapped = serde_json::json!({
-        "type": "object",
-        "properties": {"r": schema},
-        "required": ["r"],
-        "additionalProperties": false
-    });
-    let mut want = Want::valid(Some(wrapped), true);
-    want.hints.insert("r".into(), guess.clone());
-    match realise(&want) {
-        Realised::Value(m) => m.get("r").cloned().unwrap_or(guess),
-        _ => guess,
-    }
 }
 
 fn solve(want: &Want) -> Realised {
@@ -153,6 +124,7 @@ mod tests {
     use ir::rulebook::{CmpOp, Literal, Operand};
     use ir::vocab::{CheckOp, CheckOutcome};
     use serde_json::json;
+    use serde_json::Value;
 
     fn valid(schema: Value) -> Want {
         Want::valid(Some(schema), false)
@@ -375,14 +347,6 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(solve(&w), first);
         }
-    }
-
-    #[test]
-    fn result_instances_validate() {
-        let s = json!({"type": "object", "properties": {"balance": {"anyOf": [{"type": "number"}, {"type": "null"}]},
-                       "iban": {"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}"}}, "required": ["balance", "iban"]});
-        let v = result_instance(&s, "ok");
-        assert!(jsonschema::validator_for(&s).unwrap().is_valid(&v), "{v}");
     }
 
     #[test]

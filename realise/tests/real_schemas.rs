@@ -61,7 +61,7 @@ fn the_solver_realises_every_real_schema() {
         c.tools += 1;
         // Validity only: the tool is taken to send out, so a destination refuses nothing.
         let mut want = Want::valid(schema.clone(), true);
-        let guessed = schema.as_ref().map(|s| realise::instance(s, "4411"));
+        let guessed = schema.as_ref().map(|s| ir::want::instance(s, "4411"));
         match realise::realise(&want) {
             Realised::Value(v) => {
                 c.valid_built += 1;

@@ -14,6 +14,7 @@ use ir::vocab::{
     first_class, Answer, Approval, ArgClass, ArgOrigin, CheckOutcome, ChoiceKey, ChoiceValue,
     Copied, HeldCall, Mark, Reason, Region, Resume, UndoTarget, Validity, VarKey, NODE_DONE,
 };
+use ir::want::ValueOracle;
 use ir::Project;
 use obligations::catalog::RuleId;
 use obligations::rules;
@@ -184,6 +185,8 @@ fn chosen_as<V: ChoiceValue>(st: &WitnessStep, key: &ChoiceKey) -> Option<V> {
 #[derive(Clone)]
 pub(crate) struct Run<'a> {
     p: &'a Project,
+    /// The value solver each call's arguments are asked of (SPEC §6).
+    pub(crate) values: &'a dyn ValueOracle,
     keys: &'a Keys,
     /// Which run each undo of the witness names, by its place among the runs it may name (0,
     /// the default reading, when absent): the witness does not say, so replay tries each.
@@ -270,8 +273,8 @@ pub struct TracedRun {
 }
 
 /// Replays a witness against a project: every step, then the violation on the last one.
-pub fn replay(p: &Project, w: &Witness) -> ReplayOutcome {
-    replay_inner(p, w, true)
+pub fn replay(p: &Project, values: &dyn ValueOracle, w: &Witness) -> ReplayOutcome {
+    replay_inner(p, values, w, true)
 }
 
 /// Replays many witnesses of one project, as [`replay`] does, lowering the project once per
@@ -281,15 +284,17 @@ pub fn replay(p: &Project, w: &Witness) -> ReplayOutcome {
 /// every outcome is the same.
 pub struct Replayer<'p> {
     p: &'p Project,
+    values: &'p dyn ValueOracle,
     /// Per (turns, step limit) of the witnesses replayed: the keys.
     keys: std::sync::Mutex<BTreeMap<(u32, u32), std::sync::Arc<Keys>>>,
 }
 
 impl<'p> Replayer<'p> {
     /// A replayer of `p`'s witnesses.
-    pub fn new(p: &'p Project) -> Replayer<'p> {
+    pub fn new(p: &'p Project, values: &'p dyn ValueOracle) -> Replayer<'p> {
         Replayer {
             p,
+            values,
             keys: Default::default(),
         }
     }
@@ -306,7 +311,7 @@ impl<'p> Replayer<'p> {
                 self.lock().entry(at).or_insert(k).clone()
             }
         };
-        replay_with(self.p, w, true, &keys, Host::Stated).0
+        replay_with(self.p, self.values, w, true, &keys, Host::Stated).0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(u32, u32), std::sync::Arc<Keys>>> {
@@ -318,8 +323,8 @@ impl<'p> Replayer<'p> {
 /// Replays only the steps (each enabled, each decision the tool check's, each recorded state
 /// the concrete one) without asking for a violation: the agreement test drives random walks
 /// of the transition system through this.
-pub fn replay_steps(p: &Project, w: &Witness) -> ReplayOutcome {
-    replay_inner(p, w, false)
+pub fn replay_steps(p: &Project, values: &dyn ValueOracle, w: &Witness) -> ReplayOutcome {
+    replay_inner(p, values, w, false)
 }
 
 /// How many readings of the runs a witness's undos name replay tries before it gives up.
@@ -328,27 +333,38 @@ pub(crate) const UNDO_READINGS: usize = 64;
 /// Replays the witness under each reading of which run its undos name (the witness records
 /// only which write an undo undoes; the model's call names the run), the default reading first:
 /// the first that reproduces wins, else the default reading's divergence is the answer.
-fn replay_inner(p: &Project, w: &Witness, want_violation: bool) -> ReplayOutcome {
-    replay_traced_inner(p, w, want_violation).0
+fn replay_inner(
+    p: &Project,
+    values: &dyn ValueOracle,
+    w: &Witness,
+    want_violation: bool,
+) -> ReplayOutcome {
+    replay_traced_inner(p, values, w, want_violation).0
 }
 
 /// Replays a witness as [`replay`] does and returns the concrete run's calls as well: those of
 /// the reading that reproduced, else of the default reading.
-pub fn replay_traced(p: &Project, w: &Witness) -> (ReplayOutcome, Vec<Traced>) {
-    replay_traced_inner(p, w, true)
+pub fn replay_traced(
+    p: &Project,
+    values: &dyn ValueOracle,
+    w: &Witness,
+) -> (ReplayOutcome, Vec<Traced>) {
+    replay_traced_inner(p, values, w, true)
 }
 
 pub(crate) fn replay_traced_inner(
     p: &Project,
+    values: &dyn ValueOracle,
     w: &Witness,
     want_violation: bool,
 ) -> (ReplayOutcome, Vec<Traced>) {
-    replay_with(p, w, want_violation, &Keys::of(p, w), Host::Stated)
+    replay_with(p, values, w, want_violation, &Keys::of(p, w), Host::Stated)
 }
 
 /// [`replay_traced_inner`] with the system's keys already read.
 fn replay_with(
     p: &Project,
+    values: &dyn ValueOracle,
     w: &Witness,
     want_violation: bool,
     keys: &Keys,
@@ -357,7 +373,8 @@ fn replay_with(
     let mut picks: Vec<usize> = vec![];
     let mut first: Option<(ReplayOutcome, Vec<Traced>)> = None;
     for _ in 0..UNDO_READINGS {
-        let (out, options, trace) = replay_once(p, w, want_violation, keys, picks.clone(), host);
+        let (out, options, trace) =
+            replay_once(p, values, w, want_violation, keys, picks.clone(), host);
         if out == ReplayOutcome::Reproduced {
             return (out, trace);
         }
@@ -384,13 +401,14 @@ fn replay_with(
 /// One replay under one reading of the undos; returns how many runs each undo could name.
 fn replay_once(
     p: &Project,
+    values: &dyn ValueOracle,
     w: &Witness,
     want_violation: bool,
     keys: &Keys,
     picks: Vec<usize>,
     host: Host,
 ) -> (ReplayOutcome, Vec<usize>, Vec<Traced>) {
-    let mut run = Run::new(p, keys, picks);
+    let mut run = Run::new(p, values, keys, picks);
     run.host = host;
     let out = run.play(w, want_violation);
     (out, run.undo_options.into_inner(), run.trace)
@@ -513,7 +531,12 @@ pub fn project_agents(p: &Project) -> IndexMap<String, AgentInfo> {
 }
 
 impl<'a> Run<'a> {
-    pub(crate) fn new(p: &'a Project, keys: &'a Keys, picks: Vec<usize>) -> Run<'a> {
+    pub(crate) fn new(
+        p: &'a Project,
+        values: &'a dyn ValueOracle,
+        keys: &'a Keys,
+        picks: Vec<usize>,
+    ) -> Run<'a> {
         let agents = project_agents(p);
         let active = p
             .graph
@@ -522,6 +545,7 @@ impl<'a> Run<'a> {
             .unwrap_or_default();
         Run {
             p,
+            values,
             keys,
             picks,
             undo_options: Default::default(),
@@ -892,7 +916,15 @@ impl<'a> Run<'a> {
             call.token.is_some() && decision == Answer::Allow.as_str(),
         );
         self.confirmed_runs.push(confirmed);
-        let entry = run_entry(&self.p.catalogue, t, call, agent, decision, self.turn);
+        let entry = run_entry(
+            &self.p.catalogue,
+            self.values,
+            t,
+            call,
+            agent,
+            decision,
+            self.turn,
+        );
         self.history.push_signed(entry, &self.key);
         if self.held.is_some() {
             // The history moved on: a held call's token is bound to the old head.

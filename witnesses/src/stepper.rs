@@ -47,9 +47,14 @@ pub struct Taken<'a> {
 impl<'a> Stepper<'a> {
     /// A concrete run at the start of the session. `header` gives the rule, the subject and the
     /// session's bounds (its steps are not read).
-    pub fn new(p: &'a Project, keys: &'a StepKeys, header: &'a Witness) -> Stepper<'a> {
+    pub fn new(
+        p: &'a Project,
+        values: &'a dyn ir::want::ValueOracle,
+        keys: &'a StepKeys,
+        header: &'a Witness,
+    ) -> Stepper<'a> {
         Stepper {
-            run: Run::new(p, &keys.0, vec![]),
+            run: Run::new(p, values, &keys.0, vec![]),
             header,
         }
     }

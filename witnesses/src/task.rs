@@ -35,12 +35,13 @@ pub struct TaskReplay {
 /// (`person` saying whether a person may take part).
 pub fn replay_task(
     p: &Project,
+    values: &dyn ir::want::ValueOracle,
     w: &Witness,
     task: &Task,
     person: Person,
     upto: usize,
 ) -> TaskReplay {
-    let (outcome, trace) = replay_traced_inner(p, w, false);
+    let (outcome, trace) = replay_traced_inner(p, values, w, false);
     if outcome != ReplayOutcome::Reproduced {
         return TaskReplay {
             outcome,
@@ -72,8 +73,12 @@ pub fn replay_task(
 
 /// Replays `w`'s steps only (no rule, no task): the concrete run's calls, for the check's
 /// reasons at the call where a task stops.
-pub fn replay_calls(p: &Project, w: &Witness) -> (ReplayOutcome, Vec<Traced>) {
-    replay_traced_inner(p, w, false)
+pub fn replay_calls(
+    p: &Project,
+    values: &dyn ir::want::ValueOracle,
+    w: &Witness,
+) -> (ReplayOutcome, Vec<Traced>) {
+    replay_traced_inner(p, values, w, false)
 }
 
 /// Whether the concrete calls run the task's first `upto` calls as declared: the number of runs

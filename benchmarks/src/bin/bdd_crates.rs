@@ -1,7 +1,7 @@
 //! The two decision-diagram crates side by side on the corpus's systems (issue 54): the
 //! reachable states of each case's system (to its depth, or every state where it has batches,
-//! as `engines::bdd::run` searches with no obligation) computed with oxidd — the engine itself —
-//! and with biodivine-lib-bdd, the same variable order (`engines::bdd::Layout`), the same
+//! as `search::bdd::run` searches with no obligation) computed with oxidd — the engine itself —
+//! and with biodivine-lib-bdd, the same variable order (`search::bdd::Layout`), the same
 //! relation per command and the same rings, one after the other in this process. Prints one line
 //! per case (time, states, which must be equal) and the totals. Run in release from the
 //! repository root:
@@ -26,7 +26,7 @@ struct Bio {
 
 impl Bio {
     fn new(ts: &TransitionSystem) -> Bio {
-        let l = engines::bdd::Layout::new(ts);
+        let l = search::bdd::Layout::new(ts);
         let set = BddVariableSet::new_anonymous(l.vars as u16);
         let vars = set.variables();
         let map = |xs: Vec<Vec<u32>>| -> Vec<Vec<BddVariable>> {
@@ -124,7 +124,7 @@ impl Bio {
         }
     }
 
-    /// As `engines::bdd`'s `Dd::relation`.
+    /// As `search::bdd`'s `Dd::relation`.
     fn relation(&self, ts: &TransitionSystem, c: &encoder::ts::Command) -> Bdd {
         let mut value: Vec<Option<&Expr>> = vec![None; ts.vars.len()];
         for (v, e) in &c.updates {
@@ -244,17 +244,17 @@ fn main() {
             continue;
         }
         let limit_steps = spec.step_limit.unwrap_or(p.settings.step_limit);
-        let (ts, _) = prover::proof::system(&p, steps, limit_steps);
+        let (ts, _) = prover::proof::system(&p, &realise::Z3Values, steps, limit_steps);
         let bits: u32 = ts
             .vars
             .iter()
             .map(|d| TransitionSystem::bits(d.domain))
             .sum();
         let t = Instant::now();
-        let ox = engines::bdd::run(
+        let ox = search::bdd::run(
             &ts,
             &[],
-            engines::bdd::BddBudget {
+            search::bdd::BddBudget {
                 deadline: Some(t + limit),
                 ..Default::default()
             },

@@ -22,9 +22,9 @@
 //! commands with the most valuations of their choices (what the compiled BFS expands first).
 
 use engines::bmc::BmcTactics;
-use engines::verdict::{StopReason, Verdict};
 use ir::testkit::{family, SizeClass};
 use prover::proof::{for_batches, run_per_slice, EngineRuns, Engines, Options};
+use search::verdict::{StopReason, Verdict};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -47,7 +47,7 @@ const ENGINES: &[&str] = &[
     BMC_INDUCT_ALWAYS,
 ];
 
-/// The symbolic engine (`engines::bdd`), as `qls verify --engine bdd` runs it.
+/// The symbolic engine (`search::bdd`), as `qls verify --engine bdd` runs it.
 const BDD: &str = "bdd";
 
 /// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
@@ -119,11 +119,16 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
     let f = family(seed, size);
     let p = &f.project;
     let turns = p.settings.session_steps.turns().expect("bounded");
-    let (ts, obls, whole) =
-        match prover::proof::system_by(p, turns, p.settings.step_limit, Some(deadline)) {
-            Ok((ts, obls)) => (ts, obls, true),
-            Err(u) => (*u.ts, u.obligations, false),
-        };
+    let (ts, obls, whole) = match prover::proof::system_by(
+        p,
+        &realise::Z3Values,
+        turns,
+        p.settings.step_limit,
+        Some(deadline),
+    ) {
+        Ok((ts, obls)) => (ts, obls, true),
+        Err(u) => (*u.ts, u.obligations, false),
+    };
     let lower = t0.elapsed();
     let engines = if engine.starts_with("bfs") {
         Engines::Bfs
@@ -151,13 +156,13 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
             pdr_reuse: engine != BMC_NO_REUSE,
             ..BmcTactics::default()
         },
-        ..Options::for_project(p)
+        ..Options::for_project(p, &engines::Z3)
     };
     let t = Instant::now();
     let runs = if !whole {
         // Lowering spent the budget: as `qls verify`, no engine runs.
-        let und = engines::verdict::Verdict::undecided(StopReason::LoweringTimeBudget, "lowering");
-        let run = engines::verdict::EngineRun {
+        let und = search::verdict::Verdict::undecided(StopReason::LoweringTimeBudget, "lowering");
+        let run = search::verdict::EngineRun {
             verdicts: vec![und; obls.len()],
             cost: Default::default(),
             inductive: vec![],
@@ -234,7 +239,7 @@ fn explain(seed: u64, size: SizeClass, id: &str) {
     let f = family(seed, size);
     let p = &f.project;
     let turns = p.settings.session_steps.turns().expect("bounded");
-    let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+    let (ts, obls) = prover::proof::system(p, &realise::Z3Values, turns, p.settings.step_limit);
     fn show(ts: &encoder::ts::TransitionSystem, e: &Expr) -> String {
         let all = |xs: &[Expr], op: &str| {
             let v: Vec<String> = xs.iter().map(|x| show(ts, x)).collect();
@@ -297,7 +302,7 @@ fn vars(seed: u64, size: SizeClass) {
     println!("{}", f.describe());
     let p = &f.project;
     let turns = p.settings.session_steps.turns().expect("bounded");
-    let (ts, obls) = prover::proof::system(p, turns, p.settings.step_limit);
+    let (ts, obls) = prover::proof::system(p, &realise::Z3Values, turns, p.settings.step_limit);
     let states = reachable_states(&ts, 1_000_000);
     let mut seen: Vec<std::collections::BTreeSet<u32>> = vec![Default::default(); ts.vars.len()];
     for s in &states {
@@ -336,7 +341,7 @@ fn options(seed: u64, size: SizeClass) {
     println!("{}", f.describe());
     let p = &f.project;
     let turns = p.settings.session_steps.turns().expect("bounded");
-    let (ts, _) = prover::proof::system(p, turns, p.settings.step_limit);
+    let (ts, _) = prover::proof::system(p, &realise::Z3Values, turns, p.settings.step_limit);
     let product = |c: &encoder::ts::Command| -> u128 {
         c.choices
             .iter()

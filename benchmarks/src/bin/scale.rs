@@ -13,8 +13,9 @@
 //! cargo run --release -p benchmarks --bin scale -- prove synthetic:1540 --timeout 3
 //! ```
 
-use engines::verdict::{EngineRun, Verdict};
-use engines::{bfs, bmc};
+use engines::bmc;
+use search::bfs;
+use search::verdict::{EngineRun, Verdict};
 use std::time::{Duration, Instant};
 
 fn ms(d: Duration) -> u128 {
@@ -102,7 +103,7 @@ fn row(
     let p = project(what);
     let nodes = p.graph.nodes.len();
     let t = Instant::now();
-    let (ts, obls) = prover::proof::system(&p, turns, step_limit);
+    let (ts, obls) = prover::proof::system(&p, &realise::Z3Values, turns, step_limit);
     let lowering = t.elapsed();
     println!(
         "{what} turns={turns} step_limit={step_limit} nodes={nodes} commands={} vars={} obligations={} lower_ms={}",
@@ -211,7 +212,7 @@ fn sliced_row(
             step_limit,
             engines,
             slice: true,
-            ..Options::for_project(p)
+            ..Options::for_project(p, &engines::Z3)
         };
         let t = Instant::now();
         let runs = run_per_slice(ts, obls, &o, t + o.timeout);
@@ -292,7 +293,7 @@ fn turns() {
     )))
     .expect("shop");
     for turns in 1..=4u32 {
-        let (ts, obls) = prover::proof::system(&p, turns, 60);
+        let (ts, obls) = prover::proof::system(&p, &realise::Z3Values, turns, 60);
         let c0 = cpu_ms();
         let (m, tm) = current_bmc(&ts, &obls);
         let cpu = cpu_ms() - c0;
@@ -326,7 +327,7 @@ fn turns() {
 /// (docs/decisions.md), so the time is about the budget or less.
 fn prove_row(what: &str, turns: u32, step_limit: u32, timeout: f64) {
     let p = project(what);
-    let mut o = prover::proof::Options::for_project(&p);
+    let mut o = prover::proof::Options::for_project(&p, &engines::Z3);
     o.session_steps = turns.into();
     o.step_limit = step_limit;
     o.timeout = Duration::from_secs_f64(timeout);

@@ -9,11 +9,11 @@
 //! cargo run --release -p benchmarks --bin third_engine [-- CASE …]
 //! ```
 
-use engines::bdd;
 use ir::agent::SessionSteps;
 use prover::job::{Inputs, Job};
 use prover::proof::{prove, Options};
 use prover::session::Session;
+use search::bdd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -37,7 +37,7 @@ fn main() -> anyhow::Result<()> {
     let (mut both_total, mut bdd_total, mut thirds) = (0.0f64, 0.0f64, 0);
     for dir in &cases {
         let name = dir.file_name().unwrap_or_default().to_string_lossy();
-        let s = match Session::open(Job::new(Inputs::Case(dir.clone()))) {
+        let s = match Session::open(Job::new(Inputs::Case(dir.clone())), &engines::Z3) {
             Ok(s) => s,
             Err(e) => {
                 println!("{name}: not loaded: {e}");
@@ -46,7 +46,7 @@ fn main() -> anyhow::Result<()> {
         };
         let p = s.project();
         let (turns, steps) = s.depth();
-        let mut o = Options::for_project(p);
+        let mut o = Options::for_project(p, &engines::Z3);
         o.session_steps = turns;
         o.step_limit = steps;
         let t = Instant::now();

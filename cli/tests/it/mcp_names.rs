@@ -109,7 +109,7 @@ fn copy_renamed(from: &Path, to: &Path, map: &[(String, String)]) {
 #[test]
 fn the_renamed_corpus_proves_to_the_same_findings_and_replays() {
     let dir = renamed_corpus();
-    let results = run_all(&dir);
+    let results = run_all(&dir, &engines::Z3);
     assert!(results.len() >= 40, "{} cases", results.len());
     let mismatches: Vec<String> = results
         .iter()

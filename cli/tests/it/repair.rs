@@ -125,7 +125,10 @@ type Found = BTreeSet<(String, String)>;
 
 /// The gate and every finding, the code checks' included (rule, place).
 pub(crate) fn verify(inputs: Inputs) -> (bool, Found) {
-    let run = Session::open(Job::new(inputs)).unwrap().verify().unwrap();
+    let run = Session::open(Job::new(inputs), &engines::Z3)
+        .unwrap()
+        .verify()
+        .unwrap();
     let found = run
         .report
         .findings
@@ -147,7 +150,7 @@ fn repair(inputs: Inputs) -> Repaired {
 }
 
 fn repair_with(inputs: Inputs, allow_removal: bool) -> Repaired {
-    let session = Session::open(Job::new(inputs)).unwrap();
+    let session = Session::open(Job::new(inputs), &engines::Z3).unwrap();
     let run = session.verify().unwrap();
     let files = Files::read(session.job(), session.project()).unwrap();
     let options = prover::repair::Options {
@@ -155,6 +158,7 @@ fn repair_with(inputs: Inputs, allow_removal: bool) -> Repaired {
         timeout: std::time::Duration::from_secs(120),
         depth: session.depth(),
         allow_removal,
+        smt: &engines::Z3,
     };
     prover::repair::repair(files, session.project(), &run.report, &options).unwrap()
 }
@@ -700,7 +704,7 @@ fn every_offered_change_alone_leaves_inputs_that_load() {
             for (key, text) in r.files.edited(&[c]) {
                 std::fs::write(dir.join(key), text).unwrap();
             }
-            if let Err(e) = Session::open(Job::new(Inputs::Case(dir.to_path_buf()))) {
+            if let Err(e) = Session::open(Job::new(Inputs::Case(dir.to_path_buf())), &engines::Z3) {
                 panic!(
                     "{case}: `{}` leaves inputs that do not load: {e}",
                     c.kind.describe()

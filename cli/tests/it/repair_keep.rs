@@ -15,7 +15,7 @@ use std::process::Command;
 /// asks (a one-call task with `person: any` within at least two turns, decided by both engines,
 /// as the repair asks it).
 pub fn executable(inputs: Inputs) -> BTreeMap<String, bool> {
-    let session = Session::open(Job::new(inputs)).unwrap();
+    let session = Session::open(Job::new(inputs), &engines::Z3).unwrap();
     let tasks = keep::tool_tasks(&keep::tools(session.project()));
     let turns = keep::tool_turns(session.depth().0);
     session

@@ -19,6 +19,7 @@ use crate::tasks::{prove_task, TaskOutcome, TaskVerdict};
 use inputs::{Spec, Suite, Suites};
 use ir::agent::SessionSteps;
 use rayon::prelude::*;
+use search::smt::Smt;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -189,6 +190,8 @@ pub struct Options {
     pub repair_proofs: usize,
     /// The provenance tracer the user tasks' origins are read with.
     pub tracer: inputs::Tracer,
+    /// The SMT engines and value solver every proof asks.
+    pub smt: &'static dyn Smt,
 }
 
 /// One task's verdict under one policy.
@@ -334,7 +337,7 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Str
     job.budgets.timeout = o.timeout;
     job.code_checks = false;
     let loaded = session::load_job(&job)?;
-    let session = Session::new(job, loaded)?;
+    let session = Session::new(job, loaded, o.smt)?;
     let run = session.verify()?;
     let files = crate::repair::Files::read(session.job(), session.project())?;
     let options = crate::repair::Options {
@@ -342,6 +345,7 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Str
         timeout: o.timeout,
         depth: session.depth(),
         allow_removal: false,
+        smt: o.smt,
     };
     let repaired = crate::repair::repair(files, session.project(), &run.report, &options)?;
     let said = match &repaired.outcome {
@@ -480,7 +484,7 @@ pub fn run(o: &Options) -> Result<Bench, BenchError> {
         .par_iter()
         .map(|(i, task)| {
             let p = &units[*i].project;
-            let mut po = ProofOptions::for_project(p);
+            let mut po = ProofOptions::for_project(p, o.smt);
             po.session_steps = SessionSteps::Turns(o.turns);
             po.step_limit = steps_for(task.calls.len());
             po.timeout = o.timeout;

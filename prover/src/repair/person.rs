@@ -214,7 +214,11 @@ tasks:
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("agent.yaml"), agent).unwrap();
         std::fs::write(dir.join("tools.catalogue.yaml"), catalogue).unwrap();
-        let session = Session::open(Job::new(Inputs::Agent(dir.join("agent.yaml")))).unwrap();
+        let session = Session::open(
+            Job::new(Inputs::Agent(dir.join("agent.yaml"))),
+            &engines::Z3,
+        )
+        .unwrap();
         let files = Files::read(session.job(), session.project()).unwrap();
         let space = super::super::space::changes(session.project(), &files);
         let _ = std::fs::remove_dir_all(&dir);
@@ -317,7 +321,7 @@ tasks:
     #[test]
     fn a_human_node_goes_in_front_of_a_tools_node_of_a_graph() {
         let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qg001-fires");
-        let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
+        let session = Session::open(Job::new(Inputs::Case(case)), &engines::Z3).unwrap();
         let files = Files::read(session.job(), session.project()).unwrap();
         let space = super::super::space::changes(session.project(), &files);
         let approve: Vec<&Change> = space

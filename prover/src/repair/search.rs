@@ -24,9 +24,9 @@ use crate::report::{Finding, Report};
 use crate::session::Session;
 use codecheck::CodeFinding;
 use codecheck::CodeRule;
-use engines::optimise::{cheapest, Choice, Clause};
 use ir::agent::SessionSteps;
 use ir::vocab::RuleId;
+use search::smt::{Choice, Clause, Smt};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,6 +43,8 @@ pub struct Options {
     /// Changes that take a capability away (a tool, an edge, a hand-off) are in the space
     /// (`--allow-removal`); without it they are left out and named where they could help.
     pub allow_removal: bool,
+    /// The SMT engines every proof asks, and the optimiser that picks each round's set.
+    pub smt: &'static dyn Smt,
 }
 
 /// A finding's identity across runs.
@@ -344,7 +346,7 @@ impl Prover<'_> {
                 .map_err(|e| RepairError::Io(format!("{}: cannot write: {e}", path.display())))?;
         }
         let job = self.job();
-        let session = match Session::open(job) {
+        let session = match Session::open(job, self.options.smt) {
             Ok(s) => s,
             Err(crate::session::SessionError::Input(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -547,7 +549,7 @@ pub fn repair(
     // has accepted that a capability may go: only their tasks bind, and a removal is labelled.
     if keep::keeps_tools(project) && !options.allow_removal {
         prover.tool_tasks = keep::tool_tasks(&keep::tools(project));
-        let session = Session::open(prover.job())?;
+        let session = Session::open(prover.job(), options.smt)?;
         let turns = keep::tool_turns(options.depth.0);
         let said =
             keep::said_in_outcomes(&session.prove_tasks_at(prover.tool_tasks.clone(), turns));
@@ -599,12 +601,12 @@ pub fn repair(
             break None;
         }
         let list: Vec<Clause> = clauses.iter().cloned().collect();
-        let set = match cheapest(&costs, &list) {
+        let set = match options.smt.cheapest(&costs, &list) {
             Choice::Cheapest(set, cost) => (set, cost),
             Choice::None | Choice::Unknown(_) => {
                 result.outcome = Outcome::Impossible {
                     why: impossible(&space, &targets, &code_targets, &stuck),
-                    kept_in_way: in_the_way(&costs, &clauses, &kept_clauses),
+                    kept_in_way: in_the_way(options.smt, &costs, &clauses, &kept_clauses),
                     removals: could_help(&removals),
                 };
                 break None;
@@ -732,6 +734,7 @@ pub fn repair(
 /// whose clauses some set satisfies the rest; when no single one, all of them together if that
 /// frees a set; none when the targets' own clauses leave nothing.
 fn in_the_way(
+    smt: &dyn Smt,
     costs: &[u32],
     clauses: &BTreeSet<Clause>,
     kept_clauses: &BTreeMap<Kept, BTreeSet<Clause>>,
@@ -747,7 +750,7 @@ fn in_the_way(
             .filter(|c| still.contains(c) || !kept_clauses.values().any(|cs| cs.contains(*c)))
             .cloned()
             .collect();
-        matches!(cheapest(costs, &list), Choice::Cheapest(..))
+        matches!(smt.cheapest(costs, &list), Choice::Cheapest(..))
     };
     let each: Vec<Kept> = kept_clauses
         .keys()
@@ -817,7 +820,7 @@ mod tests {
 
     fn qg001() -> (Vec<Change>, Finding) {
         let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qg001-fires");
-        let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
+        let session = Session::open(Job::new(Inputs::Case(case)), &engines::Z3).unwrap();
         let run = session.verify().unwrap();
         let files = Files::read(session.job(), session.project()).unwrap();
         let space = super::super::space::changes(session.project(), &files);
@@ -859,7 +862,7 @@ mod tests {
     #[test]
     fn a_code_contradiction_teaches_only_the_declaration_about_it() {
         let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/qc104-fires");
-        let session = Session::open(Job::new(Inputs::Case(case))).unwrap();
+        let session = Session::open(Job::new(Inputs::Case(case)), &engines::Z3).unwrap();
         let run = session.verify().unwrap();
         let files = Files::read(session.job(), session.project()).unwrap();
         let mut space = super::super::space::changes(session.project(), &files);

@@ -5,10 +5,10 @@
 
 use crate::proof::{Outcome, Proof};
 use encoder::ts::{Label, LabelKind, TransitionSystem};
-use engines::verdict::{AnyLength, RawWitness, Verdict};
 use ir::agent::SessionSteps;
 use ir::vocab::{ObligationId, RuleId};
 use ir::{Loc, Project};
+use search::verdict::{AnyLength, RawWitness, Verdict};
 
 /// An input file as the report names it, with the SHA-256 of its text.
 #[derive(Clone, Debug, PartialEq, Eq)]

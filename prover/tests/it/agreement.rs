@@ -6,10 +6,10 @@
 use crate::common::{enabled, lowered, random_project, random_project_with, Rng, Shapes};
 use encoder::ts::lower::Lowered;
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{RawStep, RawWitness, Verdict};
 use ir::vocab::{ChoiceKey, ChoiceValue, UndoTarget, Validity, VarKey};
 use proptest::prelude::*;
 use prover::refine::{refine, Refined};
+use search::verdict::{RawStep, RawWitness, Verdict};
 use witnesses::replay::{replay, replay_as_auto_host, replay_steps, ReplayOutcome};
 
 /// A random project of the agreement tests' shapes, with longer sessions than the engine tests
@@ -167,7 +167,7 @@ proptest! {
     fn random_walks_replay_through_the_concrete_tool_check(seed in any::<u64>()) {
         let (p, l, docs) = walks(seed, 17, 12);
         for doc in docs {
-            let out = replay_steps(&p, &doc);
+            let out = replay_steps(&p, &realise::Z3Values, &doc);
             // `not built` is no evidence either way (SPEC §6), never a divergence: this property
             // looks for divergences; how often the solver builds a walk's calls is measured by
             // `the_solver_builds_nearly_every_call_of_the_walks`.
@@ -229,19 +229,19 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
     // safety net, `bfs::run_accepting`); what is left below is a witness none of whose
     // alternatives replayed, which the search along the concrete runtime settles.
     let accept = |i: usize, w: &RawWitness| {
-        obls[i].inverted || replay(p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
+        obls[i].inverted
+            || replay(p, &realise::Z3Values, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
     };
-    let run =
-        engines::bfs::run_accepting(&l.ts, &obls, engines::bfs::BfsBudget::default(), &accept);
+    let run = search::bfs::run_accepting(&l.ts, &obls, search::bfs::BfsBudget::default(), &accept);
     for (o, v) in obls.iter().zip(&run.verdicts) {
         let (Verdict::Reachable(w), false) = (v, o.inverted) else {
             continue;
         };
-        let out = replay(p, &doc(o, w));
+        let out = replay(p, &realise::Z3Values, &doc(o, w));
         if out == ReplayOutcome::Reproduced {
             continue;
         }
-        let refined = refine(p, &l.ts, o, depth, Default::default());
+        let refined = refine(p, &realise::Z3Values, &l.ts, o, depth, Default::default());
         eprintln!(
             "refined seed {seed} {}: {} ({out:?})",
             o.id,
@@ -254,7 +254,7 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
         );
         match refined {
             Refined::Reproduced(w2) => {
-                let again = replay(p, &doc(o, &w2));
+                let again = replay(p, &realise::Z3Values, &doc(o, &w2));
                 if again != ReplayOutcome::Reproduced {
                     return Err(format!(
                         "seed {seed} {}: the refined witness does not replay: {again:?}",
@@ -371,7 +371,7 @@ fn a_corrupted_witness_is_not_reproduced_at_the_right_step() {
         let p = random_project(seed * 31337);
         let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let obls = obligations::reach::obligations(&p, &l);
-        let run = engines::bfs::run(&l.ts, &obls, engines::bfs::BfsBudget::default());
+        let run = search::bfs::run(&l.ts, &obls, search::bfs::BfsBudget::default());
         for (o, v) in obls.iter().zip(&run.verdicts) {
             let Verdict::Reachable(w) = v else { continue };
             if o.inverted || w.steps.len() < 3 {
@@ -385,16 +385,19 @@ fn a_corrupted_witness_is_not_reproduced_at_the_right_step() {
                 ir::vocab::Engine::Bfs,
                 (p.settings.session_steps, p.settings.step_limit),
             );
-            assert_eq!(replay(&p, &doc), ReplayOutcome::Reproduced);
+            assert_eq!(
+                replay(&p, &realise::Z3Values, &doc),
+                ReplayOutcome::Reproduced
+            );
             let mut cut = doc.clone();
             cut.steps.remove(1);
             assert!(
                 matches!(
-                    replay(&p, &cut),
+                    replay(&p, &realise::Z3Values, &cut),
                     ReplayOutcome::NotReproduced { step: 2, .. }
                 ),
                 "{:?}",
-                replay(&p, &cut)
+                replay(&p, &realise::Z3Values, &cut)
             );
             return;
         }
@@ -421,7 +424,7 @@ fn the_walks_exercise_every_kind_of_decision() {
                 ir::vocab::Engine::Bfs,
                 (p.settings.session_steps, p.settings.step_limit),
             );
-            let out = replay_steps(&p, &doc);
+            let out = replay_steps(&p, &realise::Z3Values, &doc);
             if pinned_saturated_undo(&p, &l, &doc, &out) || values_picked_earlier(&out) {
                 continue;
             }
@@ -465,7 +468,7 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
         let p = random_project(seed * 7777);
         let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
         let obls = obligations::reach::obligations(&p, &l);
-        let run = engines::bfs::run(&l.ts, &obls, engines::bfs::BfsBudget::default());
+        let run = search::bfs::run(&l.ts, &obls, search::bfs::BfsBudget::default());
         for (o, v) in obls.iter().zip(&run.verdicts) {
             let Verdict::Reachable(w) = v else { continue };
             if o.inverted {
@@ -495,7 +498,7 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
             bad.steps[i]
                 .choices
                 .insert(args_invalid.clone(), Validity::Invalid.name().into());
-            match replay(&p, &bad) {
+            match replay(&p, &realise::Z3Values, &bad) {
                 ReplayOutcome::NotReproduced { step, .. } => assert_eq!(step, i + 1),
                 other => panic!("a changed choice replayed as {other:?}"),
             }
@@ -518,7 +521,7 @@ fn any_length_over_approximated() -> ir::Project {
 #[test]
 fn under_any_length_a_finding_is_reported_only_with_a_witness_that_replays() {
     let p = any_length_over_approximated();
-    let mut o = prover::proof::Options::for_project(&p);
+    let mut o = prover::proof::Options::for_project(&p, &engines::Z3);
     o.engines = prover::proof::Engines::Bfs;
     let proof = prover::proof::prove(&p, &o);
     let depth = (ir::agent::SessionSteps::Any, p.settings.step_limit);
@@ -536,7 +539,7 @@ fn under_any_length_a_finding_is_reported_only_with_a_witness_that_replays() {
                 (Refined::Reproduced(_), v) => panic!("{}: refined, but {v:?}", x.obligation.id),
                 (_, Verdict::Undecided(u)) => assert_eq!(
                     u.why,
-                    engines::verdict::StopReason::WitnessNotReplayed,
+                    search::verdict::StopReason::WitnessNotReplayed,
                     "{}",
                     x.obligation.id
                 ),
@@ -553,7 +556,7 @@ fn under_any_length_a_finding_is_reported_only_with_a_witness_that_replays() {
                 depth,
             );
             assert_eq!(
-                replay(&p, &doc),
+                replay(&p, &realise::Z3Values, &doc),
                 ReplayOutcome::Reproduced,
                 "{}: a reachable finding under `any` whose witness does not replay",
                 x.obligation.id
@@ -585,14 +588,17 @@ fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_unde
     let l = lowered(&p, ir::agent::SessionSteps::Any, p.settings.step_limit);
     let obls = obligations::reach::obligations(&p, &l);
     let depth = (ir::agent::SessionSteps::Any, p.settings.step_limit);
-    let (run, _) = engines::bfs::fixpoint(&l.ts, &obls, engines::bfs::BfsBudget::default());
+    let (run, _) = search::bfs::fixpoint(&l.ts, &obls, search::bfs::BfsBudget::default());
     let i = obls.iter().position(|o| o.id == "QG011:t1").unwrap();
     let engines = run.verdicts[i].clone();
     let Verdict::Reachable(w) = &engines else {
         panic!("QG011:t1 is reachable in the system: {engines:?}")
     };
     let doc = prover::report::witness_doc(&p, &l.ts, w, &obls[i], ir::vocab::Engine::Bfs, depth);
-    assert_ne!(replay(&p, &doc), ReplayOutcome::Reproduced);
+    assert_ne!(
+        replay(&p, &realise::Z3Values, &doc),
+        ReplayOutcome::Reproduced
+    );
     for budget in [
         prover::refine::RefineBudget {
             max_states: 3,
@@ -603,14 +609,14 @@ fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_unde
             ..Default::default()
         },
     ] {
-        let r = refine(&p, &l.ts, &obls[i], depth, budget);
+        let r = refine(&p, &realise::Z3Values, &l.ts, &obls[i], depth, budget);
         let Refined::GaveUp { why, .. } = &r else {
             panic!("budget {budget:?}: {r:?}")
         };
         assert!(why.contains("`session_steps`"), "{why}");
         match prover::refine::settle(engines.clone(), &r, depth, l.ts.depth) {
             Verdict::Undecided(u) => {
-                assert_eq!(u.why, engines::verdict::StopReason::WitnessNotReplayed);
+                assert_eq!(u.why, search::verdict::StopReason::WitnessNotReplayed);
                 assert_eq!(&u.detail, why);
             }
             v => panic!("budget {budget:?}: {v:?}"),
@@ -639,7 +645,10 @@ fn open_an_undo_after_a_rollback_replays_as_the_encoder_allows_it() {
 fn an_invalid_call_asks_only_for_an_invalid_value() {
     let (p, _, docs) = walks(16691674114393848074, 17, 12);
     for doc in docs {
-        assert_eq!(replay_steps(&p, &doc), ReplayOutcome::Reproduced);
+        assert_eq!(
+            replay_steps(&p, &realise::Z3Values, &doc),
+            ReplayOutcome::Reproduced
+        );
     }
 }
 
@@ -657,7 +666,7 @@ fn the_solver_builds_nearly_every_call_of_the_walks() {
                 why,
                 earlier: false,
                 ..
-            } = replay_steps(&p, &doc)
+            } = replay_steps(&p, &realise::Z3Values, &doc)
             {
                 not_built.push(format!("seed {seed}: {why}"));
             }
@@ -694,19 +703,20 @@ fn every_witness_replays_as_an_auto_host_or_is_not_built() {
             prover::report::witness_doc(&p, &l.ts, w, o, ir::vocab::Engine::Bfs, depth)
         };
         let accept = |i: usize, w: &RawWitness| {
-            obls[i].inverted || replay(&p, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
+            obls[i].inverted
+                || replay(&p, &realise::Z3Values, &doc(&obls[i], w)) == ReplayOutcome::Reproduced
         };
-        let budget = engines::bfs::BfsBudget::default();
-        let run = engines::bfs::run_accepting(&l.ts, &obls, budget, &accept);
+        let budget = search::bfs::BfsBudget::default();
+        let run = search::bfs::run_accepting(&l.ts, &obls, budget, &accept);
         for (o, v) in obls.iter().zip(&run.verdicts) {
             let (Verdict::Reachable(w), false) = (v, o.inverted) else {
                 continue;
             };
             let d = doc(o, w);
-            if replay(&p, &d) != ReplayOutcome::Reproduced {
+            if replay(&p, &realise::Z3Values, &d) != ReplayOutcome::Reproduced {
                 continue;
             }
-            match replay_as_auto_host(&p, &d) {
+            match replay_as_auto_host(&p, &realise::Z3Values, &d) {
                 ReplayOutcome::Reproduced => reproduced += 1,
                 ReplayOutcome::NotBuilt { why, .. } => {
                     not_built += 1;

@@ -4,11 +4,11 @@
 //! printed — the issue asks for at least 80 %. The same run times the corpus at 2 turns, so
 //! the ratio of the two is printed too (`cargo test -p prover --test it anylen_corpus:: -- --nocapture`).
 
-use engines::verdict::{AnyLength, Verdict};
 use ir::agent::SessionSteps;
 use prover::corpus::{case_dirs, load_case};
 use prover::proof::{prove, Options};
 use prover::report;
+use search::verdict::{AnyLength, Verdict};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ fn corpus_dir() -> PathBuf {
 
 /// Per case: the options of its case.json with the given session length.
 fn options(project: &ir::Project, spec: &prover::corpus::CaseSpec, s: SessionSteps) -> Options {
-    let mut o = Options::for_project(project);
+    let mut o = Options::for_project(project, &engines::Z3);
     o.session_steps = s;
     if let Some(n) = spec.step_limit {
         o.step_limit = n;
@@ -223,7 +223,7 @@ fn both_examples_under_any_agree_with_the_bfs_fixpoint() {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/{ex}/agent.yaml"));
         let project = readers::load_project(&path).expect("the example loads");
-        let mut o = Options::for_project(&project);
+        let mut o = Options::for_project(&project, &engines::Z3);
         o.session_steps = SessionSteps::Any;
         let proof = prove(&project, &o);
         assert!(

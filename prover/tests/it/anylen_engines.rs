@@ -5,12 +5,13 @@
 //! "every state within K turns".
 
 use crate::common::random_project;
-use engines::verdict::{AnyLength, Verdict};
-use engines::{bfs, bmc, induction};
+use engines::{bmc, induction};
 use ir::agent::SessionSteps;
 use ir::Project;
 use proptest::prelude::*;
 use prover::proof;
+use search::bfs;
+use search::verdict::{AnyLength, Verdict};
 
 /// The three answers for one project, by obligation: (id, fixpoint, Z3, bounded at K + 1).
 struct Answers {
@@ -19,14 +20,19 @@ struct Answers {
 }
 
 fn answers(p: &Project, spacer: bmc::SpacerWhen) -> Answers {
-    let (ts, obls) = proof::system(p, SessionSteps::Any, p.settings.step_limit);
+    let (ts, obls) = proof::system(
+        p,
+        &realise::Z3Values,
+        SessionSteps::Any,
+        p.settings.step_limit,
+    );
     assert_eq!(ts.check_well_formed(&obls), Ok(()));
     let (fix, k) = bfs::fixpoint(&ts, &obls, bfs::BfsBudget::default());
     let k = k.expect("a random system reaches its fixpoint within the default budget");
     let mut budget = induction::InductionBudget::default();
     budget.bounded.tactics.pdr = spacer;
     let z3 = bmc::run_any_length(&ts, &obls, budget);
-    let (bts, bobls) = proof::system(p, k + 1, p.settings.step_limit);
+    let (bts, bobls) = proof::system(p, &realise::Z3Values, k + 1, p.settings.step_limit);
     let bounded = bfs::run(&bts, &bobls, bfs::BfsBudget::default());
     let rows = obls
         .iter()

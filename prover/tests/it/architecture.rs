@@ -1,5 +1,5 @@
 //! ARCHITECTURE.md's import rules and invariants, checked on the tree so they stay true: each
-//! crate's `[dependencies]` name exactly the workspace crates it may import, only the engines' `unroll.rs`,
+//! crate's `[dependencies]` name exactly the workspace crates it may import, no library but `engines` and `realise` reaches z3, only the engines' `unroll.rs`,
 //! `bmc.rs`, `induction.rs`, `pdr.rs`, `optimise.rs` (the repair's optimisation) and the value solver `realise` name z3 (and the induction never reaches back into `bmc.rs`), no library prints, the runtime tool check and the encoder depend on
 //! the IR alone, the concrete explorer never reads the lowering, only the files ARCHITECTURE.md
 //! lists read a file or start a process, only the command line (`cli/`) depends on clap, tokio
@@ -23,12 +23,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("obligations", &["ir", "encoder"]),
     // The code checks analyse text the readers read (ARCHITECTURE.md, `codecheck/`).
     ("codecheck", &["ir"]),
-    (
-        "witnesses",
-        &["ir", "encoder", "toolcheck", "realise", "obligations"],
-    ),
-    // The engines search a lowered system: they know its vocabulary and nothing above it.
-    ("engines", &["ir", "encoder"]),
+    // Replay asks the value solver through `ir::want::ValueOracle`, handed in: no z3 below it.
+    ("witnesses", &["ir", "encoder", "toolcheck", "obligations"]),
+    // The searches without a solver, the verdicts and the SMT engines' trait: they know the
+    // lowered system's vocabulary and nothing above it.
+    ("search", &["ir", "encoder"]),
+    // The SMT engines answer `search::smt::Smt` with Z3 and the value solver.
+    ("engines", &["ir", "encoder", "search", "realise"]),
     // The proof and its findings: every library crate below it but the runtime tool check.
     (
         "prover",
@@ -39,8 +40,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "obligations",
             "codecheck",
             "witnesses",
-            "realise",
-            "engines",
+            "search",
         ],
     ),
     // The command line: the commands over the prover, `qls check` over the runtime tool check.
@@ -52,6 +52,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "toolcheck",
             "obligations",
             "witnesses",
+            "search",
             "engines",
             "prover",
         ],
@@ -62,7 +63,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ir",
             "readers",
             "encoder",
+            "search",
             "engines",
+            "realise",
             "prover",
             "obligations",
             "toolcheck",
@@ -81,6 +84,7 @@ const LIBRARIES: &[&str] = &[
     "obligations",
     "codecheck",
     "witnesses",
+    "search",
     "engines",
     "prover",
 ];
@@ -141,6 +145,21 @@ fn workspace_deps(krate: &str) -> BTreeSet<String> {
         .map(|d| if d == "qls-cli" { "cli".to_string() } else { d })
         .filter(|d| crates().any(|c| c == d))
         .collect()
+}
+
+/// Every workspace crate `krate` depends on, directly or through others (dev-dependencies
+/// aside): what its build links of the workspace.
+fn closure(krate: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![krate.to_string()];
+    while let Some(k) = todo.pop() {
+        for d in workspace_deps(&k) {
+            if seen.insert(d.clone()) {
+                todo.push(d);
+            }
+        }
+    }
+    seen
 }
 
 fn set(names: &[&str]) -> BTreeSet<String> {
@@ -288,11 +307,24 @@ fn only_the_z3_engines_name_z3() {
             assert!(!names_z3 || allowed, "{file} names z3");
         }
     }
-    // Cargo holds it too: only the engines and the value solver depend on z3.
+    // Cargo holds it too: only the engines and the value solver depend on z3, and no library
+    // but them reaches either, however indirectly: the prover, the witnesses and the searches
+    // without a solver link no z3 (`cargo tree -p prover`); the binary hands the proof
+    // `engines::Z3` (`search::smt::Smt`).
     for krate in crates() {
         assert!(
             !deps(krate).contains("z3") || krate == "engines" || krate == "realise",
             "{krate}/Cargo.toml depends on z3 (only engines and realise may)"
+        );
+    }
+    for krate in LIBRARIES
+        .iter()
+        .filter(|k| !["engines", "realise"].contains(k))
+    {
+        let reached = closure(krate);
+        assert!(
+            !reached.contains("engines") && !reached.contains("realise"),
+            "{krate} reaches {reached:?}: only the command line and the benchmarks may link z3"
         );
     }
     // The unrolling is shared from below: the induction never imports the bounded search (which

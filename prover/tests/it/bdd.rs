@@ -1,4 +1,4 @@
-//! The symbolic engine (`engines::bdd`) against the BFS: on random systems (bounded, with
+//! The symbolic engine (`search::bdd`) against the BFS: on random systems (bounded, with
 //! batches, and looping for sessions of any length) and on every corpus case, the same verdict
 //! and the same shortest depth for every obligation, every BDD witness a run of the system that
 //! ends in the violation (and replayed on the concrete runtime); and a node budget too small to
@@ -7,11 +7,11 @@
 use crate::common::{random_project, random_project_with, Shapes};
 use crate::violates_on_whole_system;
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{StopReason, Verdict};
-use engines::{bdd, bfs};
 use ir::agent::SessionSteps;
 use proptest::prelude::*;
 use prover::proof;
+use search::verdict::{StopReason, Verdict};
+use search::{bdd, bfs};
 use std::path::Path;
 
 /// The BFS that stores every state whole (no reduction inside the engine), the reference.
@@ -58,7 +58,7 @@ proptest! {
     #[test]
     fn bdd_and_bfs_agree_on_random_systems(seed in any::<u64>()) {
         let p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
-        let (ts, obls) = proof::system(&p, p.settings.session_steps, p.settings.step_limit);
+        let (ts, obls) = proof::system(&p, &realise::Z3Values, p.settings.session_steps, p.settings.step_limit);
         let d = disagreements(&ts, &obls, false);
         prop_assert!(d.is_empty(), "seed {}: {:#?}", seed, d);
     }
@@ -68,7 +68,7 @@ proptest! {
     #[test]
     fn bdd_and_bfs_fixpoints_agree_on_random_looping_systems(seed in any::<u64>()) {
         let p = random_project(seed);
-        let (ts, obls) = proof::system(&p, SessionSteps::Any, p.settings.step_limit);
+        let (ts, obls) = proof::system(&p, &realise::Z3Values, SessionSteps::Any, p.settings.step_limit);
         let d = disagreements(&ts, &obls, true);
         prop_assert!(d.is_empty(), "seed {}: {:#?}", seed, d);
     }
@@ -86,7 +86,12 @@ fn bdd_witnesses_replay_as_the_bfs_shortest_ones_do() {
     let (mut ours, mut theirs) = (0, 0);
     for seed in 0..120u64 {
         let p = random_project(seed);
-        let (ts, obls) = proof::system(&p, p.settings.session_steps, p.settings.step_limit);
+        let (ts, obls) = proof::system(
+            &p,
+            &realise::Z3Values,
+            p.settings.session_steps,
+            p.settings.step_limit,
+        );
         let d = bdd::run(&ts, &obls, bdd::BddBudget::default());
         let b = bfs::run(&ts, &obls, full_bfs());
         let depth = (p.settings.session_steps, p.settings.step_limit);
@@ -104,7 +109,7 @@ fn bdd_witnesses_replay_as_the_bfs_shortest_ones_do() {
                             ir::vocab::Engine::Bfs,
                             depth,
                         );
-                        (replay(&p, &doc) == ReplayOutcome::Reproduced) as usize
+                        (replay(&p, &realise::Z3Values, &doc) == ReplayOutcome::Reproduced) as usize
                     };
                     ours += replays(w);
                     theirs += replays(bw);
@@ -151,7 +156,7 @@ fn bdd_decides_the_corpus_as_the_bfs_does() {
         if p.rulebook_refusal.is_some() {
             continue;
         }
-        let (ts, obls) = proof::system(&p, steps, limit);
+        let (ts, obls) = proof::system(&p, &realise::Z3Values, steps, limit);
         let any = steps == SessionSteps::Any;
         for d in disagreements(&ts, &obls, any) {
             wrong.push(format!("{}: {d}", case.display()));
@@ -172,7 +177,12 @@ fn a_tiny_node_budget_leaves_obligations_undecided_never_unreachable() {
     let mut seen = 0;
     for seed in 0..40u64 {
         let p = random_project(seed);
-        let (ts, obls) = proof::system(&p, p.settings.session_steps, p.settings.step_limit);
+        let (ts, obls) = proof::system(
+            &p,
+            &realise::Z3Values,
+            p.settings.session_steps,
+            p.settings.step_limit,
+        );
         if obls.is_empty() {
             continue;
         }
@@ -204,7 +214,12 @@ fn a_tiny_node_budget_leaves_obligations_undecided_never_unreachable() {
     assert!(seen >= 40, "only {seen} obligations were left undecided");
     // A deadline already past: undecided for time, never unreachable.
     let p = random_project(7);
-    let (ts, obls) = proof::system(&p, p.settings.session_steps, p.settings.step_limit);
+    let (ts, obls) = proof::system(
+        &p,
+        &realise::Z3Values,
+        p.settings.session_steps,
+        p.settings.step_limit,
+    );
     let past = bdd::run(
         &ts,
         &obls,

@@ -4,8 +4,9 @@
 //! depths are asked) and leave every verdict and shortest depth equal to the BFS's and to the
 //! unrolling without it.
 
-use engines::verdict::Verdict;
-use engines::{bfs, bmc};
+use engines::bmc;
+use search::bfs;
+use search::verdict::Verdict;
 
 #[test]
 fn the_shop_at_three_turns_is_decided_by_induction_with_the_bfs_verdicts() {
@@ -14,7 +15,7 @@ fn the_shop_at_three_turns_is_decided_by_induction_with_the_bfs_verdicts() {
         "/../examples/shop/agent.yaml"
     )))
     .expect("the shop loads");
-    let (ts, obls) = prover::proof::system(&p, 3, 60);
+    let (ts, obls) = prover::proof::system(&p, &realise::Z3Values, 3, 60);
     let b = bfs::run(&ts, &obls, bfs::BfsBudget::default());
     let m = bmc::run(&ts, &obls, bmc::BmcBudget::default());
     let without = bmc::run(

@@ -7,11 +7,11 @@
 
 use crate::common::{random_project, random_project_with, Shapes};
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::bfs;
-use engines::verdict::Verdict;
 use ir::agent::SessionSteps;
 use proptest::prelude::*;
 use prover::proof;
+use search::bfs;
+use search::verdict::Verdict;
 use std::collections::{HashMap, HashSet};
 
 /// One BTOR2 node: its operator and arguments (node ids), or its constant.
@@ -339,7 +339,7 @@ proptest! {
     #[test]
     fn btor2_bads_hold_where_the_bfs_finds_violations(seed in any::<u64>()) {
         let p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
-        let (ts, obls) = proof::system(&p, p.settings.session_steps, p.settings.step_limit);
+        let (ts, obls) = proof::system(&p, &realise::Z3Values, p.settings.session_steps, p.settings.step_limit);
         let d = differences(&ts, &obls, p.settings.session_steps);
         prop_assert!(d.is_empty(), "seed {}: {:#?}", seed, d);
     }
@@ -353,7 +353,7 @@ proptest! {
     #[test]
     fn btor2_of_a_looping_system_agrees_with_the_bfs_fixpoint(seed in any::<u64>()) {
         let p = random_project(seed);
-        let (ts, obls) = proof::system(&p, SessionSteps::Any, p.settings.step_limit);
+        let (ts, obls) = proof::system(&p, &realise::Z3Values, SessionSteps::Any, p.settings.step_limit);
         let d = differences(&ts, &obls, SessionSteps::Any);
         prop_assert!(d.is_empty(), "seed {}: {:#?}", seed, d);
     }
@@ -366,7 +366,12 @@ fn btor2_models_have_reachable_and_unreachable_bads() {
     let (mut held, mut never, mut frames) = (0, 0, HashSet::new());
     for seed in 0..12u64 {
         let p = random_project(seed);
-        let (ts, obls) = proof::system(&p, p.settings.session_steps, p.settings.step_limit);
+        let (ts, obls) = proof::system(
+            &p,
+            &realise::Z3Values,
+            p.settings.session_steps,
+            p.settings.step_limit,
+        );
         let m = Model::parse(&prover::btor2::emit(&ts, &obls, p.settings.session_steps));
         for f in first_frames(&ts, &m) {
             match f {

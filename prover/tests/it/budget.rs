@@ -2,15 +2,15 @@
 //! cannot finish in its budget ends near it, with what is open undecided for the time budget
 //! (never clean), and the report says per engine what it decided.
 
-use engines::verdict::{StopReason, Verdict};
 use prover::proof::{prove, Options};
+use search::verdict::{StopReason, Verdict};
 use std::time::{Duration, Instant};
 
 #[test]
 fn a_proof_ends_within_its_time_budget_and_leaves_the_rest_undecided() {
     // Sixty desks at three turns: far more than either engine decides in one second.
     let p = ir::testkit::handoff_chain(60);
-    let mut o = Options::for_project(&p);
+    let mut o = Options::for_project(&p, &engines::Z3);
     o.session_steps = 3.into();
     o.step_limit = 60;
     o.timeout = Duration::from_secs(1);
@@ -47,7 +47,7 @@ fn z3_out_of_memory_leaves_obligations_undecided_for_the_memory_budget() {
     // (`induction::close_stepless`: no state of the box has a bad step; a question over one
     // state, proved for every run).
     let p = ir::testkit::handoff_chain(8);
-    let (ts, obls) = prover::proof::system(&p, 1, 60);
+    let (ts, obls) = prover::proof::system(&p, &realise::Z3Values, 1, 60);
     let budget = engines::bmc::BmcBudget {
         max_memory: 1 << 20,
         ..Default::default()
@@ -93,7 +93,7 @@ fn a_budget_spent_before_lowering_leaves_every_obligation_undecided_and_fails_th
     // Six hundred agents: a second or more to lower, and a deadline already past when the proof
     // starts. Nothing may be decided, the gate fails, and the proof ends at once.
     let p = ir::testkit::synthetic(600, 4, 7);
-    let mut o = Options::for_project(&p);
+    let mut o = Options::for_project(&p, &engines::Z3);
     o.session_steps = 2.into();
     o.step_limit = 20;
     o.timeout = Duration::ZERO;
@@ -107,7 +107,7 @@ fn a_budget_spent_before_lowering_leaves_every_obligation_undecided_and_fails_th
         "{why}"
     );
     // Every subject the rules declare is listed, undecided for the lowering, by both engines.
-    let (_, whole) = prover::proof::system(&p, 2, 20);
+    let (_, whole) = prover::proof::system(&p, &realise::Z3Values, 2, 20);
     let ids = |o: &mut dyn Iterator<Item = &ir::vocab::ObligationId>| {
         o.cloned().collect::<std::collections::BTreeSet<_>>()
     };
@@ -149,7 +149,7 @@ fn a_verify_session_past_its_budget_while_lowering_exits_one() {
     };
     let mut job = prover::job::Job::new(prover::job::Inputs::Agent("agent.yaml".into()));
     job.budgets.timeout = Duration::ZERO;
-    let session = prover::session::Session::new(job, loaded).unwrap();
+    let session = prover::session::Session::new(job, loaded, &engines::Z3).unwrap();
     let run = session.verify().unwrap();
     assert!(!run.report.passed);
     assert!(!run.proof.outcomes.is_empty());

@@ -12,7 +12,7 @@ fn corpus_dir() -> PathBuf {
 
 #[test]
 fn every_case_matches_its_expected_json() {
-    let results = run_all(&corpus_dir());
+    let results = run_all(&corpus_dir(), &engines::Z3);
     assert!(
         results.len() >= 40,
         "the corpus has {} cases, fewer than 40",
@@ -113,7 +113,7 @@ fn snapshots_of_every_case() {
     crate::snapshots().bind(|| {
         insta::glob!("../../../corpus", "*/expected.json", |path| {
             let dir = path.parent().expect("a case folder");
-            let r = run_case(dir);
+            let r = run_case(dir, &engines::Z3);
             assert!(r.actual.is_some(), "{}: {:?}", r.name, r.mismatches);
             insta::assert_snapshot!("corpus__text", r.text);
             insta::assert_snapshot!("corpus__json", r.json);
@@ -132,7 +132,7 @@ fn reports_are_deterministic() {
         "qg003-fires",
     ] {
         let dir = corpus_dir().join(name);
-        let (a, b) = (run_case(&dir), run_case(&dir));
+        let (a, b) = (run_case(&dir, &engines::Z3), run_case(&dir, &engines::Z3));
         assert_eq!(a.text, b.text, "{}: text differs between runs", a.name);
         assert_eq!(a.json, b.json, "{}: JSON differs between runs", a.name);
     }
@@ -151,7 +151,7 @@ fn a_wrong_expectation_is_a_mismatch() {
         r#"{"findings": [["QG001", "refund"]], "obligations": {"QG001:refund": "unreachable"}, "gate": "passed"}"#,
     )
     .unwrap();
-    let r = run_case(&tmp);
+    let r = run_case(&tmp, &engines::Z3);
     assert!(
         r.mismatches
             .iter()

@@ -4,10 +4,11 @@
 
 use crate::common::{enabled, lowered, random_project, random_project_with, Shapes};
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::Verdict;
-use engines::{bfs, bmc};
+use engines::bmc;
 use ir::Project;
 use proptest::prelude::*;
+use search::bfs;
+use search::verdict::Verdict;
 
 fn depth_of(v: &Verdict) -> Option<u32> {
     v.depth()

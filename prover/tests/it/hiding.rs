@@ -9,11 +9,11 @@
 use crate::common::{random_project_with, Shapes};
 use crate::violates_on_whole_system;
 use encoder::ts::hide;
-use engines::bfs::{self, BfsBudget, Hide};
-use engines::verdict::Verdict;
 use ir::Project;
 use proptest::prelude::*;
 use prover::proof;
+use search::bfs::{self, BfsBudget, Hide};
+use search::verdict::Verdict;
 
 /// What one comparison saw: variables hidden (all the rules do not read, bar what would cost too many valuations), obligations the hidden search proved, and
 /// states stored by the hidden search and by the system's search without hiding.
@@ -27,7 +27,12 @@ struct Seen {
 }
 
 fn compare(p: &Project, what: &str) -> Result<Seen, String> {
-    let (ts, obls) = proof::system(p, p.settings.session_steps, p.settings.step_limit);
+    let (ts, obls) = proof::system(
+        p,
+        &realise::Z3Values,
+        p.settings.session_steps,
+        p.settings.step_limit,
+    );
     let off = BfsBudget {
         hide: Hide::Never,
         ..Default::default()

@@ -38,9 +38,9 @@ fn snapshots() -> insta::Settings {
 pub fn violates_on_whole_system(
     ts: &encoder::ts::TransitionSystem,
     o: &encoder::ts::Obligation,
-    v: &::engines::verdict::Verdict,
+    v: &::search::verdict::Verdict,
 ) -> Result<(), String> {
-    let ::engines::verdict::Verdict::Reachable(w) = v else {
+    let ::search::verdict::Verdict::Reachable(w) = v else {
         return Ok(());
     };
     let mut s = ts.init.clone();

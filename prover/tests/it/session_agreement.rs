@@ -74,7 +74,15 @@ fn drive(p: &ir::Project, trace: &[Traced]) -> Result<usize, String> {
             let Some(tool) = p.catalogue.get(&call.tool) else {
                 continue;
             };
-            let entry = run_entry(&p.catalogue, tool, &call, &agent, decision, turn);
+            let entry = run_entry(
+                &p.catalogue,
+                &realise::Z3Values,
+                tool,
+                &call,
+                &agent,
+                decision,
+                turn,
+            );
             h.push_signed(entry.clone(), &key);
             s.append(&ctx, entry);
         }
@@ -97,7 +105,7 @@ proptest! {
     fn the_session_decides_as_the_full_recheck_on_replayed_walks(seed in any::<u64>()) {
         let (p, _, docs) = walks(seed, 29, 6);
         for doc in docs {
-            let (_, trace) = replay_traced(&p, &doc);
+            let (_, trace) = replay_traced(&p, &realise::Z3Values, &doc);
             if let Err(e) = drive(&p, &trace) {
                 prop_assert!(false, "seed {}: {}", seed, e);
             }
@@ -112,7 +120,7 @@ fn the_replayed_walks_decide_calls() {
     for seed in 0..40u64 {
         let (p, _, docs) = walks(seed, 29, 6);
         for doc in docs {
-            let (_, trace) = replay_traced(&p, &doc);
+            let (_, trace) = replay_traced(&p, &realise::Z3Values, &doc);
             decided += drive(&p, &trace).unwrap();
         }
     }

@@ -1,11 +1,11 @@
 //! The shop example of seed 000 through the whole pipeline: state counts (as stored, and the full
 //! count SPIN must equal) pinned at one and two turns, both engines agreeing, and QG312 firing when a fault is injected into one engine.
 
-use engines::verdict::{StopReason, Verdict};
 use ir::vocab::Engine;
 use prover::job::{Inputs, Job};
 use prover::proof::{prove, Engines, Options};
 use prover::session::Session;
+use search::verdict::{StopReason, Verdict};
 use std::path::Path;
 
 fn shop() -> ir::Project {
@@ -17,7 +17,7 @@ fn shop() -> ir::Project {
 
 fn run(turns: u32) -> prover::proof::Proof {
     let p = shop();
-    let mut o = Options::for_project(&p);
+    let mut o = Options::for_project(&p, &engines::Z3);
     o.session_steps = turns.into();
     prove(&p, &o)
 }
@@ -31,7 +31,7 @@ fn shop_one_turn_state_count_is_pinned_and_engines_agree() {
         .iter()
         .all(|o| !matches!(o.verdict, Verdict::Undecided(_))));
     // The BFS stores states with dead variables reset; the full count is SPIN's.
-    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, engines::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 118 (full 242); obligations 6");
+    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, search::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 118 (full 242); obligations 6");
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn shop_two_turns_state_count_is_pinned_and_engines_agree() {
     let proof = run(2);
     assert!(proof.outcomes.iter().all(|o| !o.disagreement));
     // The BFS stores states with dead variables reset; the full count is SPIN's.
-    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, engines::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 760 (full 1664); obligations 6");
+    insta::assert_snapshot!(format!("states {} (full {}); obligations {}", proof.bfs.as_ref().unwrap().cost.states, search::bfs::count_states(&proof.ts), proof.outcomes.len()), @"states 760 (full 1664); obligations 6");
 }
 
 #[test]
@@ -62,7 +62,7 @@ fn a_blind_bfs_makes_qg312_fire() {
         .edge("r", "raw", ir::graph::EdgeKind::Route)
         .edge("raw", "end", ir::graph::EdgeKind::Reply)
         .build();
-    let mut o = Options::for_project(&p);
+    let mut o = Options::for_project(&p, &engines::Z3);
     o.step_limit = 4;
     let honest = prove(&p, &o);
     assert!(honest.outcomes.iter().any(|x| x.obligation.id == "QG001:w"
@@ -109,7 +109,7 @@ fn the_summary_says_what_was_cross_checked_when_one_engine_stopped() {
     let shop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop/agent.yaml");
     let mut job = Job::new(Inputs::Agent(shop.clone()));
     job.budgets.max_states = 3;
-    let s = Session::open(job).expect("the shop loads");
+    let s = Session::open(job, &engines::Z3).expect("the shop loads");
     let run = s.verify().expect("the proof runs");
     let (r, proof) = (&run.report, &run.proof);
     let c = r.cross_check.as_ref().expect("several engines ran");
@@ -166,7 +166,7 @@ fn the_summary_says_what_was_cross_checked_when_one_engine_stopped() {
     // The symbolic engine out of nodes too: Z3 alone decides, and the report names why
     // each other engine stopped.
     let p = s.project();
-    let mut o = Options::for_project(p);
+    let mut o = Options::for_project(p, &engines::Z3);
     o.max_states = 3;
     o.max_nodes = 8;
     let proof = prove(p, &o);
@@ -222,7 +222,7 @@ fn the_summary_says_what_was_cross_checked_when_one_engine_stopped() {
 
     // With the default budgets both decide everything: the old wording, no new field, and
     // no third engine.
-    let s = Session::open(Job::new(Inputs::Agent(shop))).unwrap();
+    let s = Session::open(Job::new(Inputs::Agent(shop)), &engines::Z3).unwrap();
     let run = s.verify().unwrap();
     assert!(run.proof.bdd.is_none());
     assert!(run.report.cross_check.as_ref().unwrap().complete());

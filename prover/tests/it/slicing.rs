@@ -8,22 +8,28 @@ use crate::common::random_project;
 use crate::violates_on_whole_system;
 use encoder::ts::slice::groups;
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{EngineRun, Verdict};
-use engines::{bfs, bmc};
+use engines::bmc;
 use ir::Project;
 use proptest::prelude::*;
 use prover::proof::{self, Options};
+use search::bfs;
+use search::verdict::{EngineRun, Verdict};
 use std::time::{Duration, Instant};
 
 fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {
-    proof::system(p, p.settings.session_steps, p.settings.step_limit)
+    proof::system(
+        p,
+        &realise::Z3Values,
+        p.settings.session_steps,
+        p.settings.step_limit,
+    )
 }
 
 /// Both engines per slice, as `prove` runs them.
 fn sliced(p: &Project, ts: &TransitionSystem, obls: &[Obligation]) -> (EngineRun, EngineRun) {
     let o = Options {
         slice: true,
-        ..Options::for_project(p)
+        ..Options::for_project(p, &engines::Z3)
     };
     let deadline = Instant::now() + Duration::from_secs(600);
     let runs = proof::run_per_slice(ts, obls, &o, deadline);

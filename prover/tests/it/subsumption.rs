@@ -9,14 +9,19 @@ use crate::common::{random_project_with, Shapes};
 use crate::violates_on_whole_system;
 use encoder::ts::observe::observers;
 use encoder::ts::{Obligation, TransitionSystem};
-use engines::verdict::{EngineRun, Verdict};
 use ir::Project;
 use proptest::prelude::*;
 use prover::proof::{self, Engines, Options};
+use search::verdict::{EngineRun, Verdict};
 use std::time::{Duration, Instant};
 
 fn system(p: &Project) -> (TransitionSystem, Vec<Obligation>) {
-    proof::system(p, p.settings.session_steps, p.settings.step_limit)
+    proof::system(
+        p,
+        &realise::Z3Values,
+        p.settings.session_steps,
+        p.settings.step_limit,
+    )
 }
 
 /// The BFS as `prove` runs it (with `subsume` as given).
@@ -26,7 +31,7 @@ fn bfs(p: &Project, ts: &TransitionSystem, obls: &[Obligation], subsume: bool) -
         // Subsumption alone: the hidden systems' searches (`hiding.rs`) add states of their own.
         hide: false,
         engines: Engines::Bfs,
-        ..Options::for_project(p)
+        ..Options::for_project(p, &engines::Z3)
     };
     let deadline = Instant::now() + Duration::from_secs(600);
     proof::run_per_slice(ts, obls, &o, deadline)
@@ -39,13 +44,13 @@ fn bfs(p: &Project, ts: &TransitionSystem, obls: &[Obligation], subsume: bool) -
 fn compare(p: &Project, what: &str) -> Result<(usize, usize, u64, u64), String> {
     let (ts, obls) = system(p);
     let observers = observers(&ts, &obls).len();
-    let whole = engines::bfs::run(
+    let whole = search::bfs::run(
         &ts,
         &obls,
-        engines::bfs::BfsBudget {
+        search::bfs::BfsBudget {
             drop_dead: false,
             subsume: false,
-            hide: engines::bfs::Hide::Never,
+            hide: search::bfs::Hide::Never,
             ..Default::default()
         },
     );

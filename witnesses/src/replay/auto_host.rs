@@ -23,8 +23,12 @@ pub enum Host {
 }
 
 /// Replays a witness as [`replay`] does, as a host whose calls carry `origins: "auto"`.
-pub fn replay_as_auto_host(p: &Project, w: &Witness) -> ReplayOutcome {
-    replay_with(p, w, true, &Keys::of(p, w), Host::Auto).0
+pub fn replay_as_auto_host(
+    p: &Project,
+    values: &dyn ir::want::ValueOracle,
+    w: &Witness,
+) -> ReplayOutcome {
+    replay_with(p, values, w, true, &Keys::of(p, w), Host::Auto).0
 }
 
 impl Run<'_> {

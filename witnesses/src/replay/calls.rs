@@ -137,7 +137,7 @@ impl Run<'_> {
             want = Want::invalid_call(t);
         }
         let mut earlier = false;
-        let answer = match realise::realise(&want) {
+        let answer = match self.values.realisable(&want) {
             // A proof that leans on a value this run picked earlier — the arguments an undo
             // binds (the solver's pick at the run it undoes) or a check's `from` value (the
             // stub's result) — proves nothing about the runtime, where the earlier value may
@@ -150,7 +150,7 @@ impl Run<'_> {
                         c.bound = Bound::Free;
                     }
                 }
-                match realise::realise(&loose) {
+                match self.values.realisable(&loose) {
                     Realised::Empty(why) => Realised::Empty(why),
                     _ => {
                         earlier = true;
@@ -166,7 +166,7 @@ impl Run<'_> {
         let args = match answer {
             Realised::Value(v) => v,
             // An unchecked run decides nothing on its arguments: any value stands for them.
-            _ if !checked => realise::instance(t.args.as_ref().unwrap_or(&Value::Null), "4411")
+            _ if !checked => ir::want::instance(t.args.as_ref().unwrap_or(&Value::Null), "4411")
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),

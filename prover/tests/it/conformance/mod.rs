@@ -20,8 +20,7 @@ use crate::common::{random_project_with, Shapes};
 use encoder::ts::lower::{lower, Lowered};
 use encoder::ts::regions::eval_literal;
 use encoder::ts::{CmdId, Label, LabelKind};
-use engines::verdict::Verdict;
-use engines::{bfs, bmc};
+use engines::bmc;
 use explore::Route;
 use explore::{all_runs, random_runs, ConcreteRun, ConcreteStep};
 use ir::graph::NodeKind;
@@ -31,6 +30,8 @@ use ir::vocab::{
     UndoTarget, VarKey,
 };
 use ir::Project;
+use search::bfs;
+use search::verdict::Verdict;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -658,11 +659,13 @@ fn refined_witness_replays(
     let Verdict::Reachable(w) = v else { return };
     let depth = (p.settings.session_steps, p.settings.step_limit);
     let doc = prover::report::witness_doc(p, ts, w, ob, ir::vocab::Engine::Bfs, depth);
-    if witnesses::replay::replay(p, &doc) == witnesses::replay::ReplayOutcome::Reproduced {
+    if witnesses::replay::replay(p, &realise::Z3Values, &doc)
+        == witnesses::replay::ReplayOutcome::Reproduced
+    {
         return;
     }
     f.refined += 1;
-    let r = prover::refine::refine(p, ts, ob, depth, Default::default());
+    let r = prover::refine::refine(p, &realise::Z3Values, ts, ob, depth, Default::default());
     // `not built` proves nothing and keeps the engines' verdict (reachable): no miss, though
     // no witness that replays either; it is counted.
     if let prover::refine::Refined::NotBuilt { .. } = &r {

@@ -468,8 +468,15 @@ impl<'a> Explorer<'a> {
         } else {
             witnesses::replay::UNCHECKED
         };
-        let entry =
-            witnesses::replay::run_entry(&self.p.catalogue, t, call, agent, decided, s.turn);
+        let entry = witnesses::replay::run_entry(
+            &self.p.catalogue,
+            &realise::Z3Values,
+            t,
+            call,
+            agent,
+            decided,
+            s.turn,
+        );
         s.history.push_signed(entry, &self.key);
         s.confirmed.push(confirmed);
         // The history moved on: a held call's token is bound to the old head.

@@ -41,7 +41,8 @@ impl Progress {
         self.bfs_states.store(states as u64, Ordering::Relaxed);
     }
 
-    pub(crate) fn bmc(&self, depth: usize, decided: usize, obligations: usize) {
+    /// The unrolling reached `depth` with `decided` of `obligations` decided.
+    pub fn bmc(&self, depth: usize, decided: usize, obligations: usize) {
         self.bmc_depth.store(depth as u64, Ordering::Relaxed);
         self.bmc_decided.store(decided as u64, Ordering::Relaxed);
         self.obligations
