@@ -118,7 +118,7 @@ fn agentdojo(a: AgentdojoArgs) -> anyhow::Result<u8> {
         }
     );
     Ok(u8::from(b.rows.iter().any(|r| {
-        matches!(r.verdict, prover::tasks::TaskVerdict::Undecided(_))
+        matches!(r.verdict, prover::proof::tasks::TaskVerdict::Undecided(_))
     })))
 }
 

@@ -16,12 +16,12 @@ pub struct DiffArgs {
 
 /// Runs `qls diff`.
 pub fn diff(args: DiffArgs) -> anyhow::Result<u8> {
-    let read = |p: &PathBuf| -> anyhow::Result<prover::triage::Baseline> {
+    let read = |p: &PathBuf| -> anyhow::Result<prover::report::triage::Baseline> {
         let name = p.display().to_string();
         let text = readers::read_text(p, &name)?;
         Ok(readers::suppress::read_baseline(&name, &text)?)
     };
-    let d = prover::triage::diff(&read(&args.old)?, &read(&args.new)?);
+    let d = prover::report::triage::diff(&read(&args.old)?, &read(&args.new)?);
     print!("{}", d.text());
     Ok(if d.appeared.is_empty() { 0 } else { 1 })
 }

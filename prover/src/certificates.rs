@@ -11,14 +11,16 @@
 //! k-induction closes it again here (`Smt::induction_certificate`). Left without one,
 //! and said so: an obligation the concrete search settled (`refine`: the system reaches it,
 //! the runtime does not), and one only the BFS fixpoint, Spacer or the BDD fixpoint proved
-//! for any length, whose evidence is not written yet.
+//! for any length, whose evidence is not written yet. A task's verdict (an attack goal
+//! blocked, a user task impossible, SPEC §1.5) is certified the same way, on the task's own
+//! system: its monitor composed with the inputs, as `tasks.rs` asked the engines.
 
 use crate::proof::{Outcome, Proof};
+use encoder::ts::{Obligation, TransitionSystem};
 use ir::vocab::Engine;
 use rayon::prelude::*;
-use search::smt::InductionBudget;
-use search::smt::{Certificate, Kind};
-use search::verdict::Verdict;
+use search::smt::{Certificate, InductionBudget, Kind, Smt};
+use search::verdict::{Verdict, VerdictWord};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -101,23 +103,94 @@ fn deciders(x: &Outcome) -> Vec<Engine> {
     .collect()
 }
 
-/// The certificate of one unreachable outcome, or why there is none.
-fn certify(proof: &Proof, x: &Outcome, budget: &InductionBudget) -> Result<Certificate, String> {
-    if x.refined.is_some() {
+/// One unreachable verdict to certify: an obligation of the proof's system, or a task's query
+/// on the task's own system (the task's monitor composed with the lowered inputs).
+struct Todo<'a> {
+    /// The obligation (a task's query is one too).
+    obligation: &'a Obligation,
+    /// The system it speaks of.
+    ts: &'a TransitionSystem,
+    /// The verdict.
+    verdict: &'a Verdict,
+    /// The engines whose verdict was unreachable.
+    decided_by: Vec<Engine>,
+    /// Settled by refinement's concrete search, not by an engine's proof.
+    refined: bool,
+}
+
+/// Every unreachable verdict of `proof`, in the report's order: the obligations, then each
+/// task's queries (the main one, then the one with a person).
+fn todo(proof: &Proof) -> Vec<Todo<'_>> {
+    let mut out: Vec<Todo<'_>> = proof
+        .outcomes
+        .iter()
+        .filter(|x| unreachable(&x.verdict))
+        .map(|x| Todo {
+            obligation: &x.obligation,
+            ts: &proof.ts,
+            verdict: &x.verdict,
+            decided_by: deciders(x),
+            refined: x.refined.is_some(),
+        })
+        .collect();
+    for t in &proof.tasks {
+        for asked in std::iter::once(&t.main).chain(t.with_person.as_ref()) {
+            let Some((ts, ob)) = asked
+                .evidence
+                .as_ref()
+                .filter(|_| unreachable(&asked.verdict))
+            else {
+                continue;
+            };
+            let said = [
+                (Engine::Bfs, asked.bfs),
+                (Engine::Bmc, asked.bmc),
+                (Engine::Bdd, asked.bdd),
+            ];
+            out.push(Todo {
+                obligation: ob,
+                ts,
+                verdict: &asked.verdict,
+                decided_by: said
+                    .into_iter()
+                    .filter(|(_, w)| {
+                        matches!(
+                            w,
+                            VerdictWord::Unreachable | VerdictWord::UnreachableAnyLength
+                        )
+                    })
+                    .map(|(e, _)| e)
+                    .collect(),
+                refined: false,
+            });
+        }
+    }
+    out
+}
+
+fn unreachable(v: &Verdict) -> bool {
+    matches!(
+        v,
+        Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_)
+    )
+}
+
+/// The certificate of one unreachable verdict, or why there is none.
+fn certify(smt: &dyn Smt, x: &Todo<'_>, budget: &InductionBudget) -> Result<Certificate, String> {
+    if x.refined {
         return Err(
             "settled by the concrete search along the runtime (the system reaches it; no \
                     run of the runtime does): that search's evidence is not an SMT certificate"
                 .into(),
         );
     }
-    let ts = &proof.ts;
-    match &x.verdict {
+    let ts = x.ts;
+    match x.verdict {
         Verdict::Unreachable { depth } if !ts.has_batches() => {
-            Ok(proof.smt.unrolling_certificate(ts, &x.obligation, *depth))
+            Ok(smt.unrolling_certificate(ts, x.obligation, *depth))
         }
-        Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => proof
-            .smt
-            .induction_certificate(ts, &x.obligation, budget)
+        Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => smt
+            .induction_certificate(ts, x.obligation, budget)
             .ok_or_else(|| {
                 "Z3's k-induction does not close it within the budget: the engine that decided \
                  it (the BFS or BDD fixpoint, or Spacer) keeps evidence not written yet"
@@ -149,27 +222,17 @@ pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Wr
     let deadline = Instant::now() + timeout;
     let mut budget = InductionBudget::default();
     budget.bounded.deadline = Some(deadline);
-    let todo: Vec<(usize, &Outcome)> = proof
-        .outcomes
-        .iter()
-        .filter(|x| {
-            matches!(
-                x.verdict,
-                Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_)
-            )
-        })
-        .enumerate()
-        .collect();
+    let todo: Vec<(usize, Todo<'_>)> = todo(proof).into_iter().enumerate().collect();
     let made: Vec<Result<Certificate, String>> = todo
         .par_iter()
-        .map(|(_, x)| certify(proof, x, &budget))
+        .map(|(_, x)| certify(proof.smt, x, &budget))
         .collect();
     let mut entries = Vec::new();
     let mut counts = Written::default();
     for ((i, x), made) in todo.into_iter().zip(made) {
         let mut e = Entry {
             obligation: x.obligation.id.to_string(),
-            decided_by: deciders(x),
+            decided_by: x.decided_by,
             file: None,
             kind: None,
             depth: None,
@@ -203,8 +266,9 @@ pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Wr
     }
     let index = Index {
         format: FORMAT.into(),
-        system: "the lowered transition system of the inputs (SPEC §3) after qls's reductions; \
-                 the lowering is trusted, the certificates check the system"
+        system: "the lowered transition system of the inputs (SPEC §3) after qls's reductions, \
+                 and for a task's query (an obligation `QG024:…`/`QG025:…`) the task's monitor \
+                 composed with it; the lowering is trusted, the certificates check the system"
             .into(),
         certificates: entries,
     };

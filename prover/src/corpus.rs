@@ -7,7 +7,8 @@
 //! path is removed from every file name, and neither report holds a clock. Only
 //! [`CaseResult::ms`] is a wall-clock figure, and only `qls corpus` prints it.
 
-use crate::job::{GraphInputs, Inputs, Job};
+pub use crate::job::CaseSpec;
+use crate::job::{Inputs, Job};
 use crate::print;
 use crate::proof::Proof;
 use crate::report::Report;
@@ -20,95 +21,6 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// How a case calls `verify`: `case.json` (optional for an `agent.yaml` case).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CaseSpec {
-    /// A `qls-graph/1` file, relative to the case folder (else the case is `agent.yaml`).
-    pub graph: Option<String>,
-    /// The catalogue for a graph case.
-    pub catalogue: Option<String>,
-    /// The rulebook for a graph case.
-    pub rulebook: Option<String>,
-    /// An `agent.yaml` whose settings apply to a graph case.
-    pub settings: Option<String>,
-    /// Turns to prove (default: the settings' `session_steps`).
-    pub session_steps: Option<u32>,
-    /// Steps per turn (default: the settings' `step_limit`).
-    pub step_limit: Option<u32>,
-    /// For a graph in LangGraph's own JSON: its model nodes and named tools nodes
-    /// (`--model-node`, `--tools-node`).
-    pub langgraph: readers::langgraph::Options,
-    /// `--dependencies` files, relative to the case folder.
-    pub dependencies: Vec<String>,
-    /// A tasks file in the case folder (as `--tasks`; SPEC §1.5): a graph case's only way to
-    /// have tasks.
-    pub tasks: Option<String>,
-}
-
-impl CaseSpec {
-    /// Reads `case.json`; a missing file is the default (an `agent.yaml` case).
-    pub fn read(dir: &Path) -> Result<CaseSpec, String> {
-        let path = dir.join("case.json");
-        if !path.exists() {
-            return Ok(CaseSpec::default());
-        }
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("case.json: {e}"))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| format!("case.json: {e}"))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| "case.json: expected an object".to_string())?;
-        let mut spec = CaseSpec::default();
-        for (k, val) in obj {
-            match k.as_str() {
-                "graph" => spec.graph = string_or_null(k, val)?,
-                "catalogue" => spec.catalogue = string_or_null(k, val)?,
-                "rulebook" => spec.rulebook = string_or_null(k, val)?,
-                "settings" => spec.settings = string_or_null(k, val)?,
-                "tasks" => spec.tasks = string_or_null(k, val)?,
-                "session_steps" => spec.session_steps = positive_or_null(k, val)?,
-                "step_limit" => spec.step_limit = positive_or_null(k, val)?,
-                "dependencies" => {
-                    spec.dependencies = strings(val)
-                        .ok_or_else(|| format!("case.json: `{k}` must be a list of file names"))?
-                }
-                "model_nodes" => {
-                    spec.langgraph.model_nodes = strings(val)
-                        .ok_or_else(|| format!("case.json: `{k}` must be a list of node ids"))?
-                }
-                "tools_nodes" => {
-                    let bad = || format!("case.json: `{k}` must map node ids to lists of tools");
-                    for (node, tools) in val.as_object().ok_or_else(bad)? {
-                        let tools = strings(tools).ok_or_else(bad)?;
-                        spec.langgraph.tools_nodes.insert(node.clone(), tools);
-                    }
-                }
-                other => return Err(format!("case.json: unknown key `{other}`")),
-            }
-        }
-        if spec.graph.is_some() && spec.catalogue.is_none() {
-            return Err("case.json: a graph case needs `catalogue`".into());
-        }
-        Ok(spec)
-    }
-
-    /// The inputs the case names, in its folder `dir`: its graph with its files, else its
-    /// `agent.yaml`.
-    pub fn inputs(&self, dir: &Path) -> Inputs {
-        let at = |rel: &Option<String>| rel.as_ref().map(|r| dir.join(r));
-        match &self.graph {
-            Some(g) => Inputs::Graph(GraphInputs {
-                graph: dir.join(g),
-                name: g.clone(),
-                catalogues: vec![dir.join(self.catalogue.as_deref().unwrap_or_default())],
-                rulebook: at(&self.rulebook),
-                settings: at(&self.settings),
-                langgraph: self.langgraph.clone(),
-            }),
-            None => Inputs::Agent(dir.join("agent.yaml")),
-        }
-    }
-}
 
 /// What a case proves to: `expected.json`, or what the tool said, in the same shape.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -320,39 +232,6 @@ fn push_members(
     }
     s.push(brackets.1);
     s.push_str(",\n");
-}
-
-/// `case.json`'s value `val` of key `k` as a file name (`null`: none).
-fn string_or_null(k: &str, val: &Value) -> Result<Option<String>, String> {
-    match val {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(s.clone())),
-        _ => Err(format!("case.json: `{k}` must be a string or null")),
-    }
-}
-
-/// `case.json`'s value `val` of key `k` as a depth: a positive integer that fits a `u32`
-/// (`null`: the settings' own).
-fn positive_or_null(k: &str, val: &Value) -> Result<Option<u32>, String> {
-    match val {
-        Value::Null => Ok(None),
-        Value::Number(n) => n
-            .as_u64()
-            .filter(|n| (1..=u32::MAX as u64).contains(n))
-            .map(|n| Some(n as u32))
-            .ok_or_else(|| format!("case.json: `{k}` must be a positive integer")),
-        _ => Err(format!(
-            "case.json: `{k}` must be a positive integer or null"
-        )),
-    }
-}
-
-/// A JSON list of strings; `None` when `val` is anything else.
-fn strings(val: &Value) -> Option<Vec<String>> {
-    val.as_array()?
-        .iter()
-        .map(|x| x.as_str().map(String::from))
-        .collect()
 }
 
 /// The outcome of one case.

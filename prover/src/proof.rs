@@ -17,6 +17,8 @@ use search::{bdd, bfs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+pub mod tasks;
+
 /// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults
 /// and the engines' `Default`s read them).
 pub mod defaults {
@@ -181,7 +183,7 @@ pub struct Proof {
     /// says the proof did not run (SPEC §3 Nothing is proved silently less) and the gate fails.
     pub not_run: Option<String>,
     /// Per task of the project (SPEC §1.5), in declaration order: empty when no proof ran.
-    pub tasks: Vec<crate::tasks::TaskOutcome>,
+    pub tasks: Vec<crate::proof::tasks::TaskOutcome>,
     /// The SMT engines and value solver it was proved with (`Options::smt`): replay and the
     /// certificates ask the same.
     pub smt: &'static dyn Smt,
@@ -654,7 +656,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         if Instant::now() >= deadline {
             return false;
         }
-        let doc = crate::report::witness_doc(p, &ts, w, ob, ir::vocab::Engine::Bfs, depth);
+        let doc = crate::dress::witness_doc(p, &ts, w, ob, ir::vocab::Engine::Bfs, depth);
         let ok = replayer.replay(&doc) == witnesses::replay::ReplayOutcome::Reproduced;
         if ok {
             replayed[i].store(true, Ordering::Relaxed);
@@ -694,7 +696,7 @@ pub fn prove(p: &Project, o: &Options) -> Proof {
         keep_evidence(x);
     }
     // The tasks after the obligations, within what is left of the same deadline.
-    let tasks = crate::tasks::prove_tasks(p, o, deadline);
+    let tasks = crate::proof::tasks::prove_tasks(p, o, deadline);
     Proof {
         ts,
         outcomes,
@@ -746,8 +748,7 @@ fn refine_unreplayed(
             );
             continue;
         }
-        let doc =
-            crate::report::witness_doc(p, ts, w, &x.obligation, ir::vocab::Engine::Bfs, depth);
+        let doc = crate::dress::witness_doc(p, ts, w, &x.obligation, ir::vocab::Engine::Bfs, depth);
         if replayer.replay(&doc) == witnesses::replay::ReplayOutcome::Reproduced {
             continue;
         }
@@ -989,7 +990,7 @@ mod tests {
                 continue;
             };
             let depth = (o.session_steps, o.step_limit);
-            let doc = crate::report::witness_doc(
+            let doc = crate::dress::witness_doc(
                 &p,
                 &proof.ts,
                 w,

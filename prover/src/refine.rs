@@ -131,7 +131,7 @@ pub fn refine(
         };
     }
     let any = depth.0 == SessionSteps::Any;
-    let mut header = crate::report::witness_doc(
+    let mut header = crate::dress::witness_doc(
         p,
         ts,
         &RawWitness { steps: vec![] },
@@ -184,7 +184,7 @@ pub fn refine(
                     choices: ch,
                 };
                 let hit = violates(ts, ob, cid, s, &raw.choices);
-                let st = crate::report::witness_step(ts, &raw, turn, any);
+                let st = crate::dress::witness_step(ts, &raw, turn, any);
                 let taking = run.take(&st, hit);
                 if let Some(why) = taking.not_built {
                     not_built.get_or_insert(why);
@@ -192,14 +192,8 @@ pub fn refine(
                 for taken in taking.taken {
                     if taken.violates {
                         let w = path(&nodes, *ni, raw.clone());
-                        let doc = crate::report::witness_doc(
-                            p,
-                            ts,
-                            &w,
-                            ob,
-                            ir::vocab::Engine::Bfs,
-                            depth,
-                        );
+                        let doc =
+                            crate::dress::witness_doc(p, ts, &w, ob, ir::vocab::Engine::Bfs, depth);
                         if replay(p, values, &doc) == ReplayOutcome::Reproduced {
                             return Refined::Reproduced(w);
                         }

@@ -8,6 +8,18 @@
 
 pub mod shown;
 pub mod tasks;
+pub mod triage;
+
+/// The report's renderings (`print::render`), as a job asks for one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The text layout.
+    Text,
+    /// `qls-findings/1`.
+    Json,
+    /// SARIF 2.1.0.
+    Sarif,
+}
 
 /// The types the report's fields are made of, named here so that a printer imports the report
 /// alone (`architecture::the_printers_read_only_the_report`).
@@ -21,8 +33,9 @@ pub mod types {
     pub use search::verdict::{AnyLength, StopReason};
 }
 
+use crate::dress::witness_doc;
 use crate::proof::{Engines, Proof};
-use crate::triage::Baseline;
+use crate::report::triage::Baseline;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::suppress::Date;
@@ -31,7 +44,7 @@ use ir::{Loc, Project};
 use obligations::catalog::{Catalogued, Rule};
 use obligations::lints::Lint;
 use obligations::rules::cross_check;
-use search::verdict::{RawStep, RawWitness, StopReason, Verdict, VerdictWord};
+use search::verdict::{RawWitness, StopReason, Verdict, VerdictWord};
 use std::collections::BTreeMap;
 use std::path::Path;
 use witnesses::replay::ReplayOutcome;
@@ -490,10 +503,10 @@ pub fn findings(p: &Project, proof: &Proof, rq: &Request) -> Report {
         tasks: task_list,
         tasks_line,
     };
-    crate::triage::apply_suppressions(&mut r, p, rq.today);
+    crate::report::triage::apply_suppressions(&mut r, p, rq.today);
     fingerprint_and_order(&mut r, &proof.ts);
     if let Some(b) = rq.baseline {
-        crate::triage::apply_baseline(&mut r, b);
+        crate::report::triage::apply_baseline(&mut r, b);
     }
     decide_gate(&mut r);
     r
@@ -764,7 +777,7 @@ fn severity_rank(r: &Rule) -> ir::vocab::Severity {
 /// subject, and twins (one rule at several places of a subject) told apart by their rank.
 fn fingerprint_and_order(r: &mut Report, ts: &TransitionSystem) {
     for f in r.findings.iter_mut() {
-        f.fingerprint = crate::triage::fingerprint(f, ts);
+        f.fingerprint = crate::report::triage::fingerprint(f, ts);
     }
     r.findings.sort_by(|a, b| {
         (severity_rank(a.rule), a.rule.id, &a.at, &a.subject).cmp(&(
@@ -774,7 +787,7 @@ fn fingerprint_and_order(r: &mut Report, ts: &TransitionSystem) {
             &b.subject,
         ))
     });
-    crate::triage::separate_twins(&mut r.findings);
+    crate::report::triage::separate_twins(&mut r.findings);
 }
 
 /// **The one place the gate is decided**: it fails on a *new* finding of a gate-failing rule, on
@@ -900,97 +913,6 @@ fn engines_sentence(proof: &Proof) -> String {
     }
     s.push('.');
     s
-}
-
-/// One step of a witness as `qls-witness/1` writes it: the command's label, the choices it
-/// reads, and the state after it (`turn` is the step's turn counted on its path; on a `looping`
-/// system, which has no turn counter, the recorded turn is that count).
-pub fn witness_step(
-    ts: &TransitionSystem,
-    st: &RawStep,
-    turn: u32,
-    looping: bool,
-) -> witnesses::witness::WitnessStep {
-    let c = ts.command(st.cmd);
-    let choices = c
-        .choices
-        .iter()
-        .map(|ch| {
-            (
-                ts.choices[ch.0 as usize].name.clone(),
-                ts.choices[ch.0 as usize].show(st.choices[ch.0 as usize]),
-            )
-        })
-        .collect();
-    let after = ts.apply(c, &st.state, &st.choices);
-    let mut state: indexmap::IndexMap<String, String> = ts.show_state(&after).into_iter().collect();
-    if looping {
-        // The looping system has no turn counter; the replayed session has one: the
-        // turn after the step, counted on the path.
-        let ended = after[ts.step_var.0 as usize] == 0;
-        let name = &ts.vars[ts.turn_var.0 as usize].name;
-        if let Some(v) = state.get_mut(name) {
-            *v = (turn + ended as u32).to_string();
-        }
-    }
-    witnesses::witness::WitnessStep {
-        turn,
-        step: st.state[ts.step_var.0 as usize],
-        node: c.label.node.clone(),
-        label: c.label.clone(),
-        choices,
-        state,
-    }
-}
-
-/// Dresses a raw witness as `qls-witness/1`: per step the node, label, the choices the command
-/// read (by name, with their values) and the state after the step.
-pub fn witness_doc(
-    p: &Project,
-    ts: &TransitionSystem,
-    raw: &RawWitness,
-    obligation: &encoder::ts::Obligation,
-    engine: Engine,
-    depth: (SessionSteps, u32),
-) -> witnesses::witness::Witness {
-    use witnesses::witness::{Witness, FORMAT};
-    let looping = depth.0 == SessionSteps::Any;
-    let turns = raw.turn_of_steps(ts);
-    let steps = raw
-        .steps
-        .iter()
-        .zip(&turns)
-        .map(|(st, turn)| witness_step(ts, st, *turn, looping))
-        .collect();
-    // A witness of a session of any length is replayed as a bounded session of the turns it
-    // spans, one more when its last step ends a turn (so that turn's end starts the next turn,
-    // as in the looping system, instead of ending the session).
-    let session_steps = match depth.0 {
-        SessionSteps::Turns(n) => n,
-        SessionSteps::Any => {
-            let ends_turn = raw.steps.last().is_some_and(|st| {
-                let after = ts.apply(ts.command(st.cmd), &st.state, &st.choices);
-                after[ts.step_var.0 as usize] == 0
-            });
-            raw.turns(ts).max(1) + ends_turn as u32
-        }
-    };
-    Witness {
-        format: FORMAT.into(),
-        obligation: obligation.id.clone(),
-        rule: obligation.rule.to_string(),
-        subject: obligation.subject.clone(),
-        engine,
-        depth: raw.depth(),
-        session_steps,
-        step_limit: depth.1,
-        inputs: p
-            .inputs
-            .iter()
-            .map(|i| (i.file.clone(), i.sha256.clone()))
-            .collect(),
-        steps,
-    }
 }
 
 /// The engine whose witness a finding shows: BFS when it found one (deterministic), else the

@@ -8,8 +8,8 @@
 
 use crate::job::{Inputs, Job};
 use crate::proof::{prove, Options, Proof};
+use crate::report::triage::Baseline;
 use crate::report::{self, Report, Request};
-use crate::triage::Baseline;
 use encoder::ts::{Obligation, TransitionSystem};
 use ir::agent::SessionSteps;
 use ir::{InputError, Project};
@@ -80,7 +80,7 @@ pub struct Loaded {
     /// The graph reader's notes, then the catalogue readers'.
     pub notes: Vec<Note>,
     /// A corpus case's `case.json` (its depth is the job's default).
-    pub case: Option<crate::corpus::CaseSpec>,
+    pub case: Option<crate::job::CaseSpec>,
 }
 
 /// Reads the inputs and the `--dependencies` files: **the one place a project is loaded**
@@ -181,7 +181,7 @@ fn load_inputs(inputs: &Inputs, code_checks: bool) -> Result<Loaded, SessionErro
                 dir: dir.clone(),
                 message,
             };
-            let spec = crate::corpus::CaseSpec::read(dir).map_err(case)?;
+            let spec = crate::job::CaseSpec::read(dir).map_err(case)?;
             let deps: Vec<std::path::PathBuf> =
                 spec.dependencies.iter().map(|d| dir.join(d)).collect();
             let mut loaded = load_with(&spec.inputs(dir), &deps, code_checks)
@@ -354,13 +354,13 @@ impl Session {
         &self,
         tasks: Vec<ir::task::Task>,
         session_steps: SessionSteps,
-    ) -> Vec<crate::tasks::TaskOutcome> {
+    ) -> Vec<crate::proof::tasks::TaskOutcome> {
         let mut p = self.project().clone();
         p.tasks = tasks.into_iter().map(|t| (t.name.clone(), t)).collect();
         let mut o = self.options.clone();
         o.session_steps = session_steps;
         let deadline = std::time::Instant::now() + o.timeout;
-        self.install(|| crate::tasks::prove_tasks(&p, &o, deadline))
+        self.install(|| crate::proof::tasks::prove_tasks(&p, &o, deadline))
     }
 
     /// The SMT engines and value solver the session proves with.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,25 @@ def test_one_flipped_bit_fails_the_certificate_even_with_a_forged_hash(tmp_path:
     assert p.returncode == 1, p.stdout + p.stderr
     line = next(x for x in p.stdout.splitlines() if entries[0]["file"] in x)
     assert line.startswith("REJECTED") and "cvc5:" in line and "changed" not in line, line
+
+
+def test_a_task_verdict_is_certified_on_the_tasks_own_system(tmp_path: Path) -> None:
+    # An attack goal blocked and a user task impossible (SPEC §1.5) rest on the engines'
+    # unreachable answer about the task's monitor composed with the inputs: each gets a
+    # certificate of that system, which cvc5 accepts.
+    cases = tmp_path / "cases"
+    shutil.copytree(ROOT / "corpus" / "tasks-handoff-guarded", cases / "guarded")
+    out = tmp_path / "certs"
+    p = subprocess.run([qls_bin(), "corpus", str(cases), "--certificates", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    expected = json.loads((cases / "guarded" / "expected.json").read_text())
+    shut = [t for t, v in expected["tasks"].items() if v in ("blocked", "impossible")]
+    entries = index(out / "guarded")["certificates"]
+    tasks = [e for e in entries if e["obligation"].split(":")[0] in ("QG024", "QG025")]
+    for name in shut:
+        mine = [e for e in tasks if name in e["obligation"]]
+        assert mine and all(e["file"] and e["decided_by"] for e in mine), (name, tasks)
+    c = certify(out / "guarded")
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert f"{len(entries)} accepted, 0 rejected" in c.stdout, c.stdout

@@ -4,7 +4,7 @@
 //!
 //! Per suite and policy it writes the qls inputs (`inputs.rs`) so a reader can inspect them,
 //! loads them as any command does (`session::load`), decides every task with
-//! [`crate::tasks::prove_task`] — all of them, every suite and policy, in one rayon pool, each
+//! [`crate::proof::tasks::prove_task`] — all of them, every suite and policy, in one rayon pool, each
 //! at the depth its calls need — and tabulates the verdicts (`table.rs`). The `repaired` policy
 //! is what `crate::repair::repair` finds on the `provenance` inputs with the user tasks kept and
 //! the goals as findings. Nothing here prints.
@@ -13,9 +13,9 @@ pub mod inputs;
 pub mod table;
 
 use crate::job::{GraphInputs, Inputs, Job};
+use crate::proof::tasks::{prove_task, TaskOutcome, TaskVerdict};
 use crate::proof::Options as ProofOptions;
 use crate::session::{self, Session, SessionError};
-use crate::tasks::{prove_task, TaskOutcome, TaskVerdict};
 use inputs::{Spec, Suite, Suites};
 use ir::agent::SessionSteps;
 use rayon::prelude::*;
@@ -401,7 +401,7 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Str
 }
 
 /// The engines' words on a query.
-fn words(a: &crate::tasks::Asked) -> BTreeMap<String, String> {
+fn words(a: &crate::proof::tasks::Asked) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("bfs".to_string(), a.bfs.to_string()),
         ("bmc".to_string(), a.bmc.to_string()),

@@ -5,7 +5,7 @@
 //! the published defences' points. Every number is a count of rows; nothing is estimated.
 
 use super::{Bench, Row};
-use crate::tasks::TaskVerdict;
+use crate::proof::tasks::TaskVerdict;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 

@@ -14,16 +14,7 @@ pub use text::{summary_line, text, witness_path};
 
 use crate::report::Report;
 
-/// The report formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// The text layout.
-    Text,
-    /// `qls-findings/1`.
-    Json,
-    /// SARIF 2.1.0.
-    Sarif,
-}
+pub use crate::report::Format;
 
 /// The report in `format`. `rules_uri` is where docs/rules.md is published (SARIF's `helpUri`).
 pub fn render(format: Format, r: &Report, rules_uri: Option<&str>) -> String {

@@ -8,8 +8,8 @@
 //! kind (`search.rs`): no witness says which change broke it, and a change only removes runs,
 //! so the clause it teaches is *not all of the set* (every superset breaks it too).
 
+use crate::proof::tasks::TaskOutcome;
 use crate::report::tasks::{TaskShown, TaskVerdict};
-use crate::tasks::TaskOutcome;
 use indexmap::IndexMap;
 use ir::agent::SessionSteps;
 use ir::task::{Person, Task, TaskCall};

@@ -84,7 +84,7 @@ impl Files {
         let mut dependencies = job.dependencies.clone();
         let (root, inner) = match inputs {
             Inputs::Case(dir) => {
-                let spec = crate::corpus::CaseSpec::read(dir).map_err(RepairError::Io)?;
+                let spec = crate::job::CaseSpec::read(dir).map_err(RepairError::Io)?;
                 dependencies.extend(spec.dependencies.iter().map(|d| dir.join(d)));
                 (dir.clone(), spec.inputs(dir))
             }

@@ -5,9 +5,9 @@
 //! made here from this data, so the printers only show it.
 
 use super::{Finding, VerdictWord};
+use crate::proof::tasks::TaskOutcome;
+pub use crate::proof::tasks::{Blocking, TaskVerdict};
 use crate::proof::Proof;
-use crate::tasks::TaskOutcome;
-pub use crate::tasks::{Blocking, TaskVerdict};
 use ir::task::Person;
 use ir::vocab::Engine;
 use ir::{Loc, Project};

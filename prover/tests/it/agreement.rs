@@ -30,7 +30,7 @@ pub(crate) fn walks(
         .map(|_| random_walk(&l.ts, &mut r))
         .filter(|w| !w.steps.is_empty())
         .map(|w| {
-            prover::report::witness_doc(
+            prover::dress::witness_doc(
                 &p,
                 &l.ts,
                 &w,
@@ -223,7 +223,7 @@ fn project_witnesses_replay(p: &ir::Project, seed: u64) -> Result<(), String> {
     let obls = obligations::reach::obligations(p, &l);
     let depth = (p.settings.session_steps, p.settings.step_limit);
     let doc = |o: &Obligation, w: &RawWitness| {
-        prover::report::witness_doc(p, &l.ts, w, o, ir::vocab::Engine::Bfs, depth)
+        prover::dress::witness_doc(p, &l.ts, w, o, ir::vocab::Engine::Bfs, depth)
     };
     // The search keeps, per obligation, the first witness that replays (the engine's own
     // safety net, `bfs::run_accepting`); what is left below is a witness none of whose
@@ -377,7 +377,7 @@ fn a_corrupted_witness_is_not_reproduced_at_the_right_step() {
             if o.inverted || w.steps.len() < 3 {
                 continue;
             }
-            let doc = prover::report::witness_doc(
+            let doc = prover::dress::witness_doc(
                 &p,
                 &l.ts,
                 w,
@@ -416,7 +416,7 @@ fn the_walks_exercise_every_kind_of_decision() {
         let mut r = Rng(seed | 1);
         for _ in 0..4 {
             let w = random_walk(&l.ts, &mut r);
-            let doc = prover::report::witness_doc(
+            let doc = prover::dress::witness_doc(
                 &p,
                 &l.ts,
                 &w,
@@ -474,7 +474,7 @@ fn a_witness_with_a_changed_choice_is_not_reproduced_at_that_step() {
             if o.inverted {
                 continue;
             }
-            let doc = prover::report::witness_doc(
+            let doc = prover::dress::witness_doc(
                 &p,
                 &l.ts,
                 w,
@@ -547,7 +547,7 @@ fn under_any_length_a_finding_is_reported_only_with_a_witness_that_replays() {
             }
         }
         if let Verdict::Reachable(w) = &x.verdict {
-            let doc = prover::report::witness_doc(
+            let doc = prover::dress::witness_doc(
                 &p,
                 &proof.ts,
                 w,
@@ -594,7 +594,7 @@ fn under_any_length_refinement_that_finds_no_real_run_leaves_the_obligation_unde
     let Verdict::Reachable(w) = &engines else {
         panic!("QG011:t1 is reachable in the system: {engines:?}")
     };
-    let doc = prover::report::witness_doc(&p, &l.ts, w, &obls[i], ir::vocab::Engine::Bfs, depth);
+    let doc = prover::dress::witness_doc(&p, &l.ts, w, &obls[i], ir::vocab::Engine::Bfs, depth);
     assert_ne!(
         replay(&p, &realise::Z3Values, &doc),
         ReplayOutcome::Reproduced
@@ -700,7 +700,7 @@ fn every_witness_replays_as_an_auto_host_or_is_not_built() {
         let obls = obligations::reach::obligations(&p, &l);
         let depth = (p.settings.session_steps, p.settings.step_limit);
         let doc = |o: &Obligation, w: &RawWitness| {
-            prover::report::witness_doc(&p, &l.ts, w, o, ir::vocab::Engine::Bfs, depth)
+            prover::dress::witness_doc(&p, &l.ts, w, o, ir::vocab::Engine::Bfs, depth)
         };
         let accept = |i: usize, w: &RawWitness| {
             obls[i].inverted

@@ -812,3 +812,68 @@ fn the_printers_read_only_the_report() {
         }
     }
 }
+
+/// The prover's top-level modules (`proof`, `report`, `session`, …: a file `src/x.rs` with its
+/// folder `src/x/`) and the other top-level modules each names as `crate::…` outside comments and
+/// its inline tests.
+fn prover_module_imports() -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut imports: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for (file, code) in sources("prover/src") {
+        let rel = file.trim_start_matches("prover/src/");
+        let top = rel
+            .split('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".rs")
+            .to_string();
+        if top == "lib" {
+            continue;
+        }
+        let named = imports.entry(top.clone()).or_default();
+        for line in code_lines(&code) {
+            for (i, _) in line.match_indices("crate::") {
+                let name: String = line[i + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != top {
+                    named.insert(name);
+                }
+            }
+        }
+    }
+    imports
+}
+
+#[test]
+fn no_circle_spans_the_prover_s_modules() {
+    // Issue 50: the prover's stages import one way — a module that another reaches never
+    // reaches it back (the proof does not dress witnesses through the report, `dress.rs`; a
+    // case's `case.json` is the job's, not the corpus runner's; the tasks are part of the proof
+    // and the baseline part of the report).
+    let imports = prover_module_imports();
+    let reaches = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_string()];
+        while let Some(m) = todo.pop() {
+            for n in imports.get(&m).into_iter().flatten() {
+                if seen.insert(n.clone()) {
+                    todo.push(n.clone());
+                }
+            }
+        }
+        seen
+    };
+    assert!(
+        imports.len() > 10,
+        "the scan found the modules: {imports:?}"
+    );
+    for (m, named) in &imports {
+        for n in named {
+            assert!(
+                !reaches(n).contains(m),
+                "prover's `{m}` imports `{n}`, which reaches `{m}` back: a circle"
+            );
+        }
+    }
+}

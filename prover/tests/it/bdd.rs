@@ -101,7 +101,7 @@ fn bdd_witnesses_replay_as_the_bfs_shortest_ones_do() {
                     reachable += 1;
                     depths.push(w.depth());
                     let replays = |w| {
-                        let doc = prover::report::witness_doc(
+                        let doc = prover::dress::witness_doc(
                             &p,
                             &ts,
                             w,

@@ -658,7 +658,7 @@ fn refined_witness_replays(
 ) {
     let Verdict::Reachable(w) = v else { return };
     let depth = (p.settings.session_steps, p.settings.step_limit);
-    let doc = prover::report::witness_doc(p, ts, w, ob, ir::vocab::Engine::Bfs, depth);
+    let doc = prover::dress::witness_doc(p, ts, w, ob, ir::vocab::Engine::Bfs, depth);
     if witnesses::replay::replay(p, &realise::Z3Values, &doc)
         == witnesses::replay::ReplayOutcome::Reproduced
     {

@@ -21,6 +21,7 @@ use ir::task::{Person, Task};
 use ir::vocab::{Engine, RuleId};
 use ir::Project;
 use search::verdict::{RawWitness, StopReason, Verdict, VerdictWord};
+use std::sync::Arc;
 use std::time::Instant;
 use witnesses::replay::ReplayOutcome;
 use witnesses::task::{replay_calls, replay_task, TaskReplay};
@@ -90,6 +91,9 @@ pub struct Asked {
     pub witness: Option<(Witness, TaskReplay)>,
     /// States the BFS stored.
     pub states: u64,
+    /// For an unreachable verdict: the query's system and obligation, the evidence
+    /// `--certificates` writes (`certificates::write`).
+    pub evidence: Option<(Arc<TransitionSystem>, Obligation)>,
 }
 
 /// A task's outcome.
@@ -200,6 +204,7 @@ impl Ctx<'_> {
         };
         let runs = run_engines(&ts, &obls, &self.o, self.deadline, Some(&replays));
         let states = runs.bfs.as_ref().map(|r| r.cost.states).unwrap_or(0);
+        let kept = std::cell::OnceCell::new();
         (0..obls.len())
             .map(|i| {
                 let Decided {
@@ -255,7 +260,13 @@ impl Ctx<'_> {
                     (Engine::Bmc, mv.as_ref()),
                     (Engine::Bdd, dv.as_ref()),
                 ]);
+                // One copy of the query's system for all its unreachable answers.
+                let evidence = unreachable(&verdict).then(|| {
+                    let shared = kept.get_or_init(|| Arc::new(ts.clone()));
+                    (shared.clone(), obls[i].clone())
+                });
                 Asked {
+                    evidence,
                     bfs: VerdictWord::of(bv.as_ref()),
                     bmc: VerdictWord::of(mv.as_ref()),
                     bdd: VerdictWord::of(dv.as_ref()),
@@ -277,7 +288,7 @@ impl Ctx<'_> {
         engine: Engine,
         depth: (SessionSteps, u32),
     ) -> Witness {
-        crate::report::witness_doc(&self.p, ts, w, ob, engine, depth)
+        crate::dress::witness_doc(&self.p, ts, w, ob, engine, depth)
     }
 }
 
@@ -313,6 +324,7 @@ pub fn prove_task(p: &Project, o: &Options, task: &Task, deadline: Instant) -> T
         disagreeing: Vec::new(),
         witness: None,
         states: 0,
+        evidence: None,
     };
     let lowered = encoder::ts::lower::lower_with(
         &pt,
