@@ -38,6 +38,10 @@ pub const INDEX: &str = "certificates.json";
 pub struct Entry {
     /// The obligation.
     pub obligation: String,
+    /// For a task's query (`QG024:…`, `QG025:…`): `as_declared`, the task as written, or
+    /// `with_person`, the user task asked again with a person taking part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
     /// The engines whose verdict was unreachable.
     pub decided_by: Vec<Engine>,
     /// The certificate's file in the folder, when one was written.
@@ -116,6 +120,8 @@ struct Todo<'a> {
     decided_by: Vec<Engine>,
     /// Settled by refinement's concrete search, not by an engine's proof.
     refined: bool,
+    /// A task's query: which one.
+    query: Option<&'static str>,
 }
 
 /// Every unreachable verdict of `proof`, in the report's order: the obligations, then each
@@ -131,10 +137,13 @@ fn todo(proof: &Proof) -> Vec<Todo<'_>> {
             verdict: &x.verdict,
             decided_by: deciders(x),
             refined: x.refined.is_some(),
+            query: None,
         })
         .collect();
     for t in &proof.tasks {
-        for asked in std::iter::once(&t.main).chain(t.with_person.as_ref()) {
+        let queries = std::iter::once((&t.main, "as_declared"))
+            .chain(t.with_person.as_ref().map(|a| (a, "with_person")));
+        for (asked, query) in queries {
             let Some((ts, ob)) = asked
                 .evidence
                 .as_ref()
@@ -162,6 +171,7 @@ fn todo(proof: &Proof) -> Vec<Todo<'_>> {
                     .map(|(e, _)| e)
                     .collect(),
                 refined: false,
+                query: Some(query),
             });
         }
     }
@@ -232,6 +242,7 @@ pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Wr
     for ((i, x), made) in todo.into_iter().zip(made) {
         let mut e = Entry {
             obligation: x.obligation.id.to_string(),
+            query: x.query.map(String::from),
             decided_by: x.decided_by,
             file: None,
             kind: None,

@@ -98,6 +98,7 @@ def test_a_task_verdict_is_certified_on_the_tasks_own_system(tmp_path: Path) -> 
     for name in shut:
         mine = [e for e in tasks if name in e["obligation"]]
         assert mine and all(e["file"] and e["decided_by"] for e in mine), (name, tasks)
+        assert {e["query"] for e in mine} <= {"as_declared", "with_person"}, mine
     c = certify(out / "guarded")
     assert c.returncode == 0, c.stdout + c.stderr
     assert f"{len(entries)} accepted, 0 rejected" in c.stdout, c.stdout
