@@ -425,7 +425,7 @@ impl Prover<'_> {
         let asked: Vec<Kept> = self
             .kept
             .iter()
-            .filter(|k| said.iter().any(|s| s.name == k.name) || whole)
+            .filter(|k| whole || self.asks(&k.name, set))
             .cloned()
             .collect();
         Ok(Some(Proved {
