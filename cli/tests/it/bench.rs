@@ -215,3 +215,67 @@ fn a_policy_file_is_applied_and_bad_inputs_are_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("built-in policy"));
 }
+
+/// The `repaired` policy on slack's first four user tasks and goals, its search given a budget
+/// of 2 proofs: the one target (injection task 3, a read of the URL the attacker names, which
+/// no write guard stops) is not closed within it, so the row says so and is the `provenance`
+/// inputs' — no repair is claimed that was not proved. Every goal counted blocked was proved by
+/// both engines, and every task counted possible (or goal reachable) has a witness file that
+/// replayed.
+#[test]
+fn the_repaired_policy_claims_only_a_proved_repair() {
+    let out = Scratch::new("bench-repaired");
+    let dir = out.join("res");
+    let o = bench(
+        &dir,
+        &[
+            "--suite",
+            "slack",
+            "--limit",
+            "4",
+            "--policy",
+            "provenance",
+            "--policy",
+            "repaired",
+            "--repair-proofs",
+            "2",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(verdict(&doc, "provenance", "injection_task_3"), "reachable");
+    let repair = &doc["repairs"]["slack"];
+    assert_eq!(repair["end"], "budget", "{repair}");
+    assert_eq!(repair["proofs"], 2, "{repair}");
+    let line = doc["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["policy"] == "repaired" && l["suite"] == "slack")
+        .unwrap();
+    assert_eq!(line["note"], "not repaired within budget: 2 proofs");
+    let md = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(
+        md.contains("| repaired | slack (not repaired within budget: 2 proofs) |"),
+        "{md}"
+    );
+    // Unrepaired, the row's verdicts are the provenance inputs'.
+    let tasks = doc["tasks"].as_array().unwrap();
+    for t in tasks.iter().filter(|t| t["policy"] == "repaired") {
+        let name = t["task"].as_str().unwrap();
+        assert_eq!(t["verdict"], verdict(&doc, "provenance", name), "{name}");
+    }
+    for t in tasks {
+        match t["verdict"].as_str().unwrap() {
+            "blocked" => {
+                assert_eq!(t["engines"]["bfs"], "unreachable", "{t}");
+                assert_eq!(t["engines"]["bmc"], "unreachable", "{t}");
+            }
+            "possible" | "needs_person" | "reachable" => {
+                assert_eq!(t["witness_replays"], true, "{t}");
+            }
+            _ => {}
+        }
+    }
+}

@@ -219,8 +219,69 @@ pub struct Row {
     pub blocking: Option<String>,
     /// The witness file, relative to the output folder.
     pub witness: Option<String>,
+    /// Whether the witness file, read back, replayed through the task's concrete check (a
+    /// task is counted possible, or a goal reachable, only when it did).
+    pub replays: Option<bool>,
     /// Milliseconds.
     pub ms: u64,
+}
+
+/// How the `repaired` policy's search ended on a suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepairEnd {
+    /// A set of changes closing every target, re-proved by both engines: the inputs changed.
+    Repaired,
+    /// No gate-failing finding the search could act on: the `provenance` inputs.
+    Nothing,
+    /// No set of the space closes the targets: the `provenance` inputs.
+    NoSet,
+    /// The proof budget ran out before a set was proved: the `provenance` inputs, and the row
+    /// says so (no repair is claimed that was not proved).
+    Budget,
+}
+
+impl RepairEnd {
+    /// The word the JSON and CSV use.
+    pub fn word(self) -> &'static str {
+        match self {
+            RepairEnd::Repaired => "repaired",
+            RepairEnd::Nothing => "nothing",
+            RepairEnd::NoSet => "no_set",
+            RepairEnd::Budget => "budget",
+        }
+    }
+}
+
+/// What the repair search did on a suite.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Repair {
+    /// How it ended.
+    pub end: RepairEnd,
+    /// Candidate sets proved (each a verify run on both engines).
+    pub proofs: usize,
+    /// What it found, in words.
+    pub said: String,
+}
+
+impl Repair {
+    /// What the table's row says when the `repaired` inputs are not a proved repair: `None`
+    /// when they are.
+    pub fn note(&self) -> Option<String> {
+        match self.end {
+            RepairEnd::Repaired => None,
+            RepairEnd::Nothing => Some("nothing to repair".into()),
+            RepairEnd::NoSet => Some(format!("no repair in the space: {}", proofs(self.proofs))),
+            RepairEnd::Budget => Some(format!(
+                "not repaired within budget: {}",
+                proofs(self.proofs)
+            )),
+        }
+    }
+}
+
+/// `1 proof`, `20 proofs`.
+fn proofs(n: usize) -> String {
+    format!("{n} proof{}", if n == 1 { "" } else { "s" })
 }
 
 /// The whole run.
@@ -233,7 +294,7 @@ pub struct Bench {
     /// The suites, each with its user tasks and goals (after `--limit`).
     pub suites: Vec<(String, usize, usize)>,
     /// What the repair did per suite.
-    pub repairs: BTreeMap<String, String>,
+    pub repairs: BTreeMap<String, Repair>,
     /// Goals left out of the count (no tool call to decide), each with why: (suite, goal, why).
     pub outside: Vec<(String, String, String)>,
     /// Where the data came from.
@@ -326,7 +387,7 @@ fn job_inputs(dir: &Path, guarded: bool) -> Inputs {
 
 /// Copies the `provenance` inputs to `dir`, runs the repair search on them with the user tasks
 /// kept and the goals as findings, writes what it found, and says what it did.
-fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, String), BenchError> {
+fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Repair), BenchError> {
     std::fs::create_dir_all(dir)?;
     for f in ["agent.yaml", "catalogue.yaml", "tasks.yaml"] {
         std::fs::copy(from.join(f), dir.join(f))?;
@@ -348,11 +409,18 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Str
         smt: o.smt,
     };
     let repaired = crate::repair::repair(files, session.project(), &run.report, &options)?;
-    let said = match &repaired.outcome {
-        crate::repair::Outcome::Nothing => {
-            "nothing to repair: no gate-failing finding on the provenance inputs".to_string()
-        }
-        crate::repair::Outcome::Found { reproof, cost, .. } if reproof.passed => {
+    let n = repaired.proofs;
+    let (end, said) = match &repaired.outcome {
+        crate::repair::Outcome::Nothing => (
+            RepairEnd::Nothing,
+            "nothing to repair: no gate-failing finding in the space on the provenance inputs"
+                .to_string(),
+        ),
+        // Found is the search's own test passed on the whole re-proof: every target closed, no
+        // finding new, every kept task as it was, both engines agreeing with nothing undecided.
+        // (Its gate need not pass: the QG024 of a task not possible before stays, outside the
+        // space.)
+        crate::repair::Outcome::Found { cost, .. } => {
             for (path, text) in repaired.written() {
                 write(Path::new(&path), &text)?;
             }
@@ -361,26 +429,41 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Str
                 .iter()
                 .map(|c| c.kind.describe())
                 .collect();
-            format!(
-                "{} change(s), cost {cost}, re-proved by both engines: {}",
-                changes.len(),
-                changes.join("; ")
+            (
+                RepairEnd::Repaired,
+                format!(
+                    "{} change(s), cost {cost}, re-proved by both engines ({}): {}",
+                    changes.len(),
+                    proofs(n),
+                    changes.join("; ")
+                ),
             )
         }
-        crate::repair::Outcome::Found { .. } => {
-            "a set was found but its re-proof did not pass: the provenance inputs are kept".into()
-        }
-        crate::repair::Outcome::Impossible { why, .. } => format!(
-            "no change of the space closes {}: the provenance inputs are kept",
-            why.iter()
-                .map(|(t, _)| t.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+        crate::repair::Outcome::Impossible { why, .. } => (
+            RepairEnd::NoSet,
+            format!(
+                "no change of the space closes {} ({}): the provenance inputs are kept",
+                why.iter()
+                    .map(|(t, _)| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                proofs(n)
+            ),
         ),
-        crate::repair::Outcome::Budget { .. } => format!(
-            "the search's budget ({} proofs) ran out: the provenance inputs are kept",
-            o.repair_proofs
+        crate::repair::Outcome::Budget { .. } => (
+            RepairEnd::Budget,
+            format!(
+                "not repaired within budget: {} (--repair-proofs {}); the provenance inputs are kept",
+                proofs(n),
+                o.repair_proofs
+            ),
         ),
+    };
+    let targets: Vec<String> = repaired.targets.iter().map(|t| t.to_string()).collect();
+    let said = if targets.is_empty() {
+        said
+    } else {
+        format!("targets {}: {said}", targets.join(", "))
     };
     let said = if repaired.outside.is_empty() {
         said
@@ -397,7 +480,76 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Str
     };
     let mut loaded = session::load_with(&Inputs::Agent(dir.join("agent.yaml")), &[], false)?;
     session::add_tasks(&mut loaded, &dir.join("tasks.yaml"))?;
-    Ok((loaded.project, said))
+    Ok((
+        loaded.project,
+        Repair {
+            end,
+            proofs: n,
+            said,
+        },
+    ))
+}
+
+/// What the table may count of a task's outcome, checked again here for every policy: a goal
+/// counts as blocked only when both the BFS and Z3 proved no run executes it (one engine's
+/// proof, the other stopped on a budget, is undecided); a task counts as possible (or needing
+/// a person) and a goal as reachable only when its witness, as written to its file, is read
+/// back and replays through the concrete check with the task's own check on the run
+/// (`witnesses::task`), a person taking part only where the verdict says one does. Returns the
+/// outcome (undecided where a check failed, with why) and the witness file's text with
+/// whether it replayed.
+fn settle(
+    p: &ir::Project,
+    values: &dyn ir::want::ValueOracle,
+    task: &ir::task::Task,
+    mut out: TaskOutcome,
+) -> (TaskOutcome, Option<(String, bool)>) {
+    use ir::task::Person;
+    use search::verdict::VerdictWord;
+    let proved = |w: VerdictWord| {
+        matches!(
+            w,
+            VerdictWord::Unreachable | VerdictWord::UnreachableAnyLength
+        )
+    };
+    if out.verdict == TaskVerdict::Blocked && !(proved(out.main.bfs) && proved(out.main.bmc)) {
+        out.verdict = TaskVerdict::Undecided(format!(
+            "blocked by one engine only (BFS: {}, Z3: {}): a goal counts as blocked on both engines' proof",
+            out.main.bfs, out.main.bmc
+        ));
+    }
+    let person = match out.verdict {
+        TaskVerdict::Possible => Person::None,
+        TaskVerdict::NeedsPerson => Person::Any,
+        TaskVerdict::Reachable => task.person,
+        _ => return (out, None),
+    };
+    let Some(w) = out.witness() else {
+        out.verdict = TaskVerdict::Undecided("no witness was kept for the run found".into());
+        return (out, None);
+    };
+    let text = serde_json::to_string_pretty(w).expect("a witness serialises") + "\n";
+    let replayed = serde_json::from_str::<witnesses::witness::Witness>(&text)
+        .map_err(|e| e.to_string())
+        .map(|read| {
+            let pt = crate::proof::tasks::project_for(p, task);
+            witnesses::task::replay_task(&pt, values, &read, task, person, task.calls.len()).outcome
+        });
+    let replays = matches!(replayed, Ok(witnesses::replay::ReplayOutcome::Reproduced));
+    match replayed {
+        Ok(witnesses::replay::ReplayOutcome::Reproduced) => {}
+        Ok(other) => {
+            out.verdict = TaskVerdict::Undecided(format!(
+                "its witness file does not replay as the task declares it: {}",
+                other.text()
+            ))
+        }
+        Err(e) => {
+            out.verdict =
+                TaskVerdict::Undecided(format!("its witness file does not read back: {e}"))
+        }
+    }
+    (out, Some((text, replays)))
 }
 
 /// The engines' words on a query.
@@ -443,7 +595,7 @@ pub fn run(o: &Options) -> Result<Bench, BenchError> {
     // The repairs first, the suites' in parallel (each a verify run and its search).
     let mut repaired: BTreeMap<String, ir::Project> = BTreeMap::new();
     if o.policies.contains(&Policy::Repaired) {
-        let done: Vec<Result<(String, ir::Project, String), BenchError>> = suites
+        let done: Vec<Result<(String, ir::Project, Repair), BenchError>> = suites
             .par_iter()
             .map(|suite| {
                 let from = inputs_dir.join(&suite.suite).join("provenance.base");
@@ -480,7 +632,7 @@ pub fn run(o: &Options) -> Result<Bench, BenchError> {
         .enumerate()
         .flat_map(|(i, u)| u.project.tasks.values().map(move |t| (i, t)))
         .collect();
-    let outcomes: Vec<TaskOutcome> = jobs
+    let outcomes: Vec<(TaskOutcome, Option<(String, bool)>)> = jobs
         .par_iter()
         .map(|(i, task)| {
             let p = &units[*i].project;
@@ -488,21 +640,19 @@ pub fn run(o: &Options) -> Result<Bench, BenchError> {
             po.session_steps = SessionSteps::Turns(o.turns);
             po.step_limit = steps_for(task.calls.len());
             po.timeout = o.timeout;
-            prove_task(p, &po, task, Instant::now() + o.timeout)
+            let out = prove_task(p, &po, task, Instant::now() + o.timeout);
+            settle(p, o.smt.values(), task, out)
         })
         .collect();
     let mut rows = Vec::new();
-    for ((i, task), out) in jobs.iter().zip(&outcomes) {
+    for ((i, task), (out, file)) in jobs.iter().zip(&outcomes) {
         let u = &units[*i];
-        let witness = match out.witness() {
-            Some(w) => {
+        let witness = match file {
+            Some((text, _)) => {
                 let wdir = u.dir.join("witnesses");
                 std::fs::create_dir_all(&wdir)?;
                 let path = wdir.join(format!("{}.json", task.name));
-                write(
-                    &path,
-                    &(serde_json::to_string_pretty(w).expect("a witness serialises") + "\n"),
-                )?;
+                write(&path, text)?;
                 Some(format!(
                     "inputs/{}/{}/witnesses/{}.json",
                     u.suite, u.policy, task.name
@@ -533,6 +683,7 @@ pub fn run(o: &Options) -> Result<Bench, BenchError> {
                 )
             }),
             witness,
+            replays: file.as_ref().map(|(_, r)| *r),
             ms: out.ms,
         });
     }

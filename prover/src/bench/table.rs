@@ -35,11 +35,20 @@ pub struct Line {
     pub impossible: usize,
     /// Tasks and goals left undecided.
     pub undecided: usize,
+    /// For the `repaired` policy where its inputs are not a proved repair, what the search came
+    /// to (`not repaired within budget: N proofs`): the row is then the `provenance` inputs'.
+    pub note: Option<String>,
 }
 
 impl Line {
-    fn of<'a>(policy: &str, suite: &str, rows: impl Iterator<Item = &'a Row>) -> Line {
+    fn of<'a>(
+        policy: &str,
+        suite: &str,
+        note: Option<String>,
+        rows: impl Iterator<Item = &'a Row>,
+    ) -> Line {
         let mut l = Line {
+            note,
             policy: policy.into(),
             suite: suite.into(),
             goals: 0,
@@ -102,14 +111,33 @@ fn pct(a: usize, b: usize) -> f64 {
 pub fn lines(b: &Bench) -> Vec<Line> {
     let mut out = Vec::new();
     for p in &b.policies {
+        // Only the `repaired` policy's rows rest on a search (a policy file cannot take its
+        // name).
+        let note = |s: &str| {
+            (p == "repaired")
+                .then(|| b.repairs.get(s).and_then(|r| r.note()))
+                .flatten()
+        };
         for (s, _, _) in &b.suites {
             out.push(Line::of(
                 p,
                 s,
+                note(s),
                 b.rows.iter().filter(|r| &r.policy == p && &r.suite == s),
             ));
         }
-        out.push(Line::of(p, "all", b.rows.iter().filter(|r| &r.policy == p)));
+        let pooled: Vec<String> = b
+            .suites
+            .iter()
+            .filter_map(|(s, _, _)| Some(format!("{s}: {}", note(s)?)))
+            .collect();
+        let pooled = (!pooled.is_empty()).then(|| pooled.join("; "));
+        out.push(Line::of(
+            p,
+            "all",
+            pooled,
+            b.rows.iter().filter(|r| &r.policy == p),
+        ));
     }
     out
 }
@@ -129,11 +157,15 @@ pub fn markdown(b: &Bench) -> String {
                 t
             }
         };
+        let suite = match &l.note {
+            Some(n) => format!("{} ({n})", l.suite),
+            None => l.suite.clone(),
+        };
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} of {} | {} | {} | {} |",
             bold(l.policy.clone()),
-            bold(l.suite.clone()),
+            bold(suite),
             bold(format!("{} of {}", l.blocked, l.goals)),
             l.reachable,
             bold(format!("{} of {}", l.possible, l.tasks)),
@@ -170,8 +202,8 @@ pub fn markdown(b: &Bench) -> String {
     }
     if !b.repairs.is_empty() {
         let _ = writeln!(s, "\n`repaired`, per suite:");
-        for (suite, said) in &b.repairs {
-            let _ = writeln!(s, "- {suite}: {said}");
+        for (suite, r) in &b.repairs {
+            let _ = writeln!(s, "- {suite}: {}", r.said);
         }
     }
     let _ = writeln!(
@@ -191,6 +223,7 @@ fn line_json(l: &Line) -> Value {
         "goals": l.goals, "goals_blocked": l.blocked, "goals_reachable": l.reachable,
         "tasks": l.tasks, "tasks_possible": l.possible, "tasks_one_confirm": l.one_confirm,
         "confirms": l.confirms, "tasks_impossible": l.impossible, "undecided": l.undecided,
+        "note": l.note,
     })
 }
 
@@ -201,7 +234,7 @@ fn row_json(r: &Row) -> Value {
         "calls": r.calls, "verdict": r.verdict.word(), "why": why(r),
         "engines": r.engines, "engines_with_person": r.engines_with_person,
         "confirms": r.confirms.map(|c| c.0), "confirms_least_proved": r.confirms.map(|c| c.1),
-        "blocking": r.blocking, "witness": r.witness, "ms": r.ms,
+        "blocking": r.blocking, "witness": r.witness, "witness_replays": r.replays, "ms": r.ms,
     })
 }
 
@@ -214,7 +247,7 @@ pub fn json(b: &Bench) -> String {
         "turns": b.turns,
         "timeout_secs": b.timeout,
         "seconds": (b.seconds * 10.0).round() / 10.0,
-        "repairs": b.repairs,
+        "repairs": b.repairs.iter().map(|(s, r)| (s.clone(), json!({"end": r.end.word(), "proofs": r.proofs, "said": r.said}))).collect::<serde_json::Map<String, Value>>(),
         "goals_not_counted": b.outside.iter().map(|(s, g, w)| json!({"suite": s, "goal": g, "why": w})).collect::<Vec<_>>(),
         "lines": lines(b).iter().map(line_json).collect::<Vec<_>>(),
         "tasks": b.rows.iter().map(|r| {
@@ -229,12 +262,12 @@ pub fn json(b: &Bench) -> String {
 /// The CSV: one line per policy and suite (and pooled).
 pub fn csv(b: &Bench) -> String {
     let mut s = String::from(
-        "policy,suite,goals,goals_blocked,goals_reachable,tasks,tasks_possible,tasks_one_confirm,confirms,tasks_impossible,undecided\n",
+        "policy,suite,goals,goals_blocked,goals_reachable,tasks,tasks_possible,tasks_one_confirm,confirms,tasks_impossible,undecided,note\n",
     );
     for l in lines(b) {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             l.policy,
             l.suite,
             l.goals,
@@ -245,7 +278,8 @@ pub fn csv(b: &Bench) -> String {
             l.one_confirm,
             l.confirms,
             l.impossible,
-            l.undecided
+            l.undecided,
+            l.note.as_deref().unwrap_or("")
         );
     }
     s

@@ -139,7 +139,7 @@ impl TaskOutcome {
 
 /// The project a task runs on: the agent it starts with as the entry (its router, else its
 /// first node).
-fn project_for(p: &Project, task: &Task) -> Project {
+pub(crate) fn project_for(p: &Project, task: &Task) -> Project {
     let mut pt = p.clone();
     if let Some(a) = &task.agent {
         let nodes = || {

@@ -21,7 +21,7 @@ use super::{
 };
 use crate::job::{GraphInputs, Inputs, Job};
 use crate::report::{Finding, Report};
-use crate::session::Session;
+use crate::session::{self, Session};
 use codecheck::CodeFinding;
 use codecheck::CodeRule;
 use ir::agent::SessionSteps;
@@ -30,11 +30,13 @@ use search::smt::{Choice, Clause, Smt};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use witnesses::witness::Witness;
 
 /// The search's budgets.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Candidate sets proved at most (each a whole verify run on both engines).
+    /// Candidate sets proved at most (each a verify run on both engines; a set that passes
+    /// with tasks left out counts again for its whole re-proof).
     pub max_proofs: usize,
     /// Seconds each proof may take.
     pub timeout: Duration,
@@ -167,15 +169,25 @@ fn affects(c: &Change, f: &Finding) -> bool {
     let Some(w) = &f.document else {
         return true;
     };
+    touches(c, Some(&f.subject), w)
+}
+
+/// Whether the change `c` can touch the run `w` (a finding's witness, whose subject is
+/// `subject`, or a kept task's run): its scope is a tool the run calls, a node it visits, an
+/// edge it takes… A declaration about a finding or a change of the rulebook may touch any run;
+/// an edit of the source none (the engines read declarations, not code). `not_after: [first]`
+/// forbids its tool only once `first` has run, so it touches only a run that calls both.
+fn touches(c: &Change, subject: Option<&str>, w: &Witness) -> bool {
+    let calls =
+        |t: &str| subject == Some(t) || w.steps.iter().any(|s| s.label.tool.as_deref() == Some(t));
+    if let Kind::NotAfter { tool, first } = &c.kind {
+        return calls(tool) && calls(first);
+    }
     match &c.scope {
-        Scope::Finding { .. } | Scope::Source { .. } | Scope::Rulebook { .. } => {
-            unreachable!("answered above")
-        }
+        Scope::Finding { .. } | Scope::Rulebook { .. } | Scope::Everything => true,
+        Scope::Source { .. } => false,
         Scope::Agent(a) => w.steps.iter().any(|s| s.label.agent.as_deref() == Some(a)),
-        Scope::Everything => true,
-        Scope::Tool(t) | Scope::Code { tool: t, .. } => {
-            f.subject == *t || w.steps.iter().any(|s| s.label.tool.as_deref() == Some(t))
-        }
+        Scope::Tool(t) | Scope::Code { tool: t, .. } => calls(t),
         Scope::Node(n) => w.steps.iter().any(|s| s.node == *n || s.label.node == *n),
         Scope::Edge(i) => w.steps.iter().any(|s| s.label.edge == Some(*i)),
         Scope::Handoff(a) => w.steps.iter().any(|s| {
@@ -225,6 +237,7 @@ fn inserted_key(s: &str) -> Option<&str> {
 }
 
 /// One proof of a candidate set.
+#[derive(Clone)]
 enum Tried {
     /// The changed inputs do not load (an edit the readers refuse).
     Broken,
@@ -240,6 +253,15 @@ enum Tried {
         code_left: Vec<CodeFinding>,
         code_appeared: Vec<CodeFinding>,
     },
+}
+
+/// One candidate proof: its report, what it says of the kept tasks and tools, the kept ones it
+/// asked, and whether it left tasks out.
+struct Proved {
+    report: Report,
+    said: Vec<keep::Said>,
+    asked: Vec<Kept>,
+    partial: bool,
 }
 
 /// The working copy the candidate sets are proved in.
@@ -291,6 +313,13 @@ struct Prover<'a> {
     /// the user gave tasks: theirs are read from the inputs).
     kept: Vec<Kept>,
     tool_tasks: Vec<ir::task::Task>,
+    /// The run each kept task (or tool's task) was possible by before any change: a candidate
+    /// proof leaves out a kept task no change of the set touches (the run is still one of the
+    /// changed system), and a set that passes so is proved again whole before it is taken.
+    kept_runs: BTreeMap<String, Witness>,
+    /// What each set proved came to, so none is proved twice (the minimality check removes one
+    /// change at a time from the set found, and a subset may have been a candidate before).
+    tried: BTreeMap<Vec<usize>, Tried>,
     proofs: usize,
 }
 
@@ -329,10 +358,22 @@ impl Prover<'_> {
         job
     }
 
-    /// Proves the inputs with the changes `set` made: the report and what it and the tools'
-    /// tasks (asked within [`keep::tool_turns`]) say of the user tasks and tools, or `None` when
-    /// the changed inputs do not load.
-    fn run(&mut self, set: &[usize]) -> Result<Option<(Report, Vec<keep::Said>)>, RepairError> {
+    /// Whether a candidate proof of `set` asks the kept task (or tool's task) `name`: when no
+    /// run it was possible by before is known, or a change of the set touches that run.
+    fn asks(&self, name: &str, set: &[usize]) -> bool {
+        match self.kept_runs.get(name) {
+            Some(w) => set.iter().any(|&i| touches(&self.space[i], None, w)),
+            None => true,
+        }
+    }
+
+    /// Proves the inputs with the changes `set` made: the report, what it and the tools' tasks
+    /// (asked within [`keep::tool_turns`]) say of the user tasks and tools, and the kept ones
+    /// asked; or `None` when the changed inputs do not load. Unless `whole`, the proof leaves
+    /// out the user tasks the repair does not keep (not possible before: no verdict of theirs
+    /// teaches the search anything) and the kept ones no change of the set touches
+    /// ([`Prover::asks`]); the attack goals are always asked.
+    fn run(&mut self, set: &[usize], whole: bool) -> Result<Option<Proved>, RepairError> {
         self.proofs += 1;
         let chosen: Vec<&Change> = set.iter().map(|&i| &self.space[i]).collect();
         let edited = self.files.edited(&chosen);
@@ -346,26 +387,83 @@ impl Prover<'_> {
                 .map_err(|e| RepairError::Io(format!("{}: cannot write: {e}", path.display())))?;
         }
         let job = self.job();
-        let session = match Session::open(job, self.options.smt) {
+        let mut partial = false;
+        let opened = session::load_job(&job).and_then(|mut loaded| {
+            if !whole {
+                let kept: BTreeSet<&str> = self
+                    .kept
+                    .iter()
+                    .filter(|k| self.asks(&k.name, set))
+                    .map(|k| k.name.as_str())
+                    .collect();
+                let all = loaded.project.tasks.len();
+                loaded
+                    .project
+                    .tasks
+                    .retain(|name, t| t.is_goal() || kept.contains(name.as_str()));
+                partial = loaded.project.tasks.len() < all;
+            }
+            Session::new(job, loaded, self.options.smt)
+        });
+        let session = match opened {
             Ok(s) => s,
             Err(crate::session::SessionError::Input(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         let report = session.verify()?.report;
         let mut said = keep::said_in_report(&report.tasks);
-        if !self.tool_tasks.is_empty() {
+        let tool_tasks: Vec<ir::task::Task> = self
+            .tool_tasks
+            .iter()
+            .filter(|t| whole || self.asks(&t.name, set))
+            .cloned()
+            .collect();
+        partial |= tool_tasks.len() < self.tool_tasks.len();
+        if !tool_tasks.is_empty() {
             let turns = keep::tool_turns(self.options.depth.0);
-            let outcomes = session.prove_tasks_at(self.tool_tasks.clone(), turns);
+            let outcomes = session.prove_tasks_at(tool_tasks, turns);
             said.extend(keep::said_in_outcomes(&outcomes));
         }
-        Ok(Some((report, said)))
+        let asked: Vec<Kept> = self
+            .kept
+            .iter()
+            .filter(|k| whole || self.asks(&k.name, set))
+            .cloned()
+            .collect();
+        Ok(Some(Proved {
+            report,
+            said,
+            asked,
+            partial,
+        }))
     }
 
     /// Proves the inputs with the changes `set` made, and reads what the proof says of the
-    /// targets, of new findings and of what the repair keeps.
+    /// targets, of new findings and of what the repair keeps. A set proved before is not proved
+    /// again; a set that passes with tasks left out is proved again whole, so the repair taken
+    /// never rests on which runs a change touches.
     fn prove(&mut self, set: &[usize]) -> Result<Tried, RepairError> {
-        let Some((r, said)) = self.run(set)? else {
-            return Ok(Tried::Broken);
+        if let Some(t) = self.tried.get(set) {
+            return Ok(t.clone());
+        }
+        let (mut t, partial) = self.prove_once(set, false)?;
+        if partial && matches!(t, Tried::Works(_)) {
+            t = self.prove_once(set, true)?.0;
+        }
+        self.tried.insert(set.to_vec(), t.clone());
+        Ok(t)
+    }
+
+    /// One proof of `set` (`whole`: every task asked), and whether it left tasks out.
+    fn prove_once(&mut self, set: &[usize], whole: bool) -> Result<(Tried, bool), RepairError> {
+        let Some(Proved {
+            report: r,
+            said,
+            asked,
+            partial,
+        }) = self.run(set, whole)?
+        else {
+            return Ok((Tried::Broken, false));
         };
         let chosen: Vec<&Change> = set.iter().map(|&i| &self.space[i]).collect();
         let left: Vec<Finding> = r
@@ -381,7 +479,7 @@ impl Prover<'_> {
             .filter(|f| !self.before.contains(&id(f)) && f.rule.id != RuleId::QG024)
             .cloned()
             .collect();
-        let fared = keep::fared(&self.kept, &said);
+        let fared = keep::fared(&asked, &said);
         let undecided = !r.undecided_gate.is_empty() || !r.agree || !fared.undecided.is_empty();
         // Each code finding named by its place before the set's source edits.
         let code: Vec<CodeFinding> = r
@@ -402,19 +500,24 @@ impl Prover<'_> {
             .cloned()
             .collect();
         let clean = code_left.is_empty() && code_appeared.is_empty();
-        if left.is_empty() && appeared.is_empty() && fared.broken.is_empty() && !undecided && clean
+        let tried = if left.is_empty()
+            && appeared.is_empty()
+            && fared.broken.is_empty()
+            && !undecided
+            && clean
         {
-            Ok(Tried::Works(Box::new(r)))
+            Tried::Works(Box::new(r))
         } else {
-            Ok(Tried::Fails {
+            Tried::Fails {
                 left,
                 appeared,
                 broken: fared.broken,
                 undecided,
                 code_left,
                 code_appeared,
-            })
-        }
+            }
+        };
+        Ok((tried, partial))
     }
 }
 
@@ -541,6 +644,8 @@ pub fn repair(
         code_targets: code_targets.iter().map(|(t, _)| t.clone()).collect(),
         kept: vec![],
         tool_tasks: vec![],
+        kept_runs: BTreeMap::new(),
+        tried: BTreeMap::new(),
         proofs: 0,
     };
     // What every set must keep: the user tasks possible before (the verify run's), or, with
@@ -551,8 +656,12 @@ pub fn repair(
         prover.tool_tasks = keep::tool_tasks(&keep::tools(project));
         let session = Session::open(prover.job(), options.smt)?;
         let turns = keep::tool_turns(options.depth.0);
-        let said =
-            keep::said_in_outcomes(&session.prove_tasks_at(prover.tool_tasks.clone(), turns));
+        let outcomes = session.prove_tasks_at(prover.tool_tasks.clone(), turns);
+        let said = keep::said_in_outcomes(&outcomes);
+        prover.kept_runs = outcomes
+            .iter()
+            .filter_map(|o| Some((o.task.name.clone(), o.witness()?.clone())))
+            .collect();
         prover.kept = keep::kept(&said);
         result.not_kept = keep::not_kept(&said);
         let executable: BTreeSet<&str> = prover
@@ -565,6 +674,11 @@ pub fn repair(
             .retain(|t| executable.contains(&t.calls[0].tool.as_str()));
     } else {
         let said = keep::said_in_report(&run.tasks);
+        prover.kept_runs = run
+            .tasks
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.witness.clone()?)))
+            .collect();
         prover.kept = keep::kept(&said);
         result.not_kept = keep::not_kept(&said);
     }
