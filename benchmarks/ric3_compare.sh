@@ -16,9 +16,11 @@
 # rIC3 is GPL-3.0 and is run as an external program only (never linked). It is installed here
 # with `cargo install` into benchmarks/.ric3 (not on PATH, not in the workspace); its 1.5.2
 # release needs a nightly Rust (`#![feature]` in its sources, in logicrs and in smtif-bitwuzla's
-# build script; RIC3_TOOLCHAIN, nightly-2026-04-15 by default), clang (kissat's build), and its
-# Bitwuzla dependency builds with meson and ninja (installed with pip into a virtual environment
-# beside it when missing) and GMP (libgmp-dev).
+# build script; RIC3_TOOLCHAIN, nightly-2026-04-15 by default), clang (kissat's build), cmake
+# (CaDiCaL's), and its Bitwuzla dependency builds with meson and ninja (installed with pip into a
+# virtual environment beside it when missing), needs GMP >= 6.3 and MPFR >= 4.2.1, and downloads
+# CaDiCaL and symfpu from GitHub. Where that is not so (Debian 12, no GitHub), build it as
+# benchmarks/README.md "rIC3 on the emitted BTOR2" describes and pass RIC3=PATH.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,7 +31,9 @@ RIC3_VERSION=${RIC3_VERSION:-1.5.2}
 # The nightly rIC3 1.5.2 builds with: its logicrs 0.6.1 does not compile on nightly 2026-05-19.
 RIC3_TOOLCHAIN=${RIC3_TOOLCHAIN:-nightly-2026-04-15}
 RIC3_ROOT=${RIC3_ROOT:-$ROOT/benchmarks/.ric3}
-RIC3="$RIC3_ROOT/bin/ric3"
+# `cargo install` names the binary after the crate's `[[bin]]`: `rIC3`. RIC3=PATH runs a build
+# made elsewhere (benchmarks/README.md, "rIC3 on the emitted BTOR2", says how it was built here).
+RIC3=${RIC3:-$RIC3_ROOT/bin/rIC3}
 
 if ! [ -x "$RIC3" ]; then
     echo "installing rIC3 $RIC3_VERSION into $RIC3_ROOT (nightly Rust, meson, ninja)…" >&2

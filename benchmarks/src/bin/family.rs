@@ -4,9 +4,10 @@
 //! release from the repository root:
 //!
 //! ```text
-//! cargo run --release -p benchmarks --bin family -- run [--from 0] [--seeds 70] [--engines bfs,bmc,bmc-unroll-first] [--timeout 60] [--jobs 1] [--out family.txt]
+//! cargo run --release -p benchmarks --bin family -- run [--from 0] [--seeds 70] [--sizes small,medium,large] [--engines bfs,bmc,bmc-unroll-first] [--timeout 60] [--jobs 1] [--out family.txt]
 //! cargo run --release -p benchmarks --bin family -- table family.txt
-//! cargo run --release -p benchmarks --bin family -- one SEED small|medium|large bfs|bmc|bmc-unroll-first [TIMEOUT]
+//! cargo run --release -p benchmarks --bin family -- table-both family.txt
+//! cargo run --release -p benchmarks --bin family -- one SEED small|medium|large bfs|bmc|bdd|both|bmc-unroll-first [TIMEOUT]
 //! cargo run --release -p benchmarks --bin family -- vars SEED small|medium|large
 //! cargo run --release -p benchmarks --bin family -- options SEED small|medium|large
 //! ```
@@ -49,6 +50,11 @@ const ENGINES: &[&str] = &[
 
 /// The symbolic engine (`search::bdd`), as `qls verify --engine bdd` runs it.
 const BDD: &str = "bdd";
+
+/// `qls verify`'s default engine (`Engines::Both`): the BFS and Z3 side by side, the symbolic
+/// engine as a third where they settle some obligation by fewer than two. Its line counts, per
+/// obligation, how many engines decided it and which ([`both_line`]).
+const BOTH: &str = "both";
 
 /// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
 /// before that was added).
@@ -111,6 +117,22 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPU time this process has used so far (user and system, all threads), in ms, 0 where
+/// unknown: beside the wall time, what a loaded machine inflates less.
+fn cpu_ms() -> u64 {
+    // Fields 14 and 15 of `/proc/self/stat` (after the parenthesised name), in clock ticks of
+    // 10 ms (`CLK_TCK` is 100 on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let (u, k): (u64, u64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
+            Some((u + k) * 10)
+        })
+        .unwrap_or(0)
+}
+
 /// One graph, one engine, in this process: prints one `key=value` line. The deadline starts
 /// before lowering, as `qls verify`'s does: a lowering past it leaves everything undecided.
 fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
@@ -134,6 +156,8 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         Engines::Bfs
     } else if engine == BDD {
         Engines::Bdd
+    } else if engine == BOTH {
+        Engines::Both
     } else {
         Engines::Bmc
     };
@@ -175,6 +199,29 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         run_per_slice(&ts, &obls, &o, deadline)
     };
     let took = t.elapsed();
+    if engine == BOTH {
+        let head = format!(
+            "seed={seed} size={} engine={engine} nodes={} desks={} batch_nodes={} turns={turns} step_limit={} vars={} commands={} obligations={} lower_ms={} engine_ms={} total_ms={}",
+            size_word(size),
+            f.nodes,
+            f.desks,
+            p.graph.nodes.iter().filter(|n| n.is_batch()).count(),
+            p.settings.step_limit,
+            ts.vars.len(),
+            ts.commands.len(),
+            obls.len(),
+            lower.as_millis(),
+            took.as_millis(),
+            t0.elapsed().as_millis(),
+        );
+        println!(
+            "{head} {} cpu_ms={} hwm_kib={}",
+            both_line(&ts, &runs),
+            cpu_ms(),
+            vm_hwm_kib()
+        );
+        return;
+    }
     let bmc = runs.bmc.is_some();
     let run = runs.bfs.or(runs.bdd).or(runs.bmc).expect("the engine ran");
     let mut why: BTreeMap<StopReason, usize> = BTreeMap::new();
@@ -230,6 +277,214 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
             println!("  obligation={} verdict={v}", o.id);
         }
     }
+}
+
+/// The `key=value` words of a `both` run: obligations decided by two or more engines
+/// (`decided2`), by one (`only_bfs`, `only_bmc`, `only_bdd`), by none (`undecided`), those two
+/// engines disagree on (`disagree`, QG312), reachable by some engine; per engine whether it ran
+/// (`ran_bdd`: the third engine runs only where the other two left something to it), its time
+/// (`ms_*`), states or solver calls, and why it left obligations open (`why_*`). A verdict
+/// counts as `qls verify` reads it: Z3's bounded answer on a system with batches decides
+/// nothing unless an induction proved it (`for_batches`).
+fn both_line(ts: &encoder::ts::TransitionSystem, runs: &EngineRuns) -> String {
+    use ir::vocab::Engine;
+    let n = [&runs.bfs, &runs.bmc, &runs.bdd]
+        .iter()
+        .find_map(|r| r.as_ref().map(|r| r.verdicts.len()))
+        .unwrap_or(0);
+    // Engine `e`'s verdict on obligation `i`, as the proof reads it.
+    let read = |e: Engine, i: usize| -> Option<Verdict> {
+        let r = match e {
+            Engine::Bfs => runs.bfs.as_ref(),
+            Engine::Bmc => runs.bmc.as_ref(),
+            Engine::Bdd => runs.bdd.as_ref(),
+        }?;
+        let v = r.verdicts[i].clone();
+        Some(match e {
+            Engine::Bmc if ts.has_batches() => for_batches(v, r.inductive.contains(&i)),
+            _ => v,
+        })
+    };
+    let all = [Engine::Bfs, Engine::Bmc, Engine::Bdd];
+    let (mut two, mut und, mut dis, mut reach) = (0, 0, 0, 0);
+    let mut only = [0usize; 3];
+    let mut why: [BTreeMap<StopReason, usize>; 3] = Default::default();
+    for i in 0..n {
+        let vs: Vec<Option<Verdict>> = all.iter().map(|e| read(*e, i)).collect();
+        let decided: Vec<usize> = (0..3)
+            .filter(|k| matches!(&vs[*k], Some(v) if !matches!(v, Verdict::Undecided(_))))
+            .collect();
+        for (k, v) in vs.iter().enumerate() {
+            if let Some(Verdict::Undecided(u)) = v {
+                *why[k].entry(u.why).or_default() += 1;
+            }
+        }
+        match decided.as_slice() {
+            [] => und += 1,
+            [k] => only[*k] += 1,
+            _ => two += 1,
+        }
+        let pairs: Vec<(Engine, Option<&Verdict>)> =
+            all.iter().zip(&vs).map(|(e, v)| (*e, v.as_ref())).collect();
+        if !prover::proof::disagreeing_pairs(&pairs).is_empty() {
+            dis += 1;
+        }
+        if vs
+            .iter()
+            .flatten()
+            .any(|v| matches!(v, Verdict::Reachable(_)))
+        {
+            reach += 1;
+        }
+    }
+    let words = |m: &BTreeMap<StopReason, usize>| -> String {
+        let w: Vec<String> = m
+            .iter()
+            .map(|(r, n)| format!("{}:{n}", r.phrase().replace(' ', "_")))
+            .collect();
+        if w.is_empty() {
+            "-".to_string()
+        } else {
+            w.join(",")
+        }
+    };
+    let cost = |r: &Option<search::verdict::EngineRun>| {
+        r.as_ref().map_or((0, 0, 0), |r| {
+            (r.cost.ms, r.cost.states, r.cost.solver_calls)
+        })
+    };
+    let (bfs_ms, states, _) = cost(&runs.bfs);
+    let (bmc_ms, _, calls) = cost(&runs.bmc);
+    let (bdd_ms, bdd_states, _) = cost(&runs.bdd);
+    format!(
+        "decided2={two} only_bfs={} only_bmc={} only_bdd={} undecided={und} disagree={dis} reachable={reach} ran_bdd={} ms_bfs={bfs_ms} ms_bmc={bmc_ms} ms_bdd={bdd_ms} states={states} calls={calls} bdd_states={bdd_states} why_bfs={} why_bmc={} why_bdd={} why={}",
+        only[0],
+        only[1],
+        only[2],
+        u8::from(runs.bdd.is_some()),
+        words(&why[0]),
+        words(&why[1]),
+        words(&why[2]),
+        if und == 0 { "-" } else { "undecided" },
+    )
+}
+
+/// The `both` rows of `out` as a Markdown table, one row per graph (size, seed): obligations,
+/// decided by two or more engines, by one (which), by none, whole-process wall time and peak
+/// memory, and why each engine stopped; then median / p95 / max and the graphs that miss
+/// "every obligation decided by at least two engines, within 10 s and 2 GB".
+fn table_both(out: &str) {
+    let Ok(text) = std::fs::read_to_string(out) else {
+        eprintln!("{out}: cannot read the results file");
+        return;
+    };
+    let lines: Vec<BTreeMap<&str, &str>> = text
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .collect::<BTreeMap<_, _>>()
+        })
+        .filter(|kv| kv.get("engine") == Some(&BOTH))
+        .collect();
+    fn n(kv: &BTreeMap<&str, &str>, k: &str) -> u64 {
+        kv.get(k).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+    fn s(kv: &BTreeMap<&str, &str>, k: &str) -> String {
+        kv.get(k).copied().unwrap_or("-").replace('_', " ")
+    }
+    println!("| size | seed | nodes | obligations | by ≥ 2 | by one: BFS / Z3 / BDD | by none | wall | CPU | peak | BDD ran | BFS stopped | Z3 stopped | BDD stopped | misses |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let (mut walls, mut peaks, mut missed) = (Vec::new(), Vec::new(), Vec::new());
+    let mut sums = [0u64; 6];
+    for kv in &lines {
+        let (seed, size) = (n(kv, "seed"), kv.get("size").copied().unwrap_or("-"));
+        if kv.contains_key("failed") {
+            println!(
+                "| {size} | {seed} | | | | | | {} | | | | killed | | | all |",
+                secs(n(kv, "wall_ms"))
+            );
+            missed.push(format!("{size} {seed} (killed)"));
+            continue;
+        }
+        let (wall, peak) = (n(kv, "wall_ms"), n(kv, "hwm_kib"));
+        walls.push(wall);
+        peaks.push(peak);
+        let obl = n(kv, "obligations");
+        let two = n(kv, "decided2");
+        let mut why = Vec::new();
+        if two < obl {
+            why.push(format!("{} by < 2", obl - two));
+        }
+        if wall > 10_000 {
+            why.push("> 10 s".to_string());
+        }
+        if peak > 2 * 1024 * 1024 {
+            why.push("> 2 GB".to_string());
+        }
+        for (k, key) in [
+            "obligations",
+            "decided2",
+            "only_bfs",
+            "only_bmc",
+            "only_bdd",
+            "undecided",
+        ]
+        .iter()
+        .enumerate()
+        {
+            sums[k] += n(kv, key);
+        }
+        if !why.is_empty() {
+            missed.push(format!("{size} {seed}"));
+        }
+        println!(
+            "| {size} | {seed} | {} | {obl} | {two} | {} / {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            n(kv, "nodes"),
+            n(kv, "only_bfs"),
+            n(kv, "only_bmc"),
+            n(kv, "only_bdd"),
+            n(kv, "undecided"),
+            secs(wall),
+            secs(n(kv, "cpu_ms")),
+            mib(peak),
+            if n(kv, "ran_bdd") == 1 { "yes" } else { "no" },
+            s(kv, "why_bfs"),
+            s(kv, "why_bmc"),
+            if n(kv, "ran_bdd") == 1 { s(kv, "why_bdd") } else { "not run".to_string() },
+            if why.is_empty() { "-".to_string() } else { why.join(", ") },
+        );
+    }
+    walls.sort_unstable();
+    peaks.sort_unstable();
+    println!();
+    println!(
+        "{} graphs ({} killed), {} obligations of those with a line: by ≥ 2 engines {}, by one {} (BFS {}, Z3 {}, BDD {}), by none {}",
+        lines.len(),
+        lines.len() - walls.len(),
+        sums[0],
+        sums[1],
+        sums[2] + sums[3] + sums[4],
+        sums[2],
+        sums[3],
+        sums[4],
+        sums[5]
+    );
+    println!(
+        "wall median / p95 / max: {} / {} / {}; peak median / p95 / max: {} / {} / {}",
+        secs(pct(&walls, 0.5)),
+        secs(pct(&walls, 0.95)),
+        secs(walls.last().copied().unwrap_or(0)),
+        mib(pct(&peaks, 0.5)),
+        mib(pct(&peaks, 0.95)),
+        mib(peaks.last().copied().unwrap_or(0)),
+    );
+    println!(
+        "graphs meeting every obligation by ≥ 2, ≤ 10 s, ≤ 2 GB: {} of {}; missing: {}",
+        lines.len() - missed.len(),
+        lines.len(),
+        missed.join(", ")
+    );
 }
 
 /// One obligation of one graph's system: its conditions, and the commands that write what they
@@ -496,7 +751,14 @@ fn child(seed: u64, size: SizeClass, engine: &str, timeout: u64) -> String {
 
 /// Every (seed, size, engine) not yet in `out`, `jobs` children at a time, seeds interleaved
 /// over the sizes; each result line appended to `out` as it comes.
-fn run(seeds: std::ops::Range<u64>, engines: &[String], timeout: u64, jobs: usize, out: &str) {
+fn run(
+    seeds: std::ops::Range<u64>,
+    sizes: &[SizeClass],
+    engines: &[String],
+    timeout: u64,
+    jobs: usize,
+    out: &str,
+) {
     let done: std::collections::BTreeSet<(u64, String, String)> = std::fs::read_to_string(out)
         .unwrap_or_default()
         .lines()
@@ -505,7 +767,7 @@ fn run(seeds: std::ops::Range<u64>, engines: &[String], timeout: u64, jobs: usiz
         .collect();
     let mut tasks = Vec::new();
     for seed in seeds {
-        for size in SizeClass::ALL {
+        for &size in sizes {
             for engine in engines {
                 if !done.contains(&(seed, size_word(size).to_string(), engine.clone())) {
                     tasks.push((seed, size, engine.as_str()));
@@ -785,6 +1047,10 @@ fn main() {
         "options" => options(arg(2).parse().expect("seed"), size_of(arg(3))),
         "run" => run(
             opt("--from", "0").parse().expect("from")..opt("--seeds", "70").parse().expect("seeds"),
+            &opt("--sizes", "small,medium,large")
+                .split(',')
+                .map(size_of)
+                .collect::<Vec<_>>(),
             &opt("--engines", &ENGINES.join(","))
                 .split(',')
                 .map(str::to_string)
@@ -794,8 +1060,9 @@ fn main() {
             &opt("--out", "family.txt"),
         ),
         "table" => table(arg(2)),
+        "table-both" => table_both(arg(2)),
         _ => eprintln!(
-            "usage: family run [--from N] [--seeds N] [--engines bfs,bmc,bmc-unroll-first] [--timeout SECS] [--jobs N] [--out FILE] | family table FILE | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
+            "usage: family run [--from N] [--seeds N] [--engines bfs,bmc,bmc-unroll-first] [--timeout SECS] [--jobs N] [--out FILE] | family table|table-both FILE | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
         ),
     }
 }
