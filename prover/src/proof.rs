@@ -108,6 +108,9 @@ pub struct Options {
     /// Test-only fault: the BFS engine reports every reachable verdict as unreachable, so the
     /// cross-check's QG312 can be seen to fire.
     pub fault_bfs_blind: bool,
+    /// Certificates will be written (`--certificates`): each task query decided unreachable
+    /// keeps its system for them (an obligation's is the proof's own, always kept).
+    pub certificates: bool,
     /// The SMT engines and the value solver (`engines::Z3`, which the binary hands in): the
     /// prover names no solver itself, so it does not link z3.
     pub smt: &'static dyn Smt,
@@ -130,6 +133,7 @@ impl Options {
             hide: defaults::HIDE,
             bmc_tactics: BmcTactics::default(),
             fault_bfs_blind: false,
+            certificates: false,
             smt,
         }
     }

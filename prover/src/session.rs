@@ -304,6 +304,7 @@ impl Session {
                 .then(|| Arc::new(search::progress::Progress::default())),
             bmc_tactics: search::smt::BmcTactics::default(),
             fault_bfs_blind: false,
+            certificates: job.outputs.certificates.is_some(),
             slice: crate::proof::defaults::SLICE,
             subsume: crate::proof::defaults::SUBSUME,
             hide: crate::proof::defaults::HIDE,

@@ -199,21 +199,22 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         run_per_slice(&ts, &obls, &o, deadline)
     };
     let took = t.elapsed();
+    // The graph's and the run's figures, the same first fields on every line.
+    let head = format!(
+        "seed={seed} size={} engine={engine} nodes={} desks={} batch_nodes={} turns={turns} step_limit={} vars={} commands={} obligations={} lower_ms={} engine_ms={} total_ms={}",
+        size_word(size),
+        f.nodes,
+        f.desks,
+        p.graph.nodes.iter().filter(|n| n.is_batch()).count(),
+        p.settings.step_limit,
+        ts.vars.len(),
+        ts.commands.len(),
+        obls.len(),
+        lower.as_millis(),
+        took.as_millis(),
+        t0.elapsed().as_millis(),
+    );
     if engine == BOTH {
-        let head = format!(
-            "seed={seed} size={} engine={engine} nodes={} desks={} batch_nodes={} turns={turns} step_limit={} vars={} commands={} obligations={} lower_ms={} engine_ms={} total_ms={}",
-            size_word(size),
-            f.nodes,
-            f.desks,
-            p.graph.nodes.iter().filter(|n| n.is_batch()).count(),
-            p.settings.step_limit,
-            ts.vars.len(),
-            ts.commands.len(),
-            obls.len(),
-            lower.as_millis(),
-            took.as_millis(),
-            t0.elapsed().as_millis(),
-        );
         println!(
             "{head} {} cpu_ms={} hwm_kib={}",
             both_line(&ts, &runs),
@@ -247,18 +248,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         .map(|(r, n)| format!("{}:{n}", r.phrase().replace(' ', "_")))
         .collect();
     println!(
-        "seed={seed} size={} engine={engine} nodes={} desks={} batch_nodes={} turns={turns} step_limit={} vars={} commands={} obligations={} lower_ms={} engine_ms={} total_ms={} states={} calls={} reachable={reach} undecided={und} inductive={} why={} hwm_kib={}",
-        size_word(size),
-        f.nodes,
-        f.desks,
-        p.graph.nodes.iter().filter(|n| n.is_batch()).count(),
-        p.settings.step_limit,
-        ts.vars.len(),
-        ts.commands.len(),
-        obls.len(),
-        lower.as_millis(),
-        took.as_millis(),
-        t0.elapsed().as_millis(),
+        "{head} states={} calls={} reachable={reach} undecided={und} inductive={} why={} hwm_kib={}",
         run.cost.states,
         run.cost.solver_calls,
         run.inductive.len(),

@@ -91,7 +91,8 @@ pub struct Asked {
     pub witness: Option<(Witness, TaskReplay)>,
     /// States the BFS stored.
     pub states: u64,
-    /// For an unreachable verdict: the query's system and obligation, the evidence
+    /// For an unreachable verdict, when the proof writes certificates (`Options::certificates`):
+    /// the query's system and obligation, the evidence
     /// `--certificates` writes (`certificates::write`).
     pub evidence: Option<(Arc<TransitionSystem>, Obligation)>,
 }
@@ -190,6 +191,8 @@ impl Ctx<'_> {
     fn ask(&self, person: Person, queries: &[Query]) -> Vec<Asked> {
         let m = monitor(&self.p, &self.l, self.task, person, self.rule(), queries);
         let (ts, obls) = m.ts.reduced(m.obligations);
+        // Shared, not copied, with the answers that keep it as their evidence.
+        let ts = Arc::new(ts);
         let depth = (self.o.session_steps, self.o.step_limit);
         let replays = |i: usize, w: &RawWitness| match queries[i] {
             Query::Done(k) => {
@@ -204,7 +207,6 @@ impl Ctx<'_> {
         };
         let runs = run_engines(&ts, &obls, &self.o, self.deadline, Some(&replays));
         let states = runs.bfs.as_ref().map(|r| r.cost.states).unwrap_or(0);
-        let kept = std::cell::OnceCell::new();
         (0..obls.len())
             .map(|i| {
                 let Decided {
@@ -260,11 +262,8 @@ impl Ctx<'_> {
                     (Engine::Bmc, mv.as_ref()),
                     (Engine::Bdd, dv.as_ref()),
                 ]);
-                // One copy of the query's system for all its unreachable answers.
-                let evidence = unreachable(&verdict).then(|| {
-                    let shared = kept.get_or_init(|| Arc::new(ts.clone()));
-                    (shared.clone(), obls[i].clone())
-                });
+                let evidence = (self.o.certificates && unreachable(&verdict))
+                    .then(|| (ts.clone(), obls[i].clone()));
                 Asked {
                     evidence,
                     bfs: VerdictWord::of(bv.as_ref()),
