@@ -18,7 +18,7 @@ pub const INJECTION: &str =
 pub const SECRET: &str = "ssn 078-05-1120; card 4111 1111 1111 1111; api key sk-live-0000";
 
 /// A stub value that is an instance of a JSON Schema over the common keywords: the value
-/// solver's first guess (`realise::instance`), for the reference explorer's values and the
+/// solver's first guess (`ir::want::instance`), for the reference explorer's values and the
 /// unchecked runs (whose arguments decide nothing).
 pub use ir::want::instance;
 
