@@ -865,6 +865,9 @@ pub enum VarKey {
     Mark(Mark, String),
     /// `prov.<mark>.<agent>`: provenance the rules read.
     Prov(Mark, String),
+    /// `session_mark.<mark>`: some agent of the session has had the mark (seen or in its
+    /// provenance), so an entry of the session may carry it — what a copied argument carries.
+    SessionMark(Mark),
     /// `comp.runs.<tool>`: a compensable write's runs (saturating at 2).
     CompRuns(String),
     /// `comp.undos.<tool>`: its undos (saturating at 2).
@@ -912,6 +915,7 @@ impl fmt::Display for VarKey {
             VarKey::Exit { from, to } => write!(f, "exit.{from}->{to}"),
             VarKey::Mark(m, a) => write!(f, "mark.{m}.{a}"),
             VarKey::Prov(m, a) => write!(f, "prov.{m}.{a}"),
+            VarKey::SessionMark(m) => write!(f, "session_mark.{m}"),
             VarKey::CompRuns(t) => write!(f, "comp.runs.{t}"),
             VarKey::CompUndos(t) => write!(f, "comp.undos.{t}"),
             VarKey::CompUnconfirmed(t) => write!(f, "comp.unconfirmed.{t}"),
@@ -1002,6 +1006,10 @@ mod tests {
         assert_eq!(
             VarKey::Prov(Mark::ExternalHanded, "desk".into()).to_string(),
             "prov.external_handed.desk"
+        );
+        assert_eq!(
+            VarKey::SessionMark(Mark::Confidential).to_string(),
+            "session_mark.confidential"
         );
         assert_eq!(
             VarKey::HeldArg(ChoiceKey::Context("tier".into())).to_string(),

@@ -17,7 +17,12 @@ use search::{bdd, bfs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod schedule;
 pub mod tasks;
+
+pub(crate) use schedule::run_engines;
+pub use schedule::run_per_slice;
+use schedule::run_per_slice_accepting;
 
 /// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults
 /// and the engines' `Default`s read them).
@@ -42,6 +47,13 @@ pub mod defaults {
     /// verdicts are the system's, in fewer states; the system itself is searched for what they
     /// left open (property-tested: the same verdicts and depths).
     pub const HIDE: bool = true;
+    /// Under `both`, when the BFS and Z3 are still at work this long after they started (or a
+    /// third of the budget, if less), the symbolic engine joins them for the rest of the
+    /// budget. Without it the third engine started only once both had returned — on every
+    /// graph that needed it, at the deadline, so it never ran (0 of 39 on the ≤ 300 family,
+    /// benchmarks/README.md). Ten seconds: the corpus's proofs all end well before it, so it
+    /// changes nothing where two engines suffice.
+    pub const BDD_JOINS_AFTER_SECS: u64 = 10;
 }
 
 /// Which engines to run.
@@ -94,6 +106,9 @@ pub struct Options {
     pub max_memory: usize,
     /// The symbolic engine's node budget (`search::bdd::BddBudget::max_nodes`).
     pub max_nodes: usize,
+    /// Under `both`, when the symbolic engine joins the BFS and Z3 if they are still at work
+    /// (`defaults::BDD_JOINS_AFTER_SECS`); `None`: only after both returned.
+    pub bdd_joins_after: Option<Duration>,
     /// Where the engines count how far they got (for the CLI's progress line).
     pub progress: Option<std::sync::Arc<search::progress::Progress>>,
     /// Search per slice (`defaults::SLICE`); off to compare against the whole-system search.
@@ -127,6 +142,7 @@ impl Options {
             max_states: search::bfs::MAX_STATES,
             max_memory: search::bfs::MAX_MEMORY_BYTES,
             max_nodes: search::bdd::MAX_NODES,
+            bdd_joins_after: Some(Duration::from_secs(defaults::BDD_JOINS_AFTER_SECS)),
             progress: None,
             slice: defaults::SLICE,
             subsume: defaults::SUBSUME,
@@ -390,221 +406,6 @@ pub fn disagreeing_pairs(verdicts: &[(Engine, Option<&Verdict>)]) -> Vec<(Engine
         }
     }
     out
-}
-
-/// Runs the engines side by side within one deadline. Under `any` the BFS searches the
-/// looping system to its fixpoint and Z3 tries k-induction (with its bounded answer where the
-/// induction does not close); otherwise both search to the system's depth.
-pub(crate) fn run_engines(
-    ts: &TransitionSystem,
-    obls: &[Obligation],
-    o: &Options,
-    deadline: Instant,
-    accept: Option<bfs::Accept<'_>>,
-) -> EngineRuns {
-    let want_bfs = o.engines.bfs();
-    let want_bmc = o.engines.bmc();
-    let any = o.session_steps == SessionSteps::Any;
-    let bmc_budget = BmcBudget {
-        deadline: Some(deadline),
-        tactics: o.bmc_tactics,
-        progress: o.progress.clone(),
-        ..Default::default()
-    };
-    let ((mut b, k), m) = rayon::join(
-        || match (want_bfs, any) {
-            (false, _) if o.engines.bdd() => (None, None),
-            (false, _) => (None, None),
-            (true, false) => {
-                let budget = o.bfs_budget(deadline);
-                let run = match accept {
-                    Some(a) => bfs::run_accepting(ts, obls, budget, a),
-                    None => bfs::run(ts, obls, budget),
-                };
-                (Some(run), None)
-            }
-            (true, true) => {
-                let (run, k) = bfs::fixpoint(ts, obls, o.bfs_budget(deadline));
-                (Some(run), k)
-            }
-        },
-        || {
-            want_bmc.then(|| {
-                if any {
-                    o.smt.any_length(
-                        ts,
-                        obls,
-                        InductionBudget {
-                            bounded: bmc_budget,
-                            ..Default::default()
-                        },
-                    )
-                } else {
-                    o.smt.bounded(ts, obls, bmc_budget)
-                }
-            })
-        },
-    );
-    let bdd_budget = bdd::BddBudget {
-        max_nodes: o.max_nodes,
-        deadline: Some(deadline),
-        progress: o.progress.clone(),
-    };
-    let third = o.engines == Engines::Both
-        && Instant::now() < deadline
-        && third_engine_needed(ts, b.as_ref(), m.as_ref(), o.session_steps);
-    let d = (o.engines.bdd() || third).then(|| match any {
-        true => bdd::fixpoint(ts, obls, bdd_budget),
-        false => bdd::run(ts, obls, bdd_budget),
-    });
-    if o.fault_bfs_blind {
-        if let Some(run) = b.as_mut() {
-            for v in run.verdicts.iter_mut() {
-                if matches!(v, Verdict::Reachable(_)) {
-                    *v =
-                        match k {
-                            Some(turns) => Verdict::UnreachableAnyLength(
-                                search::verdict::AnyLength::Fixpoint { turns },
-                            ),
-                            None => Verdict::Unreachable { depth: ts.depth },
-                        };
-                }
-            }
-        }
-    }
-    EngineRuns {
-        bfs: b,
-        bmc: m,
-        bdd: d,
-        fixpoint_turns: k,
-    }
-}
-
-/// Runs the engines once per slice group (`encoder::ts::slice::groups`: obligations with equal
-/// slices together, those whose slice is the whole system in one whole-system search) and puts
-/// the answers back in the order of `obls`: verdicts and depths as the groups gave them (a
-/// slice keeps both), witnesses re-run on `ts` from its initial state with the same commands
-/// and choices, costs summed. Under `any`, or with `Options::slice` off, one search of the
-/// whole system: K and the induction are about the whole system.
-pub fn run_per_slice(
-    ts: &TransitionSystem,
-    obls: &[Obligation],
-    o: &Options,
-    deadline: Instant,
-) -> EngineRuns {
-    run_per_slice_accepting(ts, obls, o, deadline, None)
-}
-
-/// [`run_per_slice`], the whole-system BFS keeping for each obligation the first witness
-/// `accept` takes (`bfs::run_accepting`; a sliced group's BFS keeps its first).
-fn run_per_slice_accepting(
-    ts: &TransitionSystem,
-    obls: &[Obligation],
-    o: &Options,
-    deadline: Instant,
-    accept: Option<bfs::Accept<'_>>,
-) -> EngineRuns {
-    if !o.slice || o.session_steps == SessionSteps::Any {
-        return run_engines(ts, obls, o, deadline, accept);
-    }
-    // Every verdict is set by its group's search; the placeholder is never reported.
-    let empty = || EngineRun {
-        verdicts: vec![Verdict::undecided(StopReason::NoEngine, "not searched"); obls.len()],
-        cost: Cost::default(),
-        inductive: Vec::new(),
-    };
-    let mut bfs = o.engines.bfs().then(empty);
-    let mut bmc = o.engines.bmc().then(empty);
-    let mut bdd = o.engines.bdd().then(empty);
-    for g in slice::groups(ts, obls) {
-        let whole: Vec<Obligation>;
-        let (gts, gobls) = match &g.slice {
-            Some(s) => (&s.ts, s.obligations.as_slice()),
-            None => {
-                whole = g.members.iter().map(|i| obls[*i].clone()).collect();
-                (ts, whole.as_slice())
-            }
-        };
-        let runs = run_engines(gts, gobls, o, deadline, None);
-        for (run, into) in [
-            (runs.bfs, &mut bfs),
-            (runs.bmc, &mut bmc),
-            (runs.bdd, &mut bdd),
-        ] {
-            let Some(run) = run else { continue };
-            // The symbolic engine runs in `both` only on the groups the other two left open:
-            // on the others it is not run (never a verdict).
-            let all = into.get_or_insert_with(|| EngineRun {
-                verdicts: vec![
-                    Verdict::undecided(
-                        StopReason::NoEngine,
-                        "not run: the BFS and Z3 settled its slice"
-                    );
-                    obls.len()
-                ],
-                cost: Cost::default(),
-                inductive: Vec::new(),
-            });
-            all.inductive
-                .extend(run.inductive.iter().map(|k| g.members[*k]));
-            all.inductive.sort_unstable();
-            for (v, i) in run.verdicts.into_iter().zip(&g.members) {
-                all.verdicts[*i] = match &g.slice {
-                    Some(s) => lift(ts, s, &obls[*i], v),
-                    None => v,
-                };
-            }
-            all.cost.states += run.cost.states;
-            all.cost.solver_calls += run.cost.solver_calls;
-            all.cost.ms += run.cost.ms;
-        }
-    }
-    EngineRuns {
-        bfs,
-        bmc,
-        bdd,
-        fixpoint_turns: None,
-    }
-}
-
-/// A slice's verdict for `ob` in terms of the whole system `ts`: a witness is re-run there from
-/// the initial state with the same commands and choices. The dropped variables never influence
-/// a kept guard or update, so that run is legal and ends in the same violation; when it is not,
-/// slicing has a bug, and the answer is an internal error (undecided, never clean).
-fn lift(ts: &TransitionSystem, s: &Slice, ob: &Obligation, v: Verdict) -> Verdict {
-    let Verdict::Reachable(w) = v else {
-        return v;
-    };
-    let steps: Vec<(CmdId, &[u32])> = w
-        .steps
-        .iter()
-        .map(|x| (x.cmd, x.choices.as_slice()))
-        .collect();
-    let states: Vec<&[u32]> = w.steps.iter().map(|x| x.state.as_slice()).collect();
-    match s.lift(ts, &steps, Some(&states), ob) {
-        Ok(lifted) => Verdict::Reachable(RawWitness {
-            steps: lifted
-                .into_iter()
-                .zip(w.steps)
-                .map(|((state, cmd), x)| RawStep {
-                    state,
-                    cmd,
-                    choices: x.choices,
-                })
-                .collect(),
-        }),
-        Err(e) => {
-            debug_assert!(false, "a sliced witness for {} does not replay: {e}", ob.id);
-            Verdict::undecided(
-                StopReason::Internal,
-                format!(
-                    "internal error: the sliced search's witness for {} is not a run of the \
-                     whole system ({e})",
-                    ob.id
-                ),
-            )
-        }
-    }
 }
 
 /// Proves a project.

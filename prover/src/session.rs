@@ -298,6 +298,9 @@ impl Session {
             max_states: job.budgets.max_states,
             max_memory: job.budgets.max_memory,
             max_nodes: search::bdd::MAX_NODES,
+            bdd_joins_after: Some(std::time::Duration::from_secs(
+                crate::proof::defaults::BDD_JOINS_AFTER_SECS,
+            )),
             progress: job
                 .outputs
                 .progress

@@ -37,6 +37,9 @@ pub struct BddBudget {
     pub deadline: Option<Instant>,
     /// Where to count the depth and nodes as the search goes.
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
+    /// Set by whoever started the search when its answers are no longer wanted: it stops as
+    /// at the deadline (a scheduler that sets it drops the run).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Live nodes the symbolic engine may hold by default (about 512 MiB with its tables).
@@ -48,6 +51,7 @@ impl Default for BddBudget {
             max_nodes: MAX_NODES,
             deadline: None,
             progress: None,
+            stop: None,
         }
     }
 }
@@ -98,7 +102,7 @@ fn search(
     bound: Bound,
 ) -> EngineRun {
     let start = Instant::now();
-    let dd = Dd::new(ts, budget.max_nodes, budget.deadline);
+    let dd = Dd::new(ts, budget.max_nodes, budget.deadline, budget.stop.clone());
     let (verdicts, states) = match dd {
         Err(stop) => {
             let v = stopped(stop, budget, 0);

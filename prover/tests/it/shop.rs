@@ -129,15 +129,7 @@ fn the_summary_says_what_was_cross_checked_when_one_engine_stopped() {
             }
             v => assert!(v.is_unreachable(), "{v:?}"),
         }
-        let (m, d) = (o.bmc.as_ref().unwrap(), o.bdd.as_ref().unwrap());
-        assert!(!matches!(m, Verdict::Undecided(_)) && !matches!(d, Verdict::Undecided(_)));
-        assert_eq!(
-            (m.word(), m.depth()),
-            (d.word(), d.depth()),
-            "{}",
-            o.obligation.id
-        );
-        assert!(!o.disagreement);
+        z3_and_the_bdd_decide_alike(o);
     }
     assert!(open > 0, "the BFS stopped on some obligations");
     let text = prover::print::text(r);
@@ -233,4 +225,53 @@ fn the_summary_says_what_was_cross_checked_when_one_engine_stopped() {
     );
     let json: serde_json::Value = serde_json::from_str(&prover::print::json(&run.report)).unwrap();
     assert!(json.get("cross_check").is_none());
+}
+
+/// The symbolic engine joins the BFS and Z3 while they work once `bdd_joins_after` has
+/// passed (here at once): where the two decide every obligation between them its run is
+/// stopped and dropped, so the proof is the one without it; where the BFS stops on its state
+/// budget the joined run's verdicts are kept and cross-checked with Z3's.
+#[test]
+fn the_symbolic_engine_joins_while_the_others_work_and_is_dropped_when_not_needed() {
+    let p = shop();
+    let at_once = |max_states: usize| {
+        let mut o = Options::for_project(&p, &engines::Z3);
+        o.bdd_joins_after = Some(std::time::Duration::ZERO);
+        o.max_states = max_states;
+        prove(&p, &o)
+    };
+    let words = |proof: &prover::proof::Proof| -> Vec<(String, Option<String>)> {
+        proof
+            .outcomes
+            .iter()
+            .map(|o| {
+                (
+                    o.verdict.word().to_string(),
+                    o.bdd.as_ref().map(|v| v.word().to_string()),
+                )
+            })
+            .collect()
+    };
+    let joined = at_once(search::bfs::MAX_STATES);
+    assert!(joined.bdd.is_none(), "not needed, so dropped");
+    assert!(joined.outcomes.iter().all(|o| o.bdd.is_none()));
+    let mut o = Options::for_project(&p, &engines::Z3);
+    o.bdd_joins_after = None;
+    assert_eq!(words(&joined), words(&prove(&p, &o)));
+
+    let needed = at_once(3);
+    assert!(
+        needed.bdd.is_some(),
+        "the BFS stopped, so the joined run is kept"
+    );
+    needed.outcomes.iter().for_each(z3_and_the_bdd_decide_alike);
+}
+
+/// Z3 and the symbolic engine both decided the obligation, alike, and no engine disagrees.
+fn z3_and_the_bdd_decide_alike(o: &prover::proof::Outcome) {
+    let (m, d) = (o.bmc.as_ref().unwrap(), o.bdd.as_ref().unwrap());
+    assert!(!matches!(m, Verdict::Undecided(_)) && !matches!(d, Verdict::Undecided(_)));
+    let id = &o.obligation.id;
+    assert_eq!((m.word(), m.depth()), (d.word(), d.depth()), "{id}");
+    assert!(!o.disagreement);
 }

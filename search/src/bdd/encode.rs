@@ -135,6 +135,7 @@ pub(crate) struct Dd {
     /// The conjunction of every choice bit.
     pub(crate) choice_cube: F,
     deadline: Option<Instant>,
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Dd {
@@ -143,6 +144,7 @@ impl Dd {
         ts: &TransitionSystem,
         max_nodes: usize,
         deadline: Option<Instant>,
+        stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     ) -> Res<Dd> {
         let layout = Layout::new(ts);
         // One worker: the other engines run beside this one on the proof's cores.
@@ -166,12 +168,18 @@ impl Dd {
             vars,
             choice_cube,
             deadline,
+            stop,
         })
     }
 
-    /// Stops past the deadline.
+    /// Stops past the deadline, or once told to stop.
     pub(crate) fn in_time(&self) -> Res<()> {
+        let told = self
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
         match self.deadline {
+            _ if told => Err(Stop::Time),
             Some(d) if Instant::now() >= d => Err(Stop::Time),
             _ => Ok(()),
         }

@@ -373,32 +373,14 @@ impl B<'_> {
     /// once an agent saw untrusted content or has it in its provenance, `confidential` the
     /// same, `steered_from_lower` once an agent was steered by a hand-off (its entries carry
     /// the label). **Over-approximates**: an agent that has a mark may not have run anything
-    /// since it got it.
+    /// since it got it. Read from the session's flags (`StateVars::session_marks`), which hold
+    /// whenever some agent's variable does (and stay set once it did).
     pub(super) fn session_marks(&self) -> Vec<(Mark, Expr)> {
-        let agents = self.agents();
-        let any = |vars: &[MarkVar]| {
-            or(agents
-                .iter()
-                .flat_map(|a| vars.iter().map(|m| self.sv.mark_set(*m, a)))
-                .collect())
-        };
-        vec![
-            (
-                Mark::External,
-                any(&[MarkVar::Seen(Mark::External), MarkVar::Prov(Mark::External)]),
-            ),
-            (
-                Mark::Confidential,
-                any(&[
-                    MarkVar::Seen(Mark::Confidential),
-                    MarkVar::Prov(Mark::Confidential),
-                ]),
-            ),
-            (
-                Mark::SteeredFromLower,
-                any(&[MarkVar::Seen(Mark::SteeredFromLower)]),
-            ),
-        ]
+        self.sv
+            .session_marks
+            .iter()
+            .map(|(m, (flag, _))| (*m, var_is(*flag, 1)))
+            .collect()
     }
 
     /// The marks a copied call carries into its own check, each with when it does (nothing

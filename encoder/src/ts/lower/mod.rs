@@ -92,6 +92,10 @@ pub struct StateVars {
     /// confidential). One map, in declaration order; an agent has no variable for a mark
     /// nothing in the graph can set.
     pub marks: IndexMap<(MarkVar, String), VarId>,
+    /// Per mark a copied argument may carry, the session's flag (`VarKey::SessionMark`) with
+    /// the agents' variables it stands for: set once one of them is, never cleared, so a call
+    /// reads one variable instead of every agent's (SPEC §2 "Provenance, not authorship").
+    pub session_marks: IndexMap<Mark, (VarId, Vec<VarId>)>,
     /// Per compensable write: its runs in the session (saturating at 2, SPEC §3 Further pins).
     pub comp_runs: IndexMap<String, VarId>,
     /// Per compensable write: the undos of it in the session (saturating at 2).
@@ -429,7 +433,8 @@ impl B<'_> {
     }
 
     /// The system of the commands lowered, indexed by node, with the names obligations need.
-    fn finish_system(self) -> Lowered {
+    fn finish_system(mut self) -> Lowered {
+        self.update_session_marks();
         let node_var = self.sv.node.unwrap_or(VarId(0));
         let mut by_node = vec![Vec::new(); self.done as usize + 1];
         for (i, c) in self.commands.iter().enumerate() {
@@ -752,10 +757,12 @@ mod tests {
         let prov =
             l.sv.mark(MarkVar::Prov(Mark::External), "desk")
                 .expect("prov");
-        // The session holds untrusted content (in the agent's provenance), the agent's context
-        // does not (its marks dropped at the turn's end).
+        // The session holds untrusted content (in the agent's provenance, so the session's
+        // flag is set), the agent's context does not (its marks dropped at the turn's end).
+        let session = l.sv.session_marks[&Mark::External].0;
         let mut state = l.ts.init.clone();
         state[prov.0 as usize] = 1;
+        state[session.0 as usize] = 1;
         state[seen.0 as usize] = 0;
         let runs: Vec<_> =
             l.ts.commands
@@ -781,6 +788,51 @@ mod tests {
                 "a listed copy's entry carries its marks"
             );
         }
+    }
+
+    /// Caught: a copied call read every agent's mark variables (the marks some entry of the
+    /// session may carry), so an obligation that reads one agent's provenance kept every
+    /// agent's in its cone — 45 % more state variables on the ≤ 300-node family. In a chain
+    /// of three desks the first desk's commands read no later desk's marks (but for an update
+    /// keeping a variable's own value): a copy reads the session's flags, and the flags'
+    /// updates read the agents' variables as 0.
+    #[test]
+    fn a_copied_call_reads_the_session_s_flags_not_every_agent_s_marks() {
+        let l = lower(&ir::testkit::handoff_chain(3), 1, 8);
+        assert!(l.choice_ids.contains_key(&ChoiceKey::Copied));
+        let later: Vec<VarId> =
+            l.sv.marks
+                .iter()
+                .filter(|((_, a), _)| a != "d0")
+                .map(|(_, v)| *v)
+                .collect();
+        let flags: Vec<VarId> = l.sv.session_marks.values().map(|(f, _)| *f).collect();
+        assert_eq!(flags.len(), 3, "external, confidential, steered_from_lower");
+        let (mut copies, mut sets) = (0, 0);
+        for c in &l.ts.commands {
+            let mut read = vec![];
+            c.guard.vars_read(&mut read);
+            let first_desk = c.label.agent.as_deref() == Some("d0");
+            for (v, e) in &c.updates {
+                if flags.contains(v) {
+                    sets += 1;
+                    let mut r = vec![];
+                    e.vars_read(&mut r);
+                    assert!(r.iter().all(|x| !l.sv.marks.values().any(|m| m == x)));
+                } else if first_desk {
+                    // A hand-off's update of the next desk's mark reads that mark itself.
+                    let mut r = vec![];
+                    e.vars_read(&mut r);
+                    read.extend(r.into_iter().filter(|x| x != v));
+                }
+            }
+            copies += usize::from(first_desk && read.iter().any(|v| flags.contains(v)));
+            if first_desk {
+                assert!(later.iter().all(|v| !read.contains(v)), "{:?}", c.label);
+            }
+        }
+        assert!(copies > 0, "the first desk's copies read the flags");
+        assert!(sets > 0);
     }
 
     #[test]

@@ -185,6 +185,41 @@ impl B<'_> {
                 self.sv.marks.insert((m, a.clone()), v);
             }
         }
+        for (m, kinds) in SESSION_MARKS {
+            let of: Vec<VarId> = kinds.iter().flat_map(|k| self.sv.marks_of(*k)).collect();
+            if !of.is_empty() {
+                let v = self.flag(VarKey::SessionMark(*m));
+                self.sv.session_marks.insert(*m, (v, of));
+            }
+        }
+    }
+
+    /// Each session flag is set by every command that may set one of the agents' variables it
+    /// stands for, and never cleared. Invariant: an agent's variable at 1 implies its flag is
+    /// at 1 (both start at 0; a command that sets the one sets the other). So in the flag's
+    /// update `flag ∨ e`, every such variable read by `e` may be read as 0 — where the flag is
+    /// 0 they all are, where it is 1 `e` does not matter — and the agents' variables stay
+    /// unread where nothing else reads them, which keeps a copied call from making every
+    /// agent's marks live (45 % more state variables on the ≤ 300 family without it).
+    pub(super) fn update_session_marks(&mut self) {
+        for (flag, of) in self.sv.session_marks.values() {
+            let zero: std::collections::HashSet<VarId> = of.iter().copied().collect();
+            for c in &mut self.commands {
+                let sets: Vec<Expr> = c
+                    .updates
+                    .iter()
+                    .filter(|(v, _)| zero.contains(v))
+                    .map(|(_, e)| is_one(&read_as_zero(e, &zero)))
+                    .collect();
+                if sets.is_empty() {
+                    continue;
+                }
+                let e = ite(or(sets), Expr::Const(1), Expr::Var(*flag));
+                if e != Expr::Var(*flag) {
+                    c.updates.push((*flag, e));
+                }
+            }
+        }
     }
 
     /// SPEC §3 Further pins: per compensable write, its runs and undos in the session
@@ -303,5 +338,71 @@ impl B<'_> {
         if g.nodes.iter().any(|n| n.kind == NodeKind::Human) {
             self.sv.approved = Some(self.flag(VarKey::Approved));
         }
+    }
+}
+
+/// The marks a copied argument may carry, each with the agents' variables that say a
+/// session's entry may carry it: what an agent saw or has in its provenance (the hand-off
+/// label has no provenance of its own).
+const SESSION_MARKS: &[(Mark, &[MarkVar])] = &[
+    (
+        Mark::External,
+        &[MarkVar::Seen(Mark::External), MarkVar::Prov(Mark::External)],
+    ),
+    (
+        Mark::Confidential,
+        &[
+            MarkVar::Seen(Mark::Confidential),
+            MarkVar::Prov(Mark::Confidential),
+        ],
+    ),
+    (
+        Mark::SteeredFromLower,
+        &[MarkVar::Seen(Mark::SteeredFromLower)],
+    ),
+];
+
+/// `e` with every variable of `zero` read as 0, constants folded.
+fn read_as_zero(e: &Expr, zero: &std::collections::HashSet<VarId>) -> Expr {
+    let r = |x: &Expr| read_as_zero(x, zero);
+    match e {
+        Expr::Var(v) if zero.contains(v) => Expr::Const(0),
+        Expr::Var(_) | Expr::Bool(_) | Expr::Const(_) | Expr::Choice(_) => e.clone(),
+        Expr::Not(a) => not(r(a)),
+        Expr::And(es) => and(es.iter().map(r).collect()),
+        Expr::Or(es) => or(es.iter().map(r).collect()),
+        Expr::Eq(a, b) => match (r(a), r(b)) {
+            (Expr::Const(x), Expr::Const(y)) => Expr::Bool(x == y),
+            (a, b) => eq(a, b),
+        },
+        Expr::Lt(a, b) => match (r(a), r(b)) {
+            (Expr::Const(x), Expr::Const(y)) => Expr::Bool(x < y),
+            (a, b) => lt(a, b),
+        },
+        Expr::Add(a, k) => match r(a) {
+            Expr::Const(x) => Expr::Const(x + k),
+            a => Expr::Add(Box::new(a), *k),
+        },
+        Expr::Ite(c, a, b) => ite(r(c), r(a), r(b)),
+    }
+}
+
+/// `e == 1` for an integer expression, pushed through if-then-else so constants fold.
+fn is_one(e: &Expr) -> Expr {
+    match e {
+        Expr::Const(x) => Expr::Bool(*x == 1),
+        Expr::Ite(c, a, b) => {
+            let (a, b) = (is_one(a), is_one(b));
+            match (&a, &b) {
+                (Expr::Bool(x), Expr::Bool(y)) if x == y => a,
+                (Expr::Bool(true), Expr::Bool(false)) => (**c).clone(),
+                (Expr::Bool(false), Expr::Bool(true)) => not((**c).clone()),
+                _ => or(vec![
+                    and(vec![(**c).clone(), a]),
+                    and(vec![not((**c).clone()), b]),
+                ]),
+            }
+        }
+        other => eq(other.clone(), Expr::Const(1)),
     }
 }
