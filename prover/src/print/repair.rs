@@ -218,14 +218,6 @@ fn kept_line(r: &Repaired) -> String {
     line
 }
 
-/// The findings the repair adds, as `rule subject` (SARIF's `properties.adds_findings`).
-pub fn adds_findings(r: &Repaired) -> Vec<String> {
-    r.added()
-        .iter()
-        .map(|f| format!("{} {}", f.rule.id, f.subject))
-        .collect()
-}
-
 /// Whether the repair takes a capability away (SARIF's `properties.removes_capability`).
 pub fn removes_capability(r: &Repaired) -> bool {
     r.chosen().iter().any(|c| c.kind.removes_capability())

@@ -64,7 +64,7 @@ pub fn sarif_repaired(
 /// findings the repair adds that do not fail the gate (`adds_findings`, when there are any).
 fn removal_property(res: &mut Value, repaired: &crate::repair::Repaired) {
     res["properties"]["removes_capability"] = json!(super::repair::removes_capability(repaired));
-    let adds = super::repair::adds_findings(repaired);
+    let adds = repaired.added_names();
     if !adds.is_empty() {
         res["properties"]["adds_findings"] = json!(adds);
     }

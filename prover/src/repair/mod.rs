@@ -424,6 +424,15 @@ impl Repaired {
         }
     }
 
+    /// The findings the repair adds, as `rule subject` (SARIF's `properties.adds_findings`,
+    /// the benchmark's line).
+    pub fn added_names(&self) -> Vec<String> {
+        self.added()
+            .iter()
+            .map(|f| format!("{} {}", f.rule.id, f.subject))
+            .collect()
+    }
+
     /// The changes that fix `t` (those whose removal re-opens it; all of them when the
     /// minimality check did not say).
     pub fn fixes_of(&self, t: &Target) -> Vec<&Change> {
