@@ -303,7 +303,8 @@ pub enum Optimum {
 /// Whether the found set was shown minimal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Minimality {
-    /// Removing any one change re-opens a finding (each removal re-proved by both engines).
+    /// Removing any one change re-opens a finding, or adds one the set keeps away (each removal
+    /// re-proved by both engines).
     Proved,
     /// Not checked: the round budget ran out first.
     NotChecked,
