@@ -1,8 +1,9 @@
 //! `qls repair`: every gate-failing corpus case whose gate-failing findings are reachability
 //! obligations, and both examples' failing variants, get a repair; the diff it prints applies
 //! with `git apply`, and `verify` on the applied inputs passes the gate with no finding that was
-//! not there before. Each repair is minimal: removing any one change re-opens a finding. The
-//! SARIF with `fixes` validates against the 2.1.0 schema.
+//! not there before but those the repair names as added (none gate-failing). Each repair is
+//! minimal: removing any one change re-opens a finding. The SARIF with `fixes` validates
+//! against the 2.1.0 schema.
 
 use prover::job::{Inputs, Job};
 use prover::repair::{Files, Outcome, Repaired};
@@ -21,6 +22,8 @@ pub(crate) fn root() -> PathBuf {
 /// finding a source edit removes, a refused rulebook (QG005) or a rail's advisory (QG022).
 /// What stays outside the space is said with why (`outside_the_space_is_said…`).
 const CASES: &[&str] = &[
+    "agentdojo-banking",
+    "agentdojo-slack",
     "batch-third-call-breaks-at-most-fires",
     "batch-untrusted-read-then-persistent-write-fires",
     "dependency-advisory-package-lock-fires",
@@ -79,19 +82,14 @@ const CASES: &[&str] = &[
     "regression-undeclared-context-fires",
     "regression-undo-of-unconfirmed-write-fires",
     "sheet-refused",
+    "taubench-airline",
 ];
 
 /// Gate-failing corpus cases whose findings no change closes without taking a capability away
 /// (measured: docs/repair.md): `qls repair` says so, naming the removals that could, and exits 1.
-/// Their searches without removal run long (banking's and slack's 100 proofs take minutes), so
-/// the test asks with a budget of 3 proofs: the removals are named at the budget as when the
+/// The test asks with a budget of 3 proofs: the removals are named at the budget as when the
 /// space is exhausted.
-const NOT_WITHOUT_REMOVAL: &[&str] = &[
-    "agentdojo-banking",
-    "agentdojo-slack",
-    "langgraph-json-swarm",
-    "taubench-airline",
-];
+const NOT_WITHOUT_REMOVAL: &[&str] = &["langgraph-json-swarm"];
 
 /// Gate-failing cases whose tasks (SPEC §1.5) fail the gate: a reachable attack goal (QG025) is
 /// in the change space like any finding, a user task that is not possible (QG024) is outside it
@@ -194,8 +192,9 @@ pub(crate) fn repair_and_apply(cwd: &Path, args: &[&str]) -> String {
     diff
 }
 
-/// Applied, the repair passes the gate with nothing new; without any one of its changes, a
-/// finding is back (the minimality the search claims, checked again from outside).
+/// Applied, the repair passes the gate with nothing new but the findings it names as added;
+/// without any one of its changes, a finding is back (the minimality the search claims, checked
+/// again from outside).
 fn check_repair(name: &str, original: Inputs, copied: Inputs) {
     let (passed, before) = verify(original.clone());
     assert!(!passed, "{name} fails the gate before");
@@ -204,10 +203,23 @@ fn check_repair(name: &str, original: Inputs, copied: Inputs) {
         passed,
         "{name}: the applied repair does not pass the gate: {after:?}"
     );
-    assert!(
-        after.is_subset(&before),
-        "{name}: new findings {:?}",
-        after.difference(&before)
+    let r = repair(original.clone());
+    let named: Found = r
+        .added()
+        .iter()
+        .map(|f| {
+            assert!(
+                !f.rule.fails_gate,
+                "{name}: adds a gate-failing {}",
+                f.rule.id
+            );
+            (f.rule.id.to_string(), f.subject.clone())
+        })
+        .collect();
+    assert_eq!(
+        after.difference(&before).cloned().collect::<Found>(),
+        named,
+        "{name}: the new findings are the ones the repair names"
     );
     // Every tool some run executed before is still executed by one (SPEC §8), and no change
     // took a capability away (no `--allow-removal` here).
@@ -219,7 +231,6 @@ fn check_repair(name: &str, original: Inputs, copied: Inputs) {
             "{name}: `{tool}` is no longer executable after the repair"
         );
     }
-    let r = repair(original);
     let Outcome::Found { chosen, .. } = &r.outcome else {
         panic!("{name}: no repair: {:?}", r.outcome);
     };

@@ -42,6 +42,24 @@ pub(crate) fn qls(args: &[&str], cwd: &Path) -> (Option<i32>, String) {
     )
 }
 
+/// The results with `fixes` of the SARIF document `qls repair --format sarif` printed (the
+/// document first, then any reader's notes on stderr), validated against the schema.
+pub(crate) fn sarif_fixed(printed: &str) -> Vec<serde_json::Value> {
+    let doc: serde_json::Value = serde_json::Deserializer::from_str(printed)
+        .into_iter()
+        .next()
+        .unwrap()
+        .unwrap();
+    crate::sarif::assert_valid(&doc);
+    doc["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r.get("fixes").is_some())
+        .cloned()
+        .collect()
+}
+
 const DROPPED_EDGE: &str = "regression-repair-dropped-the-only-tool-edge-fires";
 
 #[test]
@@ -132,19 +150,7 @@ fn a_repair_keeps_the_only_tool_edge_and_a_removal_is_labelled_when_allowed() {
         &work,
     );
     assert_eq!(code, Some(0));
-    // The SARIF document, then the reader's notes on stderr (the LangGraph JSON's).
-    let doc: serde_json::Value = serde_json::Deserializer::from_str(&sarif)
-        .into_iter()
-        .next()
-        .unwrap()
-        .unwrap();
-    crate::sarif::assert_valid(&doc);
-    let fixed: Vec<&serde_json::Value> = doc["runs"][0]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r.get("fixes").is_some())
-        .collect();
+    let fixed = sarif_fixed(&sarif);
     assert!(!fixed.is_empty());
     for r in fixed {
         assert_eq!(r["properties"]["removes_capability"], true, "{r}");

@@ -2,11 +2,13 @@
 //! write's `model_may_write` closes an attack goal whose call the model writes, and a person's
 //! approval put in front of a tools node of a `qls-graph/1` file closes a destination the model
 //! writes at a read (where *confirm a read* would make the read a write with no compensation,
-//! a new QG105). Each repair is applied with `git apply`, verified (gate passed, nothing new)
-//! and keeps every tool executable or the user's task running alone.
+//! a new QG105); in an agent.yaml, which has no human node, *confirm a read* is taken with the
+//! QG105 it adds named. Each repair is applied with `git apply`, verified (gate passed, nothing
+//! new but what the repair names) and keeps every tool executable or the user's task running
+//! alone.
 
 use crate::repair::{repair_and_apply, scratch, verify};
-use crate::repair_keep::{executable, qls};
+use crate::repair_keep::{executable, qls, sarif_fixed};
 use prover::job::Inputs;
 
 const PAY_AGENT: &str = "agents:
@@ -148,6 +150,85 @@ fn a_person_s_approval_in_front_of_a_tools_node_closes_a_destination_the_model_w
     assert!(after.is_subset(&before), "nothing new: {after:?}");
     assert_eq!(
         executable(Inputs::Case(case)),
+        tools,
+        "every tool stays executable"
+    );
+}
+
+/// The agent.yaml form of the two-tool web agent above: an agent.yaml has no human node, so a
+/// person is asked at the read by *confirm a read*, which makes `get_webpage` a write with no
+/// compensation on a path with `send_message`: a new QG105 (Review, not gate-failing).
+const WEB_AGENT: &str = "agents:
+  desk:
+    model: \"anthropic:claude-sonnet-5-5\"
+    tools: [get_webpage, send_message]
+    budget: 3
+tools:
+  - catalogue: ./tools.catalogue.yaml
+settings: {step_limit: 6}
+";
+
+/// Caught on agentdojo-banking, -slack and taubench-airline (issue 51): the search refused
+/// *confirm a read* because it adds a QG105 that does not fail the gate, and spent its budget.
+/// A new finding that does not fail the gate is allowed, counted 1 in the search and named: in
+/// the text, on the diff's `# [adds finding]` line and in SARIF.
+#[test]
+fn confirming_a_read_that_adds_a_qg105_is_still_the_repair_and_the_added_finding_is_named() {
+    let work = scratch("confirm-read-adds-qg105");
+    let case = work.join("case");
+    std::fs::create_dir_all(&case).unwrap();
+    std::fs::write(case.join("agent.yaml"), WEB_AGENT).unwrap();
+    std::fs::write(case.join("tools.catalogue.yaml"), WEB_CATALOGUE).unwrap();
+    let agent = case.join("agent.yaml");
+    let (passed, before) = verify(Inputs::Agent(agent.clone()));
+    assert!(!passed);
+    assert!(before.contains(&("QG018".into(), "get_webpage".into())));
+    assert!(!before.contains(&("QG105".into(), "get_webpage".into())));
+    let tools = executable(Inputs::Agent(agent.clone()));
+    let (code, out) = qls(&["repair", "case/agent.yaml"], &work);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("Fix (proved): declare `get_webpage` a write a person confirms"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Repair: 1 change, cost 3; counted 4 with the 1 finding it adds (1 each); the cheapest so counted"),
+        "{out}"
+    );
+    assert!(
+        out.contains("It adds 1 finding that does not fail the gate (allowed; review it):\n  - [adds finding] QG105 get_webpage (Unrecoverable write, Security hotspot, does not fail the gate): the write 'get_webpage' has no compensation"),
+        "{out}"
+    );
+    // Named at the inputs' own file, not the search's working copy.
+    assert!(out.contains("(case/agent.yaml:4)"), "{out}");
+    let (code, sarif) = qls(&["repair", "case/agent.yaml", "--format", "sarif"], &work);
+    assert_eq!(code, Some(0), "{sarif}");
+    let fixed = sarif_fixed(&sarif);
+    assert_eq!(fixed.len(), 1, "{sarif}");
+    assert_eq!(
+        fixed[0]["properties"]["adds_findings"],
+        serde_json::json!(["QG105 get_webpage"])
+    );
+    let said = fixed[0]["fixes"][0]["description"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(said.contains("[adds finding] QG105 get_webpage"), "{said}");
+    let diff = repair_and_apply(&work, &["case/agent.yaml"]);
+    assert!(
+        diff.starts_with("# [adds finding] QG105 get_webpage (Unrecoverable write"),
+        "{diff}"
+    );
+    assert!(diff.contains("+    effect: write\n"), "{diff}");
+    let (passed, after) = verify(Inputs::Agent(agent.clone()));
+    assert!(passed, "{after:?}");
+    let new: Vec<_> = after.difference(&before).collect();
+    assert_eq!(
+        new,
+        vec![&("QG105".to_string(), "get_webpage".to_string())],
+        "only the named finding is new"
+    );
+    assert_eq!(
+        executable(Inputs::Agent(agent)),
         tools,
         "every tool stays executable"
     );

@@ -417,9 +417,9 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Rep
                 .to_string(),
         ),
         // Found is the search's own test passed on the whole re-proof: every target closed, no
-        // finding new, every kept task as it was, both engines agreeing with nothing undecided.
-        // (Its gate need not pass: the QG024 of a task not possible before stays, outside the
-        // space.)
+        // gate-failing finding new (one that does not fail the gate is named), every kept task
+        // as it was, both engines agreeing with nothing undecided. (Its gate need not pass: the
+        // QG024 of a task not possible before stays, outside the space.)
         crate::repair::Outcome::Found { cost, .. } => {
             for (path, text) in repaired.written() {
                 write(Path::new(&path), &text)?;
@@ -429,10 +429,16 @@ fn repair_unit(from: &Path, dir: &Path, o: &Options) -> Result<(ir::Project, Rep
                 .iter()
                 .map(|c| c.kind.describe())
                 .collect();
+            let adds = repaired.added_names();
+            let adds = if adds.is_empty() {
+                String::new()
+            } else {
+                format!("; adds {} (not gate-failing)", adds.join(", "))
+            };
             (
                 RepairEnd::Repaired,
                 format!(
-                    "{} change(s), cost {cost}, re-proved by both engines ({}): {}",
+                    "{} change(s), cost {cost}, re-proved by both engines ({}): {}{adds}",
                     changes.len(),
                     proofs(n),
                     changes.join("; ")

@@ -2,7 +2,10 @@
 //! line, what is outside the space and why, the search's figures, and the diff. It only formats
 //! the [`Repaired`] value `repair::repair` computed.
 
-use crate::repair::{Change, Minimality, Outcome, Repaired, TargetRule};
+use crate::repair::{
+    added_words, Change, Minimality, Optimum, Outcome, Repaired, TargetRule, ADDED_FINDING_COST,
+    ADDS,
+};
 
 /// The label of a change that takes a capability away (SPEC §8: offered only under
 /// `--allow-removal`, and labelled so).
@@ -50,6 +53,8 @@ pub fn text(r: &Repaired) -> String {
             cost,
             minimal,
             reproof,
+            added,
+            optimum,
             ..
         } => {
             for t in &r.targets {
@@ -65,12 +70,27 @@ pub fn text(r: &Repaired) -> String {
                 }
                 s.push_str(&format!("  Re-proof: {}\n", reproof_line(reproof)));
             }
-            let minimal = match minimal {
-                Minimality::Proved => "minimal: removing any one change re-opens a finding (each removal re-proved by both engines)",
-                Minimality::NotChecked => "minimality not proved (stopped at the proof budget)",
+            let minimal = match (minimal, added.is_empty()) {
+                (Minimality::Proved, true) => "minimal: removing any one change re-opens a finding (each removal re-proved by both engines)",
+                (Minimality::Proved, false) => "minimal: removing any one change re-opens a finding or adds one the set keeps away (each removal re-proved by both engines)",
+                (Minimality::NotChecked, _) => "minimality not proved (stopped at the proof budget)",
+            };
+            let counted = if added.is_empty() {
+                "the cheapest set satisfying every constraint the counterexamples taught (Z3's optimum)".to_string()
+            } else {
+                let n = added.len() as u64;
+                let of = match optimum {
+                    Optimum::Proved => "the cheapest so counted (every set at most as costly was proved or excluded by the counterexamples' constraints)",
+                    Optimum::NotProved => "the cheapest so counted is not proved (stopped at the proof budget with sets at most as costly unproved)",
+                };
+                format!(
+                    "counted {} with the {n} finding{} it adds ({ADDED_FINDING_COST} each); {of}",
+                    cost + ADDED_FINDING_COST * n,
+                    if n == 1 { "" } else { "s" },
+                )
             };
             s.push_str(&format!(
-                "\nRepair: {} change{}, cost {cost}; the cheapest set satisfying every constraint the counterexamples taught (Z3's optimum); {minimal}.\n",
+                "\nRepair: {} change{}, cost {cost}; {counted}; {minimal}.\n",
                 chosen.len(),
                 if chosen.len() == 1 { "" } else { "s" }
             ));
@@ -91,6 +111,19 @@ pub fn text(r: &Repaired) -> String {
                     change_line(r, c),
                     c.cost
                 ));
+            }
+            if !added.is_empty() {
+                s.push_str(&format!(
+                    "It adds {} finding{} that do{} not fail the gate (allowed; review {}):\n",
+                    added.len(),
+                    if added.len() == 1 { "" } else { "s" },
+                    if added.len() == 1 { "es" } else { "" },
+                    if added.len() == 1 { "it" } else { "them" },
+                ));
+                for f in added {
+                    let at = f.at.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
+                    s.push_str(&format!("  - {ADDS}{}{at}\n", added_words(f)));
+                }
             }
         }
         Outcome::Impossible {
@@ -232,8 +265,13 @@ pub fn sarif_fixes(r: &Repaired, rule: TargetRule, subject: &str) -> Option<serd
             format!("{label}{}", c.kind.describe())
         })
         .collect();
+    let adds: String = r
+        .added()
+        .iter()
+        .map(|f| format!(" {ADDS}{}.", added_words(f)))
+        .collect();
     Some(serde_json::json!([{
-        "description": {"text": format!("Fix (proved): {}. Re-proof: {}", words.join("; "), reproof_line(reproof))},
+        "description": {"text": format!("Fix (proved): {}. Re-proof: {}{adds}", words.join("; "), reproof_line(reproof))},
         "artifactChanges": changes,
     }]))
 }

@@ -60,9 +60,14 @@ pub fn sarif_repaired(
 }
 
 /// A result with fixes says whether the repair takes a capability away (a tool, an edge, a
-/// hand-off: SPEC §8's label), so a reviewer sees a removal before applying it.
+/// hand-off: SPEC §8's label), so a reviewer sees a removal before applying it, and names the
+/// findings the repair adds that do not fail the gate (`adds_findings`, when there are any).
 fn removal_property(res: &mut Value, repaired: &crate::repair::Repaired) {
     res["properties"]["removes_capability"] = json!(super::repair::removes_capability(repaired));
+    let adds = repaired.added_names();
+    if !adds.is_empty() {
+        res["properties"]["adds_findings"] = json!(adds);
+    }
 }
 
 fn sarif_value(r: &Report, rules_uri: Option<&str>) -> Value {

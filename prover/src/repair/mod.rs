@@ -1,8 +1,9 @@
 //! `qls repair`: for the gate-failing reachability findings of a verify run (and those a
 //! declaration of the space is about: a dependency's advisory, a dynamic edge's targets, a code
 //! check's contradiction of the catalogue), a cheapest set of changes to the inputs under which
-//! every one of them is gone and nothing that held before becomes reachable, found by counterexample-guided synthesis and re-proved by both
-//! engines on the changed inputs (docs/repair.md).
+//! every one of them is gone and no gate-failing finding appears (a new finding that does not
+//! fail the gate is allowed, counted in the cost and named), found by counterexample-guided
+//! synthesis and re-proved by both engines on the changed inputs (docs/repair.md).
 //!
 //! - `space.rs`: the declared changes, their costs and scopes, located in the inputs' text;
 //! - `declare.rs`: the changes that declare what the inputs left unsaid or out of date (a
@@ -33,7 +34,7 @@ pub mod space;
 pub mod text;
 
 use crate::job::Inputs;
-use crate::report::Report;
+use crate::report::{Finding, Report};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -221,6 +222,22 @@ impl Files {
     }
 }
 
+/// The label of a finding the repair adds (text, the diff's header, SARIF).
+pub const ADDS: &str = "[adds finding] ";
+
+/// A finding the repair adds, in words: rule, subject, the rule's title and kind, and what was
+/// found (`QG105 save_note (Unrecoverable write, Security hotspot): …`).
+pub fn added_words(f: &Finding) -> String {
+    format!(
+        "{} {} ({}, {}, does not fail the gate): {}",
+        f.rule.id,
+        f.subject,
+        f.rule.title,
+        f.rule.kind.name(),
+        f.message
+    )
+}
+
 fn parent(p: &Path) -> PathBuf {
     p.parent().map(Path::to_path_buf).unwrap_or_default()
 }
@@ -263,10 +280,31 @@ impl std::fmt::Display for Target {
     }
 }
 
+/// What the search counts for each finding a repair adds that does not fail the gate (a Review
+/// hotspot such as QG105 when *confirm a read* makes a read a write with no compensation): the
+/// cost of the cheapest change, a declaration that restricts nothing. A new finding asks the
+/// person to look at one more thing, which is no restriction of the agent; so a set that adds
+/// none is preferred at equal cost, and the search never takes a change that restricts the
+/// agent (2 or more) over one such finding. A new gate-failing finding is never allowed: it is a
+/// counterexample (docs/repair.md).
+pub const ADDED_FINDING_COST: u64 = 1;
+
+/// Whether the found set was shown the cheapest (changes' cost plus [`ADDED_FINDING_COST`] per
+/// finding it adds).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Optimum {
+    /// Every set at most as costly was proved or excluded by the counterexamples' clauses.
+    Proved,
+    /// The proof budget ran out while sets at most as costly were left: the set found adds
+    /// findings, and one that adds fewer may exist.
+    NotProved,
+}
+
 /// Whether the found set was shown minimal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Minimality {
-    /// Removing any one change re-opens a finding (each removal re-proved by both engines).
+    /// Removing any one change re-opens a finding, or adds one the set keeps away (each removal
+    /// re-proved by both engines).
     Proved,
     /// Not checked: the round budget ran out first.
     NotChecked,
@@ -288,8 +326,14 @@ pub enum Outcome {
         /// The re-proof on the changed inputs.
         reproof: Box<Report>,
         /// Per target, the chosen changes whose removal re-opens it (empty when the minimality
-        /// check did not run).
+        /// check did not run); also, per finding a removal adds that the set does not, the
+        /// changes that keep it away.
         needed_by: BTreeMap<Target, Vec<usize>>,
+        /// The findings the repair adds that do not fail the gate, as the re-proof found them:
+        /// allowed, each counted [`ADDED_FINDING_COST`] in the search, and always named.
+        added: Vec<Finding>,
+        /// Whether the set was shown the cheapest.
+        optimum: Optimum,
     },
     /// No set of changes in the space closes these targets.
     Impossible {
@@ -353,11 +397,14 @@ impl Repaired {
     pub fn diff(&self) -> String {
         let chosen = self.chosen();
         let diff = self.files.diff(&chosen);
-        let labels: String = chosen
+        let mut labels: String = chosen
             .iter()
             .filter(|c| c.kind.removes_capability())
             .map(|c| format!("# [removes capability] {}\n", c.kind.describe()))
             .collect();
+        for f in self.added() {
+            labels.push_str(&format!("# {}{}\n", ADDS, added_words(f)));
+        }
         labels + &diff
     }
 
@@ -367,6 +414,23 @@ impl Repaired {
             .edited(&self.chosen())
             .into_iter()
             .map(|(k, t)| (self.files.shown(&k), t))
+            .collect()
+    }
+
+    /// The findings the repair adds that do not fail the gate (none without a repair).
+    pub fn added(&self) -> &[Finding] {
+        match &self.outcome {
+            Outcome::Found { added, .. } => added,
+            _ => &[],
+        }
+    }
+
+    /// The findings the repair adds, as `rule subject` (SARIF's `properties.adds_findings`,
+    /// the benchmark's line).
+    pub fn added_names(&self) -> Vec<String> {
+        self.added()
+            .iter()
+            .map(|f| format!("{} {}", f.rule.id, f.subject))
             .collect()
     }
 

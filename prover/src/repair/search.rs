@@ -6,10 +6,13 @@
 //! never visits, an edge it never takes) leaves `W` a run of the changed system, and so do the
 //! changes of `S`, which `W` survived. Z3 (`engines::optimise`) picks a cheapest set satisfying
 //! every clause; a session proves it with both engines on the changed inputs (a working copy);
-//! each target still reachable adds its new witness, each finding that appears adds "not all
-//! of `S`, unless a change that can affect its witness", until a set closes every target with
-//! no new finding. Then each change is removed in turn and the rest re-proved: the set is
-//! minimal when every removal re-opens a finding.
+//! each target still reachable adds its new witness, each gate-failing finding that appears
+//! adds "not all of `S`, unless a change that can affect its witness", until a set closes every
+//! target with no gate-failing finding new. A new finding that does not fail the gate is
+//! allowed and counted (`ADDED_FINDING_COST` each): after a set that adds some, the sets at
+//! most as costly so counted are proved in the optimiser's order for one that adds fewer. Then
+//! each change is removed in turn and the rest re-proved: the set is minimal when every removal
+//! re-opens a finding or adds one the set keeps away.
 //!
 //! A finding with no witness (a dependency's advisory, a dynamic edge without targets) is a
 //! target only when a declaration of the space is scoped to it; its clause is "one of those
@@ -17,7 +20,8 @@
 
 use super::keep::{self, Kept};
 use super::{
-    Change, Files, Kind, Minimality, Outcome, RepairError, Repaired, Scope, Target, TargetRule,
+    Change, Files, Kind, Minimality, Optimum, Outcome, RepairError, Repaired, Scope, Target,
+    TargetRule, ADDED_FINDING_COST,
 };
 use crate::job::{GraphInputs, Inputs, Job};
 use crate::report::{Finding, Report};
@@ -57,12 +61,17 @@ fn id(f: &Finding) -> Target {
     }
 }
 
+/// Whether a finding fails the gate: a new finding of a gate-failing rule (not one the team
+/// accepted with a suppression).
+fn fails_gate(f: &Finding) -> bool {
+    f.rule.fails_gate && f.standing == crate::report::Standing::New
+}
+
 /// Whether the search can act on a finding: a new, gate-failing finding of a reachability
 /// obligation (with its witness), or one that a declaration of the space is about (a
 /// dependency's advisory, a dynamic edge's missing targets).
 fn targeted(f: &Finding, space: &[Change]) -> bool {
-    f.rule.fails_gate
-        && f.standing == crate::report::Standing::New
+    fails_gate(f)
         && (f.obligation.is_some()
             // An attack goal reachable: its witness is a run like an obligation's.
             || (f.rule.id == RuleId::QG025 && f.document.is_some())
@@ -241,9 +250,14 @@ fn inserted_key(s: &str) -> Option<&str> {
 enum Tried {
     /// The changed inputs do not load (an edit the readers refuse).
     Broken,
-    /// Every target closed, nothing new: the report.
-    Works(Box<Report>),
-    /// Targets left, findings that appeared, what the repair keeps that the set broke.
+    /// Every target closed, no gate-failing finding new: the report, and the new findings that
+    /// do not fail the gate (allowed, counted and named).
+    Works {
+        report: Box<Report>,
+        added: Vec<Finding>,
+    },
+    /// Targets left, gate-failing findings that appeared, what the repair keeps that the set
+    /// broke.
     Fails {
         left: Vec<Finding>,
         appeared: Vec<Finding>,
@@ -262,6 +276,27 @@ struct Proved {
     said: Vec<keep::Said>,
     asked: Vec<Kept>,
     partial: bool,
+}
+
+/// A set proved to close every target with no gate-failing finding new.
+struct Best {
+    chosen: Vec<usize>,
+    /// The changes' cost.
+    cost: u64,
+    report: Box<Report>,
+    /// The new findings that do not fail the gate.
+    added: Vec<Finding>,
+}
+
+impl Best {
+    /// What the search counts: the changes' cost plus [`ADDED_FINDING_COST`] per finding added,
+    /// then (at equal cost) the number added.
+    fn counted(&self) -> (u64, usize) {
+        (
+            self.cost + ADDED_FINDING_COST * self.added.len() as u64,
+            self.added.len(),
+        )
+    }
 }
 
 /// The working copy the candidate sets are proved in.
@@ -328,6 +363,14 @@ impl Prover<'_> {
         match p.strip_prefix(&self.files.root) {
             Ok(rel) => self.copy.dir.join(rel),
             Err(_) => p.to_path_buf(),
+        }
+    }
+
+    /// A place in the working copy as the user names it (the inputs' own file): a finding
+    /// the repair adds is reported after the copy is gone.
+    fn unmap(&self, at: &mut ir::Loc) {
+        if let Ok(rel) = Path::new(&at.file).strip_prefix(&self.copy.dir) {
+            at.file = self.files.shown(&rel.to_string_lossy().replace('\\', "/"));
         }
     }
 
@@ -447,7 +490,7 @@ impl Prover<'_> {
             return Ok(t.clone());
         }
         let (mut t, partial) = self.prove_once(set, false)?;
-        if partial && matches!(t, Tried::Works(_)) {
+        if partial && matches!(t, Tried::Works { .. }) {
             t = self.prove_once(set, true)?.0;
         }
         self.tried.insert(set.to_vec(), t.clone());
@@ -472,13 +515,20 @@ impl Prover<'_> {
             .filter(|f| self.targets.contains(&id(f)))
             .cloned()
             .collect();
-        let appeared: Vec<Finding> = r
+        // A task that breaks is read from the tasks below (QG024 names no run to block). A new
+        // finding that fails the gate is a counterexample; one that does not is allowed, and
+        // named and counted with the set ([`ADDED_FINDING_COST`]).
+        let (appeared, mut added): (Vec<Finding>, Vec<Finding>) = r
             .findings
             .iter()
-            // A task that breaks is read from the tasks below (QG024 names no run to block).
             .filter(|f| !self.before.contains(&id(f)) && f.rule.id != RuleId::QG024)
             .cloned()
-            .collect();
+            .partition(fails_gate);
+        for f in &mut added {
+            f.at.iter_mut()
+                .chain(f.also.iter_mut())
+                .for_each(|at| self.unmap(at));
+        }
         let fared = keep::fared(&asked, &said);
         let undecided = !r.undecided_gate.is_empty() || !r.agree || !fared.undecided.is_empty();
         // Each code finding named by its place before the set's source edits.
@@ -506,7 +556,10 @@ impl Prover<'_> {
             && !undecided
             && clean
         {
-            Tried::Works(Box::new(r))
+            Tried::Works {
+                report: Box::new(r),
+                added,
+            }
         } else {
             Tried::Fails {
                 left,
@@ -544,7 +597,8 @@ fn learn_code(space: &[Change], f: &CodeFinding, set: &[usize], appeared: bool) 
 }
 
 /// Searches the space for a cheapest set of changes that closes every gate-failing
-/// reachability finding of `run` (the verify run of `files`' inputs) with no new finding.
+/// reachability finding of `run` (the verify run of `files`' inputs) with no gate-failing
+/// finding new (one that does not fail the gate is counted and named).
 pub fn repair(
     files: Files,
     project: &ir::Project,
@@ -565,7 +619,7 @@ pub fn repair(
     let mut code_targets: Vec<(Target, CodeFinding)> = Vec::new();
     let mut outside = Vec::new();
     for f in &run.findings {
-        if !(f.rule.fails_gate && f.standing == crate::report::Standing::New) {
+        if !fails_gate(f) {
             continue;
         }
         if targeted(f, &space) {
@@ -710,14 +764,22 @@ pub fn repair(
             .cloned()
             .collect()
     };
+    // The best set proved so far that adds findings (not gate-failing ones): the search goes
+    // on through the sets at most as costly as it counts, in the optimiser's order, for one
+    // that adds fewer. A set that adds none is taken at once: no later set costs less.
+    let mut best: Option<Best> = None;
     let found = loop {
-        if prover.proofs >= options.max_proofs {
-            break None;
-        }
         let list: Vec<Clause> = clauses.iter().cloned().collect();
         let set = match options.smt.cheapest(&costs, &list) {
             Choice::Cheapest(set, cost) => (set, cost),
-            Choice::None | Choice::Unknown(_) => {
+            choice => {
+                if let Some(b) = best.take() {
+                    let optimum = match choice {
+                        Choice::None => Optimum::Proved,
+                        _ => Optimum::NotProved,
+                    };
+                    break Some((b, optimum));
+                }
                 result.outcome = Outcome::Impossible {
                     why: impossible(&space, &targets, &code_targets, &stuck),
                     kept_in_way: in_the_way(options.smt, &costs, &clauses, &kept_clauses),
@@ -726,8 +788,33 @@ pub fn repair(
                 break None;
             }
         };
+        if best.as_ref().is_some_and(|b| set.1 > b.counted().0) {
+            break best.take().map(|b| (b, Optimum::Proved));
+        }
+        if prover.proofs >= options.max_proofs {
+            break best.take().map(|b| (b, Optimum::NotProved));
+        }
         match prover.prove(&set.0)? {
-            Tried::Works(report) => break Some((set, report)),
+            Tried::Works { report, added } => {
+                let found = Best {
+                    chosen: set.0.clone(),
+                    cost: set.1,
+                    report,
+                    added,
+                };
+                if found.added.is_empty() {
+                    break Some((found, Optimum::Proved));
+                }
+                if best.as_ref().is_none_or(|b| found.counted() < b.counted()) {
+                    best = Some(found);
+                }
+                // This exact set is done with; a superset may add fewer findings.
+                let rest: Vec<usize> = (0..space.len()).filter(|i| !set.0.contains(i)).collect();
+                clauses.insert(Clause {
+                    any: rest,
+                    not_all: set.0.clone(),
+                });
+            }
             Tried::Broken => {
                 clauses.insert(Clause {
                     any: vec![],
@@ -795,7 +882,16 @@ pub fn repair(
             }
         }
     };
-    if let Some(((chosen, cost), reproof)) = found {
+    if let Some((
+        Best {
+            chosen,
+            cost,
+            report: reproof,
+            added,
+        },
+        optimum,
+    )) = found
+    {
         // Minimality: each change removed in turn, the rest re-proved.
         let mut needed_by: BTreeMap<Target, Vec<usize>> = BTreeMap::new();
         let mut minimal = Minimality::Proved;
@@ -806,9 +902,20 @@ pub fn repair(
             }
             let rest: Vec<usize> = chosen.iter().copied().filter(|&i| i != c).collect();
             match prover.prove(&rest)? {
-                Tried::Works(_) => {
-                    // Cannot happen with sound clauses and positive costs; never claim it.
-                    minimal = Minimality::NotChecked;
+                Tried::Works { added: more, .. } => {
+                    // Without `c` a finding the set keeps away is added: `c` is needed for it.
+                    // Else the rest would count less than the set: it cannot happen with sound
+                    // clauses, positive costs and the cheapest proved; never claim it.
+                    let new: Vec<&Finding> = more
+                        .iter()
+                        .filter(|f| !added.iter().any(|g| id(g) == id(f)))
+                        .collect();
+                    if new.is_empty() || optimum != Optimum::Proved {
+                        minimal = Minimality::NotChecked;
+                    }
+                    for f in new {
+                        needed_by.entry(id(f)).or_default().push(c);
+                    }
                 }
                 Tried::Broken => {}
                 Tried::Fails {
@@ -833,6 +940,8 @@ pub fn repair(
             minimal,
             reproof,
             needed_by,
+            added,
+            optimum,
         };
     } else if matches!(result.outcome, Outcome::Nothing) {
         result.outcome = Outcome::Budget {
@@ -907,7 +1016,7 @@ fn impossible(
 ) -> Vec<(Target, String)> {
     let code = code_targets.iter().map(|(t, _)| {
         let why = stuck.get(t).cloned().unwrap_or_else(|| {
-            "each declaration about it, with the other changes needed, was proved to leave a finding or to add one".into()
+            "each declaration about it, with the other changes needed, was proved to leave a finding or to add a gate-failing one".into()
         });
         (t.clone(), why)
     });
@@ -919,7 +1028,7 @@ fn impossible(
             } else if let Some(w) = stuck.get(t) {
                 w.clone()
             } else {
-                "each set of changes that could close it, with the others', was proved to leave a witness or to add a finding".into()
+                "each set of changes that could close it, with the others', was proved to leave a witness or to add a gate-failing finding".into()
             };
             (t.clone(), why)
         })
