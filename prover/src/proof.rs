@@ -27,6 +27,8 @@ use schedule::run_per_slice_accepting;
 /// The budgets a proof runs with unless told otherwise, declared here once (the CLI's defaults
 /// and the engines' `Default`s read them).
 pub mod defaults {
+    use std::time::Duration;
+
     /// Seconds the whole proof may take (lowering, both engines and the QG003 re-proof).
     pub const TIMEOUT_SECS: u64 = 300;
     /// Search each group of obligations on its slice of the system (`encoder::ts::slice`)
@@ -47,13 +49,14 @@ pub mod defaults {
     /// verdicts are the system's, in fewer states; the system itself is searched for what they
     /// left open (property-tested: the same verdicts and depths).
     pub const HIDE: bool = true;
-    /// Under `both`, when the BFS and Z3 are still at work this long after they started (or a
-    /// third of the budget, if less), the symbolic engine joins them for the rest of the
-    /// budget. Without it the third engine started only once both had returned — on every
-    /// graph that needed it, at the deadline, so it never ran (0 of 39 on the ≤ 300 family,
-    /// benchmarks/README.md). Ten seconds: the corpus's proofs all end well before it, so it
-    /// changes nothing where two engines suffice.
-    pub const BDD_JOINS_AFTER_SECS: u64 = 10;
+    /// Under `both`, whether the symbolic engine joins the BFS and Z3 while they work (after
+    /// this long, or a third of the budget if less) rather than only once both have returned.
+    /// Off: on the ≤ 300 family (40 graphs, 60 s, benchmarks/README.md) the joined engine
+    /// decided no obligation on any of the 30 graphs it joined (a 31st was killed), its
+    /// processes peaked at 0.8–2.4 GB (the same graphs' at 0.2–1.2 GB without it) and it took
+    /// a core from the two; alone for 300 s on the smallest graph that needs a third engine
+    /// (seed 2, 114 variables) it decided none of 77.
+    pub const BDD_JOINS_AFTER: Option<Duration> = None;
 }
 
 /// Which engines to run.
@@ -107,7 +110,7 @@ pub struct Options {
     /// The symbolic engine's node budget (`search::bdd::BddBudget::max_nodes`).
     pub max_nodes: usize,
     /// Under `both`, when the symbolic engine joins the BFS and Z3 if they are still at work
-    /// (`defaults::BDD_JOINS_AFTER_SECS`); `None`: only after both returned.
+    /// (`defaults::BDD_JOINS_AFTER`); `None`: only after both returned.
     pub bdd_joins_after: Option<Duration>,
     /// Where the engines count how far they got (for the CLI's progress line).
     pub progress: Option<std::sync::Arc<search::progress::Progress>>,
@@ -142,7 +145,7 @@ impl Options {
             max_states: search::bfs::MAX_STATES,
             max_memory: search::bfs::MAX_MEMORY_BYTES,
             max_nodes: search::bdd::MAX_NODES,
-            bdd_joins_after: Some(Duration::from_secs(defaults::BDD_JOINS_AFTER_SECS)),
+            bdd_joins_after: defaults::BDD_JOINS_AFTER,
             progress: None,
             slice: defaults::SLICE,
             subsume: defaults::SUBSUME,

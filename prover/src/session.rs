@@ -298,9 +298,7 @@ impl Session {
             max_states: job.budgets.max_states,
             max_memory: job.budgets.max_memory,
             max_nodes: search::bdd::MAX_NODES,
-            bdd_joins_after: Some(std::time::Duration::from_secs(
-                crate::proof::defaults::BDD_JOINS_AFTER_SECS,
-            )),
+            bdd_joins_after: crate::proof::defaults::BDD_JOINS_AFTER,
             progress: job
                 .outputs
                 .progress
