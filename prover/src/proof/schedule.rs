@@ -29,6 +29,11 @@ pub(crate) fn run_engines(
         true => bdd::fixpoint(ts, obls, bdd_budget.clone()),
         false => bdd::run(ts, obls, bdd_budget.clone()),
     };
+    // Where some obligation is settled by fewer than two of the BFS and Z3.
+    let third_needed = |r: &EngineRuns| {
+        o.engines == Engines::Both
+            && third_engine_needed(ts, r.bfs.as_ref(), r.bmc.as_ref(), o.session_steps)
+    };
     let joins = match (o.engines, o.bdd_joins_after) {
         (Engines::Both, Some(after)) => {
             let now = Instant::now();
@@ -62,13 +67,14 @@ pub(crate) fn run_engines(
                 finished.1.notify_all();
                 // A symbolic run that joined is stopped and dropped where the two decided
                 // every obligation between them, as if it had not started.
-                let needed =
-                    third_engine_needed(ts, runs.bfs.as_ref(), runs.bmc.as_ref(), o.session_steps);
+                let needed = third_needed(&runs);
                 if !needed {
                     stop.store(true, Ordering::Relaxed);
                 }
-                // The waiter only waits or runs the engine, neither of which panics on data.
-                let joined = waiter.join().unwrap_or(None).filter(|_| needed);
+                let joined = waiter
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    .filter(|_| needed);
                 (runs, joined)
             })
         }
@@ -76,9 +82,7 @@ pub(crate) fn run_engines(
     runs.bdd = match joined {
         Some(d) => Some(d),
         None => {
-            let third = o.engines == Engines::Both
-                && Instant::now() < deadline
-                && third_engine_needed(ts, runs.bfs.as_ref(), runs.bmc.as_ref(), o.session_steps);
+            let third = Instant::now() < deadline && third_needed(&runs);
             (o.engines.bdd() || third).then(symbolic)
         }
     };
@@ -105,7 +109,6 @@ fn two_engines(
     };
     let ((mut b, k), m) = rayon::join(
         || match (want_bfs, any) {
-            (false, _) if o.engines.bdd() => (None, None),
             (false, _) => (None, None),
             (true, false) => {
                 let budget = o.bfs_budget(deadline);
