@@ -68,6 +68,11 @@ fn candidates(ts: &TransitionSystem, kind: Candidates) -> Vec<Conjunct> {
     };
     match kind {
         Candidates::Nodes => {
+            // What the lowering built to hold (`TransitionSystem::implied`): checked like the
+            // rest, and an invariant only it can state for the other candidates to lean on.
+            for (a, b) in &ts.implied {
+                push(Conjunct(vec![(a.0 as usize, 1), (b.0 as usize, 0)]));
+            }
             for (v, d) in ts.vars.iter().enumerate() {
                 (0..d.domain).for_each(|c| push(Conjunct(vec![(v, c)])));
             }
@@ -645,6 +650,7 @@ pub(crate) mod tests {
             turn_var: VarId(1),
             step_var: VarId(2),
             depth: 1,
+            implied: vec![],
         }
     }
 
@@ -681,6 +687,60 @@ pub(crate) mod tests {
         // x ≠ 1 holds initially but the first step breaks it; x ≠ 0 fails initially.
         assert!(!invariant_checks(&ts, &boxes, &[Conjunct(vec![(3, 1)])], d));
         assert!(!invariant_checks(&ts, &boxes, &[Conjunct(vec![(3, 0)])], d));
+    }
+
+    /// The counter with `y`, which the step sets to `to_one` where `x` is 0 and keeps
+    /// elsewhere, and the lowering's hint that `x` at 1 implies `y` at 1.
+    fn counter_with_hint(to_one: bool) -> TransitionSystem {
+        let mut ts = counter();
+        let (x, y) = (VarId(3), VarId(4));
+        ts.vars.extend(numbers(&[("y", 2)]));
+        ts.init.push(0);
+        let set = Expr::Const(u32::from(to_one));
+        ts.commands[0]
+            .updates
+            .push((y, ex::ite(ex::var_is(x, 0), set, Expr::Var(y))));
+        ts.implied = vec![(x, y)];
+        ts
+    }
+
+    /// A hint of the lowering (`TransitionSystem::implied`) is a candidate like the others:
+    /// kept where it holds, dropped where a run breaks it, and never what closes an obligation
+    /// a run violates (x is 1 with y at 0 from the second state on when nothing sets y).
+    #[test]
+    fn a_hint_of_the_lowering_is_a_candidate_not_an_assumption() {
+        let d = Duration::from_secs(10);
+        let hint = Conjunct(vec![(3, 1), (4, 0)]);
+        let x1_y0 = Obligation {
+            conds: vec![ex::and(vec![
+                ex::var_is(VarId(3), 1),
+                ex::var_is(VarId(4), 0),
+            ])],
+            ..when_x_is(1)
+        };
+        let b = InductionBudget {
+            houdini: true,
+            max_rounds: 64,
+            ..Default::default()
+        };
+        for (holds, ts) in [
+            (true, counter_with_hint(true)),
+            (false, counter_with_hint(false)),
+        ] {
+            let all = candidates(&ts, Candidates::Nodes);
+            assert!(all.contains(&hint), "{all:?}");
+            let boxes = Boxes::of(&ts);
+            let inv = houdini(&ts, &boxes, all, d, Instant::now() + d, 64, ROUND_STATES)
+                .expect("the solver answers");
+            assert_eq!(inv.contains(&hint), holds, "{inv:?}");
+            // The step with x at 1 and y at 0 before it: reachable only without the setting.
+            let (closed, _) = close(&ts, std::slice::from_ref(&x1_y0), vec![0], &b);
+            assert_eq!(
+                closed.len(),
+                usize::from(holds),
+                "holds {holds}: {closed:?}"
+            );
+        }
     }
 
     /// The step alone closes what no state of the box has a bad step from — a command the

@@ -466,6 +466,7 @@ mod tests {
             turn_var: node,
             step_var: node,
             depth: 2,
+            implied: vec![],
         }
     }
 

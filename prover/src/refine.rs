@@ -576,6 +576,7 @@ mod tests {
             turn_var: n,
             step_var: n,
             depth: 4,
+            implied: vec![],
         }
     }
 

@@ -844,6 +844,7 @@ mod tests {
             turn_var: VarId(1),
             step_var: VarId(2),
             depth,
+            implied: vec![],
         }
     }
 

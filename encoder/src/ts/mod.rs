@@ -299,6 +299,14 @@ pub struct TransitionSystem {
     /// The depth the proof covers (session_steps × step_limit); for a looping system (sessions
     /// of any length, `lower::lower`) one turn's steps, a bound only for bounded answers.
     pub depth: u32,
+    /// Pairs `(a, b)` of boolean variables where `a` at 1 implies `b` at 1 in every reachable
+    /// state, by the lowering's construction (an agent's mark variable and the session's flag
+    /// of that mark, `lower::StateVars::session_marks`). A **hint, never an assumption**: the
+    /// induction starts Houdini from them as candidates, which it checks like every other (on
+    /// the two-desk banking fixture the flags made Houdini drop candidates over 47 rounds
+    /// instead of 29 until these were candidates too). Empty for a system written by hand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub implied: Vec<(VarId, VarId)>,
 }
 
 impl TransitionSystem {

@@ -420,6 +420,12 @@ pub(super) fn restrict(
         turn_var: id(ts.turn_var),
         step_var: id(ts.step_var),
         depth: ts.depth,
+        implied: ts
+            .implied
+            .iter()
+            .filter(|(a, b)| keep_var[a.0 as usize] && keep_var[b.0 as usize])
+            .map(|(a, b)| (id(*a), id(*b)))
+            .collect(),
     };
     let obls = obligations
         .iter()
@@ -505,6 +511,7 @@ mod tests {
             turn_var: var(2),
             step_var: var(1),
             depth: 3,
+            implied: vec![],
         };
         let bad = Obligation {
             id: ObligationId::new(RuleId::QG001, "goal"),

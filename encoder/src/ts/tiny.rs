@@ -41,5 +41,6 @@ pub fn system(vars: Vec<Decl>, commands: Vec<Command>, depth: u32) -> Transition
         turn_var: VarId(1),
         step_var: VarId(2),
         depth,
+        implied: vec![],
     }
 }

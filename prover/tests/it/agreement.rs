@@ -186,23 +186,28 @@ proptest! {
     /// The invariant the session's mark flags rest on (`encoder::ts::lower::StateVars::
     /// session_marks`): in every state a walk reaches, an agent's mark variable at 1 means its
     /// flag is at 1 — the lowering reads the agents' variables as 0 in the flag's update, which
-    /// is exact only under it.
+    /// is exact only under it, and the induction starts from it as a hint.
     #[test]
     fn a_session_mark_flag_is_set_whenever_an_agents_mark_is(seed in any::<u64>()) {
         let mut p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
         p.settings.step_limit = 3 + (seed % 5) as u32;
         p.settings.session_steps = (1 + (seed / 5 % 3) as u32).into();
         let l = lowered(&p, p.settings.session_steps, p.settings.step_limit);
+        // The induction is handed these pairs as hints (`TransitionSystem::implied`): every
+        // agent's variable with its flag, and nothing else.
+        let pairs: Vec<_> = l.sv.session_marks.values()
+            .flat_map(|(flag, of)| of.iter().map(move |v| (*v, *flag)))
+            .collect();
+        prop_assert_eq!(&l.ts.implied, &pairs);
         let mut r = Rng(seed | 1);
         for _ in 0..8 {
             let w = random_walk(&l.ts, &mut r);
             for st in &w.steps {
-                for (m, (flag, of)) in &l.sv.session_marks {
-                    let some = of.iter().find(|v| st.state[v.0 as usize] == 1);
+                for (a, b) in &l.ts.implied {
                     prop_assert!(
-                        some.is_none() || st.state[flag.0 as usize] == 1,
-                        "seed {}: {} is 1, session_mark.{} is 0", seed,
-                        l.ts.vars[some.map_or(0, |v| v.0 as usize)].name, m
+                        st.state[a.0 as usize] != 1 || st.state[b.0 as usize] == 1,
+                        "seed {}: {} is 1, {} is 0", seed,
+                        l.ts.vars[a.0 as usize].name, l.ts.vars[b.0 as usize].name
                     );
                 }
             }

@@ -450,6 +450,12 @@ impl B<'_> {
             turn_var: self.sv.turn.unwrap_or(VarId(0)),
             step_var: self.sv.step.unwrap_or(VarId(0)),
             depth: self.session_steps * self.step_limit,
+            implied: self
+                .sv
+                .session_marks
+                .values()
+                .flat_map(|(flag, of)| of.iter().map(move |m| (*m, *flag)))
+                .collect(),
         };
         Lowered {
             ts,

@@ -179,6 +179,7 @@ mod tests {
             turn_var: VarId(0),
             step_var: VarId(0),
             depth: 0,
+            implied: vec![],
         }
     }
 
