@@ -594,10 +594,8 @@ fn decide_range(
 /// unrolling holds [`INDUCT_AFTER_STEPS`] steps' worth of command instances, and depths are
 /// left for it to save.
 fn induction_due(ts: &TransitionSystem, tactics: &BmcTactics, asserted: usize, k: usize) -> bool {
-    // The steps of one turn: the step counter's domain.
-    let turn_len = ts.vars[ts.step_var.0 as usize].domain as usize;
     tactics.induct
-        && ts.depth as usize >= 2 * turn_len
+        && ts.several_turns()
         && asserted >= INDUCT_AFTER_STEPS * ts.commands.len()
         && k + 1 < ts.depth as usize
 }

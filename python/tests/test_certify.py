@@ -56,6 +56,18 @@ def test_a_proof_for_any_length_is_certified_by_its_invariant(tmp_path: Path) ->
     assert "rejected" in c.stdout and " 0 rejected" in c.stdout
 
 
+def test_a_bounded_proof_over_two_turns_is_certified_by_z3s_invariant(tmp_path: Path) -> None:
+    out = tmp_path / "turns"
+    r = qls.verify(str(SHOP), session_steps=2, certificates=str(out), format="json")
+    unreachable = [o["id"] for o in r.report["obligations"] if o["verdict"] == "unreachable"]
+    entries = index(out)["certificates"]
+    assert unreachable and [e["obligation"] for e in entries] == unreachable
+    assert all(e["kind"] == "induction" for e in entries), entries
+    c = certify(out)
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert f"{len(entries)} accepted, 0 rejected by cvc5 1.4.2" in c.stdout
+
+
 def test_one_flipped_bit_fails_the_certificate_even_with_a_forged_hash(tmp_path: Path) -> None:
     out = tmp_path / "flip"
     subprocess.run([qls_bin(), "verify", str(SHOP), "--session-steps", "1", "--certificates", str(out)],

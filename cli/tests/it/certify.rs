@@ -52,6 +52,11 @@ class InputParser:
 }
 
 fn certificates(tag: &str) -> (crate::common::Scratch, Value, Value) {
+    certificates_at(tag, "1")
+}
+
+/// The shop's certificates at `turns` turns: the scratch folder, the report and the index.
+fn certificates_at(tag: &str, turns: &str) -> (crate::common::Scratch, Value, Value) {
     let dir = crate::common::Scratch::new(&format!("certify-{tag}"));
     let out = dir.join("certs");
     let o = qls(
@@ -59,7 +64,7 @@ fn certificates(tag: &str) -> (crate::common::Scratch, Value, Value) {
             "verify",
             "examples/shop/agent.yaml",
             "--session-steps",
-            "1",
+            turns,
             "--format",
             "json",
             "--certificates",
@@ -112,6 +117,32 @@ fn verify_writes_a_certificate_for_every_unreachable_verdict_with_its_checks_and
         assert_eq!(e["kind"], "unrolling");
         assert_eq!(checks as u64, e["depth"].as_u64().unwrap());
         assert!(!e["decided_by"].as_array().unwrap().is_empty());
+    }
+}
+
+/// Over two turns Z3 proves the shop's unreachable obligations by k-induction, and their
+/// certificates are its invariant (a bounded verdict, proved for every depth), not the unrolling
+/// to the depth that the first turn's certificates are.
+#[test]
+fn a_bounded_verdict_z3_proved_by_induction_over_several_turns_is_certified_by_its_invariant() {
+    let (_dir, report, index) = certificates_at("turns", "2");
+    let verdicts: Vec<&str> = report["obligations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["verdict"].as_str())
+        .filter(|v| v.starts_with("unreachable"))
+        .collect();
+    assert!(!verdicts.is_empty());
+    assert!(verdicts.iter().all(|v| *v == "unreachable"), "{verdicts:?}");
+    let entries = index["certificates"].as_array().unwrap();
+    assert_eq!(entries.len(), verdicts.len());
+    for e in entries {
+        assert_eq!(e["kind"], "induction", "{e}");
+        // Initiation, consecution, the induction step, and one base case per k.
+        let checks = e["checks"].as_array().unwrap().len() as u64;
+        assert_eq!(checks, 3 + e["depth"].as_u64().unwrap(), "{e}");
+        assert!(e["decided_by"].as_array().unwrap().contains(&"bmc".into()));
     }
 }
 
