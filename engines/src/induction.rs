@@ -23,7 +23,7 @@ pub use search::smt::{InductionBudget, INVARIANT_SECS, MAX_DEPTH, QUERY_SECS};
 /// One pair says a variable never takes a value; two pairs with `node` say which values a
 /// variable can have at a node (which includes the step counter: the nodes possible at each
 /// step of a turn).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Conjunct(Vec<(usize, u32)>);
 
 impl Conjunct {
@@ -469,7 +469,13 @@ pub(crate) fn close_keeping(
         }
         let mut start_from = std::mem::take(&mut inv);
         if b.houdini {
-            start_from.extend(candidates(ts, kind));
+            // A hint of the lowering kept by the first round is one of the pairs too.
+            let kept: std::collections::HashSet<Conjunct> = start_from.iter().cloned().collect();
+            start_from.extend(
+                candidates(ts, kind)
+                    .into_iter()
+                    .filter(|c| !kept.contains(c)),
+            );
         }
         let until = Instant::now() + b.invariant_time;
         if b.out_of_time() {
