@@ -398,8 +398,22 @@ fn close_by_pdr(
     asked
 }
 
-/// Decides every obligation by bounded unrolling to the system's depth.
+/// Decides every obligation: hidden systems first where the tactics ask
+/// (`BmcTactics::hide`, `localise.rs`), then bounded unrolling of the system to its depth.
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget) -> EngineRun {
+    if budget.tactics.hide {
+        crate::localise::run(ts, obligations, budget)
+    } else {
+        unroll(ts, obligations, budget)
+    }
+}
+
+/// Decides every obligation by bounded unrolling of `ts` itself to its depth.
+pub(crate) fn unroll(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    budget: BmcBudget,
+) -> EngineRun {
     let start = Instant::now();
     let solver = new_solver(&budget.tactics);
     let mut u = Unroller::from_init(ts, budget.tactics);

@@ -14,6 +14,7 @@ pub mod bmc;
 pub mod certificate;
 pub mod induction;
 mod isolate;
+pub mod localise;
 pub mod optimise;
 mod pdr;
 mod unroll;

@@ -88,6 +88,11 @@ pub struct BmcTactics {
     /// open obligation before Spacer is asked (`pdr.rs`): it holds in every reachable state,
     /// so one proof can close many obligations.
     pub pdr_reuse: bool,
+    /// Localisation abstraction first (`engines/src/localise.rs`): each pack of obligations
+    /// asked of its system with every variable its conditions do not read made an input
+    /// (`encoder::ts::hide`), for a share of the time; what that proves unreachable is, and
+    /// the system is unrolled for the rest.
+    pub hide: bool,
 }
 
 /// When the unrolling asks Spacer ([`BmcTactics::pdr`]).
@@ -146,6 +151,7 @@ impl Default for BmcTactics {
             induct_first: InductFirst::Batches,
             pdr: SpacerWhen::Midway,
             pdr_reuse: true,
+            hide: true,
         }
     }
 }
@@ -165,6 +171,7 @@ impl BmcTactics {
             induct_first: InductFirst::Never,
             pdr: SpacerWhen::Never,
             pdr_reuse: false,
+            hide: false,
         }
     }
 }

@@ -6,10 +6,11 @@
 //! ```text
 //! cargo run --release -p benchmarks --bin family -- run [--from 0] [--seeds 70] [--sizes small,medium,large] [--engines bfs,bmc,bmc-unroll-first] [--timeout 60] [--jobs 1] [--out family.txt]
 //! cargo run --release -p benchmarks --bin family -- table family.txt
-//! cargo run --release -p benchmarks --bin family -- table-both family.txt
+//! cargo run --release -p benchmarks --bin family -- table-both family.txt [both|both-no-hide]
 //! cargo run --release -p benchmarks --bin family -- one SEED small|medium|large bfs|bmc|bdd|both|bmc-unroll-first [TIMEOUT]
 //! cargo run --release -p benchmarks --bin family -- vars SEED small|medium|large
 //! cargo run --release -p benchmarks --bin family -- options SEED small|medium|large
+//! cargo run --release -p benchmarks --bin family -- btor2 SEED small|medium|large
 //! ```
 //!
 //! `run` starts `one` for every (seed, size, engine), seeds interleaved over the sizes so a run
@@ -55,6 +56,10 @@ const BDD: &str = "bdd";
 /// engine as a third where they settle some obligation by fewer than two. Its line counts, per
 /// obligation, how many engines decided it and which ([`both_line`]).
 const BOTH: &str = "both";
+
+/// `both` with Z3 never asking hidden systems (`BmcTactics::hide` off: Z3 before
+/// `engines/src/localise.rs`), for the change measured side by side in one run.
+const BOTH_NO_HIDE: &str = "both-no-hide";
 
 /// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
 /// before that was added).
@@ -156,7 +161,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         Engines::Bfs
     } else if engine == BDD {
         Engines::Bdd
-    } else if engine == BOTH {
+    } else if engine == BOTH || engine == BOTH_NO_HIDE {
         Engines::Both
     } else {
         Engines::Bmc
@@ -178,6 +183,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
                 _ => engines::bmc::SpacerWhen::Midway,
             },
             pdr_reuse: engine != BMC_NO_REUSE,
+            hide: engine != BOTH_NO_HIDE,
             ..BmcTactics::default()
         },
         ..Options::for_project(p, &engines::Z3)
@@ -214,7 +220,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         took.as_millis(),
         t0.elapsed().as_millis(),
     );
-    if engine == BOTH {
+    if engine == BOTH || engine == BOTH_NO_HIDE {
         println!(
             "{head} {} cpu_ms={} hwm_kib={}",
             both_line(&ts, &runs),
@@ -359,11 +365,11 @@ fn both_line(ts: &encoder::ts::TransitionSystem, runs: &EngineRuns) -> String {
     )
 }
 
-/// The `both` rows of `out` as a Markdown table, one row per graph (size, seed): obligations,
+/// The rows of `engine` (`both` or `both-no-hide`) in `out` as a Markdown table, one row per graph (size, seed): obligations,
 /// decided by two or more engines, by one (which), by none, whole-process wall time and peak
 /// memory, and why each engine stopped; then median / p95 / max and the graphs that miss
 /// "every obligation decided by at least two engines, within 10 s and 2 GB".
-fn table_both(out: &str) {
+fn table_both(out: &str, engine: &str) {
     let Ok(text) = std::fs::read_to_string(out) else {
         eprintln!("{out}: cannot read the results file");
         return;
@@ -375,7 +381,7 @@ fn table_both(out: &str) {
                 .filter_map(|w| w.split_once('='))
                 .collect::<BTreeMap<_, _>>()
         })
-        .filter(|kv| kv.get("engine") == Some(&BOTH))
+        .filter(|kv| kv.get("engine") == Some(&engine))
         .collect();
     fn n(kv: &BTreeMap<&str, &str>, k: &str) -> u64 {
         kv.get(k).and_then(|v| v.parse().ok()).unwrap_or(0)
@@ -542,6 +548,18 @@ fn explain(seed: u64, size: SizeClass, id: &str) {
 
 /// Every state variable of one graph's system: its domain, and whether it varies among the
 /// states a BFS (of at most a million states) reaches.
+/// `btor2`: the graph's whole system as `qls emit btor2` writes it (one `bad` per obligation),
+/// for an external model checker (`ric3_compare.sh`'s rIC3) on the family.
+fn btor2(seed: u64, size: SizeClass) {
+    let p = &family(seed, size).project;
+    let turns = p.settings.session_steps.turns().expect("bounded");
+    let (ts, obls) = prover::proof::system(p, &realise::Z3Values, turns, p.settings.step_limit);
+    print!(
+        "{}",
+        prover::btor2::emit(&ts, &obls, p.settings.session_steps)
+    );
+}
+
 fn vars(seed: u64, size: SizeClass) {
     let f = family(seed, size);
     println!("{}", f.describe());
@@ -1035,6 +1053,7 @@ fn main() {
         "vars" => vars(arg(2).parse().expect("seed"), size_of(arg(3))),
         "explain" => explain(arg(2).parse().expect("seed"), size_of(arg(3)), arg(4)),
         "options" => options(arg(2).parse().expect("seed"), size_of(arg(3))),
+        "btor2" => btor2(arg(2).parse().expect("seed"), size_of(arg(3))),
         "run" => run(
             opt("--from", "0").parse().expect("from")..opt("--seeds", "70").parse().expect("seeds"),
             &opt("--sizes", "small,medium,large")
@@ -1050,9 +1069,9 @@ fn main() {
             &opt("--out", "family.txt"),
         ),
         "table" => table(arg(2)),
-        "table-both" => table_both(arg(2)),
+        "table-both" => table_both(arg(2), if arg(3).is_empty() { BOTH } else { arg(3) }),
         _ => eprintln!(
-            "usage: family run [--from N] [--seeds N] [--engines bfs,bmc,bmc-unroll-first] [--timeout SECS] [--jobs N] [--out FILE] | family table|table-both FILE | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
+            "usage: family run [--from N] [--seeds N] [--engines bfs,bmc,bmc-unroll-first] [--timeout SECS] [--jobs N] [--out FILE] | family table FILE | family table-both FILE [ENGINE] | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
         ),
     }
 }

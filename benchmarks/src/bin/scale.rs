@@ -261,6 +261,7 @@ fn tactics() -> bmc::BmcTactics {
                 engines::bmc::SpacerWhen::Never
             },
             pdr_reuse: t.contains("pdr_reuse"),
+            hide: t.contains("hide"),
         },
         Err(_) => bmc::BmcTactics::default(),
     }

@@ -43,6 +43,46 @@ pub fn hideable(ts: &TransitionSystem, obligations: &[Obligation]) -> Vec<VarId>
 /// hidden variables together would cost more than hiding them saves.
 pub const MAX_HIDDEN_VALUATIONS: u64 = 16;
 
+/// At most this many variables the rules read are shown in one pack's hidden systems (besides
+/// the node, turn and step): each one may double the states.
+pub const PACK_RULE_VARS: usize = 8;
+
+/// The obligations in packs searched together: those whose conditions read the same variables
+/// together, and such groups together while the variables they read number at most
+/// [`PACK_RULE_VARS`] (a group reading more is a pack alone). Each pack's hidden systems show
+/// only what its own conditions read.
+pub fn packs(obligations: &[Obligation], asked: &[usize]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Vec<VarId>, Vec<usize>)> = vec![];
+    for &i in asked {
+        let o = &obligations[i];
+        let mut r = vec![];
+        o.conds.iter().for_each(|c| c.vars_read(&mut r));
+        r.sort();
+        r.dedup();
+        match groups.iter_mut().find(|(v, _)| *v == r) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((r, vec![i])),
+        }
+    }
+    let mut out: Vec<(Vec<VarId>, Vec<usize>)> = vec![];
+    for (vars, members) in groups {
+        let fits = out.last().map(|(u, _)| {
+            let mut both: Vec<_> = u.iter().chain(&vars).copied().collect();
+            both.sort();
+            both.dedup();
+            (both.len() <= PACK_RULE_VARS).then_some(both)
+        });
+        match (fits.flatten(), out.last_mut()) {
+            (Some(both), Some(last)) => {
+                last.0 = both;
+                last.1.extend(members);
+            }
+            _ => out.push((vars, members)),
+        }
+    }
+    out.into_iter().map(|(_, m)| m).collect()
+}
+
 /// `hidden` without the variables that would give a command more than
 /// [`MAX_HIDDEN_VALUATIONS`] valuations of hidden choices: per such command, the hidden variable
 /// of the largest domain it reads is kept visible, until none is left.

@@ -8,7 +8,7 @@
 //!
 //! The system with some variables made inputs over-approximates it, with the same commands and
 //! depth: an obligation its search finds unreachable is unreachable in the system, to the same
-//! depth. The obligations are asked in packs ([`packs`]), each pack's first system hiding every
+//! depth. The obligations are asked in packs ([`hide::packs`]), each pack's first system hiding every
 //! variable but the node, turn, step and what its conditions read ([`hide::hideable`]), bar
 //! those that would cost too many valuations ([`hide::affordable`]). With most variables hidden
 //! its states are few, so on graphs where per-desk counters and marks multiply the system's
@@ -97,7 +97,7 @@ pub(super) fn run(
     };
     let mut verdicts: Vec<Option<Verdict>> = vec![None; obligations.len()];
     let mut cost = Cost::default();
-    let packs = packs(obligations, &asked);
+    let packs = hide::packs(obligations, &asked);
     let mut left = asked.len() as u32;
     let mut misses = 0;
     for pack in packs {
@@ -150,46 +150,6 @@ pub(super) fn run(
 /// The rounds stop after this many packs in a row whose first hidden system could not be
 /// searched in its part of the time.
 pub const GIVE_UP_AFTER: u32 = 2;
-
-/// At most this many variables the rules read are shown in one pack's hidden systems (besides
-/// the node, turn and step): each one may double the states.
-pub const PACK_RULE_VARS: usize = 8;
-
-/// The obligations in packs searched together: those whose conditions read the same variables
-/// together, and such groups together while the variables they read number at most
-/// [`PACK_RULE_VARS`] (a group reading more is a pack alone). Each pack's hidden systems show
-/// only what its own conditions read.
-fn packs(obligations: &[Obligation], asked: &[usize]) -> Vec<Vec<usize>> {
-    let mut groups: Vec<(Vec<encoder::ts::VarId>, Vec<usize>)> = vec![];
-    for &i in asked {
-        let o = &obligations[i];
-        let mut r = vec![];
-        o.conds.iter().for_each(|c| c.vars_read(&mut r));
-        r.sort();
-        r.dedup();
-        match groups.iter_mut().find(|(v, _)| *v == r) {
-            Some((_, members)) => members.push(i),
-            None => groups.push((r, vec![i])),
-        }
-    }
-    let mut out: Vec<(Vec<encoder::ts::VarId>, Vec<usize>)> = vec![];
-    for (vars, members) in groups {
-        let fits = out.last().map(|(u, _)| {
-            let mut both: Vec<_> = u.iter().chain(&vars).copied().collect();
-            both.sort();
-            both.dedup();
-            (both.len() <= PACK_RULE_VARS).then_some(both)
-        });
-        match (fits.flatten(), out.last_mut()) {
-            (Some(both), Some(last)) => {
-                last.0 = both;
-                last.1.extend(members);
-            }
-            _ => out.push((vars, members)),
-        }
-    }
-    out.into_iter().map(|(_, m)| m).collect()
-}
 
 /// Rounds of hidden systems for the obligations `open` (module doc) within `share`: sets the
 /// verdict of each one proved unreachable; returns the states searched and whether the first
