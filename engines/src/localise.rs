@@ -1,21 +1,23 @@
-//! Localisation abstraction before the unrolling (`BmcTactics::hide`), as the BFS's rounds do
-//! it (`search/src/bfs/hiding.rs`): the obligations in packs (`hide::packs`), each pack asked
+//! Localisation abstraction beside the unrolling (`BmcTactics::hide`, off by default: see
+//! docs/decisions.md "Z3 may ask hidden systems"), as the BFS's rounds do it
+//! (`search/src/bfs/hiding.rs`). Under a deadline the system's unrolling alone goes first for
+//! a part of the time; then the obligations it left, in packs (`hide::packs`), each pack asked
 //! of its system with every variable its conditions do not read made an input
 //! (`hide::hideable`, bar what would cost a command too many valuations: `hide::affordable`),
 //! cut to its cone of influence. Every run of the system is a run of the hidden one with the
 //! same commands and depth (`encoder::ts::hide`), so **an obligation the hidden system's
 //! unrolling proves unreachable is unreachable in the system** — on a system with batches only
 //! where that proof holds for every reachable state (`EngineRun::inductive`: a closed
-//! k-induction or Spacer invariant, `proof::for_batches`). Nothing else is taken from a hidden
-//! run: a violation it finds may be no run of the system, so every reachable verdict, witness
-//! and shortest depth comes from the system's own unrolling, which then asks every obligation
-//! the hidden systems did not prove.
+//! k-induction or Spacer invariant, `proof::for_batches`). **A violation of the hidden system
+//! counts only when `hide::lift` replays it as a run of the system** (then a shortest one); a
+//! spurious one names the hidden variables to show in the next round. The system's own
+//! unrolling then asks every obligation the rounds did not decide.
 //!
 //! Why: on graphs with many desks the system's state is mostly what one obligation does not
 //! read (each desk's model steps, `exit_after` counts and marks), and Z3's questions past a few
 //! depths grow with all of it (≤ 300 family seed 0: one depth-5 question over 60 obligations,
-//! 38.8 s); a pack's hidden system keeps a handful of variables, and its induction closes in
-//! milliseconds (benchmarks/README.md, "Z3 on hidden systems first").
+//! 38.8 s); a pack's hidden system keeps a handful of variables (seed 2: all 77 obligations in
+//! 24.5 s this way, 53.7 s without). Why it is off: benchmarks/README.md "Z3 on hidden systems".
 
 use crate::bmc;
 use encoder::ts::{hide, Obligation, TransitionSystem, VarId};

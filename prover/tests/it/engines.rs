@@ -84,10 +84,14 @@ proptest! {
         let full = bfs::run(&rts, &robls, bfs::BfsBudget { drop_dead: false, subsume: false, hide: bfs::Hide::Never, ..Default::default() });
         prop_assert!(rb.cost.states <= full.cost.states);
         // On every fourth seed the plain encoding, on the next the one that asks ranges of
-        // depths (off by default, as it measured slower).
+        // depths and on the next hidden systems first (both off by default, as they measured
+        // slower).
         let plain = match seed % 4 {
             0 => Some(bmc::BmcTactics::plain()),
             1 => Some(bmc::BmcTactics { ranges: true, ..Default::default() }),
+            // Hidden systems first (no deadline: no first try), each verdict and depth the
+            // system's.
+            2 => Some(bmc::BmcTactics { hide: true, ..Default::default() }),
             _ => None,
         }
         .map(|tactics| bmc::run(&rts, &robls, bmc::BmcBudget { tactics, ..Default::default() }));
