@@ -398,8 +398,8 @@ fn close_by_pdr(
     asked
 }
 
-/// Decides every obligation: hidden systems first where the tactics ask
-/// (`BmcTactics::hide`, `localise.rs`), then bounded unrolling of the system to its depth.
+/// Decides every obligation by bounded unrolling of the system to its depth, with rounds of
+/// hidden systems beside it where the tactics ask (`BmcTactics::hide`, `localise.rs`).
 pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BmcBudget) -> EngineRun {
     if budget.tactics.hide {
         crate::localise::run(ts, obligations, budget)

@@ -34,7 +34,8 @@ pub const HIDDEN_SHARE: u32 = 2;
 /// Under a deadline the system's unrolling alone first gets the time left divided by this.
 pub const FIRST_TRY: u32 = 8;
 
-/// Hidden systems first, then the system's unrolling for every obligation they did not prove.
+/// The system's unrolling alone first (under a deadline), then hidden systems for what it
+/// left, then the system's unrolling for what they did not decide.
 pub(crate) fn run(
     ts: &TransitionSystem,
     obligations: &[Obligation],

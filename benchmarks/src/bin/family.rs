@@ -367,9 +367,10 @@ fn both_line(ts: &encoder::ts::TransitionSystem, runs: &EngineRuns) -> String {
     )
 }
 
-/// The rows of `engine` (`both` or `both-hide`) in `out` as a Markdown table, one row per graph (size, seed): obligations,
-/// decided by two or more engines, by one (which), by none, whole-process wall time and peak
-/// memory, and why each engine stopped; then median / p95 / max and the graphs that miss
+/// The rows of `engine` (`both` or `both-hide`) in `out` as a Markdown table, one row per
+/// graph (size, seed): obligations, decided by two or more engines, by one (which), by none,
+/// whole-process wall time and peak memory, and why each engine stopped; then median / p95 /
+/// max and the graphs that miss
 /// "every obligation decided by at least two engines, within 10 s and 2 GB".
 fn table_both(out: &str, engine: &str) {
     let Ok(text) = std::fs::read_to_string(out) else {
@@ -548,8 +549,6 @@ fn explain(seed: u64, size: SizeClass, id: &str) {
     }
 }
 
-/// Every state variable of one graph's system: its domain, and whether it varies among the
-/// states a BFS (of at most a million states) reaches.
 /// `btor2`: the graph's whole system as `qls emit btor2` writes it (one `bad` per obligation),
 /// for an external model checker (`ric3_compare.sh`'s rIC3) on the family.
 fn btor2(seed: u64, size: SizeClass) {
@@ -562,6 +561,8 @@ fn btor2(seed: u64, size: SizeClass) {
     );
 }
 
+/// Every state variable of one graph's system: its domain, and whether it varies among the
+/// states a BFS (of at most a million states) reaches.
 fn vars(seed: u64, size: SizeClass) {
     let f = family(seed, size);
     println!("{}", f.describe());
