@@ -476,6 +476,7 @@ pub(crate) fn unroll(
         if let Some(p) = &budget.progress {
             p.bmc(k + 1, decided(&verdicts), obligations.len());
         }
+        mark(&budget, obligations, &verdicts);
         // Depths where nothing was found yet are asked together: one question for the whole
         // range, narrowed depth by depth only when it is satisfiable (the first depth with a
         // yes is then the shortest, since every earlier one was no for every open obligation).
@@ -552,6 +553,20 @@ const STALL_DEPTHS: usize = 8;
 /// Unreachable within the system's depth: what an obligation no depth's question found is.
 fn unreachable(ts: &TransitionSystem) -> Verdict {
     Verdict::Unreachable { depth: ts.depth }
+}
+
+/// Marks on the board shared with a run beside this one (`BmcBudget::board`) what the
+/// unrolling has decided so far: a witness, or unreachable (mid-unrolling only a closed
+/// induction or Spacer invariant sets that: a proof for every run).
+fn mark(budget: &BmcBudget, obligations: &[Obligation], verdicts: &[Option<Verdict>]) {
+    let Some(b) = &budget.board else {
+        return;
+    };
+    for (o, v) in obligations.iter().zip(verdicts) {
+        if matches!(v, Some(Verdict::Reachable(_) | Verdict::Unreachable { .. })) {
+            b.mark(&o.id);
+        }
+    }
 }
 
 /// How many obligations are decided.

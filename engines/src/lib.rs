@@ -10,6 +10,7 @@
 //! as egg's `Runner` does.
 #![warn(missing_docs)]
 
+mod beside;
 pub mod bmc;
 pub mod certificate;
 pub mod induction;
@@ -36,7 +37,19 @@ impl Smt for Z3 {
         obligations: &[Obligation],
         budget: BmcBudget,
     ) -> EngineRun {
-        bmc::run(ts, obligations, budget)
+        let b = budget.clone();
+        beside::guarded(&b, || bmc::run(ts, obligations, budget))
+    }
+
+    fn hidden(
+        &self,
+        ts: &TransitionSystem,
+        obligations: &[Obligation],
+        asked: &[usize],
+        budget: BmcBudget,
+    ) -> EngineRun {
+        let b = budget.clone();
+        beside::guarded(&b, || localise::alone(ts, obligations, asked, budget))
     }
 
     fn any_length(

@@ -57,6 +57,10 @@ pub mod defaults {
     /// a core from the two; alone for 300 s on the smallest graph that needs a third engine
     /// (seed 2, 114 variables) it decided none of 77.
     pub const BDD_JOINS_AFTER: Option<Duration> = None;
+    /// Under `both` on a bounded session, whether Z3 asks hidden systems (`Smt::hidden`) on
+    /// the core the BFS frees when it finishes before Z3, beside Z3's unrolling; each stops
+    /// the other once what they decided between them is everything.
+    pub const HIDDEN_BESIDE: bool = true;
 }
 
 /// Which engines to run.
@@ -120,6 +124,9 @@ pub struct Options {
     pub subsume: bool,
     /// Hidden variables first in the BFS (`defaults::HIDE`); off to compare.
     pub hide: bool,
+    /// Z3's hidden systems on the core the BFS freed (`defaults::HIDDEN_BESIDE`); off to
+    /// compare.
+    pub hidden_beside: bool,
     /// Z3's encodings and tactics (`BmcTactics::default()`; the benchmarks switch one off to
     /// measure it side by side).
     pub bmc_tactics: BmcTactics,
@@ -150,6 +157,7 @@ impl Options {
             slice: defaults::SLICE,
             subsume: defaults::SUBSUME,
             hide: defaults::HIDE,
+            hidden_beside: defaults::HIDDEN_BESIDE,
             bmc_tactics: BmcTactics::default(),
             fault_bfs_blind: false,
             certificates: false,

@@ -308,6 +308,7 @@ impl Session {
             certificates: job.outputs.certificates.is_some(),
             slice: crate::proof::defaults::SLICE,
             subsume: crate::proof::defaults::SUBSUME,
+            hidden_beside: crate::proof::defaults::HIDDEN_BESIDE,
             hide: crate::proof::defaults::HIDE,
             smt,
         };

@@ -23,6 +23,17 @@ pub trait Smt: Sync + Send + std::fmt::Debug {
         obligations: &[Obligation],
         budget: BmcBudget,
     ) -> EngineRun;
+    /// Z3 on hidden systems only (`engines::localise::alone`): the obligations `asked`, in
+    /// that order, each pack's hidden system in rounds until the budget's deadline or halt; an
+    /// obligation it did not decide, or was not asked, is undecided. Run beside
+    /// [`Smt::bounded`] on a core the BFS has freed.
+    fn hidden(
+        &self,
+        ts: &TransitionSystem,
+        obligations: &[Obligation],
+        asked: &[usize],
+        budget: BmcBudget,
+    ) -> EngineRun;
     /// The same on a looping system, then Spacer and k-induction for what has no witness
     /// (`engines::bmc::run_any_length`): `UnreachableAnyLength` only on a re-checked proof.
     fn any_length(
@@ -191,6 +202,85 @@ pub struct BmcBudget {
     pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
     /// Bytes Z3 may take before a check gives up (Z3's `max_memory`, in whole MiB).
     pub max_memory: usize,
+    /// Another thread's way to stop the run before its deadline (what is open then is
+    /// undecided, as at the deadline). `None`: only the deadline stops it.
+    pub halt: Option<std::sync::Arc<Halt>>,
+    /// Where the run marks each obligation it decides (of the system asked, by id), shared
+    /// with a run beside it over the same obligations; once every one is marked, both are
+    /// halted. `None`: the run is alone.
+    pub board: Option<std::sync::Arc<Board>>,
+}
+
+/// What runs side by side over the same obligations have decided between them, by obligation
+/// id; once every obligation is marked, every run is halted ([`Halt::stop`]): what is left to
+/// each is decided by another. A run marks only what it decided of the system asked (a hidden
+/// system's unlifted violation is no mark).
+#[derive(Debug)]
+pub struct Board {
+    decided: std::sync::Mutex<std::collections::BTreeMap<ir::vocab::ObligationId, bool>>,
+    runs: Vec<std::sync::Arc<Halt>>,
+}
+
+impl Board {
+    /// A board over `obligations`, halting `runs` once each is marked.
+    pub fn new(obligations: &[Obligation], runs: Vec<std::sync::Arc<Halt>>) -> Board {
+        Board {
+            decided: std::sync::Mutex::new(
+                obligations.iter().map(|o| (o.id.clone(), false)).collect(),
+            ),
+            runs,
+        }
+    }
+
+    /// Marks `id` decided; halts every run once every obligation is.
+    pub fn mark(&self, id: &ir::vocab::ObligationId) {
+        let mut d = self.decided.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = d.get_mut(id) {
+            *m = true;
+        }
+        if d.values().all(|m| *m) {
+            drop(d);
+            self.runs.iter().for_each(|h| h.stop());
+        }
+    }
+
+    /// Whether every obligation is marked decided.
+    pub fn full(&self) -> bool {
+        let d = self.decided.lock().unwrap_or_else(|e| e.into_inner());
+        d.values().all(|m| *m)
+    }
+
+    /// Whether `id` is marked decided.
+    pub fn is_decided(&self, id: &ir::vocab::ObligationId) -> bool {
+        let d = self.decided.lock().unwrap_or_else(|e| e.into_inner());
+        d.get(id).copied().unwrap_or(false)
+    }
+}
+
+/// A request, from another thread, that an SMT run stop: from then on its budget reads as
+/// spent ([`BmcBudget::left`] is `None`), so it asks no further question and what is open is
+/// undecided, as at the deadline. A question already asked runs to its end: with Z3 4.8.12's
+/// `Z3_interrupt` from the halting thread (which cancels the whole context for good),
+/// `slicing::slicing_keeps_verdicts_depths_and_witnesses` met a Z3 witness that was no run.
+/// Why: two Z3 runs over the same obligations side by side (the unrolling, and hidden systems
+/// on a core the BFS has freed) stop once what they decided between them is everything.
+#[derive(Debug, Default)]
+pub struct Halt {
+    halted: std::sync::atomic::AtomicBool,
+}
+
+impl Halt {
+    /// Whether [`Halt::stop`] was called.
+    pub fn halted(&self) -> bool {
+        self.halted.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Stops the run before its next question. Stopping twice, or a run that has ended, does
+    /// no harm.
+    pub fn stop(&self) {
+        self.halted
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Bytes Z3 may take by default (its own count, over every solver in the process): past it a
@@ -204,6 +294,8 @@ impl Default for BmcBudget {
             tactics: BmcTactics::default(),
             progress: None,
             max_memory: Z3_MAX_MEMORY_BYTES,
+            halt: None,
+            board: None,
         }
     }
 }
@@ -214,8 +306,11 @@ impl BmcBudget {
         (self.max_memory >> 20).clamp(1, u32::MAX as usize) as u32
     }
 
-    /// Time left, or `None` when the deadline has passed.
+    /// Time left, or `None` when the deadline has passed or the run was halted.
     pub fn left(&self) -> Option<Duration> {
+        if self.halt.as_ref().is_some_and(|h| h.halted()) {
+            return None;
+        }
         match self.deadline {
             None => Some(Duration::from_millis(u32::MAX as u64)),
             Some(d) => d
@@ -273,6 +368,9 @@ impl InductionBudget {
     /// Time one question may take: its own cap, and never past the proof's deadline (the
     /// bounded budget's), so `--timeout` bounds the induction too.
     pub fn query_time(&self) -> Duration {
+        if self.out_of_time() {
+            return Duration::from_millis(1);
+        }
         let left = self
             .bounded
             .deadline
@@ -282,9 +380,9 @@ impl InductionBudget {
         })
     }
 
-    /// Whether the proof's deadline has passed.
+    /// Whether the proof's deadline has passed (or the run was halted).
     pub fn out_of_time(&self) -> bool {
-        self.bounded.deadline.is_some_and(|d| Instant::now() >= d)
+        self.bounded.left().is_none()
     }
 }
 

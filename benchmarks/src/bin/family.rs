@@ -63,6 +63,16 @@ const BOTH: &str = "both";
 /// `both-no-hide` is `both`.)
 const BOTH_HIDE: &str = "both-hide";
 
+/// `both` without Z3's hidden systems on the core the BFS freed (`Options::hidden_beside` off:
+/// `both` before it was added), measured side by side with `both` in one run.
+const BOTH_NO_BESIDE: &str = "both-no-beside";
+
+/// Whether `engine` is `qls verify`'s default engine or one of its variants above: the BFS and
+/// Z3 side by side, the line counting per obligation how many engines decided it.
+fn is_both(engine: &str) -> bool {
+    [BOTH, BOTH_HIDE, BOTH_NO_BESIDE].contains(&engine)
+}
+
 /// Z3 without Spacer's property-directed reachability (`BmcTactics::pdr` never: the engine
 /// before that was added).
 const BMC_NO_PDR: &str = "bmc-no-pdr";
@@ -163,7 +173,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         Engines::Bfs
     } else if engine == BDD {
         Engines::Bdd
-    } else if engine == BOTH || engine == BOTH_HIDE {
+    } else if is_both(engine) {
         Engines::Both
     } else {
         Engines::Bmc
@@ -173,6 +183,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         timeout: Duration::from_secs(timeout),
         subsume: engine != BFS_WHOLE,
         hide: engine != BFS_SHOWN,
+        hidden_beside: engine != BOTH_NO_BESIDE,
         bmc_tactics: BmcTactics {
             induct_first: match engine {
                 BMC_UNROLL_FIRST => engines::bmc::InductFirst::Never,
@@ -222,7 +233,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
         took.as_millis(),
         t0.elapsed().as_millis(),
     );
-    if engine == BOTH || engine == BOTH_HIDE {
+    if is_both(engine) {
         println!(
             "{head} {} cpu_ms={} hwm_kib={}",
             both_line(&ts, &runs),

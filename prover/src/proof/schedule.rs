@@ -1,5 +1,6 @@
 //! SPEC §5 scheduling: the engines side by side within one deadline — the BFS and Z3 in
-//! parallel, the symbolic engine as a third where they leave an obligation decided by fewer
+//! parallel (and Z3's hidden systems on the core the BFS frees when it finishes first,
+//! `Options::hidden_beside`), the symbolic engine as a third where they leave an obligation decided by fewer
 //! than two (joining them once they have worked `Options::bdd_joins_after`) — once for the
 //! whole system or once per slice group.
 
@@ -107,39 +108,46 @@ fn two_engines(
         progress: o.progress.clone(),
         ..Default::default()
     };
-    let ((mut b, k), m) = rayon::join(
-        || match (want_bfs, any) {
-            (false, _) => (None, None),
-            (true, false) => {
-                let budget = o.bfs_budget(deadline);
-                let run = match accept {
-                    Some(a) => bfs::run_accepting(ts, obls, budget, a),
-                    None => bfs::run(ts, obls, budget),
-                };
-                (Some(run), None)
-            }
-            (true, true) => {
-                let (run, k) = bfs::fixpoint(ts, obls, o.bfs_budget(deadline));
-                (Some(run), k)
-            }
-        },
-        || {
-            want_bmc.then(|| {
-                if any {
-                    o.smt.any_length(
-                        ts,
-                        obls,
-                        InductionBudget {
-                            bounded: bmc_budget,
-                            ..Default::default()
-                        },
-                    )
-                } else {
-                    o.smt.bounded(ts, obls, bmc_budget)
+    let beside = want_bfs && want_bmc && !any && o.hidden_beside;
+    let ((mut b, k), m) = match beside {
+        true => {
+            let (b, m) = beside_the_bfs(ts, obls, o, deadline, accept, bmc_budget);
+            ((Some(b), None), Some(m))
+        }
+        false => rayon::join(
+            || match (want_bfs, any) {
+                (false, _) => (None, None),
+                (true, false) => {
+                    let budget = o.bfs_budget(deadline);
+                    let run = match accept {
+                        Some(a) => bfs::run_accepting(ts, obls, budget, a),
+                        None => bfs::run(ts, obls, budget),
+                    };
+                    (Some(run), None)
                 }
-            })
-        },
-    );
+                (true, true) => {
+                    let (run, k) = bfs::fixpoint(ts, obls, o.bfs_budget(deadline));
+                    (Some(run), k)
+                }
+            },
+            || {
+                want_bmc.then(|| {
+                    if any {
+                        o.smt.any_length(
+                            ts,
+                            obls,
+                            InductionBudget {
+                                bounded: bmc_budget,
+                                ..Default::default()
+                            },
+                        )
+                    } else {
+                        o.smt.bounded(ts, obls, bmc_budget)
+                    }
+                })
+            },
+        ),
+    };
     if o.fault_bfs_blind {
         if let Some(run) = b.as_mut() {
             for v in run.verdicts.iter_mut() {
@@ -161,6 +169,116 @@ fn two_engines(
         bdd: None,
         fixpoint_turns: k,
     }
+}
+
+/// The BFS and Z3's unrolling side by side, and, on the BFS's core once it has finished (if Z3's
+/// unrolling is at work on another thread, or done and left some obligation), Z3's hidden
+/// systems (`Smt::hidden`, the BFS's decided obligations asked first: a second engine for
+/// them). Each Z3 run halts the other (`search::smt::Halt`) once what they decided between
+/// them is everything (`search::smt::Board`). Z3's answer is the two merged ([`merged`]).
+fn beside_the_bfs(
+    ts: &TransitionSystem,
+    obls: &[Obligation],
+    o: &Options,
+    deadline: Instant,
+    accept: Option<bfs::Accept<'_>>,
+    bmc_budget: BmcBudget,
+) -> (EngineRun, EngineRun) {
+    use search::smt::{Board, Halt};
+    use std::sync::Arc;
+    let unrolling = Arc::new(Halt::default());
+    let hidden = Arc::new(Halt::default());
+    let board = Arc::new(Board::new(obls, vec![unrolling.clone(), hidden.clone()]));
+    // In rayon's pool, as without hidden systems: the BFS's wide levels share the pool, Z3
+    // holds one of its threads (on a thread of its own Z3 lost a core to the BFS's levels:
+    // ≤ 300 family seed 8 decided 6–15 fewer obligations by two at 60 s).
+    let z3_started = AtomicBool::new(false);
+    let ((bfs, rounds), unrolled) = rayon::join(
+        || {
+            let budget = o.bfs_budget(deadline);
+            let bfs = match accept {
+                Some(a) => bfs::run_accepting(ts, obls, budget, a),
+                None => bfs::run(ts, obls, budget),
+            };
+            // Only beside an unrolling at work on another thread: one not yet taken runs here
+            // next, and the rounds first would take its time.
+            let beside = z3_started.load(Ordering::SeqCst);
+            let rounds = (beside && Instant::now() < deadline && !board.full()).then(|| {
+                let (mut asked, rest): (Vec<usize>, Vec<usize>) = (0..obls.len())
+                    .partition(|&i| !matches!(bfs.verdicts[i], Verdict::Undecided { .. }));
+                asked.extend(rest);
+                let budget = BmcBudget {
+                    halt: Some(hidden.clone()),
+                    board: Some(board.clone()),
+                    progress: None,
+                    ..bmc_budget.clone()
+                };
+                o.smt.hidden(ts, obls, &asked, budget)
+            });
+            // Nothing here waits for Z3's unrolling: when no other thread of the pool is free
+            // to take it, it runs on this one after this closure (a wait for it here would
+            // never end: the corpus's cases in parallel hung so).
+            (bfs, rounds)
+        },
+        || {
+            z3_started.store(true, Ordering::SeqCst);
+            let budget = BmcBudget {
+                halt: Some(unrolling.clone()),
+                board: Some(board.clone()),
+                ..bmc_budget.clone()
+            };
+            let run = o.smt.bounded(ts, obls, budget);
+            (0..obls.len())
+                .filter(|&i| z3_decided(ts, &run, i))
+                .for_each(|i| board.mark(&obls[i].id));
+            run
+        },
+    );
+    (bfs, merged(ts, unrolled, rounds))
+}
+
+/// Whether Z3's run decided obligation `i` for the proof: a witness, or unreachable (on a
+/// system with batches only by a proof for every run, as `proof::for_batches` reads it).
+fn z3_decided(ts: &TransitionSystem, run: &EngineRun, i: usize) -> bool {
+    match &run.verdicts[i] {
+        Verdict::Reachable(_) => true,
+        Verdict::Unreachable { .. } => !ts.has_batches() || run.inductive.contains(&i),
+        _ => false,
+    }
+}
+
+/// Z3's unrolling and its hidden systems' rounds as one run: per obligation a witness first
+/// (the unrolling's, else the rounds' — replayed on the system, so a witness; both are
+/// shortest), else whichever decided it unreachable (the unrolling's first), else the
+/// unrolling's undecided verdict. Solver calls add up; the time is the longer run's.
+fn merged(ts: &TransitionSystem, unrolled: EngineRun, rounds: Option<EngineRun>) -> EngineRun {
+    let Some(rounds) = rounds else {
+        return unrolled;
+    };
+    let mut run = EngineRun {
+        verdicts: Vec::with_capacity(unrolled.verdicts.len()),
+        cost: Cost {
+            states: unrolled.cost.states,
+            solver_calls: unrolled.cost.solver_calls + rounds.cost.solver_calls,
+            ms: unrolled.cost.ms.max(rounds.cost.ms),
+        },
+        inductive: vec![],
+    };
+    for i in 0..unrolled.verdicts.len() {
+        let (u, h) = (&unrolled.verdicts[i], &rounds.verdicts[i]);
+        let (v, inductive) = match (u, h) {
+            (Verdict::Reachable(_), _) => (u, false),
+            (_, Verdict::Reachable(_)) => (h, false),
+            _ if z3_decided(ts, &unrolled, i) => (u, unrolled.inductive.contains(&i)),
+            _ if z3_decided(ts, &rounds, i) => (h, rounds.inductive.contains(&i)),
+            _ => (u, unrolled.inductive.contains(&i)),
+        };
+        run.verdicts.push(v.clone());
+        if inductive {
+            run.inductive.push(i);
+        }
+    }
+    run
 }
 
 /// Runs the engines once per slice group (`encoder::ts::slice::groups`: obligations with equal
@@ -287,5 +405,67 @@ fn lift(ts: &TransitionSystem, s: &Slice, ob: &Obligation, v: Verdict) -> Verdic
                 ),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(verdicts: Vec<Verdict>, inductive: Vec<usize>, calls: u64) -> EngineRun {
+        EngineRun {
+            verdicts,
+            cost: Cost {
+                states: 0,
+                solver_calls: calls,
+                ms: calls,
+            },
+            inductive,
+        }
+    }
+
+    /// Z3's two runs merge per obligation: a witness first (the unrolling's, else the rounds'),
+    /// else an unreachable verdict (the unrolling's, else the rounds' with its proof for every
+    /// run), else the unrolling's undecided one; costs add up, the time is the longer run's.
+    #[test]
+    fn the_unrolling_and_the_hidden_rounds_merge_witness_first() {
+        let p = ir::testkit::handoff_chain(2);
+        let (ts, obls) = system_by(&p, engines::Z3.values(), 1, 20, None).expect("lowered");
+        let b = bfs::run(&ts, &obls, bfs::BfsBudget::default());
+        let w = b
+            .verdicts
+            .iter()
+            .find(|v| matches!(v, Verdict::Reachable(_)))
+            .expect("the chain has a finding")
+            .clone();
+        let open = || Verdict::undecided(StopReason::TimeBudget, "open");
+        let no = Verdict::Unreachable { depth: ts.depth };
+        let unrolled = run(
+            vec![open(), no.clone(), w.clone(), open(), no.clone()],
+            vec![],
+            3,
+        );
+        let rounds = run(
+            vec![w.clone(), open(), open(), open(), no.clone()],
+            vec![4],
+            5,
+        );
+        let m = merged(&ts, unrolled.clone(), Some(rounds));
+        assert!(!ts.has_batches());
+        assert_eq!(m.verdicts[0], w);
+        assert_eq!(m.verdicts[1], no);
+        assert_eq!(m.verdicts[2], w);
+        assert!(matches!(m.verdicts[3], Verdict::Undecided(_)));
+        assert_eq!(m.verdicts[4], no);
+        assert_eq!(
+            m.inductive,
+            Vec::<usize>::new(),
+            "the unrolling's answer, first"
+        );
+        assert_eq!((m.cost.solver_calls, m.cost.ms), (8, 5));
+        assert_eq!(
+            merged(&ts, unrolled.clone(), None).verdicts,
+            unrolled.verdicts
+        );
     }
 }

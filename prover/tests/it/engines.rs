@@ -201,10 +201,12 @@ fn random_graphs_produce_reachable_and_unreachable_obligations() {
 /// unreachable one unreachable, a reachable one with a witness of the BFS's (shortest) depth
 /// that replays on the system (`hide::lift` said it is a run of it) — and the rounds decide
 /// many of both kinds (not vacuous: a pass that never decides, or never lifts a witness,
-/// fails here).
+/// fails here). Every other seed asks through `Smt::hidden` (as beside the BFS: in a context of
+/// its own, marking a board), where an obligation it did not decide is undecided.
 #[test]
 fn z3_on_hidden_systems_decides_as_the_bfs_does() {
     use engines::localise;
+    use search::smt::Smt;
     let (mut unreachable, mut lifted) = (0, 0);
     for seed in 1..120u64 {
         // Every fourth seed with batches, where a round's bounded answer decides nothing and
@@ -219,16 +221,34 @@ fn z3_on_hidden_systems_decides_as_the_bfs_does() {
         let mut found = vec![None; obls.len()];
         let mut inductive = vec![];
         let asked: Vec<usize> = (0..obls.len()).collect();
-        let budget = bmc::BmcBudget::default();
-        localise::rounds(
-            &ts,
-            &obls,
-            &budget,
-            &asked,
-            None,
-            &mut found,
-            &mut inductive,
-        );
+        if seed % 2 == 0 {
+            let halt = std::sync::Arc::new(search::smt::Halt::default());
+            let board = search::smt::Board::new(&obls, vec![halt.clone()]);
+            let budget = bmc::BmcBudget {
+                halt: Some(halt),
+                board: Some(std::sync::Arc::new(board)),
+                ..Default::default()
+            };
+            let run = engines::Z3.hidden(&ts, &obls, &asked, budget);
+            for (i, v) in run.verdicts.into_iter().enumerate() {
+                let decided = match &v {
+                    Verdict::Unreachable { .. } => !ts.has_batches() || run.inductive.contains(&i),
+                    v => matches!(v, Verdict::Reachable(_)),
+                };
+                found[i] = decided.then_some(v);
+            }
+        } else {
+            let budget = bmc::BmcBudget::default();
+            localise::rounds(
+                &ts,
+                &obls,
+                &budget,
+                &asked,
+                None,
+                &mut found,
+                &mut inductive,
+            );
+        }
         for (i, v) in found.iter().enumerate() {
             let Some(v) = v else { continue };
             let (bv, id) = (&b.verdicts[i], &obls[i].id);
@@ -274,6 +294,55 @@ fn z3_on_hidden_systems_decides_as_the_bfs_does() {
         unreachable > 40 && lifted > 40,
         "unreachable {unreachable}, lifted {lifted}"
     );
+}
+
+/// A halted Z3 run (`search::smt::Halt`, as the board halts a run beside another once they
+/// decided everything between them) decides nothing after the halt: stopped before it starts,
+/// the unrolling leaves every obligation undecided — never unreachable, which would be a false
+/// negative — bar one no command can violate (unreachable by construction, no question asked),
+/// on random graphs with and without batches, where unhalted it decides some.
+#[test]
+fn a_halted_z3_run_claims_nothing() {
+    use search::smt::Smt;
+    let mut decided_unhalted = 0;
+    for seed in 1..24u64 {
+        let p = match seed % 3 {
+            0 => random_project_with(seed * 7_919, Shapes::AGREEING_WITH_BATCHES),
+            _ => random_project(seed * 7_919),
+        };
+        let (ts, obls) = system(&p);
+        let (ts, obls) = ts.reduced(obls);
+        let halt = std::sync::Arc::new(search::smt::Halt::default());
+        halt.stop();
+        let halted = bmc::BmcBudget {
+            halt: Some(halt),
+            ..Default::default()
+        };
+        let run = engines::Z3.bounded(&ts, &obls, halted.clone());
+        for (v, o) in run.verdicts.iter().zip(&obls) {
+            assert!(
+                matches!(v, Verdict::Undecided { .. })
+                    || (o.commands.is_empty() && v.is_unreachable()),
+                "seed {seed}: {}: a halted run said {:?}",
+                o.id,
+                v.word()
+            );
+        }
+        let asked: Vec<usize> = (0..obls.len()).collect();
+        let hidden = engines::Z3.hidden(&ts, &obls, &asked, halted);
+        assert!(
+            (hidden.verdicts.iter().zip(&obls))
+                .all(|(v, o)| matches!(v, Verdict::Undecided { .. }) || o.commands.is_empty()),
+            "seed {seed}: halted hidden systems decided"
+        );
+        let run = engines::Z3.bounded(&ts, &obls, bmc::BmcBudget::default());
+        decided_unhalted += run
+            .verdicts
+            .iter()
+            .filter(|v| !matches!(v, Verdict::Undecided { .. }))
+            .count();
+    }
+    assert!(decided_unhalted > 20, "{decided_unhalted}");
 }
 
 /// Spacer's proofs before the unrolling (`BmcTactics::pdr`) against the BFS on random graphs of
