@@ -2,7 +2,8 @@
 //! Spacer (`pdr`, in a forked child: `isolate`), the certificates of their `unreachable` answers
 //! (`certificate`), two runs side by side (`beside`: no Spacer then), and the one optimisation
 //! `qls repair` asks of Z3 (`optimise`). [`Z3`] answers the prover's questions
-//! (`search::smt::Smt`) with them and with the value solver (`realise`); the binary hands it to the proof, so the prover itself never links z3.
+//! (`search::smt::Smt`) with them and with the value solver (`realise`); the binary hands it
+//! to the proof, so the prover itself never links z3.
 //!
 //! **Engines never print** (progress goes through `search::progress::Progress`), **never read a
 //! file**, and **know nothing of the proof that runs them**: the prover chooses engines and
