@@ -1,8 +1,9 @@
 //! Z3 runs side by side in one process (the unrolling, and hidden systems on the core the BFS
 //! freed, both marking one `search::smt::Board`, halted by it between two questions:
-//! `search::smt::Halt`), and the one thing they must not do then: ask Spacer. With the Z3 this project links (4.8.12, the distribution's), two Z3 threads of which
-//! one asked Spacer (`pdr.rs`: clauses built here, the query in a forked child) corrupted the
-//! heap in 10 of 19 runs of the ≤ 300 family's seed 0 — with or without the halt's interrupt,
+//! `search::smt::Halt`), and the one thing they must not do then: ask Spacer. With the Z3
+//! this project links (4.8.12, the distribution's), two Z3 threads of which one asked Spacer
+//! (`pdr.rs`: clauses built here, the query in a forked child) corrupted the heap in 10 of 19
+//! runs of the ≤ 300 family's seed 0 — with or without the halt's interrupt,
 //! with Spacer serialised, with its certificate not parsed — and in 0 of 4 with Spacer off
 //! (benchmarks/README.md "Z3 beside the BFS"). So **Spacer is asked only while at most one run
 //! that marks a board is at work** ([`RUNS`]), and a run does not start while Spacer is asked
