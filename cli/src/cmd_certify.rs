@@ -221,6 +221,7 @@ pub fn certify(args: CertifyArgs) -> anyhow::Result<u8> {
                         "an invariant of the box and {} conjunct(s), {k}-induction",
                         e.conjuncts.unwrap_or(0)
                     ),
+                    (Some("spacer"), _) => "an inductive invariant Spacer found".into(),
                     (Some(kind), Some(d)) => format!("{kind} to depth {d}"),
                     _ => "a certificate".into(),
                 };

@@ -292,6 +292,83 @@ pub fn any_length(
     })
 }
 
+/// The certificate of "no run violates `o`, however long" from Spacer's invariant `φ`
+/// ([`crate::pdr::invariant`], instantiated by [`crate::pdr::instantiate`]): the initial state
+/// is in it (*initiation*), no state in it takes a bad step of `o` (*safety*), and every step
+/// from a state in it stays in it (*consecution*) — the three questions Spacer's answer was
+/// re-checked by, over a state without quantifier. `None` when Spacer proves nothing by
+/// `until`, its answer has another shape, or Z3 does not answer `unsat` to every check here
+/// (a certificate this process cannot check itself is not written). Spacer is asked alone
+/// (`crate::beside::SPACER`).
+pub fn spacer(
+    ts: &TransitionSystem,
+    o: &Obligation,
+    until: std::time::Instant,
+) -> Option<Certificate> {
+    let _alone = crate::beside::SPACER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let def = crate::pdr::invariant(ts, o, until)?;
+    let one = std::slice::from_ref(o);
+    let mut s = Script::new();
+    let solver = Solver::new();
+    let mut u = Unroller::unboxed(ts);
+    u.add_state(&solver, 0);
+    let now = crate::pdr::instantiate(&def, &u.states[0])?;
+    let init: Vec<Bool> = (ts.init.iter().enumerate())
+        .map(|(i, v)| u.states[0][i].eq(u.konst(*v)))
+        .collect();
+    s.ask_checked(
+        "initiation: the initial state is in the invariant",
+        vec![Bool::and(&init), now.not()],
+        &solver,
+        until,
+    )?;
+    u.add_choices(&solver, 0, one);
+    s.ask_checked(
+        "safety: no state in the invariant takes a bad step",
+        vec![now.clone(), u.bad(o, 0)],
+        &solver,
+        until,
+    )?;
+    u.add_transition(&solver, 0);
+    let next = crate::pdr::instantiate(&def, &u.states[1])?;
+    s.ask_checked(
+        "consecution: every step keeps the invariant",
+        vec![now, next.not()],
+        &solver,
+        until,
+    )?;
+    let what = "an inductive invariant Spacer found (initiation, safety, consecution)";
+    Some(s.finish(Kind::Spacer, &head(o, what), &[&u]))
+}
+
+impl Script {
+    /// [`Script::ask_in`], once Z3 has answered `unsat` to the same question by `until`.
+    fn ask_checked(
+        &mut self,
+        name: &str,
+        facts: Vec<Bool>,
+        solver: &Solver,
+        until: std::time::Instant,
+    ) -> Option<()> {
+        let left = until.checked_duration_since(std::time::Instant::now())?;
+        let mut p = z3::Params::new();
+        p.set_u32(
+            "timeout",
+            left.as_millis().clamp(1, u32::MAX as u128) as u32,
+        );
+        solver.set_params(&p);
+        solver.push();
+        for f in &facts {
+            solver.assert(f);
+        }
+        let answer = solver.check();
+        solver.pop(1);
+        (answer == z3::SatResult::Unsat).then(|| self.ask_in(name.into(), solver, &facts))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,6 +448,99 @@ mod tests {
         let mut flipped = c.script.clone();
         flipped.replace_range(at..at + 4, "#b10");
         assert!(answers(&flipped).iter().any(|a| a == "sat"), "{flipped}");
+    }
+
+    #[test]
+    fn a_spacer_certificate_is_its_invariant_for_a_state_and_checks_without_quantifiers() {
+        let ts = counter();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let c = spacer(&ts, &when_x_is(3), until).expect("Spacer proves x = 3 is never reached");
+        assert_eq!(c.kind, Kind::Spacer);
+        assert_eq!(c.checks.len(), 3, "{:?}", c.checks);
+        assert!(
+            !c.script.contains("forall") && !c.script.contains("reach"),
+            "{}",
+            c.script
+        );
+        assert_eq!(answers(&c.script), vec!["unsat"; 3], "{}", c.script);
+        // The invariant (x ≠ 3, `#b011`) of the next state, last in the script, flipped to
+        // x ≠ 2: a step from x = 1 leaves it, and consecution fails.
+        let at = c
+            .script
+            .rfind("#b011")
+            .expect("the invariant's value is in the script");
+        let mut flipped = c.script.clone();
+        flipped.replace_range(at..at + 5, "#b010");
+        assert!(answers(&flipped).iter().any(|a| a == "sat"), "{flipped}");
+        // x = 2 is reached: Spacer proves nothing, and no certificate is made.
+        assert!(spacer(&ts, &when_x_is(2), until).is_none());
+    }
+
+    /// `x`, `y` and `z` in 0..16 from 0; each step adds 1 (wrapping) to two of them, so the
+    /// sum stays even — an invariant no pair of variables' values can state (every pair of
+    /// values occurs) — and `x = y = z = 1` (odd) is never reached.
+    fn parity() -> (TransitionSystem, Obligation) {
+        use encoder::ts::{ex, CmdId, Decl, Expr, VarId};
+        let v = [VarId(3), VarId(4), VarId(5)];
+        let mut ts = counter();
+        let count = |v: VarId| {
+            ex::ite(
+                ex::var_is(v, 15),
+                Expr::Const(0),
+                Expr::Add(Box::new(Expr::Var(v)), 1),
+            )
+        };
+        ts.vars.truncate(3);
+        for name in ["x", "y", "z"] {
+            ts.vars.push(Decl {
+                name: name.into(),
+                domain: 16,
+                values: vec![],
+            });
+        }
+        ts.init = vec![0; 6];
+        let one = ts.commands[0].clone();
+        ts.commands = [(0, 1), (1, 2), (0, 2)]
+            .iter()
+            .map(|&(a, b)| {
+                let mut c = one.clone();
+                c.updates = vec![(v[a], count(v[a])), (v[b], count(v[b]))];
+                c
+            })
+            .collect();
+        ts.by_node = vec![vec![CmdId(0), CmdId(1), CmdId(2)]];
+        let o = Obligation {
+            commands: vec![CmdId(0), CmdId(1), CmdId(2)],
+            conds: vec![Expr::And(v.iter().map(|&x| ex::var_is(x, 1)).collect())],
+            ..when_x_is(3)
+        };
+        (ts, o)
+    }
+
+    /// What the certificates fall back on (`prover::certificates`): a proof for any length the
+    /// induction does not close again, Spacer does.
+    #[test]
+    fn where_the_induction_does_not_close_spacers_invariant_is_the_certificate() {
+        let (ts, o) = parity();
+        let b = InductionBudget::default();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let c = spacer(&ts, &o, until).expect("Spacer proves the sum even");
+        assert_eq!(answers(&c.script), vec!["unsat"; 3], "{}", c.script);
+        assert!(any_length(&ts, &o, &b).is_none(), "the induction closed it");
+        // And cvc5 accepts it, through the checker `qls certify` runs (the pinned test
+        // requirements install cvc5 for `python3`).
+        let file = std::env::temp_dir().join(format!("qls-spacer-{}.smt2", std::process::id()));
+        std::fs::write(&file, &c.script).expect("a temporary file");
+        let checker = concat!(env!("CARGO_MANIFEST_DIR"), "/../cli/src/certify_cvc5.py");
+        let out = std::process::Command::new("python3")
+            .arg(checker)
+            .arg(&file)
+            .output()
+            .expect("python3 runs");
+        let _ = std::fs::remove_file(&file);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(lines, vec!["unsat"; 3], "{text}");
     }
 
     #[test]

@@ -80,6 +80,15 @@ impl Smt for Z3 {
         certificate::any_length(ts, o, budget)
     }
 
+    fn spacer_certificate(
+        &self,
+        ts: &TransitionSystem,
+        o: &Obligation,
+        until: std::time::Instant,
+    ) -> Option<Certificate> {
+        certificate::spacer(ts, o, until)
+    }
+
     fn cheapest(&self, costs: &[u32], clauses: &[Clause]) -> Choice {
         optimise::cheapest(costs, clauses)
     }

@@ -352,6 +352,111 @@ pub(crate) fn close(
     (closed, asked)
 }
 
+/// The caps of the passes [`invariant`] asks in: longer than [`close`]'s, as a certificate is
+/// asked for one obligation at a time.
+const CERTIFICATE_PASSES_MS: [u64; 4] = [250, 1_000, 4_000, 16_000];
+
+/// Spacer's answer about `o` alone, asked in passes of growing caps until `until` and re-checked
+/// as [`close`]'s answers are: `reach` defined for every state. `None` when Spacer finds `o`
+/// violated, or proves nothing in time. The caller keeps other Z3 runs away (`crate::beside`).
+pub(crate) fn invariant(ts: &TransitionSystem, o: &Obligation, until: Instant) -> Option<Bool> {
+    let c = Clauses::new(ts, std::slice::from_ref(o));
+    for cap in CERTIFICATE_PASSES_MS {
+        let now = Instant::now();
+        if now >= until {
+            return None;
+        }
+        let time = Duration::from_millis(cap).min(until - now);
+        let recheck = Duration::from_millis(RECHECK_MS).min(until - now);
+        let within = (until - now).min(time * CHILD_SLOWDOWN + Duration::from_millis(PREPARE_MS));
+        match c.ask(o, time, within, recheck) {
+            Answer::Proved(inv) => return Some(inv),
+            Answer::Violated => return None,
+            Answer::Open => {}
+        }
+    }
+    None
+}
+
+/// `inv`, Spacer's answer (`∀ x. reach(x) = φ(x)`, perhaps in a conjunction with the query's
+/// `err` defined), as `φ(states)`: a formula of `states` without quantifier, for a certificate
+/// another solver checks without quantifier reasoning. `None` for any other shape, or a `φ`
+/// that keeps a quantifier or a bound variable: then no certificate is written (the shape is
+/// Z3's printing of a model, not a promise).
+pub(crate) fn instantiate(inv: &Bool, states: &[BV]) -> Option<Bool> {
+    use z3::{AstKind, DeclKind};
+    let d = Dynamic::from_ast(inv);
+    if d.kind() == AstKind::App && d.decl().kind() == DeclKind::And {
+        return d
+            .children()
+            .iter()
+            .find_map(|c| c.as_bool().and_then(|b| instantiate(&b, states)));
+    }
+    if d.kind() != AstKind::Quantifier {
+        return None;
+    }
+    let ctx = inv.get_ctx();
+    let (c, a) = (ctx.get_z3_context(), inv.get_z3_ast());
+    // SAFETY: `a` is a quantifier of `ctx` (checked above), alive while `inv` is; the body is
+    // wrapped (reference counted) before `inv` can go.
+    let (forall, bound, body) = unsafe {
+        (
+            z3_sys::Z3_is_quantifier_forall(c, a),
+            z3_sys::Z3_get_quantifier_num_bound(c, a) as usize,
+            z3_sys::Z3_get_quantifier_body(c, a).map(|b| Dynamic::wrap(ctx, b))?,
+        )
+    };
+    if !forall || bound != states.len() || body.kind() != AstKind::App {
+        return None;
+    }
+    let is_reach = |t: &Dynamic| t.kind() == AstKind::App && t.decl().name() == "reach";
+    let (reach, phi) = match body.decl().kind() {
+        _ if is_reach(&body) => (body.clone(), Bool::from_bool(true)),
+        DeclKind::Eq | DeclKind::Iff if body.num_children() == 2 => {
+            let (l, r) = (body.nth_child(0)?, body.nth_child(1)?);
+            if is_reach(&l) {
+                (l, r.as_bool()?)
+            } else if is_reach(&r) {
+                (r, l.as_bool()?)
+            } else {
+                return None;
+            }
+        }
+        DeclKind::Not if body.nth_child(0).is_some_and(|c| is_reach(&c)) => {
+            (body.nth_child(0)?, Bool::from_bool(false))
+        }
+        _ => return None,
+    };
+    // `reach`'s arguments are the bound variables, each once: the state's j-th variable takes
+    // the place of the one `reach` has j-th.
+    let mut to = vec![None; bound];
+    for (j, arg) in reach.children().iter().enumerate() {
+        if arg.kind() != AstKind::Var || j >= states.len() {
+            return None;
+        }
+        // SAFETY: `arg` is a bound variable of `ctx` (checked above).
+        let idx = unsafe { z3_sys::Z3_get_index_value(c, arg.get_z3_ast()) } as usize;
+        match to.get_mut(idx) {
+            Some(slot @ None) => *slot = Some(states[j].get_z3_ast()),
+            _ => return None,
+        }
+    }
+    let to: Vec<z3_sys::Z3_ast> = to.into_iter().collect::<Option<_>>()?;
+    // SAFETY: `phi` and every term of `to` belong to `ctx` and are alive; `to` has `bound`
+    // entries, one per variable index.
+    let out = unsafe {
+        z3_sys::Z3_substitute_vars(c, phi.get_z3_ast(), bound as u32, to.as_ptr())
+            .map(|t| Bool::wrap(ctx, t))?
+    };
+    // Every bound variable of the answer is replaced: a variable left would be one of a
+    // quantifier inside `φ`, which the certificate's logic (`QF_BV`) does not have.
+    let text = out.to_string();
+    (!["(forall", "(exists", "(lambda"]
+        .iter()
+        .any(|q| text.contains(q)))
+    .then_some(out)
+}
+
 /// On the induction's small counter (x counts 0, 1, 2 and stays; 3 is never reached).
 #[cfg(test)]
 mod tests {
@@ -397,6 +502,26 @@ mod tests {
         let (closed, asked) = close(&ts, &obls, &[0, 1], until, false);
         assert_eq!(closed, vec![0, 1]);
         assert_eq!(asked, 2);
+    }
+
+    #[test]
+    fn an_answer_is_instantiated_for_a_state_only_in_the_shapes_spacer_gives() {
+        let ts = counter();
+        let obls = [when_x_is(3)];
+        let c = Clauses::new(&ts, &obls);
+        let w = c.u.states[0][3].get_size();
+        let not3 = |x: &BV| x.eq(BV::from_u64(3, w)).not();
+        let states = &c.u.states[1];
+        let want = not3(&states[3]);
+        let def = defined(&c, not3);
+        assert_eq!(instantiate(&def, states), Some(want.clone()));
+        // With the query's `err` defined beside it, as Spacer may answer.
+        let err = Bool::new_const("err");
+        let both = Bool::and(&[err.not(), def.clone()]);
+        assert_eq!(instantiate(&both, states), Some(want));
+        // Too few states for the bound variables, or no quantifier: nothing.
+        assert_eq!(instantiate(&def, &states[..3]), None);
+        assert_eq!(instantiate(&not3(&states[3]), states), None);
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! again here gives its invariant (the unrolling if it does not close); a verdict for sessions of any
 //! length, and a bounded one on a system with batches (where the system's depth in commands
 //! does not bound a run's steps, `proof::for_batches`), gets an inductive invariant when Z3's
-//! k-induction closes it again here (`Smt::induction_certificate`). Left without one,
-//! and said so: an obligation the concrete search settled (`refine`: the system reaches it,
-//! the runtime does not), and one only the BFS fixpoint, Spacer or the BDD fixpoint proved
-//! for any length, whose evidence is not written yet. A task's verdict (an attack goal
+//! k-induction closes it again here (`Smt::induction_certificate`), else Spacer's invariant
+//! when Spacer proves it again here (`Smt::spacer_certificate`, one at a time). Left without
+//! one, and said so: an obligation the concrete search settled (`refine`: the system reaches
+//! it, the runtime does not), and one only the BFS or BDD fixpoint proved for any length,
+//! whose evidence is not written yet. A task's verdict (an attack goal
 //! blocked, a user task impossible, SPEC §1.5) is certified the same way, on the task's own
 //! system: its monitor composed with the inputs, as `tasks.rs` asked the engines.
 
@@ -215,13 +216,24 @@ fn certify(smt: &dyn Smt, x: &Todo<'_>, budget: &InductionBudget) -> Result<Cert
         .unwrap_or_else(|| smt.unrolling_certificate(ts, x.obligation, *depth))),
         Verdict::Unreachable { .. } | Verdict::UnreachableAnyLength(_) => smt
             .induction_certificate(ts, x.obligation, budget)
-            .ok_or_else(|| {
-                "Z3's k-induction does not close it within the budget: the engine that decided \
-                 it (the BFS or BDD fixpoint, or Spacer) keeps evidence not written yet"
-                    .into()
-            }),
+            .ok_or_else(|| NO_INVARIANT.into()),
         _ => Err("not unreachable".into()),
     }
+}
+
+/// Why an invariant's certificate is missing: neither the induction nor Spacer closed it again.
+const NO_INVARIANT: &str = "neither Z3's k-induction nor Spacer closes it again within the \
+    budget: the engine that decided it (the BFS or BDD fixpoint) keeps evidence not written yet";
+
+/// Whether `x`'s certificate is an invariant (a verdict for any length, or a bounded one on a
+/// system with batches), which Spacer may give where the induction did not close.
+fn wants_invariant(x: &Todo<'_>) -> bool {
+    !x.refined
+        && match x.verdict {
+            Verdict::UnreachableAnyLength(_) => true,
+            Verdict::Unreachable { .. } => x.ts.has_batches(),
+            _ => false,
+        }
 }
 
 /// A file name for the `i`th certificate: its index and the obligation's id, every character
@@ -247,10 +259,19 @@ pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Wr
     let mut budget = InductionBudget::default();
     budget.bounded.deadline = Some(deadline);
     let todo: Vec<(usize, Todo<'_>)> = todo(proof).into_iter().enumerate().collect();
-    let made: Vec<Result<Certificate, String>> = todo
+    let mut made: Vec<Result<Certificate, String>> = todo
         .par_iter()
         .map(|(_, x)| certify(proof.smt, x, &budget))
         .collect();
+    // Where the induction did not close, Spacer's invariant: one question at a time, after the
+    // parallel part, as Spacer is never asked beside another Z3 run (`engines::beside`).
+    for ((_, x), m) in todo.iter().zip(made.iter_mut()) {
+        if m.is_err() && wants_invariant(x) && Instant::now() < deadline {
+            if let Some(c) = proof.smt.spacer_certificate(x.ts, x.obligation, deadline) {
+                *m = Ok(c);
+            }
+        }
+    }
     let mut entries = Vec::new();
     let mut counts = Written::default();
     for ((i, x), made) in todo.into_iter().zip(made) {
@@ -271,11 +292,12 @@ pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Wr
                 let name = file_name(i, &e.obligation);
                 std::fs::write(dir.join(&name), &c.script)?;
                 let (kind, depth, conjuncts) = match c.kind {
-                    Kind::Unrolling { depth } => ("unrolling", depth, None),
-                    Kind::Induction { k, conjuncts } => ("induction", k, Some(conjuncts)),
+                    Kind::Unrolling { depth } => ("unrolling", Some(depth), None),
+                    Kind::Induction { k, conjuncts } => ("induction", Some(k), Some(conjuncts)),
+                    Kind::Spacer => ("spacer", None, None),
                 };
                 e.kind = Some(kind.to_string());
-                e.depth = Some(depth);
+                e.depth = depth;
                 e.conjuncts = conjuncts;
                 e.checks = c.checks;
                 e.sha256 = Some(sha256_hex(c.script.as_bytes()));

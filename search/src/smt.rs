@@ -57,6 +57,15 @@ pub trait Smt: Sync + Send + std::fmt::Debug {
         o: &Obligation,
         budget: &InductionBudget,
     ) -> Option<Certificate>;
+    /// An inductive invariant for `o` Spacer finds by `until` and its three checks, instantiated
+    /// for a state (no quantifier); `None` when Spacer proves nothing in time or its answer does
+    /// not re-check. Asks Spacer: never beside another Z3 run of the process (call it alone).
+    fn spacer_certificate(
+        &self,
+        ts: &TransitionSystem,
+        o: &Obligation,
+        until: Instant,
+    ) -> Option<Certificate>;
     /// A cheapest subset of `costs.len()` changes satisfying every clause (the repair search).
     fn cheapest(&self, costs: &[u32], clauses: &[Clause]) -> Choice;
     /// The value solver (SPEC §6) the lowering and replay ask which arguments have a value.
@@ -401,6 +410,9 @@ pub enum Kind {
         /// The invariant's conjuncts besides the box.
         conjuncts: u32,
     },
+    /// No bad transition in any run, however long: Spacer's inductive invariant, checked by
+    /// initiation, consecution and safety (1-induction, no box).
+    Spacer,
 }
 
 /// One obligation's certificate.

@@ -486,3 +486,100 @@ fn the_bfs_is_the_same_on_one_thread_as_on_several() {
         }
     }
 }
+
+/// Three counters `x`, `y`, `z` in 0..16 from 0, each step adding 1 (wrapping) to two of them:
+/// the sum stays even, which no pair of variables' values states; `x = y = z = 1` (odd) is the
+/// bad condition, of every command.
+fn parity_system() -> (TransitionSystem, Obligation) {
+    use encoder::ts::{ex, CmdId, Command, Decl, Expr, Label, LabelKind, VarId};
+    let decl = |name: &str, domain: u32| Decl {
+        name: name.into(),
+        domain,
+        values: vec![],
+    };
+    let v = [VarId(3), VarId(4), VarId(5)];
+    let count = |v: VarId| {
+        ex::ite(
+            ex::var_is(v, 15),
+            Expr::Const(0),
+            Expr::Add(Box::new(Expr::Var(v)), 1),
+        )
+    };
+    let commands: Vec<Command> = [(0, 1), (1, 2), (0, 2)]
+        .iter()
+        .map(|&(a, b)| Command {
+            node: 0,
+            guard: Expr::Bool(true),
+            updates: vec![(v[a], count(v[a])), (v[b], count(v[b]))],
+            choices: vec![],
+            label: Label::new(LabelKind::Route, "n", None, None),
+        })
+        .collect();
+    let ts = TransitionSystem {
+        vars: vec![
+            decl("node", 1),
+            decl("turn", 1),
+            decl("step", 1),
+            decl("x", 16),
+            decl("y", 16),
+            decl("z", 16),
+        ],
+        choices: vec![],
+        init: vec![0; 6],
+        commands,
+        by_node: vec![vec![CmdId(0), CmdId(1), CmdId(2)]],
+        node_var: VarId(0),
+        turn_var: VarId(1),
+        step_var: VarId(2),
+        depth: 1,
+        implied: vec![],
+    };
+    let o = Obligation {
+        id: ir::vocab::ObligationId::new(ir::vocab::RuleId::QG001, "odd"),
+        rule: ir::vocab::RuleId::QG001,
+        subject: "odd".into(),
+        commands: vec![CmdId(0), CmdId(1), CmdId(2)],
+        conds: vec![Expr::And(v.iter().map(|&x| ex::var_is(x, 1)).collect())],
+        inverted: false,
+    };
+    (ts, o)
+}
+
+/// `--certificates` where Z3's k-induction does not close a verdict for any length again: the
+/// certificate is Spacer's invariant (asked after the parallel part), not a missing one.
+#[test]
+fn a_verdict_the_induction_does_not_close_is_certified_by_spacers_invariant() {
+    use prover::certificates;
+    use search::verdict::AnyLength;
+    let (ts, o) = parity_system();
+    let v = Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns: 1 });
+    let proof = prover::proof::Proof {
+        ts,
+        outcomes: vec![prover::proof::Outcome {
+            obligation: o,
+            bfs: Some(v.clone()),
+            bmc: None,
+            bdd: None,
+            verdict: v,
+            disagreement: false,
+            multi_turn: false,
+            refined: None,
+        }],
+        bfs: None,
+        bmc: None,
+        bdd: None,
+        fixpoint_turns: Some(1),
+        not_run: None,
+        tasks: vec![],
+        smt: &engines::Z3,
+    };
+    let dir = crate::common::Scratch::new("spacer-certificate");
+    let written = certificates::write(&proof, &dir, std::time::Duration::from_secs(60))
+        .expect("the folder is writable");
+    assert_eq!((written.written, written.without), (1, 0));
+    let index = certificates::read_index(&dir).expect("the index reads");
+    let e = &index.certificates[0];
+    assert_eq!(e.kind.as_deref(), Some("spacer"), "{e:?}");
+    assert_eq!(e.checks.len(), 3);
+    assert_eq!(e.depth, None);
+}
