@@ -251,13 +251,15 @@ fn file_name(i: usize, id: &str) -> String {
 }
 
 /// Writes the certificate of every unreachable verdict of `proof` into `dir` (created if
-/// missing), and the index. The induction each certificate for any length asks for has
-/// `timeout` in all. Certificates are made in parallel and written in the proof's order.
+/// missing), and the index. Everything ends within `timeout`: the induction each certificate
+/// for any length asks for has half of it, in parallel; Spacer, where the induction did not
+/// close, the rest, one question at a time. Written in the proof's order.
 pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Written> {
     std::fs::create_dir_all(dir)?;
     let deadline = Instant::now() + timeout;
+    // The induction gets half the budget, so Spacer, asked after it, is never left without.
     let mut budget = InductionBudget::default();
-    budget.bounded.deadline = Some(deadline);
+    budget.bounded.deadline = Some(Instant::now() + timeout / 2);
     let todo: Vec<(usize, Todo<'_>)> = todo(proof).into_iter().enumerate().collect();
     let mut made: Vec<Result<Certificate, String>> = todo
         .par_iter()

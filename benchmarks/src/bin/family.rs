@@ -1047,6 +1047,43 @@ fn table(out: &str) {
 /// How many of the slowest graphs per engine and size [`table`] names.
 const OUTLIERS: usize = 3;
 
+/// `family certificates SEED SIZE TIMEOUT DIR`: the graph's proof for sessions of any length
+/// (`qls verify --session-steps any`, `both`, the budget `TIMEOUT` seconds), its certificates
+/// written to `DIR` with the same budget, and one line: the unreachable verdicts, and how many
+/// got each kind of certificate or none.
+fn certificates(seed: u64, size: SizeClass, timeout: u64, dir: &str) {
+    let mut f = family(seed, size);
+    f.project.settings.session_steps = ir::agent::SessionSteps::Any;
+    let o = Options {
+        timeout: Duration::from_secs(timeout),
+        ..Options::for_project(&f.project, &engines::Z3)
+    };
+    let t = Instant::now();
+    let proof = prover::proof::prove(&f.project, &o);
+    let proved = t.elapsed();
+    let t = Instant::now();
+    let dir = std::path::Path::new(dir);
+    prover::certificates::write(&proof, dir, Duration::from_secs(timeout))
+        .expect("DIR is writable");
+    let written = t.elapsed();
+    let index = prover::certificates::read_index(dir).expect("the index reads");
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &index.certificates {
+        *kinds
+            .entry(e.kind.clone().unwrap_or_else(|| "none".into()))
+            .or_default() += 1;
+    }
+    let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    println!(
+        "seed={seed} size={size:?} obligations={} unreachable={} {} prove_ms={} certificates_ms={}",
+        proof.outcomes.len(),
+        index.certificates.len(),
+        kinds.join(" "),
+        proved.as_millis(),
+        written.as_millis()
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let opt = |name: &str, d: &str| -> String {
@@ -1068,6 +1105,12 @@ fn main() {
         "explain" => explain(arg(2).parse().expect("seed"), size_of(arg(3)), arg(4)),
         "options" => options(arg(2).parse().expect("seed"), size_of(arg(3))),
         "btor2" => btor2(arg(2).parse().expect("seed"), size_of(arg(3))),
+        "certificates" => certificates(
+            arg(2).parse().expect("seed"),
+            size_of(arg(3)),
+            arg(4).parse().unwrap_or(60),
+            arg(5),
+        ),
         "run" => run(
             opt("--from", "0").parse().expect("from")..opt("--seeds", "70").parse().expect("seeds"),
             &opt("--sizes", "small,medium,large")
@@ -1085,7 +1128,7 @@ fn main() {
         "table" => table(arg(2)),
         "table-both" => table_both(arg(2), if arg(3).is_empty() { BOTH } else { arg(3) }),
         _ => eprintln!(
-            "usage: family run [--from N] [--seeds N] [--engines bfs,bmc,bmc-unroll-first] [--timeout SECS] [--jobs N] [--out FILE] | family table FILE | family table-both FILE [ENGINE] | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE"
+            "usage: family run [--from N] [--seeds N] [--engines bfs,bmc,bmc-unroll-first] [--timeout SECS] [--jobs N] [--out FILE] | family table FILE | family table-both FILE [ENGINE] | family one SEED SIZE bfs|bmc [TIMEOUT] | family vars|options SEED SIZE | family certificates SEED SIZE TIMEOUT DIR"
         ),
     }
 }
