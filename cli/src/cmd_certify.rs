@@ -222,6 +222,10 @@ pub fn certify(args: CertifyArgs) -> anyhow::Result<u8> {
                         e.conjuncts.unwrap_or(0)
                     ),
                     (Some("spacer"), _) => "an inductive invariant Spacer found".into(),
+                    (Some("fixpoint"), _) => match e.states {
+                        Some(n) => format!("every reachable state ({n}), the symbolic fixpoint"),
+                        None => "every reachable state, the symbolic fixpoint".into(),
+                    },
                     (Some(kind), Some(d)) => format!("{kind} to depth {d}"),
                     _ => "a certificate".into(),
                 };

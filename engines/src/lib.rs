@@ -89,6 +89,16 @@ impl Smt for Z3 {
         certificate::spacer(ts, o, until)
     }
 
+    fn fixpoint_certificates(
+        &self,
+        ts: &TransitionSystem,
+        obligations: &[Obligation],
+        set: &search::bdd::ReachSet,
+        until: std::time::Instant,
+    ) -> Vec<Option<Certificate>> {
+        certificate::fixpoint(ts, obligations, set, until)
+    }
+
     fn cheapest(&self, costs: &[u32], clauses: &[Clause]) -> Choice {
         optimise::cheapest(costs, clauses)
     }

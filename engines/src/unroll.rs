@@ -355,6 +355,14 @@ impl<'a> Unroller<'a> {
     /// command writes is shared with state `k`; the others are fresh, and each live command
     /// frames the fresh ones it does not write.
     pub(crate) fn add_transition(&mut self, solver: &Solver, k: usize) {
+        let alts = self.add_step_alternatives(solver, k);
+        solver.assert(Bool::or(&alts));
+    }
+
+    /// [`Unroller::add_transition`]'s state `k + 1`, without the step: its alternatives (one
+    /// per live command, then staying where none is enabled if `ranges`), one of which the step
+    /// takes. A certificate asks consecution of each alone (`certificate.rs`).
+    pub(crate) fn add_step_alternatives(&mut self, solver: &Solver, k: usize) -> Vec<Bool> {
         let nv = self.ts.vars.len();
         let mut written = vec![!self.tactics.prune; nv];
         for (_, c) in self.live_commands(k) {
@@ -408,7 +416,7 @@ impl<'a> Unroller<'a> {
             }
             alts.push(Bool::and(&stay));
         }
-        solver.assert(Bool::or(&alts));
+        alts
     }
 
     /// The bad transition of an obligation at step `k`.

@@ -9,12 +9,13 @@
 //! unless Z3 proved it by k-induction on a system of several turns, where the induction run
 //! again here gives its invariant (the unrolling if it does not close); a verdict for sessions of any
 //! length, and a bounded one on a system with batches (where the system's depth in commands
-//! does not bound a run's steps, `proof::for_batches`), gets an inductive invariant when Z3's
-//! k-induction closes it again here (`Smt::induction_certificate`), else Spacer's invariant
-//! when Spacer proves it again here (`Smt::spacer_certificate`, one at a time). Left without
-//! one, and said so: an obligation the concrete search settled (`refine`: the system reaches
-//! it, the runtime does not), and one only the BFS or BDD fixpoint proved for any length,
-//! whose evidence is not written yet. A task's verdict (an attack goal
+//! does not bound a run's steps, `proof::for_batches`), gets an inductive invariant: every
+//! reachable state, where the symbolic engine finds its system's fixpoint
+//! (`Smt::fixpoint_certificates`), else Z3's k-induction's when it closes again here
+//! (`Smt::induction_certificate`), else Spacer's when Spacer proves it again here
+//! (`Smt::spacer_certificate`, one at a time). Left without one, and said so: an obligation
+//! the concrete search settled (`refine`: the system reaches it, the runtime does not), and one
+//! none of the three gives an invariant for within the budget. A task's verdict (an attack goal
 //! blocked, a user task impossible, SPEC §1.5) is certified the same way, on the task's own
 //! system: its monitor composed with the inputs, as `tasks.rs` asked the engines.
 
@@ -50,7 +51,7 @@ pub struct Entry {
     /// The certificate's file in the folder, when one was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    /// `unrolling` or `induction`.
+    /// `unrolling`, `induction`, `spacer` or `fixpoint`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The unrolling's depth, or the induction's k.
@@ -59,6 +60,9 @@ pub struct Entry {
     /// The invariant's conjuncts besides the box (an induction certificate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conjuncts: Option<u32>,
+    /// The states the invariant holds (a fixpoint certificate: every reachable state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<u64>,
     /// The name of each `(check-sat)` in order; each must answer `unsat`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
@@ -221,9 +225,55 @@ fn certify(smt: &dyn Smt, x: &Todo<'_>, budget: &InductionBudget) -> Result<Cert
     }
 }
 
+/// Per verdict, the certificate of the reachable states (`Smt::fixpoint_certificates`) where it
+/// wants an invariant and the symbolic fixpoint of its system is found by `search_until` —
+/// one search per system, shared by its verdicts — and Z3 re-checks it by `until`; otherwise
+/// [`NO_INVARIANT`] (kept if the later kinds give none either).
+fn fixpoints(
+    smt: &dyn Smt,
+    todo: &[(usize, Todo<'_>)],
+    search_until: Instant,
+    until: Instant,
+    max_tests: usize,
+) -> Vec<Result<Certificate, String>> {
+    let mut sets: Vec<(&TransitionSystem, Option<search::bdd::ReachSet>)> = Vec::new();
+    for (_, x) in todo.iter().filter(|(_, x)| wants_invariant(x)) {
+        if !sets.iter().any(|(ts, _)| std::ptr::eq(*ts, x.ts)) {
+            let budget = search::bdd::BddBudget {
+                deadline: Some(search_until),
+                ..Default::default()
+            };
+            let set = search::bdd::reachable(x.ts, &budget, max_tests);
+            sets.push((x.ts, set));
+        }
+    }
+    let mut made: Vec<Result<Certificate, String>> =
+        todo.iter().map(|_| Err(NO_INVARIANT.to_string())).collect();
+    let answers: Vec<(Vec<usize>, Vec<Option<Certificate>>)> = sets
+        .par_iter()
+        .filter_map(|(ts, set)| {
+            let set = set.as_ref()?;
+            let at: Vec<usize> = (0..todo.len())
+                .filter(|i| std::ptr::eq(todo[*i].1.ts, *ts) && wants_invariant(&todo[*i].1))
+                .collect();
+            let obligations: Vec<Obligation> =
+                at.iter().map(|i| todo[*i].1.obligation.clone()).collect();
+            Some((at, smt.fixpoint_certificates(ts, &obligations, set, until)))
+        })
+        .collect();
+    for (at, certs) in answers {
+        for (i, c) in at.into_iter().zip(certs) {
+            if let Some(c) = c {
+                made[i] = Ok(c);
+            }
+        }
+    }
+    made
+}
+
 /// Why an invariant's certificate is missing: neither the induction nor Spacer closed it again.
-const NO_INVARIANT: &str = "neither Z3's k-induction nor Spacer closes it again within the \
-    budget: the engine that decided it (the BFS or BDD fixpoint) keeps evidence not written yet";
+const NO_INVARIANT: &str = "neither the symbolic fixpoint (every reachable state) nor Z3's \
+    k-induction nor Spacer closes it again within the budget";
 
 /// Whether `x`'s certificate is an invariant (a verdict for any length, or a bounded one on a
 /// system with batches), which Spacer may give where the induction did not close.
@@ -251,20 +301,47 @@ fn file_name(i: usize, id: &str) -> String {
 }
 
 /// Writes the certificate of every unreachable verdict of `proof` into `dir` (created if
-/// missing), and the index. Everything ends within `timeout`: the induction each certificate
-/// for any length asks for has half of it, in parallel; Spacer, where the induction did not
-/// close, the rest, one question at a time. Written in the proof's order.
+/// missing), and the index. Everything ends within `timeout`: the symbolic fixpoint has a
+/// quarter of it to find each system's reachable states and Z3 up to half to re-check them;
+/// the induction each remaining certificate asks for, in parallel, up to half; Spacer, where
+/// neither gave one, the rest, one question at a time. Written in the proof's order.
 pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Written> {
+    write_with(proof, dir, timeout, search::bdd::MAX_EXPORT)
+}
+
+/// [`write`], a set of reachable states written as a certificate only when it has at most
+/// `max_tests` tests (0: no fixpoint certificate unless the set is a constant).
+pub fn write_with(
+    proof: &Proof,
+    dir: &Path,
+    timeout: Duration,
+    max_tests: usize,
+) -> std::io::Result<Written> {
     std::fs::create_dir_all(dir)?;
-    let deadline = Instant::now() + timeout;
-    // The induction gets half the budget, so Spacer, asked after it, is never left without.
-    let mut budget = InductionBudget::default();
-    budget.bounded.deadline = Some(Instant::now() + timeout / 2);
+    let start = Instant::now();
+    let deadline = start + timeout;
     let todo: Vec<(usize, Todo<'_>)> = todo(proof).into_iter().enumerate().collect();
-    let mut made: Vec<Result<Certificate, String>> = todo
+    // First the reachable states, where the symbolic fixpoint finds them within a quarter of
+    // the budget (one search per system) and Z3 re-checks them within half of it.
+    let (quarter, half) = (start + timeout / 4, start + timeout / 2);
+    let mut made = fixpoints(proof.smt, &todo, quarter, half, max_tests);
+    // Then the induction, in parallel, with what is left up to half the budget, so Spacer,
+    // asked after it, is never left without.
+    let mut budget = InductionBudget::default();
+    budget.bounded.deadline = Some(half);
+    let again: Vec<Result<Certificate, String>> = todo
         .par_iter()
-        .map(|(_, x)| certify(proof.smt, x, &budget))
+        .zip(made.par_iter())
+        .map(|((_, x), m)| match m {
+            Ok(_) => Err(String::new()),
+            Err(_) => certify(proof.smt, x, &budget),
+        })
         .collect();
+    for (m, a) in made.iter_mut().zip(again) {
+        if m.is_err() {
+            *m = a;
+        }
+    }
     // Where the induction did not close, Spacer's invariant: one question at a time, after the
     // parallel part, as Spacer is never asked beside another Z3 run (`engines::beside`).
     for ((_, x), m) in todo.iter().zip(made.iter_mut()) {
@@ -285,6 +362,7 @@ pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Wr
             kind: None,
             depth: None,
             conjuncts: None,
+            states: None,
             checks: vec![],
             sha256: None,
             without: None,
@@ -297,6 +375,10 @@ pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Wr
                     Kind::Unrolling { depth } => ("unrolling", Some(depth), None),
                     Kind::Induction { k, conjuncts } => ("induction", Some(k), Some(conjuncts)),
                     Kind::Spacer => ("spacer", None, None),
+                    Kind::Fixpoint { states, .. } => {
+                        e.states = Some(states);
+                        ("fixpoint", None, None)
+                    }
                 };
                 e.kind = Some(kind.to_string());
                 e.depth = depth;

@@ -15,11 +15,13 @@
 //! See `docs/decisions.md` ("The symbolic engine").
 
 mod encode;
+mod export;
 
 use crate::verdict::{AnyLength, Cost, EngineRun, RawWitness, StopReason, Verdict};
 pub use encode::{var_order, Layout};
 use encode::{Dd, Res, Step, Stop};
 use encoder::ts::{CmdId, Obligation, TransitionSystem};
+pub use export::{Branch, ReachSet, Test};
 use oxidd::bcdd::BCDDFunction as F;
 use oxidd::util::OptBool;
 use oxidd::{BooleanFunction, BooleanFunctionQuant, BooleanOperator, FunctionSubst};
@@ -81,6 +83,33 @@ pub fn run(ts: &TransitionSystem, obligations: &[Obligation], budget: BddBudget)
 /// reachable state violates is unreachable for any length.
 pub fn fixpoint(ts: &TransitionSystem, obligations: &[Obligation], budget: BddBudget) -> EngineRun {
     search(ts, obligations, &budget, Bound::Fixpoint)
+}
+
+/// The most tests [`reachable`] takes a set out of the manager with by default: a certificate
+/// stating a larger one is too large to be worth writing (or checking).
+pub const MAX_EXPORT: usize = 1 << 18;
+
+/// Every reachable state of `ts` — its fixpoint, whatever its depth or batches say — outside
+/// the manager ([`ReachSet`]): an inductive invariant of the system, which a certificate states
+/// (`Smt::fixpoint_certificate`). `None` when a budget stops the search first or the set has
+/// more than `max_tests` tests.
+pub fn reachable(ts: &TransitionSystem, budget: &BddBudget, max_tests: usize) -> Option<ReachSet> {
+    let dd = Dd::new(ts, budget.max_nodes, budget.deadline, budget.stop.clone()).ok()?;
+    let mut x = Rings {
+        rings: vec![],
+        found: vec![],
+        stopped: None,
+        states: 0,
+    };
+    reach(ts, &[], &dd, budget, Bound::Fixpoint, &mut x).ok()?;
+    if x.stopped.is_some() {
+        return None;
+    }
+    let mut all = dd.f();
+    for r in &x.rings {
+        all = all.or(r).ok()?;
+    }
+    export::export(&dd, &all, x.states, max_tests)
 }
 
 /// The rings, the hits and how the search ended.

@@ -66,6 +66,17 @@ pub trait Smt: Sync + Send + std::fmt::Debug {
         o: &Obligation,
         until: Instant,
     ) -> Option<Certificate>;
+    /// The reachable states the symbolic engine's fixpoint found (`set`, [`crate::bdd::reachable`])
+    /// as the invariant of each of `obligations` (of `ts`) and its three checks, once Z3 has
+    /// answered `unsat` to each by `until`; `None` for one where it has not (a state of the set
+    /// takes a bad step: the verdict was not unreachable; or the set is not the system's).
+    fn fixpoint_certificates(
+        &self,
+        ts: &TransitionSystem,
+        obligations: &[Obligation],
+        set: &crate::bdd::ReachSet,
+        until: Instant,
+    ) -> Vec<Option<Certificate>>;
     /// A cheapest subset of `costs.len()` changes satisfying every clause (the repair search).
     fn cheapest(&self, costs: &[u32], clauses: &[Clause]) -> Choice;
     /// The value solver (SPEC §6) the lowering and replay ask which arguments have a value.
@@ -413,6 +424,15 @@ pub enum Kind {
     /// No bad transition in any run, however long: Spacer's inductive invariant, checked by
     /// initiation, consecution and safety (1-induction, no box).
     Spacer,
+    /// No bad transition in any run, however long: every reachable state, as the symbolic
+    /// engine's fixpoint found them (a decision diagram written as nested `ite`s over the state
+    /// bits), checked by initiation, consecution and safety.
+    Fixpoint {
+        /// The states the set holds (saturating).
+        states: u64,
+        /// Its tests of one bit each.
+        tests: u32,
+    },
 }
 
 /// One obligation's certificate.

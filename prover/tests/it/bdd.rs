@@ -63,6 +63,21 @@ proptest! {
         prop_assert!(d.is_empty(), "seed {}: {:#?}", seed, d);
     }
 
+    /// The reachable states a fixpoint certificate states (`bdd::reachable`) are the system's:
+    /// every state the concrete interpreter reaches is in the set, and the set holds no more.
+    #[test]
+    fn the_exported_reachable_set_is_exactly_the_concretely_reachable_states(seed in any::<u64>()) {
+        let p = random_project_with(seed, Shapes::AGREEING_WITH_BATCHES);
+        let (ts, _) = proof::system(&p, &realise::Z3Values, SessionSteps::Any, p.settings.step_limit);
+        let set = bdd::reachable(&ts, &bdd::BddBudget::default(), bdd::MAX_EXPORT);
+        let set = set.expect("a random system's fixpoint is found");
+        let states = concretely_reachable(&ts);
+        for s in &states {
+            prop_assert!(set.contains(s), "seed {}: {:?} is reachable", seed, s);
+        }
+        prop_assert_eq!(set.states, states.len() as u64, "seed {}", seed);
+    }
+
     /// Sessions of any length: both fixpoints, `unreachable_any_length` or the same shortest
     /// witness depth.
     #[test]
@@ -72,6 +87,35 @@ proptest! {
         let d = disagreements(&ts, &obls, true);
         prop_assert!(d.is_empty(), "seed {}: {:#?}", seed, d);
     }
+}
+
+/// Every state of `ts` reached from its initial one by any number of steps, by the concrete
+/// interpreter (each value cut to its variable's bits, as the engines store it).
+fn concretely_reachable(ts: &TransitionSystem) -> Vec<Vec<u32>> {
+    let cut = |mut s: Vec<u32>| {
+        for (v, d) in s.iter_mut().zip(&ts.vars) {
+            let bits = TransitionSystem::bits(d.domain);
+            if bits < 32 {
+                *v &= (1u32 << bits) - 1;
+            }
+        }
+        s
+    };
+    let mut seen = std::collections::BTreeSet::from([ts.init.clone()]);
+    let mut frontier = vec![ts.init.clone()];
+    while let Some(s) = frontier.pop() {
+        for c in &ts.commands {
+            ts.for_each_choice(c, |ch, _| {
+                if ts.eval_bool(&c.guard, &s, ch) {
+                    let t = cut(ts.apply(c, &s, ch));
+                    if seen.insert(t.clone()) {
+                        frontier.push(t);
+                    }
+                }
+            });
+        }
+    }
+    seen.into_iter().collect()
 }
 
 /// Not vacuous: across the seeds the BDD finds violations at several depths and proves others

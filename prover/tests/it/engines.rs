@@ -552,9 +552,7 @@ fn parity_system() -> (TransitionSystem, Obligation) {
 /// cvc5 for `python3`).
 #[test]
 fn a_verdict_the_induction_does_not_close_is_certified_by_spacers_invariant() {
-    use prover::certificates;
     use search::smt::Smt;
-    use search::verdict::AnyLength;
     let (ts, o) = parity_system();
     let budget = search::smt::InductionBudget::default();
     assert!(
@@ -563,6 +561,43 @@ fn a_verdict_the_induction_does_not_close_is_certified_by_spacers_invariant() {
             .is_none(),
         "the induction closed it: the test no longer needs Spacer"
     );
+    let dir = crate::common::Scratch::new("spacer-certificate");
+    // No set of reachable states is written (at most 0 tests): the symbolic fixpoint, asked
+    // first, would certify it.
+    let e = certified_alone(ts, o, &dir, 0);
+    assert_eq!(e.kind.as_deref(), Some("spacer"), "{e:?}");
+    assert_eq!(e.depth, None);
+    assert_eq!(
+        cvc5_answers(&dir.join(e.file.as_deref().expect("a file"))),
+        vec!["unsat"; 5]
+    );
+}
+
+/// The same system certified as `--certificates` does: by every reachable state the symbolic
+/// fixpoint finds (the even sums, 2,048 states), which cvc5 accepts.
+#[test]
+fn a_verdict_for_any_length_is_certified_first_by_the_reachable_states() {
+    let (ts, o) = parity_system();
+    let dir = crate::common::Scratch::new("fixpoint-certificate");
+    let e = certified_alone(ts, o, &dir, search::bdd::MAX_EXPORT);
+    assert_eq!(e.kind.as_deref(), Some("fixpoint"), "{e:?}");
+    assert_eq!(e.states, Some(2048));
+    assert_eq!(
+        cvc5_answers(&dir.join(e.file.as_deref().expect("a file"))),
+        vec!["unsat"; 5]
+    );
+}
+
+/// `o`, unreachable for any length by the BFS's fixpoint, certified alone by
+/// `certificates::write_with` into `dir`: its entry, once it is written and nothing is without.
+fn certified_alone(
+    ts: TransitionSystem,
+    o: Obligation,
+    dir: &std::path::Path,
+    max_tests: usize,
+) -> prover::certificates::Entry {
+    use prover::certificates;
+    use search::verdict::AnyLength;
     let v = Verdict::UnreachableAnyLength(AnyLength::Fixpoint { turns: 1 });
     let proof = prover::proof::Proof {
         ts,
@@ -584,23 +619,26 @@ fn a_verdict_the_induction_does_not_close_is_certified_by_spacers_invariant() {
         tasks: vec![],
         smt: &engines::Z3,
     };
-    let dir = crate::common::Scratch::new("spacer-certificate");
-    let written = certificates::write(&proof, &dir, std::time::Duration::from_secs(60))
-        .expect("the folder is writable");
+    let timeout = std::time::Duration::from_secs(60);
+    let written =
+        certificates::write_with(&proof, dir, timeout, max_tests).expect("the folder is writable");
     assert_eq!((written.written, written.without), (1, 0));
-    let index = certificates::read_index(&dir).expect("the index reads");
-    let e = &index.certificates[0];
-    assert_eq!(e.kind.as_deref(), Some("spacer"), "{e:?}");
-    assert_eq!(e.checks.len(), 3);
-    assert_eq!(e.depth, None);
-    let file = dir.join(e.file.as_deref().expect("a file"));
+    let index = certificates::read_index(dir).expect("the index reads");
+    let e = index.certificates[0].clone();
+    // Initiation, safety, and consecution of a step by each of the three commands.
+    assert_eq!(e.checks.len(), 5, "{:?}", e.checks);
+    e
+}
+
+/// What cvc5 answers to each check of the certificate `file`, through the checker `qls
+/// certify` runs (the pinned test requirements install cvc5 for `python3`).
+fn cvc5_answers(file: &std::path::Path) -> Vec<String> {
     let checker = concat!(env!("CARGO_MANIFEST_DIR"), "/../cli/src/certify_cvc5.py");
     let out = std::process::Command::new("python3")
         .arg(checker)
-        .arg(&file)
+        .arg(file)
         .output()
         .expect("python3 runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    let answers: Vec<&str> = text.lines().skip(1).collect();
-    assert_eq!(answers, vec!["unsat"; 3], "{text}");
+    text.lines().skip(1).map(String::from).collect()
 }
