@@ -2,12 +2,14 @@
 //! with cvc5 — another solver than the Z3 that produced them — each in a process of its own
 //! (`certify_cvc5.py` through a Python that has the `cvc5` package). A certificate is accepted
 //! when its file is the one the index names (SHA-256), cvc5 reads it, and every `(check-sat)`
-//! answers `unsat`, as many as the index lists. Exit 0 when every certificate is accepted (and,
+//! answers `unsat`, as many as the index lists — and, for an invariant's certificate, the same
+//! of the shared file of its initiation and consecution, checked once however many certificates
+//! name it. Exit 0 when every certificate is accepted (and,
 //! under `--require-all`, every unreachable verdict has one), 1 when one is not, 2 when the
 //! folder, the index or the checker cannot be used.
 
 use clap::Args;
-use prover::certificates::{read_index, sha256_hex, Entry};
+use prover::certificates::{read_index, sha256_hex};
 use rayon::prelude::*;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -114,9 +116,16 @@ fn run_checker(python: &Path, file: &Path, timeout: Duration) -> std::io::Result
     Ok(ran)
 }
 
-/// Checks one entry's certificate.
-fn check(dir: &Path, e: &Entry, python: &Path, timeout: Duration) -> (Checked, String) {
-    let Some(name) = &e.file else {
+/// One file to check: its name in the folder, the SHA-256 the index gives, and its checks.
+struct Job<'a> {
+    file: Option<&'a str>,
+    sha256: Option<&'a str>,
+    checks: &'a [String],
+}
+
+/// Checks one file (none: nothing to check, accepted).
+fn check(dir: &Path, e: &Job<'_>, python: &Path, timeout: Duration) -> (Checked, String) {
+    let Some(name) = e.file else {
         return (Checked::Accepted, String::new());
     };
     let path = dir.join(name);
@@ -129,10 +138,10 @@ fn check(dir: &Path, e: &Entry, python: &Path, timeout: Duration) -> (Checked, S
     };
     let mut why = Vec::new();
     let digest = sha256_hex(&bytes);
-    if e.sha256.as_deref() != Some(digest.as_str()) {
+    if e.sha256 != Some(digest.as_str()) {
         why.push(format!(
             "the file changed since it was written (SHA-256 {digest}, the index says {})",
-            e.sha256.as_deref().unwrap_or("none")
+            e.sha256.unwrap_or("none")
         ));
     }
     let ran = match run_checker(python, &path, timeout) {
@@ -189,25 +198,55 @@ pub fn certify(args: CertifyArgs) -> anyhow::Result<u8> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
         .build()?;
-    let results: Vec<(Checked, String)> = pool.install(|| {
-        index
-            .certificates
-            .par_iter()
+    // Every certificate's file, then every shared file once.
+    let jobs: Vec<Job<'_>> = (index.certificates.iter())
+        .map(|e| Job {
+            file: e.file.as_deref(),
+            sha256: e.sha256.as_deref(),
+            checks: &e.checks,
+        })
+        .chain(index.invariants.iter().map(|s| Job {
+            file: Some(&s.file),
+            sha256: Some(&s.sha256),
+            checks: &s.checks,
+        }))
+        .collect();
+    let mut results: Vec<(Checked, String)> = pool.install(|| {
+        jobs.par_iter()
             .map(|e| check(&args.dir, e, &python, timeout))
             .collect()
     });
-    if let Some((Checked::Unusable(why), _)) = results
-        .iter()
-        .find(|(c, _)| matches!(c, Checked::Unusable(_)))
+    let shared = results.split_off(index.certificates.len());
+    let shared_of = |name: &str| {
+        let at = (index.invariants.iter())
+            .position(|s| s.file == name)
+            .expect("read_index: every shared file named is listed");
+        (&index.invariants[at], &shared[at].0)
+    };
+    if let Some((Checked::Unusable(why), _)) =
+        (results.iter().chain(&shared)).find(|(c, _)| matches!(c, Checked::Unusable(_)))
     {
         anyhow::bail!("the checker cannot run: {why}");
     }
-    let version = results
-        .iter()
+    let version = (results.iter().chain(&shared))
         .find(|(_, v)| !v.is_empty())
         .map_or("", |(_, v)| v.as_str());
     let (mut accepted, mut rejected, mut without) = (0, 0, 0);
     for (e, (c, _)) in index.certificates.iter().zip(&results) {
+        // A certificate rests on its shared file too: refused when that is.
+        let mut checks = e.checks.len();
+        let mut c = c;
+        let mut rests = String::new();
+        let refused;
+        if let Some(name) = &e.invariant {
+            let (s, sc) = shared_of(name);
+            checks += s.checks.len();
+            rests = format!(" with {name}");
+            if let (Checked::Accepted, Checked::Rejected(why)) = (c, sc) {
+                refused = Checked::Rejected(format!("its shared file {name}: {why}"));
+                c = &refused;
+            }
+        }
         match (&e.file, c) {
             (None, _) => {
                 without += 1;
@@ -230,9 +269,8 @@ pub fn certify(args: CertifyArgs) -> anyhow::Result<u8> {
                     _ => "a certificate".into(),
                 };
                 println!(
-                    "accepted  {} ({f}): {what}, {} checks unsat",
-                    e.obligation,
-                    e.checks.len()
+                    "accepted  {} ({f}{rests}): {what}, {checks} checks unsat",
+                    e.obligation
                 );
             }
             (Some(f), Checked::Rejected(why) | Checked::Unusable(why)) => {

@@ -31,7 +31,7 @@
 use crate::induction::{self, InductionBudget};
 use crate::unroll::{finish, new_solver, Unroller};
 pub use crate::unroll::{BmcBudget, BmcTactics, InductFirst, SpacerWhen, Z3_MAX_MEMORY_BYTES};
-use crate::verdict::{AnyLength, EngineRun, StopReason, Verdict};
+use crate::verdict::{AnyLength, EngineRun, Evidence, StopReason, Verdict};
 use encoder::ts::{Obligation, TransitionSystem};
 use std::time::Instant;
 use z3::ast::Bool;
@@ -394,7 +394,7 @@ fn close_by_pdr(
     };
     let reuse = budget.tactics.pdr_reuse;
     let (closed, asked) = crate::pdr::close(ts, obligations, &undecided(verdicts), until, reuse);
-    retire(ts, closed, verdicts, inductive);
+    retire(ts, closed.into_iter().map(|(i, _)| i), verdicts, inductive);
     asked
 }
 
@@ -668,27 +668,41 @@ pub fn run_any_length(
             .collect()
     };
     let mut inductive = bounded.inductive;
+    // What each proof below leaves, for the certificates (`EngineRun::evidence`).
+    let mut evidence = std::collections::BTreeMap::new();
     if b.bounded.tactics.pdr != SpacerWhen::Never {
         if let Some(until) = pdr_until(&b.bounded, PDR_SHARE) {
             let reuse = b.bounded.tactics.pdr_reuse;
             let (closed, asked) =
                 crate::pdr::close(ts, obligations, &open(&verdicts), until, reuse);
             calls += asked;
-            for oi in closed {
+            for (oi, text) in closed {
                 verdicts[oi] = Verdict::UnreachableAnyLength(AnyLength::Pdr);
                 inductive.push(oi);
+                evidence.insert(oi, Evidence::Spacer(text));
             }
         }
     }
-    let (closed, more) = induction::close(ts, obligations, open(&verdicts), &b);
+    let (closed, more) = induction::close_keeping(ts, obligations, open(&verdicts), &b);
     calls += more;
-    for (oi, how) in closed {
+    for (oi, how, conjuncts) in closed {
+        if let AnyLength::Induction { depth, .. } = how {
+            evidence.insert(
+                oi,
+                Evidence::Induction {
+                    k: depth,
+                    conjuncts,
+                },
+            );
+        }
         verdicts[oi] = Verdict::UnreachableAnyLength(how);
         inductive.push(oi);
     }
     inductive.sort_unstable();
     inductive.dedup();
-    finish(verdicts, calls, start, inductive)
+    let mut run = finish(verdicts, calls, start, inductive);
+    run.evidence = evidence;
+    run
 }
 
 /// The bounded search and the induction together on a looping system (`run_any_length`), on
@@ -745,6 +759,12 @@ mod tests {
         // x = 2 is reached only at the third step, past the bounded answer's one step: the
         // induction must not close on it, so the answer stays bounded.
         assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
+        // The invariant its proof used is kept, and nothing for x = 2.
+        assert!(matches!(
+            run.evidence.get(&0),
+            Some(Evidence::Induction { .. })
+        ));
+        assert_eq!(run.evidence.len(), 1);
     }
 
     #[test]
@@ -761,6 +781,9 @@ mod tests {
         );
         assert_eq!(run.verdicts[1], Verdict::Unreachable { depth: 1 });
         assert_eq!(run.inductive, vec![0]);
+        // Its proof's evidence is kept for the certificate, and only for what it proved.
+        assert_eq!(run.evidence.keys().collect::<Vec<_>>(), vec![&0]);
+        assert!(matches!(run.evidence[&0], Evidence::Spacer(_)));
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! reachable values (`encoder::ts::values::reachable`) and the Houdini conjuncts the induction
 //! kept, with the three checks (initiation, consecution, safety of the invariant's k-step
 //! unrolling: the base case and the induction step). The box is *checked* here, not assumed as
-//! the engine's own unrolling does: a certificate holds of the system alone.
+//! the engine's own unrolling does: a certificate holds of the system alone. Spacer's invariant
+//! and the symbolic fixpoint's are 1-inductive: initiation and consecution speak of the system
+//! alone, and are written once in a [`Shared`] script the certificates of every obligation the
+//! invariant excludes name, each of which holds its safety.
 //!
 //! The scripts are built from the same terms the Z3 engines ask (`unroll::Unroller`) with the
 //! plain encoding (every command at every step: the node image, an analysis, is not trusted),
@@ -23,7 +26,7 @@ use std::fmt::Write as _;
 use z3::ast::Bool;
 use z3::Solver;
 
-pub use search::smt::{Certificate, Kind};
+pub use search::smt::{Certificate, Kind, Shared};
 
 /// The unrolling's encoding: plain (every command at every step), each variable as wide as its
 /// domain needs.
@@ -83,6 +86,7 @@ impl Script {
             kind,
             script,
             checks: self.checks,
+            shared: None,
         }
     }
 }
@@ -324,6 +328,41 @@ pub fn any_length(
     })
 }
 
+/// The certificates of "no run violates `o`, however long" for each of `obligations` from what
+/// the proof that decided them left (`EngineRun::evidence`, the same for all), asking no engine
+/// again: Spacer's answer read back and checked as [`spacer`]'s is (by `until`; initiation and
+/// consecution once for all), or the induction's conjuncts and k written as [`any_length`]
+/// writes them (that proof was re-checked where it closed). `None` for one whose safety does
+/// not answer `unsat`, and for all when Spacer's answer does not parse into the shape a
+/// certificate states or another check does not.
+pub fn from_evidence(
+    ts: &TransitionSystem,
+    obligations: &[Obligation],
+    evidence: &search::verdict::Evidence,
+    until: std::time::Instant,
+) -> Vec<Option<Certificate>> {
+    match evidence {
+        search::verdict::Evidence::Spacer(text) => {
+            let Some(def) = crate::pdr::parse_answer(ts, text) else {
+                return vec![None; obligations.len()];
+            };
+            let inv = |row: &[z3::ast::BV], _, _: &Solver, _: &mut String| {
+                crate::pdr::instantiate(&def, row)
+            };
+            checked_invariant(ts, obligations, until, Kind::Spacer, SPACER_WHAT, inv)
+        }
+        search::verdict::Evidence::Induction { k, conjuncts } => {
+            let boxes = Boxes::of(ts);
+            (obligations.iter())
+                .map(|o| Some(induction(ts, &boxes, conjuncts, o, *k)))
+                .collect()
+        }
+    }
+}
+
+/// What a certificate of Spacer's invariant says it is.
+const SPACER_WHAT: &str = "an inductive invariant Spacer found (initiation, safety, consecution)";
+
 /// The certificate of "no run violates `o`, however long" from Spacer's invariant `φ`
 /// ([`crate::pdr::invariant`], instantiated by [`crate::pdr::instantiate`]): the initial state
 /// is in it (*initiation*), no state in it takes a bad step of `o` (*safety*), and every step
@@ -355,7 +394,7 @@ pub fn spacer(
 /// verdict is unreachable; all three are checked here all the same, as for Spacer's invariant,
 /// and nothing is written unless Z3 answers `unsat` to each. Initiation and consecution speak
 /// of the system alone (no choice is left out for an obligation: `Unroller::unboxed`), so Z3
-/// is asked them once, safety once per obligation; each file still states all three.
+/// is asked them once, safety once per obligation; the shared script states the first two.
 pub fn fixpoint(
     ts: &TransitionSystem,
     obligations: &[Obligation],
@@ -414,8 +453,9 @@ fn set_term(
 /// consecution (every step from a state in it stays in it), over states constrained to their
 /// domains only. Each is written once Z3 has answered `unsat` to its three by `until`; `None`
 /// otherwise, and for all when `inv` gives no term. Initiation and consecution do not depend on
-/// the obligation (no choice is left out for one: `Unroller::unboxed`), so they are asked and
-/// printed once, and each file repeats them.
+/// the obligation (no choice is left out for one: `Unroller::unboxed`), so they are asked once
+/// and written once, in the [`Shared`] script every certificate of the call carries; its own
+/// script holds its safety.
 fn checked_invariant(
     ts: &TransitionSystem,
     obligations: &[Obligation],
@@ -471,25 +511,33 @@ fn checked_invariant(
     let (Some(initiation), Some(consecution)) = (initiation, consecution) else {
         return none;
     };
-    let checks: Vec<String> = names[..2]
-        .iter()
-        .map(|n| n.to_string())
-        .chain(questions.iter().map(|(n, _)| n.clone()))
-        .collect();
     let decls = u.declarations();
+    let shared = Shared {
+        script: format!(
+            "; qls certificate (SPEC §5): an invariant's initiation and consecution, shared by \
+             the certificates whose index entry names this file\n; {what}\n; every check-sat \
+             command must answer unsat\n(set-logic QF_BV)\n{decls}{defined}{initiation}\
+             {consecution}(exit)\n"
+        ),
+        checks: std::iter::once(names[0].to_string())
+            .chain(questions.into_iter().map(|(n, _)| n))
+            .collect(),
+    };
+    let what = format!("{what}: its safety here, the rest in the shared file");
     obligations
         .iter()
         .zip(safety)
         .map(|(o, safety)| {
             let script = format!(
-                "{}(set-logic QF_BV)\n{decls}{defined}{initiation}{}{consecution}(exit)\n",
-                head(o, what),
+                "{}(set-logic QF_BV)\n{decls}{defined}{}(exit)\n",
+                head(o, &what),
                 safety?
             );
             Some(Certificate {
                 kind: kind.clone(),
                 script,
-                checks: checks.clone(),
+                checks: vec![names[1].to_string()],
+                shared: Some(shared.clone()),
             })
         })
         .collect()
@@ -556,6 +604,18 @@ mod tests {
             .collect()
     }
 
+    /// What every `(check-sat)` a certificate rests on answers: its own script's, then its
+    /// shared script's; and how many checks the two name.
+    fn all_answers(c: &Certificate) -> (Vec<String>, usize) {
+        let mut a = answers(&c.script);
+        let mut n = c.checks.len();
+        if let Some(sh) = &c.shared {
+            a.extend(answers(&sh.script));
+            n += sh.checks.len();
+        }
+        (a, n)
+    }
+
     /// `script` with the last `from` written `to` (a value one bit away).
     fn flip_last(script: &str, from: &str, to: &str) -> String {
         let at = script.rfind(from).expect("the value is in the script");
@@ -616,16 +676,19 @@ mod tests {
         let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let c = spacer(&ts, &when_x_is(3), until).expect("Spacer proves x = 3 is never reached");
         assert_eq!(c.kind, Kind::Spacer);
-        assert_eq!(c.checks.len(), 3, "{:?}", c.checks);
-        assert!(
-            !c.script.contains("forall") && !c.script.contains("reach"),
-            "{}",
-            c.script
-        );
-        assert_eq!(answers(&c.script), vec!["unsat"; 3], "{}", c.script);
-        // The invariant (x ≠ 3, `#b011`) of the next state, last in the script, flipped to
-        // x ≠ 2: a step from x = 1 leaves it, and consecution fails.
-        let flipped = flip_last(&c.script, "#b011", "#b010");
+        let shared = c.shared.as_ref().expect("initiation and consecution apart");
+        assert_eq!(c.checks.len(), 1, "safety: {:?}", c.checks);
+        assert_eq!(shared.checks.len(), 2, "{:?}", shared.checks);
+        for script in [&c.script, &shared.script] {
+            assert!(
+                !script.contains("forall") && !script.contains("reach"),
+                "{script}"
+            );
+        }
+        assert_eq!(all_answers(&c), (vec!["unsat".to_string(); 3], 3));
+        // The invariant (x ≠ 3, `#b011`) of the next state, last in the shared script, flipped
+        // to x ≠ 2: a step from x = 1 leaves it, and consecution fails.
+        let flipped = flip_last(&shared.script, "#b011", "#b010");
         assert!(answers(&flipped).iter().any(|a| a == "sat"), "{flipped}");
         // x = 2 is reached: Spacer proves nothing, and no certificate is made.
         assert!(spacer(&ts, &when_x_is(2), until).is_none());
@@ -650,10 +713,11 @@ mod tests {
                 tests: set.nodes.len() as u32
             }
         );
-        assert_eq!(answers(&c.script), vec!["unsat"; 3], "{}", c.script);
-        // The next state's first test (`x`'s high bit, last in the script) asked the other way
-        // round: the set is then {0, 2, 3}, which the step from 0 to 1 leaves.
-        let flipped = flip_last(&c.script, "#b1", "#b0");
+        assert_eq!(all_answers(&c), (vec!["unsat".to_string(); 3], 3));
+        // The next state's first test (`x`'s high bit, last in the shared script) asked the
+        // other way round: the set is then {0, 2, 3}, which the step from 0 to 1 leaves.
+        let shared = c.shared.as_ref().expect("initiation and consecution apart");
+        let flipped = flip_last(&shared.script, "#b1", "#b0");
         assert!(answers(&flipped).iter().any(|a| a == "sat"), "{flipped}");
         // x = 2 is reached: a state of the set takes the bad step, and nothing is written.
         assert!(one(when_x_is(2), &set).is_none());
@@ -666,6 +730,55 @@ mod tests {
         let low = fewer.nodes.iter().position(|t| t.bit == 0);
         fewer.root = search::bdd::Branch::Node(low.expect("a test of the low bit") as u32);
         assert!(one(when_x_is(3), &fewer).is_none());
+    }
+
+    /// What the proof left is written as it is: Spacer's answer from `pdr::close` (the proof's
+    /// own question), checked for every obligation it is given and refused for one it does not
+    /// exclude; an answer that does not parse gives nothing; and the induction's conjuncts.
+    #[test]
+    fn a_proofs_evidence_is_its_certificate_without_asking_again() {
+        use search::verdict::Evidence;
+        let ts = counter();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let (closed, _) = crate::pdr::close(&ts, &[when_x_is(3)], &[0], until, false);
+        let [(0, text)] = closed.as_slice() else {
+            panic!("Spacer proves x = 3 is never reached: {closed:?}")
+        };
+        let spacer = Evidence::Spacer(text.clone());
+        let both = from_evidence(&ts, &[when_x_is(3), when_x_is(2)], &spacer, until);
+        let c = both[0]
+            .as_ref()
+            .expect("x = 3 is certified by the proof's invariant");
+        assert_eq!(c.kind, Kind::Spacer);
+        let (a, n) = all_answers(c);
+        assert_eq!(a, vec!["unsat"; n], "{}", c.script);
+        assert!(
+            both[1].is_none(),
+            "x = 2 is reached: its safety check fails"
+        );
+        let garbled = Evidence::Spacer(text.replacen("reach", "reached", 1));
+        let none = from_evidence(&ts, &[when_x_is(3)], &garbled, until);
+        assert!(none.iter().all(Option::is_none));
+        let b = InductionBudget::default();
+        let (closed, _) = crate::induction::close_keeping(&ts, &[when_x_is(3)], vec![0], &b);
+        let [(0, crate::verdict::AnyLength::Induction { depth, .. }, conjuncts)] =
+            closed.as_slice()
+        else {
+            panic!("the induction closes x = 3: {closed:?}")
+        };
+        let induction = Evidence::Induction {
+            k: *depth,
+            conjuncts: conjuncts.clone(),
+        };
+        let c = from_evidence(&ts, &[when_x_is(3)], &induction, until).remove(0);
+        let c = c.expect("the induction's certificate");
+        assert!(matches!(c.kind, Kind::Induction { .. }), "{:?}", c.kind);
+        assert_eq!(
+            answers(&c.script),
+            vec!["unsat"; c.checks.len()],
+            "{}",
+            c.script
+        );
     }
 
     #[test]

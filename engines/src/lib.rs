@@ -89,6 +89,16 @@ impl Smt for Z3 {
         certificate::spacer(ts, o, until)
     }
 
+    fn evidence_certificates(
+        &self,
+        ts: &TransitionSystem,
+        obligations: &[Obligation],
+        evidence: &search::verdict::Evidence,
+        until: std::time::Instant,
+    ) -> Vec<Option<Certificate>> {
+        certificate::from_evidence(ts, obligations, evidence, until)
+    }
+
     fn fixpoint_certificates(
         &self,
         ts: &TransitionSystem,

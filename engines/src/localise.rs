@@ -116,6 +116,7 @@ pub(crate) fn run(
             ms: start.elapsed().as_millis() as u64,
         },
         inductive,
+        evidence: Default::default(),
     }
 }
 
@@ -159,6 +160,7 @@ pub fn alone(
             ms: start.elapsed().as_millis() as u64,
         },
         inductive,
+        evidence: Default::default(),
     }
 }
 

@@ -65,8 +65,8 @@ struct Clauses<'a> {
 #[derive(Debug)]
 enum Answer {
     /// No reachable state violates it: the certificate, re-checked (`reach` defined as an
-    /// inductive invariant).
-    Proved(Bool),
+    /// inductive invariant), and its text as Spacer printed it.
+    Proved(Bool, String),
     /// Some reachable state does, at some depth.
     Violated,
     /// Unknown, out of time, or a certificate that did not re-check.
@@ -148,7 +148,7 @@ impl<'a> Clauses<'a> {
         let out = String::from_utf8_lossy(&out);
         match out.split_once('\n').map_or((&*out, ""), |(a, b)| (a, b)) {
             ("unsat", cert) => match self.parse(cert) {
-                Some(inv) if self.recheck(&inv, o, recheck) => Answer::Proved(inv),
+                Some(inv) if self.recheck(&inv, o, recheck) => Answer::Proved(inv, cert.into()),
                 _ => Answer::Open,
             },
             ("sat", _) => Answer::Violated,
@@ -236,28 +236,34 @@ impl<'a> Clauses<'a> {
 }
 
 /// The invariants re-checked so far, each asserted in a solver of its own (each defines
-/// `reach` its own way, so they are not asserted together).
-struct Known(Vec<Solver>);
+/// `reach` its own way, so they are not asserted together), with its text.
+struct Known(Vec<(Solver, String)>);
 
 impl Known {
-    fn keep(&mut self, inv: &Bool) {
+    fn keep(&mut self, inv: &Bool, text: &str) {
         let s = Solver::new();
         s.assert(inv);
-        self.0.push(s);
+        self.0.push((s, text.to_string()));
     }
 
-    /// Whether a kept invariant from the `from`th on allows none of `o`'s bad transitions: it
-    /// contains the initial state and is closed under the step (re-checked when it was kept),
-    /// so then no reachable state violates `o`.
-    fn excludes(&self, c: &Clauses<'_>, o: &Obligation, from: usize, until: Instant) -> bool {
+    /// The text of a kept invariant from the `from`th on that allows none of `o`'s bad
+    /// transitions: it contains the initial state and is closed under the step (re-checked
+    /// when it was kept), so then no reachable state violates `o`.
+    fn excludes(
+        &self,
+        c: &Clauses<'_>,
+        o: &Obligation,
+        from: usize,
+        until: Instant,
+    ) -> Option<String> {
         if from >= self.0.len() {
-            return false;
+            return None;
         }
         let bad = c.bad_body(o);
-        self.0[from..].iter().any(|s| {
+        self.0[from..].iter().find_map(|(s, text)| {
             let now = Instant::now();
             if now >= until {
-                return false;
+                return None;
             }
             let mut p = Params::new();
             p.set_u32(
@@ -269,7 +275,7 @@ impl Known {
             s.assert(&bad);
             let r = s.check();
             s.pop(1);
-            r == SatResult::Unsat
+            (r == SatResult::Unsat).then(|| text.clone())
         })
     }
 }
@@ -283,8 +289,9 @@ fn millis(d: Duration) -> u32 {
     d.as_millis().clamp(1, u32::MAX as u128) as u32
 }
 
-/// Of the `open` obligations, those Spacer proves no reachable state violates (ascending),
-/// asked in passes of growing time caps ([`PASSES_MS`]) until `until`; and the questions asked.
+/// Of the `open` obligations, those Spacer proves no reachable state violates (ascending), each
+/// with the invariant that proves it as Spacer printed it, asked in passes of growing time caps
+/// ([`PASSES_MS`]) until `until`; and the questions asked.
 /// With `reuse`, each invariant a proof leaves is asked about every obligation first
 /// ([`Known`]).
 pub(crate) fn close(
@@ -293,7 +300,7 @@ pub(crate) fn close(
     open: &[usize],
     until: Instant,
     reuse: bool,
-) -> (Vec<usize>, u64) {
+) -> (Vec<(usize, String)>, u64) {
     let mut closed = vec![];
     let mut asked = 0u64;
     if open.is_empty() || Instant::now() >= until {
@@ -321,8 +328,8 @@ pub(crate) fn close(
             if now >= until {
                 break 'passes;
             }
-            if known.excludes(&c, &obligations[i], tried[i], until) {
-                closed.push(i);
+            if let Some(text) = known.excludes(&c, &obligations[i], tried[i], until) {
+                closed.push((i, text));
                 continue;
             }
             tried[i] = known.0.len();
@@ -336,11 +343,11 @@ pub(crate) fn close(
             let within =
                 (until - now).min(time * CHILD_SLOWDOWN + Duration::from_millis(PREPARE_MS));
             match c.ask(&obligations[i], time, within, recheck) {
-                Answer::Proved(inv) => {
-                    closed.push(i);
+                Answer::Proved(inv, text) => {
                     if reuse {
-                        known.keep(&inv);
+                        known.keep(&inv, &text);
                     }
+                    closed.push((i, text));
                 }
                 Answer::Violated => {}
                 Answer::Open => next.push(i),
@@ -350,6 +357,12 @@ pub(crate) fn close(
     }
     closed.sort_unstable();
     (closed, asked)
+}
+
+/// Spacer's answer as it printed it (`close`'s evidence), read back for a state of `ts` as
+/// [`Clauses::parse`] reads it; `None` when it does not parse.
+pub(crate) fn parse_answer(ts: &TransitionSystem, text: &str) -> Option<Bool> {
+    Clauses::new(ts, &[]).parse(text)
 }
 
 /// The caps of the passes [`invariant`] asks in: longer than [`close`]'s, as a certificate is
@@ -370,7 +383,7 @@ pub(crate) fn invariant(ts: &TransitionSystem, o: &Obligation, until: Instant) -
         let recheck = Duration::from_millis(RECHECK_MS).min(until - now);
         let within = (until - now).min(time * CHILD_SLOWDOWN + Duration::from_millis(PREPARE_MS));
         match c.ask(o, time, within, recheck) {
-            Answer::Proved(inv) => return Some(inv),
+            Answer::Proved(inv, _) => return Some(inv),
             Answer::Violated => return None,
             Answer::Open => {}
         }
@@ -474,13 +487,17 @@ mod tests {
         forall_const(&b, &[], &apply(&c.reach, &xs).eq(keep(&xs[3])))
     }
 
+    fn indices(closed: &[(usize, String)]) -> Vec<usize> {
+        closed.iter().map(|(i, _)| *i).collect()
+    }
+
     #[test]
     fn proves_what_no_state_reaches_and_nothing_a_state_reaches() {
         let ts = counter();
         let obls = [when_x_is(3), when_x_is(2), when_x_is(0)];
         let until = Instant::now() + Duration::from_secs(60);
         let (closed, asked) = close(&ts, &obls, &[0, 1, 2], until, true);
-        assert_eq!(closed, vec![0]);
+        assert_eq!(indices(&closed), vec![0]);
         assert!(asked >= 3, "{asked}");
     }
 
@@ -496,11 +513,13 @@ mod tests {
         let obls = [when_x_is(3), again];
         let until = Instant::now() + Duration::from_secs(60);
         let (closed, asked) = close(&ts, &obls, &[0, 1], until, true);
-        assert_eq!(closed, vec![0, 1]);
+        assert_eq!(indices(&closed), vec![0, 1]);
         assert_eq!(asked, 1);
+        // The second's evidence is the invariant the first's proof kept.
+        assert_eq!(closed[0].1, closed[1].1);
         // Without reuse both are asked.
         let (closed, asked) = close(&ts, &obls, &[0, 1], until, false);
-        assert_eq!(closed, vec![0, 1]);
+        assert_eq!(indices(&closed), vec![0, 1]);
         assert_eq!(asked, 2);
     }
 

@@ -550,6 +550,7 @@ pub(crate) fn finish(
         verdicts,
         cost,
         inductive,
+        evidence: Default::default(),
     }
 }
 

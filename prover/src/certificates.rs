@@ -1,18 +1,20 @@
 //! `qls verify --certificates DIR` (SPEC §5): every `unreachable` verdict of a proof written as
 //! a certificate another solver re-checks (`qls certify`), and an index,
-//! `certificates.json` (`qls-certificates/1`, docs/formats.md), naming for each obligation its
+//! `certificates.json` (`qls-certificates/2`, docs/formats.md), naming for each obligation its
 //! file, what it proves, the engines that decided it, the name of each check and the file's
-//! SHA-256 — or, where no certificate is written, why.
+//! SHA-256 — or, where no certificate is written, why — and for an invariant's certificate the
+//! shared file of its initiation and consecution (one per distinct invariant, `invariants`).
 //!
 //! Which certificate: a bounded verdict on a system without batches gets the unrolled formula
 //! to the verdict's depth (`Smt::unrolling_certificate`, Z3's in `engines::certificate`) —
 //! unless Z3 proved it by k-induction on a system of several turns, where the induction run
 //! again here gives its invariant (the unrolling if it does not close); a verdict for sessions of any
 //! length, and a bounded one on a system with batches (where the system's depth in commands
-//! does not bound a run's steps, `proof::for_batches`), gets an inductive invariant: every
-//! reachable state, where the symbolic engine finds its system's fixpoint
-//! (`Smt::fixpoint_certificates`), else Z3's k-induction's when it closes again here
-//! (`Smt::induction_certificate`), else Spacer's when Spacer proves it again here
+//! does not bound a run's steps, `proof::for_batches`), gets an inductive invariant: the one
+//! Z3's proof of it left (Spacer's or the induction's, `EngineRun::evidence`,
+//! `Smt::evidence_certificates`), else every reachable state, where the symbolic engine finds
+//! its system's fixpoint (`Smt::fixpoint_certificates`), else Z3's k-induction's when it closes
+//! again here (`Smt::induction_certificate`), else Spacer's when Spacer proves it again here
 //! (`Smt::spacer_certificate`, one at a time). Left without one, and said so: an obligation
 //! the concrete search settled (`refine`: the system reaches it, the runtime does not), and one
 //! none of the three gives an invariant for within the budget. A task's verdict (an attack goal
@@ -24,14 +26,18 @@ use encoder::ts::{Obligation, TransitionSystem};
 use ir::vocab::Engine;
 use rayon::prelude::*;
 use search::smt::{Certificate, InductionBudget, Kind, Smt};
-use search::verdict::{Verdict, VerdictWord};
+use search::verdict::{Evidence, Verdict, VerdictWord};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The index's format name.
-pub const FORMAT: &str = "qls-certificates/1";
+pub const FORMAT: &str = "qls-certificates/2";
+
+/// The format before shared files: every certificate self-contained (`invariants` empty), which
+/// `qls certify` still reads.
+pub const FORMAT_1: &str = "qls-certificates/1";
 
 /// The index's file name in the folder.
 pub const INDEX: &str = "certificates.json";
@@ -69,6 +75,10 @@ pub struct Entry {
     /// The file's SHA-256, hex.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// The shared file (an entry of [`Index::invariants`]) of the invariant's initiation and
+    /// consecution, which the certificate rests on too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invariant: Option<String>,
     /// Why no certificate was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub without: Option<String>,
@@ -84,6 +94,21 @@ pub struct Index {
     pub system: String,
     /// Per unreachable obligation, in the proof's order.
     pub certificates: Vec<Entry>,
+    /// The shared files, in the order the certificates first name them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invariants: Vec<SharedEntry>,
+}
+
+/// A shared file of an invariant's initiation and consecution in the index.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedEntry {
+    /// The file in the folder: `invariant-` and the first 16 hex digits of its SHA-256.
+    pub file: String,
+    /// The name of each `(check-sat)` in order; each must answer `unsat`.
+    pub checks: Vec<String>,
+    /// The file's SHA-256, hex.
+    pub sha256: String,
 }
 
 /// What [`write`] wrote, for the command's line on stderr.
@@ -131,6 +156,8 @@ struct Todo<'a> {
     inductive: bool,
     /// A task's query: which one.
     query: Option<&'static str>,
+    /// What Z3's proof of it for any length left (`EngineRun::evidence`).
+    evidence: Option<&'a Evidence>,
 }
 
 /// Every unreachable verdict of `proof`, in the report's order: the obligations, then each
@@ -149,6 +176,7 @@ fn todo(proof: &Proof) -> Vec<Todo<'_>> {
             refined: x.refined.is_some(),
             inductive: proof.bmc.as_ref().is_some_and(|r| r.inductive.contains(&i)),
             query: None,
+            evidence: proof.bmc.as_ref().and_then(|r| r.evidence.get(&i)),
         })
         .collect();
     for t in &proof.tasks {
@@ -184,6 +212,7 @@ fn todo(proof: &Proof) -> Vec<Todo<'_>> {
                 refined: false,
                 inductive: false,
                 query: Some(query),
+                evidence: None,
             });
         }
     }
@@ -225,19 +254,23 @@ fn certify(smt: &dyn Smt, x: &Todo<'_>, budget: &InductionBudget) -> Result<Cert
     }
 }
 
-/// Per verdict, the certificate of the reachable states (`Smt::fixpoint_certificates`) where it
-/// wants an invariant and the symbolic fixpoint of its system is found by `search_until` —
-/// one search per system, shared by its verdicts — and Z3 re-checks it by `until`; otherwise
-/// [`NO_INVARIANT`] (kept if the later kinds give none either).
+/// Into `made`, for each verdict still without a certificate that wants an invariant, the
+/// reachable states (`Smt::fixpoint_certificates`) where the symbolic fixpoint of its system is
+/// found by `search_until` — one search per system, shared by its verdicts — and Z3 re-checks
+/// it by `until`.
 fn fixpoints(
     smt: &dyn Smt,
     todo: &[(usize, Todo<'_>)],
+    made: &mut [Result<Certificate, String>],
     search_until: Instant,
     until: Instant,
     max_tests: usize,
-) -> Vec<Result<Certificate, String>> {
+) {
+    let wanted: Vec<bool> = (todo.iter().zip(made.iter()))
+        .map(|((_, x), m)| m.is_err() && wants_invariant(x))
+        .collect();
     let mut sets: Vec<(&TransitionSystem, Option<search::bdd::ReachSet>)> = Vec::new();
-    for (_, x) in todo.iter().filter(|(_, x)| wants_invariant(x)) {
+    for ((_, x), _) in todo.iter().zip(&wanted).filter(|(_, w)| **w) {
         if !sets.iter().any(|(ts, _)| std::ptr::eq(*ts, x.ts)) {
             let budget = search::bdd::BddBudget {
                 deadline: Some(search_until),
@@ -247,14 +280,12 @@ fn fixpoints(
             sets.push((x.ts, set));
         }
     }
-    let mut made: Vec<Result<Certificate, String>> =
-        todo.iter().map(|_| Err(NO_INVARIANT.to_string())).collect();
     let answers: Vec<(Vec<usize>, Vec<Option<Certificate>>)> = sets
         .par_iter()
         .filter_map(|(ts, set)| {
             let set = set.as_ref()?;
             let at: Vec<usize> = (0..todo.len())
-                .filter(|i| std::ptr::eq(todo[*i].1.ts, *ts) && wants_invariant(&todo[*i].1))
+                .filter(|i| std::ptr::eq(todo[*i].1.ts, *ts) && wanted[*i])
                 .collect();
             let obligations: Vec<Obligation> =
                 at.iter().map(|i| todo[*i].1.obligation.clone()).collect();
@@ -268,12 +299,12 @@ fn fixpoints(
             }
         }
     }
-    made
 }
 
-/// Why an invariant's certificate is missing: neither the induction nor Spacer closed it again.
-const NO_INVARIANT: &str = "neither the symbolic fixpoint (every reachable state) nor Z3's \
-    k-induction nor Spacer closes it again within the budget";
+/// Why an invariant's certificate is missing.
+const NO_INVARIANT: &str = "no invariant within the budget: none kept by the proof that decided \
+    it checks, the symbolic fixpoint (every reachable state) is not found, and neither Z3's \
+    k-induction nor Spacer closes it again";
 
 /// Whether `x`'s certificate is an invariant (a verdict for any length, or a bounded one on a
 /// system with batches), which Spacer may give where the induction did not close.
@@ -301,8 +332,9 @@ fn file_name(i: usize, id: &str) -> String {
 }
 
 /// Writes the certificate of every unreachable verdict of `proof` into `dir` (created if
-/// missing), and the index. Everything ends within `timeout`: the symbolic fixpoint has a
-/// quarter of it to find each system's reachable states and Z3 up to half to re-check them;
+/// missing), and the index. Everything ends within `timeout`: the proof's own evidence is
+/// checked within half of it; the symbolic fixpoint has a quarter to find each system's
+/// reachable states and Z3 up to half to re-check them;
 /// the induction each remaining certificate asks for, in parallel, up to half; Spacer, where
 /// neither gave one, the rest, one question at a time. Written in the proof's order.
 pub fn write(proof: &Proof, dir: &Path, timeout: Duration) -> std::io::Result<Written> {
@@ -321,10 +353,46 @@ pub fn write_with(
     let start = Instant::now();
     let deadline = start + timeout;
     let todo: Vec<(usize, Todo<'_>)> = todo(proof).into_iter().enumerate().collect();
-    // First the reachable states, where the symbolic fixpoint finds them within a quarter of
-    // the budget (one search per system) and Z3 re-checks them within half of it.
     let (quarter, half) = (start + timeout / 4, start + timeout / 2);
-    let mut made = fixpoints(proof.smt, &todo, quarter, half, max_tests);
+    // First what the proof that decided it left (Spacer's invariant or the induction's),
+    // asking no engine again, within half the budget: once per invariant, which Spacer's
+    // proofs share (one proof's invariant excludes other obligations too).
+    let mut made: Vec<Result<Certificate, String>> =
+        todo.iter().map(|_| Err(NO_INVARIANT.to_string())).collect();
+    let mut groups: Vec<(&TransitionSystem, &Evidence, Vec<usize>)> = Vec::new();
+    for (i, (_, x)) in todo.iter().enumerate() {
+        let Some(e) = x.evidence.filter(|_| wants_invariant(x)) else {
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|(ts, g, _)| std::ptr::eq(*ts, x.ts) && *g == e)
+        {
+            Some((_, _, at)) => at.push(i),
+            None => groups.push((x.ts, e, vec![i])),
+        }
+    }
+    let answers: Vec<(&Vec<usize>, Vec<Option<Certificate>>)> = groups
+        .par_iter()
+        .map(|(ts, e, at)| {
+            let obligations: Vec<Obligation> =
+                at.iter().map(|i| todo[*i].1.obligation.clone()).collect();
+            (
+                at,
+                proof.smt.evidence_certificates(ts, &obligations, e, half),
+            )
+        })
+        .collect();
+    for (at, certs) in answers {
+        for (i, c) in at.iter().zip(certs) {
+            if let Some(c) = c {
+                made[*i] = Ok(c);
+            }
+        }
+    }
+    // Then the reachable states, where the symbolic fixpoint finds them within a quarter of
+    // the budget (one search per system) and Z3 re-checks them within half of it.
+    fixpoints(proof.smt, &todo, &mut made, quarter, half, max_tests);
     // Then the induction, in parallel, with what is left up to half the budget, so Spacer,
     // asked after it, is never left without.
     let mut budget = InductionBudget::default();
@@ -352,6 +420,7 @@ pub fn write_with(
         }
     }
     let mut entries = Vec::new();
+    let mut invariants: Vec<SharedEntry> = Vec::new();
     let mut counts = Written::default();
     for ((i, x), made) in todo.into_iter().zip(made) {
         let mut e = Entry {
@@ -365,6 +434,7 @@ pub fn write_with(
             states: None,
             checks: vec![],
             sha256: None,
+            invariant: None,
             without: None,
         };
         match made {
@@ -386,6 +456,19 @@ pub fn write_with(
                 e.checks = c.checks;
                 e.sha256 = Some(sha256_hex(c.script.as_bytes()));
                 e.file = Some(name);
+                if let Some(shared) = c.shared {
+                    let sha256 = sha256_hex(shared.script.as_bytes());
+                    let file = format!("invariant-{}.smt2", &sha256[..16]);
+                    if !invariants.iter().any(|s| s.file == file) {
+                        std::fs::write(dir.join(&file), &shared.script)?;
+                        invariants.push(SharedEntry {
+                            file: file.clone(),
+                            checks: shared.checks,
+                            sha256,
+                        });
+                    }
+                    e.invariant = Some(file);
+                }
                 counts.written += 1;
             }
             Err(why) => {
@@ -402,6 +485,7 @@ pub fn write_with(
                  composed with it; the lowering is trusted, the certificates check the system"
             .into(),
         certificates: entries,
+        invariants,
     };
     let text = serde_json::to_string_pretty(&index).expect("the index serialises") + "\n";
     std::fs::write(dir.join(INDEX), text)?;
@@ -422,7 +506,8 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
-/// Reads `DIR/certificates.json`: a clear error naming the file, and the line for JSON errors.
+/// Reads `DIR/certificates.json`: a clear error naming the file, and the line for JSON errors;
+/// every shared file an entry names must be listed in `invariants`.
 pub fn read_index(dir: &Path) -> Result<Index, String> {
     let path = dir.join(INDEX);
     let text = std::fs::read_to_string(&path)
@@ -435,12 +520,26 @@ pub fn read_index(dir: &Path) -> Result<Index, String> {
             e.column()
         )
     })?;
-    if index.format != FORMAT {
+    let shared =
+        !index.invariants.is_empty() || index.certificates.iter().any(|e| e.invariant.is_some());
+    if index.format != FORMAT && (index.format != FORMAT_1 || shared) {
         return Err(format!(
-            "{}: format is `{}`, expected `{FORMAT}`",
+            "{}: format is `{}`, expected `{FORMAT}` (or `{FORMAT_1}`, without shared files)",
             path.display(),
             index.format
         ));
+    }
+    for e in &index.certificates {
+        if let Some(f) = &e.invariant {
+            if !index.invariants.iter().any(|s| &s.file == f) {
+                return Err(format!(
+                    "{}: the certificate of {} names the shared file `{f}`, which `invariants` \
+                     does not list",
+                    path.display(),
+                    e.obligation
+                ));
+            }
+        }
     }
     Ok(index)
 }

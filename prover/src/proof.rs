@@ -620,6 +620,7 @@ fn not_run(
             verdicts: vec![undecided.clone(); obls.len()],
             cost: Cost::default(),
             inductive: Vec::new(),
+            evidence: Default::default(),
         })
     };
     let bfs = run(engines.is_some_and(Engines::bfs));
@@ -883,6 +884,7 @@ mod tests {
                 verdicts: vec![v],
                 cost: Cost::default(),
                 inductive: vec![],
+                evidence: Default::default(),
             })
         };
         EngineRuns {

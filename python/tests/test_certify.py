@@ -47,13 +47,22 @@ def test_a_proof_for_any_length_is_certified_by_its_invariant(tmp_path: Path) ->
     p = subprocess.run([qls_bin(), "verify", str(SHOP), "--session-steps", "any",
                         "--certificates", str(out)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    entries = index(out)["certificates"]
-    assert entries and all(e["kind"] == "induction" for e in entries), entries
-    # Initiation, consecution, the induction step, and k base-case questions each.
-    assert all(len(e["checks"]) == 3 + e["depth"] for e in entries)
+    doc = index(out)
+    entries = doc["certificates"]
+    # The invariant the proof itself kept: Spacer's or the induction's.
+    assert entries and all(e["kind"] in ("spacer", "induction") for e in entries), entries
+    shared = {s["file"]: s for s in doc.get("invariants", [])}
+    for e in entries:
+        if e["kind"] == "induction":
+            # Initiation, consecution, the induction step, and k base-case questions.
+            assert len(e["checks"]) == 3 + e["depth"], e
+        else:
+            # Safety here; initiation and a consecution per command in the shared file.
+            assert len(e["checks"]) == 1 and e["invariant"] in shared, e
+            assert len(shared[e["invariant"]]["checks"]) >= 2, shared
     c = certify(out)
     assert c.returncode == 0, c.stdout + c.stderr
-    assert "rejected" in c.stdout and " 0 rejected" in c.stdout
+    assert f"{len(entries)} accepted, 0 rejected by cvc5 1.4.2" in c.stdout
 
 
 def test_a_bounded_proof_over_two_turns_is_certified_by_z3s_invariant(tmp_path: Path) -> None:
@@ -114,3 +123,38 @@ def test_a_task_verdict_is_certified_on_the_tasks_own_system(tmp_path: Path) -> 
     c = certify(out / "guarded")
     assert c.returncode == 0, c.stdout + c.stderr
     assert f"{len(entries)} accepted, 0 rejected" in c.stdout, c.stdout
+
+
+def test_an_invariants_shared_file_is_checked_and_a_flipped_bit_in_it_fails(tmp_path: Path) -> None:
+    # The corpus's batch case: a bounded verdict on a system with batches, certified by every
+    # reachable state (the symbolic fixpoint), whose initiation and consecution are in a shared
+    # file; cvc5 accepts it, and one flipped bit of the shared file (its hash forged to match)
+    # refuses every certificate that names it.
+    case = "batch-untrusted-read-then-persistent-write-fires"
+    cases = tmp_path / "cases"
+    shutil.copytree(ROOT / "corpus" / case, cases / case)
+    out = tmp_path / "certs"
+    p = subprocess.run([qls_bin(), "corpus", str(cases), "--certificates", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    folder = out / case
+    doc = index(folder)
+    named = [e for e in doc["certificates"] if e.get("invariant")]
+    assert named and doc["invariants"], doc
+    c = certify(folder)
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert f"{len(doc['certificates'])} accepted, 0 rejected by cvc5 1.4.2" in c.stdout
+    shared = doc["invariants"][0]
+    target = folder / shared["file"]
+    text = bytearray(target.read_bytes())
+    at = text.index(b"(_ BitVec ") + len(b"(_ BitVec ")
+    text[at] ^= 1
+    target.write_bytes(bytes(text))
+    shared["sha256"] = hashlib.sha256(bytes(text)).hexdigest()
+    (folder / "certificates.json").write_text(json.dumps(doc))
+    p = certify(folder)
+    assert p.returncode == 1, p.stdout + p.stderr
+    for e in named:
+        if e["invariant"] == shared["file"]:
+            line = next(x for x in p.stdout.splitlines() if e["file"] in x)
+            assert line.startswith("REJECTED") and "its shared file" in line, line

@@ -178,6 +178,7 @@ fn search(
             ms: start.elapsed().as_millis() as u64,
         },
         inductive: Vec::new(),
+        evidence: Default::default(),
     }
 }
 

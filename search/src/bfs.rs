@@ -382,6 +382,7 @@ fn unless_never_hit(
             verdicts: vec![],
             cost: Cost::default(),
             inductive: Vec::new(),
+            evidence: Default::default(),
         }
     } else {
         let asked: Vec<Obligation> = open.iter().map(|&i| obligations[i].clone()).collect();
@@ -401,6 +402,7 @@ fn unless_never_hit(
         verdicts,
         cost: run.cost,
         inductive: Vec::new(),
+        evidence: Default::default(),
     }
 }
 
@@ -478,6 +480,7 @@ fn search(
             ms: start.elapsed().as_millis() as u64,
         },
         inductive: Vec::new(),
+        evidence: Default::default(),
     };
     (run, fixpoint_turns, widest)
 }
@@ -498,6 +501,7 @@ fn compile_stopped(obligations: usize, stopped: compiled::OutOfTime, start: Inst
             ms: start.elapsed().as_millis() as u64,
         },
         inductive: Vec::new(),
+        evidence: Default::default(),
     }
 }
 

@@ -66,6 +66,17 @@ pub trait Smt: Sync + Send + std::fmt::Debug {
         o: &Obligation,
         until: Instant,
     ) -> Option<Certificate>;
+    /// The certificates of `obligations` (of `ts`) from the evidence Z3's proof of them for any
+    /// length left (`EngineRun::evidence`), the same for all, without asking an engine again;
+    /// `None` for one whose certificate does not check by `until` (Spacer's answer) or has a
+    /// shape a certificate does not state.
+    fn evidence_certificates(
+        &self,
+        ts: &TransitionSystem,
+        obligations: &[Obligation],
+        evidence: &crate::verdict::Evidence,
+        until: Instant,
+    ) -> Vec<Option<Certificate>>;
     /// The reachable states the symbolic engine's fixpoint found (`set`, [`crate::bdd::reachable`])
     /// as the invariant of each of `obligations` (of `ts`) and its three checks, once Z3 has
     /// answered `unsat` to each by `until`; `None` for one where it has not (a state of the set
@@ -440,6 +451,22 @@ pub enum Kind {
 pub struct Certificate {
     /// What it proves.
     pub kind: Kind,
+    /// The SMT-LIB 2 script.
+    pub script: String,
+    /// The name of each `(check-sat)` of the script, in order; each must answer `unsat`.
+    pub checks: Vec<String>,
+    /// The checks it rests on that do not depend on the obligation — an invariant's initiation
+    /// and consecution — in a script of their own, which the certificates of every obligation
+    /// the same invariant excludes share (written once: docs/formats.md `invariant`).
+    pub shared: Option<Shared>,
+}
+
+/// The part of an invariant's certificates that speaks of the system alone: the invariant
+/// holds initially and every step keeps it. Why apart: one invariant Spacer's proof kept may
+/// exclude dozens of obligations, each file repeated its hundreds of consecution questions
+/// (the family's medium seed 1: 38 files of 5 MB), and a checker asked them once per file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shared {
     /// The SMT-LIB 2 script.
     pub script: String,
     /// The name of each `(check-sat)` of the script, in order; each must answer `unsat`.

@@ -330,6 +330,26 @@ pub struct EngineRun {
     /// bound the runs (batches, `proof::for_batches`). Not part of any report.
     #[serde(skip)]
     pub inductive: Vec<usize>,
+    /// Per obligation (index into `verdicts`) Z3 proved for any length, the evidence its proof
+    /// left, which a certificate writes without asking again (`prover::certificates`). Not part
+    /// of any report.
+    #[serde(skip)]
+    pub evidence: std::collections::BTreeMap<usize, Evidence>,
+}
+
+/// What a proof for any length leaves that a certificate states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// Spacer's answer, re-checked, as Z3 printed it: `reach` defined for every state.
+    Spacer(String),
+    /// k-induction's: the Houdini conjuncts (each a list of (variable, value) pairs that never
+    /// hold all at once, besides the box of reachable values) and k.
+    Induction {
+        /// The induction's depth.
+        k: u32,
+        /// The conjuncts.
+        conjuncts: Vec<Vec<(usize, u32)>>,
+    },
 }
 
 /// Whether two engines' verdicts on one obligation disagree (QG312): reachable against

@@ -209,6 +209,7 @@ fn one(seed: u64, size: SizeClass, engine: &str, timeout: u64) {
             verdicts: vec![und; obls.len()],
             cost: Default::default(),
             inductive: vec![],
+            evidence: Default::default(),
         };
         EngineRuns {
             bfs: Some(run),

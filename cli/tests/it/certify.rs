@@ -12,6 +12,19 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// `qls args`, which must succeed: its output.
+fn qls_ok(args: &[&str]) -> Output {
+    let o = qls(args, &[]);
+    let text = String::from_utf8_lossy(&o.stdout) + String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "qls {args:?}: {text}");
+    o
+}
+
+/// Reads `DIR/certificates.json` as JSON.
+fn index_of(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("certificates.json")).unwrap()).unwrap()
+}
+
 fn qls(args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_qls"));
     c.args(args).current_dir(root());
@@ -59,36 +72,24 @@ fn certificates(tag: &str) -> (crate::common::Scratch, Value, Value) {
 fn certificates_at(tag: &str, turns: &str) -> (crate::common::Scratch, Value, Value) {
     let dir = crate::common::Scratch::new(&format!("certify-{tag}"));
     let out = dir.join("certs");
-    let o = qls(
-        &[
-            "verify",
-            "examples/shop/agent.yaml",
-            "--session-steps",
-            turns,
-            "--format",
-            "json",
-            "--certificates",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = qls_ok(&[
+        "verify",
+        "examples/shop/agent.yaml",
+        "--session-steps",
+        turns,
+        "--format",
+        "json",
+        "--certificates",
+        out.to_str().unwrap(),
+    ]);
     let report: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let index: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("certificates.json")).unwrap())
-            .unwrap();
-    (dir, report, index)
+    (dir, report, index_of(&out))
 }
 
 #[test]
 fn verify_writes_a_certificate_for_every_unreachable_verdict_with_its_checks_and_hash() {
     let (dir, report, index) = certificates("index");
-    assert_eq!(index["format"], "qls-certificates/1");
+    assert_eq!(index["format"], "qls-certificates/2");
     let unreachable: Vec<&str> = report["obligations"]
         .as_array()
         .unwrap()
@@ -203,4 +204,83 @@ fn certify_reads_a_bad_index_with_its_line() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("certificates.json:3:"), "{stderr}");
+}
+
+/// An invariant's initiation and consecution are written once, in a shared file the index lists
+/// and each certificate resting on it names (the corpus's batch case: the symbolic fixpoint, a
+/// bounded verdict on a system with batches); `qls certify` checks it, and a changed shared
+/// file refuses every certificate that names it, though their own files are untouched.
+#[test]
+fn an_invariants_shared_file_is_checked_and_a_changed_one_refuses_its_certificates() {
+    let dir = crate::common::Scratch::new("certify-shared");
+    let case = "batch-untrusted-read-then-persistent-write-fires";
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(cases.join(case)).unwrap();
+    for f in std::fs::read_dir(root().join("corpus").join(case)).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, cases.join(case).join(f.file_name().unwrap())).unwrap();
+    }
+    let out = dir.join("certs");
+    qls_ok(&[
+        "corpus",
+        cases.to_str().unwrap(),
+        "--certificates",
+        out.to_str().unwrap(),
+    ]);
+    let certs = out.join(case);
+    let index = index_of(&certs);
+    assert_eq!(index["format"], "qls-certificates/2");
+    let shared = index["invariants"].as_array().expect("a shared file");
+    let named: Vec<&Value> = (index["certificates"].as_array().unwrap().iter())
+        .filter(|e| !e["invariant"].is_null())
+        .collect();
+    assert!(!named.is_empty(), "{index}");
+    for e in &named {
+        assert_eq!(e["kind"], "fixpoint", "{e}");
+        // Its own file: the safety check alone.
+        assert_eq!(e["checks"].as_array().unwrap().len(), 1, "{e}");
+        assert!(
+            shared.iter().any(|s| s["file"] == e["invariant"]),
+            "{index}"
+        );
+    }
+    for s in shared {
+        let text = std::fs::read_to_string(certs.join(s["file"].as_str().unwrap())).unwrap();
+        assert_eq!(
+            text.matches("(check-sat)").count(),
+            s["checks"].as_array().unwrap().len()
+        );
+        assert!(text.contains("; check: initiation") && text.contains("; check: consecution"));
+    }
+    let module = dir.join("fake-unsat");
+    std::fs::create_dir_all(&module).unwrap();
+    fake_cvc5(&module, "unsat");
+    let run = || {
+        let o = qls(
+            &["certify", certs.to_str().unwrap(), "--python", "python3"],
+            &[("PYTHONPATH", &module)],
+        );
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, stdout) = run();
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains(".smt2 with invariant-"), "{stdout}");
+    let first = certs.join(shared[0]["file"].as_str().unwrap());
+    let mut text = std::fs::read_to_string(&first).unwrap();
+    text.push_str("; changed\n");
+    std::fs::write(&first, text).unwrap();
+    let (code, stdout) = run();
+    assert_eq!(code, Some(1), "{stdout}");
+    for e in named.iter().filter(|e| e["invariant"] == shared[0]["file"]) {
+        let line = (stdout.lines())
+            .find(|l| l.contains(e["obligation"].as_str().unwrap()))
+            .expect("a line per certificate");
+        assert!(
+            line.starts_with("REJECTED") && line.contains("its shared file"),
+            "{line}"
+        );
+    }
 }

@@ -263,6 +263,7 @@ fn merged(ts: &TransitionSystem, unrolled: EngineRun, rounds: Option<EngineRun>)
             ms: unrolled.cost.ms.max(rounds.cost.ms),
         },
         inductive: vec![],
+        evidence: Default::default(),
     };
     for i in 0..unrolled.verdicts.len() {
         let (u, h) = (&unrolled.verdicts[i], &rounds.verdicts[i]);
@@ -313,6 +314,7 @@ pub(super) fn run_per_slice_accepting(
         verdicts: vec![Verdict::undecided(StopReason::NoEngine, "not searched"); obls.len()],
         cost: Cost::default(),
         inductive: Vec::new(),
+        evidence: Default::default(),
     };
     let mut bfs = o.engines.bfs().then(empty);
     let mut bmc = o.engines.bmc().then(empty);
@@ -345,6 +347,7 @@ pub(super) fn run_per_slice_accepting(
                 ],
                 cost: Cost::default(),
                 inductive: Vec::new(),
+                evidence: Default::default(),
             });
             all.inductive
                 .extend(run.inductive.iter().map(|k| g.members[*k]));
@@ -421,6 +424,7 @@ mod tests {
                 ms: calls,
             },
             inductive,
+            evidence: Default::default(),
         }
     }
 

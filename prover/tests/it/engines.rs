@@ -567,10 +567,7 @@ fn a_verdict_the_induction_does_not_close_is_certified_by_spacers_invariant() {
     let e = certified_alone(ts, o, &dir, 0);
     assert_eq!(e.kind.as_deref(), Some("spacer"), "{e:?}");
     assert_eq!(e.depth, None);
-    assert_eq!(
-        cvc5_answers(&dir.join(e.file.as_deref().expect("a file"))),
-        vec!["unsat"; 5]
-    );
+    assert_eq!(cvc5_certified(&dir, &e), vec!["unsat"; 5]);
 }
 
 /// The same system certified as `--certificates` does: by every reachable state the symbolic
@@ -582,10 +579,7 @@ fn a_verdict_for_any_length_is_certified_first_by_the_reachable_states() {
     let e = certified_alone(ts, o, &dir, search::bdd::MAX_EXPORT);
     assert_eq!(e.kind.as_deref(), Some("fixpoint"), "{e:?}");
     assert_eq!(e.states, Some(2048));
-    assert_eq!(
-        cvc5_answers(&dir.join(e.file.as_deref().expect("a file"))),
-        vec!["unsat"; 5]
-    );
+    assert_eq!(cvc5_certified(&dir, &e), vec!["unsat"; 5]);
 }
 
 /// `o`, unreachable for any length by the BFS's fixpoint, certified alone by
@@ -625,9 +619,25 @@ fn certified_alone(
     assert_eq!((written.written, written.without), (1, 0));
     let index = certificates::read_index(dir).expect("the index reads");
     let e = index.certificates[0].clone();
-    // Initiation, safety, and consecution of a step by each of the three commands.
-    assert_eq!(e.checks.len(), 5, "{:?}", e.checks);
+    // Safety in its own file; initiation and consecution of a step by each of the three
+    // commands in the shared one.
+    assert_eq!(e.checks.len(), 1, "{:?}", e.checks);
+    let [shared] = index.invariants.as_slice() else {
+        panic!("one shared file: {:?}", index.invariants)
+    };
+    assert_eq!(e.invariant.as_deref(), Some(shared.file.as_str()));
+    assert_eq!(shared.checks.len(), 4, "{:?}", shared.checks);
     e
+}
+
+/// What cvc5 answers to every check the certificate `e` in `dir` rests on: its own file's,
+/// then its shared file's.
+fn cvc5_certified(dir: &std::path::Path, e: &prover::certificates::Entry) -> Vec<String> {
+    let mut a = cvc5_answers(&dir.join(e.file.as_deref().expect("a file")));
+    a.extend(cvc5_answers(
+        &dir.join(e.invariant.as_deref().expect("a shared file")),
+    ));
+    a
 }
 
 /// What cvc5 answers to each check of the certificate `file`, through the checker `qls

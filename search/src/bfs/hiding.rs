@@ -144,6 +144,7 @@ pub(super) fn run(
         verdicts: verdicts.into_iter().flatten().collect(),
         cost,
         inductive: Vec::new(),
+        evidence: Default::default(),
     }
 }
 
