@@ -268,6 +268,10 @@ pub fn certify(args: CertifyArgs) -> anyhow::Result<u8> {
                     (Some(kind), Some(d)) => format!("{kind} to depth {d}"),
                     _ => "a certificate".into(),
                 };
+                let what = match e.from_proof {
+                    true => format!("{what} (the proof's own)"),
+                    false => what,
+                };
                 println!(
                     "accepted  {} ({f}{rests}): {what}, {checks} checks unsat",
                     e.obligation

@@ -79,6 +79,10 @@ pub struct Entry {
     /// consecution, which the certificate rests on too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invariant: Option<String>,
+    /// The invariant is the one the proof that decided the verdict kept
+    /// (`EngineRun::evidence`), not one an engine was asked for again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_proof: bool,
     /// Why no certificate was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub without: Option<String>,
@@ -383,10 +387,12 @@ pub fn write_with(
             )
         })
         .collect();
+    let mut from_proof = vec![false; todo.len()];
     for (at, certs) in answers {
         for (i, c) in at.iter().zip(certs) {
             if let Some(c) = c {
                 made[*i] = Ok(c);
+                from_proof[*i] = true;
             }
         }
     }
@@ -422,7 +428,7 @@ pub fn write_with(
     let mut entries = Vec::new();
     let mut invariants: Vec<SharedEntry> = Vec::new();
     let mut counts = Written::default();
-    for ((i, x), made) in todo.into_iter().zip(made) {
+    for (((i, x), made), from_proof) in todo.into_iter().zip(made).zip(from_proof) {
         let mut e = Entry {
             obligation: x.obligation.id.to_string(),
             query: x.query.map(String::from),
@@ -435,6 +441,7 @@ pub fn write_with(
             checks: vec![],
             sha256: None,
             invariant: None,
+            from_proof,
             without: None,
         };
         match made {

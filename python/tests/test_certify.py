@@ -51,6 +51,7 @@ def test_a_proof_for_any_length_is_certified_by_its_invariant(tmp_path: Path) ->
     entries = doc["certificates"]
     # The invariant the proof itself kept: Spacer's or the induction's.
     assert entries and all(e["kind"] in ("spacer", "induction") for e in entries), entries
+    assert all(e.get("from_proof") for e in entries), entries
     shared = {s["file"]: s for s in doc.get("invariants", [])}
     for e in entries:
         if e["kind"] == "induction":

@@ -1073,6 +1073,9 @@ fn certificates(seed: u64, size: SizeClass, timeout: u64, dir: &str) {
         *kinds
             .entry(e.kind.clone().unwrap_or_else(|| "none".into()))
             .or_default() += 1;
+        if e.from_proof {
+            *kinds.entry("from_proof".into()).or_default() += 1;
+        }
     }
     let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}={n}")).collect();
     println!(

@@ -284,3 +284,35 @@ fn an_invariants_shared_file_is_checked_and_a_changed_one_refuses_its_certificat
         );
     }
 }
+
+/// For sessions of any length, the shop's verdicts are certified by the invariant Z3's proof
+/// kept (`from_proof`), Spacer's with a shared file or the induction's, and `qls certify` says so.
+#[test]
+fn a_proof_for_any_length_is_certified_by_the_invariant_it_kept() {
+    let (dir, _, index) = certificates_at("kept", "any");
+    let entries = index["certificates"].as_array().unwrap();
+    assert!(!entries.is_empty());
+    for e in entries {
+        assert_eq!(e["from_proof"], true, "{e}");
+        match e["kind"].as_str() {
+            Some("spacer") => assert!(e["invariant"].is_string(), "{e}"),
+            Some("induction") => assert!(e["invariant"].is_null(), "{e}"),
+            _ => panic!("an invariant: {e}"),
+        }
+    }
+    let module = dir.join("fake-unsat");
+    std::fs::create_dir_all(&module).unwrap();
+    fake_cvc5(&module, "unsat");
+    let certs = dir.join("certs");
+    let o = qls(
+        &["certify", certs.to_str().unwrap(), "--python", "python3"],
+        &[("PYTHONPATH", &module)],
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert_eq!(
+        stdout.matches("(the proof's own)").count(),
+        entries.len(),
+        "{stdout}"
+    );
+}
