@@ -70,11 +70,7 @@ impl Script {
 
     /// One question: `facts` together must be unsatisfiable.
     fn ask(&mut self, name: String, facts: &[Bool]) {
-        let _ = writeln!(self.body, "(push 1)\n; check: {name}");
-        for f in facts {
-            self.assert(f);
-        }
-        let _ = writeln!(self.body, "(check-sat)\n(pop 1)");
+        self.body.push_str(&question(&name, facts));
         self.checks.push(name);
     }
 
@@ -271,19 +267,24 @@ impl Script {
     }
 }
 
+/// One question in a scope of its own, named in a comment: `facts` (with what is asserted
+/// outside the scope) must be unsatisfiable.
+fn question(name: &str, facts: &[Bool]) -> String {
+    let mut out = format!("(push 1)\n; check: {name}\n");
+    for f in facts {
+        let _ = writeln!(out, "(assert {})", smtlib(f));
+    }
+    out.push_str("(check-sat)\n(pop 1)\n");
+    out
+}
+
 /// Questions in one scope: the `assertions` (printed once), and each question's facts in a
 /// scope of its own; each must be unsatisfiable.
 fn in_scopes(assertions: &str, questions: &[(String, Vec<Bool>)]) -> String {
-    let mut out = format!("(push 1)\n{assertions}");
-    for (name, facts) in questions {
-        let _ = writeln!(out, "(push 1)\n; check: {name}");
-        for f in facts {
-            let _ = writeln!(out, "(assert {})", smtlib(f));
-        }
-        out.push_str("(check-sat)\n(pop 1)\n");
-    }
-    out.push_str("(pop 1)\n");
-    out
+    let asked: String = (questions.iter())
+        .map(|(name, facts)| question(name, facts))
+        .collect();
+    format!("(push 1)\n{assertions}{asked}(pop 1)\n")
 }
 
 /// Every assertion of `solver`, one `(assert …)` line each.
@@ -298,12 +299,7 @@ fn printed(solver: &Solver) -> String {
 /// One question in a scope of its own: the `assertions` (printed) and `facts` together must be
 /// unsatisfiable.
 fn in_scope(assertions: &str, name: &str, facts: &[Bool]) -> String {
-    let mut out = format!("(push 1)\n{assertions}(push 1)\n; check: {name}\n");
-    for f in facts {
-        let _ = writeln!(out, "(assert {})", smtlib(f));
-    }
-    out.push_str("(check-sat)\n(pop 1)\n(pop 1)\n");
-    out
+    format!("(push 1)\n{assertions}{}(pop 1)\n", question(name, facts))
 }
 
 /// The certificate of "no run violates `o`, however long", when Z3's k-induction (with the
@@ -380,11 +376,10 @@ pub fn spacer(
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let def = crate::pdr::invariant(ts, o, until)?;
-    let what = "an inductive invariant Spacer found (initiation, safety, consecution)";
     let inv =
         |row: &[z3::ast::BV], _, _: &Solver, _: &mut String| crate::pdr::instantiate(&def, row);
     let one = std::slice::from_ref(o);
-    checked_invariant(ts, one, until, Kind::Spacer, what, inv).pop()?
+    checked_invariant(ts, one, until, Kind::Spacer, SPACER_WHAT, inv).pop()?
 }
 
 /// The certificates of "no run violates `o`, however long" for each of `obligations` from the

@@ -296,13 +296,25 @@ fn fixpoints(
             Some((at, smt.fixpoint_certificates(ts, &obligations, set, until)))
         })
         .collect();
+    place(made, answers);
+}
+
+/// Each certificate of `answers` (the verdicts' positions, and per position what an engine
+/// gave) into `made`; the positions it filled.
+fn place(
+    made: &mut [Result<Certificate, String>],
+    answers: Vec<(Vec<usize>, Vec<Option<Certificate>>)>,
+) -> Vec<usize> {
+    let mut filled = Vec::new();
     for (at, certs) in answers {
         for (i, c) in at.into_iter().zip(certs) {
             if let Some(c) = c {
                 made[i] = Ok(c);
+                filled.push(i);
             }
         }
     }
+    filled
 }
 
 /// Why an invariant's certificate is missing.
@@ -376,25 +388,18 @@ pub fn write_with(
             None => groups.push((x.ts, e, vec![i])),
         }
     }
-    let answers: Vec<(&Vec<usize>, Vec<Option<Certificate>>)> = groups
-        .par_iter()
+    let answers: Vec<(Vec<usize>, Vec<Option<Certificate>>)> = groups
+        .into_par_iter()
         .map(|(ts, e, at)| {
             let obligations: Vec<Obligation> =
                 at.iter().map(|i| todo[*i].1.obligation.clone()).collect();
-            (
-                at,
-                proof.smt.evidence_certificates(ts, &obligations, e, half),
-            )
+            let certs = proof.smt.evidence_certificates(ts, &obligations, e, half);
+            (at, certs)
         })
         .collect();
     let mut from_proof = vec![false; todo.len()];
-    for (at, certs) in answers {
-        for (i, c) in at.iter().zip(certs) {
-            if let Some(c) = c {
-                made[*i] = Ok(c);
-                from_proof[*i] = true;
-            }
-        }
+    for i in place(&mut made, answers) {
+        from_proof[i] = true;
     }
     // Then the reachable states, where the symbolic fixpoint finds them within a quarter of
     // the budget (one search per system) and Z3 re-checks them within half of it.
@@ -403,16 +408,13 @@ pub fn write_with(
     // asked after it, is never left without.
     let mut budget = InductionBudget::default();
     budget.bounded.deadline = Some(half);
-    let again: Vec<Result<Certificate, String>> = todo
+    let again: Vec<Option<Result<Certificate, String>>> = todo
         .par_iter()
         .zip(made.par_iter())
-        .map(|((_, x), m)| match m {
-            Ok(_) => Err(String::new()),
-            Err(_) => certify(proof.smt, x, &budget),
-        })
+        .map(|((_, x), m)| m.is_err().then(|| certify(proof.smt, x, &budget)))
         .collect();
     for (m, a) in made.iter_mut().zip(again) {
-        if m.is_err() {
+        if let Some(a) = a {
             *m = a;
         }
     }

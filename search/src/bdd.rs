@@ -91,7 +91,7 @@ pub const MAX_EXPORT: usize = 1 << 18;
 
 /// Every reachable state of `ts` — its fixpoint, whatever its depth or batches say — outside
 /// the manager ([`ReachSet`]): an inductive invariant of the system, which a certificate states
-/// (`Smt::fixpoint_certificate`). `None` when a budget stops the search first or the set has
+/// (`Smt::fixpoint_certificates`). `None` when a budget stops the search first or the set has
 /// more than `max_tests` tests.
 pub fn reachable(ts: &TransitionSystem, budget: &BddBudget, max_tests: usize) -> Option<ReachSet> {
     let dd = Dd::new(ts, budget.max_nodes, budget.deadline, budget.stop.clone()).ok()?;
